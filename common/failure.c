@@ -1,0 +1,39 @@
+/* failure: thread-local last-failure message (see failure.h). */
+#include "failure.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char s_message[512];
+
+int failure_set(int code, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(s_message, sizeof s_message, fmt, args);
+    va_end(args);
+    return code;
+}
+
+const char *failure_message(void)
+{
+    return s_message;
+}
+
+const char *failure_name(int code)
+{
+    switch (code) {
+    case FAILURE_OK: return "ok";
+    case FAILURE_INVALID: return "invalid";
+    case FAILURE_IO: return "io";
+    case FAILURE_NOT_FOUND: return "not_found";
+    case FAILURE_TOO_BIG: return "too_big";
+    case FAILURE_STORE: return "store";
+    case FAILURE_TIMEOUT: return "timeout";
+    case FAILURE_STATE: return "state";
+    case FAILURE_GIT: return "git";
+    case FAILURE_AGENT: return "agent";
+    case FAILURE_MEMORY: return "memory";
+    default: return "unknown";
+    }
+}

@@ -1,0 +1,42 @@
+/* check: the assertions tests use. A failed CHECK prints where and what, and marks the
+ * test failed without stopping it; check_exit_code() is what main() returns. */
+#ifndef CLOISTER_CHECK_H
+#define CLOISTER_CHECK_H
+
+#include <stdio.h>
+#include <string.h>
+
+extern int check_failures;
+
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
+            check_failures++;                                                              \
+        }                                                                                  \
+    } while (0)
+
+#define CHECK_STR(actual, expected)                                                        \
+    do {                                                                                   \
+        const char *check_a_ = (actual), *check_e_ = (expected);                           \
+        if (check_a_ == NULL || strcmp(check_a_, check_e_) != 0) {                         \
+            fprintf(stderr, "%s:%d: CHECK_STR failed: %s is \"%s\", expected \"%s\"\n",    \
+                    __FILE__, __LINE__, #actual, check_a_ ? check_a_ : "(null)", check_e_); \
+            check_failures++;                                                              \
+        }                                                                                  \
+    } while (0)
+
+#define CHECK_INT(actual, expected)                                                        \
+    do {                                                                                   \
+        long long check_a_ = (long long)(actual), check_e_ = (long long)(expected);        \
+        if (check_a_ != check_e_) {                                                        \
+            fprintf(stderr, "%s:%d: CHECK_INT failed: %s is %lld, expected %lld\n",        \
+                    __FILE__, __LINE__, #actual, check_a_, check_e_);                      \
+            check_failures++;                                                              \
+        }                                                                                  \
+    } while (0)
+
+/* 0 if every CHECK passed, 1 otherwise; prints a summary line. */
+int check_exit_code(const char *test_name);
+
+#endif

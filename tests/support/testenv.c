@@ -1,0 +1,266 @@
+/* testenv: temporary directories and child processes for integration tests. */
+#include "testenv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void testenv_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+testenv_t *testenv_new(const char *name)
+{
+    testenv_t *self = calloc(1, sizeof *self);
+    if (self == NULL)
+        return NULL;
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(self->dir, sizeof self->dir, "%s/cloister-%s-XXXXXX", base, name);
+    if (mkdtemp(self->dir) == NULL) {
+        fprintf(stderr, "testenv: mkdtemp %s: %s\n", self->dir, strerror(errno));
+        free(self);
+        return NULL;
+    }
+    snprintf(self->home, sizeof self->home, "%s/home", self->dir);
+    mkdir(self->home, 0700);
+    snprintf(self->in_ep, sizeof self->in_ep, "ipc://%s/in.sock", self->dir);
+    snprintf(self->events_ep, sizeof self->events_ep, "ipc://%s/events.sock", self->dir);
+    snprintf(self->control_ep, sizeof self->control_ep, "ipc://%s/control.sock", self->dir);
+    setenv("PANOPTICON_HOME", self->home, 1);
+    setenv("CLOISTER_IN", self->in_ep, 1);
+    setenv("CLOISTER_EVENTS", self->events_ep, 1);
+    setenv("CLOISTER_CONTROL", self->control_ep, 1);
+    return self;
+}
+
+static int s_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void testenv_destroy(testenv_t **self_p)
+{
+    testenv_t *self = *self_p;
+    if (self == NULL)
+        return;
+    for (int i = 0; i < self->nprocs; i++) {
+        if (self->procs[i] > 0) {
+            kill(-self->procs[i], SIGKILL);
+            kill(self->procs[i], SIGKILL);
+            waitpid(self->procs[i], NULL, 0);
+        }
+    }
+    if (getenv("CLOISTER_KEEP_TESTDIR") == NULL)
+        nftw(self->dir, s_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    else
+        fprintf(stderr, "testenv: kept %s\n", self->dir);
+    free(self);
+    *self_p = NULL;
+}
+
+const char *testenv_bin(const char *name)
+{
+    static char slots[4][512];
+    static int next;
+    char *slot = slots[next++ % 4];
+    snprintf(slot, sizeof slots[0], "%s/%s", CLOISTER_BIN_DIR, name);
+    return slot;
+}
+
+static void s_forget(testenv_t *self, pid_t pid)
+{
+    for (int i = 0; i < self->nprocs; i++)
+        if (self->procs[i] == pid)
+            self->procs[i] = 0;
+}
+
+pid_t testenv_spawn(testenv_t *self, const char *log_name, char *const argv[])
+{
+    char log_path[512] = "";
+    if (log_name != NULL)
+        snprintf(log_path, sizeof log_path, "%s/%s.log", self->dir, log_name);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        setpgid(0, 0);
+        if (log_path[0] != '\0') {
+            int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+            if (fd >= 0) {
+                dup2(fd, 1);
+                dup2(fd, 2);
+                close(fd);
+            }
+        }
+        execv(argv[0], argv);
+        fprintf(stderr, "testenv: exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    /* Reuse a free slot so long tests can start many processes. */
+    for (int i = 0; i < self->nprocs; i++) {
+        if (self->procs[i] == 0) {
+            self->procs[i] = pid;
+            return pid;
+        }
+    }
+    if (self->nprocs < TESTENV_MAX_PROCS)
+        self->procs[self->nprocs++] = pid;
+    return pid;
+}
+
+void testenv_signal(pid_t pid, int sig)
+{
+    if (pid > 0)
+        kill(-pid, sig);
+}
+
+int testenv_wait(testenv_t *self, pid_t pid, int timeout_ms)
+{
+    for (int waited = 0;; waited += 10) {
+        int status = 0;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            s_forget(self, pid);
+            return status;
+        }
+        if (r < 0) {
+            s_forget(self, pid);
+            return -1;
+        }
+        if (waited >= timeout_ms)
+            return -1;
+        testenv_sleep_ms(10);
+    }
+}
+
+int testenv_run(testenv_t *self, char *const argv[], char *out, size_t out_size, int timeout_ms)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    self->procs[self->nprocs < TESTENV_MAX_PROCS ? self->nprocs++ : TESTENV_MAX_PROCS - 1] = pid;
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    size_t used = 0;
+    int status = -1;
+    for (int waited = 0; waited <= timeout_ms; waited += 5) {
+        for (;;) {
+            char buf[4096];
+            ssize_t n = read(fds[0], buf, sizeof buf);
+            if (n <= 0)
+                break;
+            size_t take = (size_t)n;
+            if (out != NULL && used + take >= out_size)
+                take = used + 1 < out_size ? out_size - used - 1 : 0;
+            if (out != NULL)
+                memcpy(out + used, buf, take);
+            used += take;
+        }
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            s_forget(self, pid);
+            char buf[4096];
+            ssize_t n;
+            while ((n = read(fds[0], buf, sizeof buf)) > 0) {
+                size_t take = (size_t)n;
+                if (out != NULL && used + take >= out_size)
+                    take = used + 1 < out_size ? out_size - used - 1 : 0;
+                if (out != NULL)
+                    memcpy(out + used, buf, take);
+                used += take;
+            }
+            close(fds[0]);
+            if (out != NULL && out_size > 0)
+                out[used < out_size ? used : out_size - 1] = '\0';
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        testenv_sleep_ms(5);
+    }
+    kill(-pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    s_forget(self, pid);
+    close(fds[0]);
+    if (out != NULL && out_size > 0)
+        out[used < out_size ? used : out_size - 1] = '\0';
+    return -1;
+}
+
+bool testenv_wait_until(bool (*pred)(void *arg), void *arg, int timeout_ms)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 20) {
+        if (pred(arg))
+            return true;
+        testenv_sleep_ms(20);
+    }
+    return pred(arg);
+}
+
+char *testenv_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)size + 1);
+    if (text == NULL) {
+        fclose(f);
+        return NULL;
+    }
+    size_t n = fread(text, 1, (size_t)size, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+static void s_mkdir_parents(const char *path)
+{
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", path);
+    for (char *p = copy + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(copy, 0755);
+            *p = '/';
+        }
+    }
+}
+
+int testenv_write_file(const char *path, const char *text)
+{
+    s_mkdir_parents(path);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL)
+        return -1;
+    size_t len = strlen(text);
+    int rc = fwrite(text, 1, len, f) == len ? 0 : -1;
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,496 @@
+/* wire: table-driven msgpack codec (see wire.h). */
+#include "wire.h"
+
+#include "failure.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const msgpack_object *obj; /* NULL when absent or nil */
+    char *str;                 /* WIRE_STR: NUL-terminated copy */
+    char *raw;                 /* WIRE_MAP/ARRAY/ANY: re-encoded bytes */
+    size_t raw_len;
+} wire_value_t;
+
+struct wire_msg_t {
+    const wire_spec_t *spec;
+    char *buffer; /* our copy of the input: decoded objects may point into it */
+    msgpack_unpacked unpacked;
+    wire_value_t *values; /* one per spec field */
+};
+
+/* ---- decoding ---- */
+
+static bool s_key_is(const msgpack_object *key, const char *name)
+{
+    if (key->type != MSGPACK_OBJECT_STR)
+        return false;
+    size_t len = strlen(name);
+    return key->via.str.size == len && memcmp(key->via.str.ptr, name, len) == 0;
+}
+
+const msgpack_object *wire_map_get(const msgpack_object *map, const char *key)
+{
+    if (map == NULL || map->type != MSGPACK_OBJECT_MAP)
+        return NULL;
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object_kv *kv = &map->via.map.ptr[i];
+        if (s_key_is(&kv->key, key))
+            return &kv->val;
+    }
+    return NULL;
+}
+
+const char *wire_obj_str(const msgpack_object *obj, char *buf, size_t size, const char *fallback)
+{
+    if (obj == NULL || size == 0)
+        return fallback;
+    const char *ptr;
+    size_t len;
+    if (obj->type == MSGPACK_OBJECT_STR) {
+        ptr = obj->via.str.ptr;
+        len = obj->via.str.size;
+    } else if (obj->type == MSGPACK_OBJECT_BIN) {
+        ptr = obj->via.bin.ptr;
+        len = obj->via.bin.size;
+    } else {
+        return fallback;
+    }
+    if (len >= size)
+        len = size - 1;
+    memcpy(buf, ptr, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+static const char *s_type_name(wire_type_t type)
+{
+    switch (type) {
+    case WIRE_STR: return "a string";
+    case WIRE_INT: return "an integer";
+    case WIRE_BOOL: return "a boolean";
+    case WIRE_FLOAT: return "a number";
+    case WIRE_MAP: return "a map";
+    case WIRE_ARRAY: return "an array";
+    default: return "a value";
+    }
+}
+
+static bool s_has_type(const msgpack_object *obj, wire_type_t type)
+{
+    switch (type) {
+    case WIRE_STR: return obj->type == MSGPACK_OBJECT_STR || obj->type == MSGPACK_OBJECT_BIN;
+    case WIRE_INT:
+        return obj->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+               obj->type == MSGPACK_OBJECT_NEGATIVE_INTEGER;
+    case WIRE_BOOL: return obj->type == MSGPACK_OBJECT_BOOLEAN;
+    case WIRE_FLOAT:
+        return obj->type == MSGPACK_OBJECT_FLOAT32 || obj->type == MSGPACK_OBJECT_FLOAT64 ||
+               obj->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+               obj->type == MSGPACK_OBJECT_NEGATIVE_INTEGER;
+    case WIRE_MAP: return obj->type == MSGPACK_OBJECT_MAP;
+    case WIRE_ARRAY: return obj->type == MSGPACK_OBJECT_ARRAY;
+    default: return true;
+    }
+}
+
+/* Re-encodes obj into a malloc'd buffer. */
+static int s_encode_object(const msgpack_object *obj, char **out, size_t *len)
+{
+    msgpack_sbuffer sbuf;
+    msgpack_sbuffer_init(&sbuf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
+    if (msgpack_pack_object(&pk, *obj) != 0) {
+        msgpack_sbuffer_destroy(&sbuf);
+        return failure_set(FAILURE_MEMORY, "cannot re-encode a nested value");
+    }
+    *len = sbuf.size;
+    *out = msgpack_sbuffer_release(&sbuf);
+    return 0;
+}
+
+/* Checks one declared field and fills `value`. */
+static int s_take_field(const wire_spec_t *spec, const wire_field_t *field,
+                        const msgpack_object *obj, wire_value_t *value)
+{
+    if (obj == NULL || obj->type == MSGPACK_OBJECT_NIL) {
+        if (field->required)
+            return failure_set(FAILURE_INVALID, "%s: missing required field '%s'", spec->type,
+                               field->name);
+        return 0;
+    }
+    if (!s_has_type(obj, field->type))
+        return failure_set(FAILURE_INVALID, "%s: field '%s' must be %s", spec->type, field->name,
+                           s_type_name(field->type));
+    value->obj = obj;
+    if (field->type == WIRE_STR) {
+        size_t len = obj->type == MSGPACK_OBJECT_STR ? obj->via.str.size : obj->via.bin.size;
+        if (field->max_len > 0 && len > field->max_len)
+            return failure_set(FAILURE_TOO_BIG, "%s: field '%s' is %zu bytes, over its cap of %zu",
+                               spec->type, field->name, len, field->max_len);
+        value->str = malloc(len + 1);
+        if (value->str == NULL)
+            return failure_set(FAILURE_MEMORY, "out of memory");
+        wire_obj_str(obj, value->str, len + 1, "");
+    } else if (field->type == WIRE_MAP || field->type == WIRE_ARRAY || field->type == WIRE_ANY) {
+        return s_encode_object(obj, &value->raw, &value->raw_len);
+    }
+    return 0;
+}
+
+static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_t **out)
+{
+    *out = NULL;
+    if (len > WIRE_MAX_MESSAGE)
+        return failure_set(FAILURE_TOO_BIG, "message of %zu bytes is over the %d-byte cap", len,
+                           WIRE_MAX_MESSAGE);
+    if (len == 0)
+        return failure_set(FAILURE_INVALID, "empty message");
+    wire_msg_t *self = calloc(1, sizeof *self);
+    if (self == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    msgpack_unpacked_init(&self->unpacked);
+    int rc = 0;
+    self->buffer = malloc(len);
+    if (self->buffer == NULL) {
+        rc = failure_set(FAILURE_MEMORY, "out of memory");
+        goto out;
+    }
+    memcpy(self->buffer, data, len);
+    size_t offset = 0;
+    msgpack_unpack_return ret = msgpack_unpack_next(&self->unpacked, self->buffer, len, &offset);
+    if (ret != MSGPACK_UNPACK_SUCCESS) {
+        rc = failure_set(FAILURE_INVALID, ret == MSGPACK_UNPACK_CONTINUE
+                                              ? "truncated msgpack message"
+                                              : "malformed msgpack message");
+        goto out;
+    }
+    if (offset != len) {
+        rc = failure_set(FAILURE_INVALID, "%zu trailing bytes after the message", len - offset);
+        goto out;
+    }
+    const msgpack_object *root = &self->unpacked.data;
+    if (root->type != MSGPACK_OBJECT_MAP) {
+        rc = failure_set(FAILURE_INVALID, "a message must be a msgpack map");
+        goto out;
+    }
+    if (as_type != NULL) {
+        self->spec = messages_find(as_type, strlen(as_type));
+    } else {
+        const msgpack_object *version = wire_map_get(root, "v");
+        if (version == NULL || version->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+            rc = failure_set(FAILURE_INVALID, "missing or non-integer protocol version 'v'");
+            goto out;
+        }
+        if (version->via.u64 != WIRE_VERSION) {
+            rc = failure_set(FAILURE_INVALID, "unsupported protocol version %llu (this side speaks %d)",
+                             (unsigned long long)version->via.u64, WIRE_VERSION);
+            goto out;
+        }
+        const msgpack_object *type = wire_map_get(root, "type");
+        if (type == NULL || type->type != MSGPACK_OBJECT_STR) {
+            rc = failure_set(FAILURE_INVALID, "missing or non-string message 'type'");
+            goto out;
+        }
+        self->spec = messages_find(type->via.str.ptr, type->via.str.size);
+        if (self->spec == NULL) {
+            char name[64];
+            wire_obj_str(type, name, sizeof name, "");
+            rc = failure_set(FAILURE_INVALID, "unknown message type '%s'", name);
+            goto out;
+        }
+    }
+    if (self->spec == NULL) {
+        rc = failure_set(FAILURE_INVALID, "unknown message type '%s'", as_type);
+        goto out;
+    }
+    self->values = calloc(self->spec->nfields ? self->spec->nfields : 1, sizeof *self->values);
+    if (self->values == NULL) {
+        rc = failure_set(FAILURE_MEMORY, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < self->spec->nfields && rc == 0; i++) {
+        const wire_field_t *field = &self->spec->fields[i];
+        rc = s_take_field(self->spec, field, wire_map_get(root, field->name), &self->values[i]);
+    }
+out:
+    if (rc != 0) {
+        wire_msg_destroy(&self);
+        return rc;
+    }
+    *out = self;
+    return 0;
+}
+
+int wire_decode(const void *data, size_t len, wire_msg_t **out)
+{
+    return s_decode(data, len, NULL, out);
+}
+
+int wire_decode_as(const void *data, size_t len, const char *as_type, wire_msg_t **out)
+{
+    return s_decode(data, len, as_type, out);
+}
+
+void wire_msg_destroy(wire_msg_t **self_p)
+{
+    wire_msg_t *self = *self_p;
+    if (self == NULL)
+        return;
+    if (self->values != NULL) {
+        for (size_t i = 0; i < self->spec->nfields; i++) {
+            free(self->values[i].str);
+            free(self->values[i].raw);
+        }
+        free(self->values);
+    }
+    msgpack_unpacked_destroy(&self->unpacked);
+    free(self->buffer);
+    free(self);
+    *self_p = NULL;
+}
+
+const char *wire_msg_type(const wire_msg_t *self)
+{
+    return self->spec->type;
+}
+
+static const wire_value_t *s_value(const wire_msg_t *self, const char *field)
+{
+    for (size_t i = 0; i < self->spec->nfields; i++)
+        if (strcmp(self->spec->fields[i].name, field) == 0)
+            return self->values[i].obj ? &self->values[i] : NULL;
+    return NULL;
+}
+
+bool wire_msg_has(const wire_msg_t *self, const char *field)
+{
+    return s_value(self, field) != NULL;
+}
+
+const char *wire_msg_str(const wire_msg_t *self, const char *field, const char *fallback)
+{
+    const wire_value_t *value = s_value(self, field);
+    return value && value->str ? value->str : fallback;
+}
+
+int64_t wire_msg_int(const wire_msg_t *self, const char *field, int64_t fallback)
+{
+    const wire_value_t *value = s_value(self, field);
+    if (value == NULL)
+        return fallback;
+    switch (value->obj->type) {
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        return value->obj->via.u64 > INT64_MAX ? INT64_MAX : (int64_t)value->obj->via.u64;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: return value->obj->via.i64;
+    case MSGPACK_OBJECT_BOOLEAN: return value->obj->via.boolean;
+    default: return fallback;
+    }
+}
+
+bool wire_msg_bool(const wire_msg_t *self, const char *field, bool fallback)
+{
+    const wire_value_t *value = s_value(self, field);
+    if (value == NULL || value->obj->type != MSGPACK_OBJECT_BOOLEAN)
+        return fallback;
+    return value->obj->via.boolean;
+}
+
+double wire_msg_float(const wire_msg_t *self, const char *field, double fallback)
+{
+    const wire_value_t *value = s_value(self, field);
+    if (value == NULL)
+        return fallback;
+    switch (value->obj->type) {
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64: return value->obj->via.f64;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER: return (double)value->obj->via.u64;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: return (double)value->obj->via.i64;
+    default: return fallback;
+    }
+}
+
+const void *wire_msg_raw(const wire_msg_t *self, const char *field, size_t *len)
+{
+    const wire_value_t *value = s_value(self, field);
+    *len = value && value->raw ? value->raw_len : 0;
+    return value ? value->raw : NULL;
+}
+
+const msgpack_object *wire_msg_object(const wire_msg_t *self, const char *field)
+{
+    const wire_value_t *value = s_value(self, field);
+    return value ? value->obj : NULL;
+}
+
+/* ---- encoding ---- */
+
+typedef struct {
+    size_t header_offset; /* where the 32-bit count lives */
+    uint32_t count;
+} wire_frame_t;
+
+struct wire_writer_t {
+    msgpack_sbuffer sbuf;
+    msgpack_packer pk;
+    wire_frame_t stack[WIRE_MAX_DEPTH];
+    int depth; /* number of open containers */
+};
+
+wire_writer_t *wire_writer_new(void)
+{
+    wire_writer_t *self = calloc(1, sizeof *self);
+    if (self == NULL)
+        return NULL;
+    msgpack_sbuffer_init(&self->sbuf);
+    msgpack_packer_init(&self->pk, &self->sbuf, msgpack_sbuffer_write);
+    return self;
+}
+
+void wire_writer_destroy(wire_writer_t **self_p)
+{
+    wire_writer_t *self = *self_p;
+    if (self == NULL)
+        return;
+    msgpack_sbuffer_destroy(&self->sbuf);
+    free(self);
+    *self_p = NULL;
+}
+
+/* Containers are written as map32/array32 with a placeholder count that wire_close()
+ * patches: valid msgpack, and no need to know the count up front. */
+static void s_open(wire_writer_t *self, unsigned char marker)
+{
+    assert(self->depth < WIRE_MAX_DEPTH);
+    if (self->depth > 0)
+        self->stack[self->depth - 1].count++;
+    unsigned char header[5] = {marker, 0, 0, 0, 0};
+    self->stack[self->depth].header_offset = self->sbuf.size + 1;
+    self->stack[self->depth].count = 0;
+    self->depth++;
+    msgpack_sbuffer_write(&self->sbuf, (const char *)header, sizeof header);
+}
+
+static void s_key(wire_writer_t *self, const char *key)
+{
+    if (key == NULL)
+        return;
+    size_t len = strlen(key);
+    msgpack_pack_str(&self->pk, len);
+    msgpack_pack_str_body(&self->pk, key, len);
+}
+
+void wire_writer_start_map(wire_writer_t *self)
+{
+    msgpack_sbuffer_clear(&self->sbuf);
+    self->depth = 0;
+    s_open(self, 0xdf);
+}
+
+void wire_writer_start(wire_writer_t *self, const char *type)
+{
+    wire_writer_start_map(self);
+    wire_put_int(self, "v", WIRE_VERSION);
+    wire_put_str(self, "type", type);
+}
+
+/* Counts one entry in the innermost container and writes its key (for maps). */
+static void s_entry(wire_writer_t *self, const char *key)
+{
+    self->stack[self->depth - 1].count++;
+    s_key(self, key);
+}
+
+void wire_put_strn(wire_writer_t *self, const char *key, const char *value, size_t len)
+{
+    if (value == NULL)
+        return;
+    s_entry(self, key);
+    msgpack_pack_str(&self->pk, len);
+    msgpack_pack_str_body(&self->pk, value, len);
+}
+
+void wire_put_str(wire_writer_t *self, const char *key, const char *value)
+{
+    if (value != NULL)
+        wire_put_strn(self, key, value, strlen(value));
+}
+
+void wire_put_int(wire_writer_t *self, const char *key, int64_t value)
+{
+    s_entry(self, key);
+    msgpack_pack_int64(&self->pk, value);
+}
+
+void wire_put_bool(wire_writer_t *self, const char *key, bool value)
+{
+    s_entry(self, key);
+    if (value)
+        msgpack_pack_true(&self->pk);
+    else
+        msgpack_pack_false(&self->pk);
+}
+
+void wire_put_float(wire_writer_t *self, const char *key, double value)
+{
+    s_entry(self, key);
+    msgpack_pack_double(&self->pk, value);
+}
+
+void wire_put_raw(wire_writer_t *self, const char *key, const void *raw, size_t len)
+{
+    if (raw == NULL || len == 0)
+        return;
+    s_entry(self, key);
+    msgpack_sbuffer_write(&self->sbuf, raw, len);
+}
+
+void wire_open_map(wire_writer_t *self, const char *key)
+{
+    s_key(self, key);
+    s_open(self, 0xdf);
+}
+
+void wire_open_array(wire_writer_t *self, const char *key)
+{
+    s_key(self, key);
+    s_open(self, 0xdd);
+}
+
+void wire_close(wire_writer_t *self)
+{
+    if (self->depth == 0)
+        return;
+    wire_frame_t *frame = &self->stack[--self->depth];
+    unsigned char *at = (unsigned char *)self->sbuf.data + frame->header_offset;
+    at[0] = (unsigned char)(frame->count >> 24);
+    at[1] = (unsigned char)(frame->count >> 16);
+    at[2] = (unsigned char)(frame->count >> 8);
+    at[3] = (unsigned char)frame->count;
+}
+
+void wire_elem_str(wire_writer_t *self, const char *value)
+{
+    wire_put_str(self, NULL, value ? value : "");
+}
+
+void wire_elem_int(wire_writer_t *self, int64_t value)
+{
+    wire_put_int(self, NULL, value);
+}
+
+void wire_elem_raw(wire_writer_t *self, const void *raw, size_t len)
+{
+    wire_put_raw(self, NULL, raw, len);
+}
+
+const void *wire_writer_data(wire_writer_t *self, size_t *len)
+{
+    while (self->depth > 0)
+        wire_close(self);
+    *len = self->sbuf.size;
+    return self->sbuf.data;
+}

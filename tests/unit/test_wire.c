@@ -1,0 +1,153 @@
+/* Unit tests for the wire codec: round trips, and every kind of refusal. */
+#include "check.h"
+#include "failure.h"
+#include "wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static wire_msg_t *s_roundtrip(wire_writer_t *w)
+{
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    wire_msg_t *msg = NULL;
+    int rc = wire_decode(data, len, &msg);
+    if (rc != 0)
+        fprintf(stderr, "decode: %s\n", failure_message());
+    return msg;
+}
+
+static void test_submit_roundtrip(void)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "submit");
+    wire_put_str(w, "id", "t-1");
+    wire_put_str(w, "specialist", "merge-agent");
+    wire_put_str(w, "priority", "urgent");
+    wire_put_int(w, "max_attempts", 5);
+    wire_open_map(w, "payload");
+    wire_put_str(w, "branch", "feat/x");
+    wire_open_array(w, "filesChanged");
+    wire_elem_str(w, "a.c");
+    wire_elem_str(w, "b.c");
+    wire_close(w);
+    wire_close(w);
+    wire_put_str(w, "unknown_key", "ignored");
+    wire_msg_t *msg = s_roundtrip(w);
+    CHECK(msg != NULL);
+    if (msg != NULL) {
+        CHECK_STR(wire_msg_type(msg), "submit");
+        CHECK_STR(wire_msg_str(msg, "id", NULL), "t-1");
+        CHECK_STR(wire_msg_str(msg, "priority", NULL), "urgent");
+        CHECK_INT(wire_msg_int(msg, "max_attempts", 0), 5);
+        CHECK(!wire_msg_has(msg, "group"));
+        CHECK_STR(wire_msg_str(msg, "group", "none"), "none");
+        const msgpack_object *payload = wire_msg_object(msg, "payload");
+        char buf[32];
+        CHECK_STR(wire_obj_str(wire_map_get(payload, "branch"), buf, sizeof buf, ""), "feat/x");
+        const msgpack_object *files = wire_map_get(payload, "filesChanged");
+        CHECK(files != NULL && files->type == MSGPACK_OBJECT_ARRAY && files->via.array.size == 2);
+        size_t raw_len;
+        const void *raw = wire_msg_raw(msg, "payload", &raw_len);
+        CHECK(raw != NULL && raw_len > 0);
+    }
+    wire_msg_destroy(&msg);
+    CHECK(msg == NULL);
+    wire_writer_destroy(&w);
+}
+
+static int s_decode_error(const void *data, size_t len, const char *expect_substring)
+{
+    wire_msg_t *msg = NULL;
+    int rc = wire_decode(data, len, &msg);
+    CHECK(rc != 0);
+    CHECK(msg == NULL);
+    if (strstr(failure_message(), expect_substring) == NULL) {
+        fprintf(stderr, "reason \"%s\" lacks \"%s\"\n", failure_message(), expect_substring);
+        check_failures++;
+    }
+    return rc;
+}
+
+static void test_refusals(void)
+{
+    wire_writer_t *w = wire_writer_new();
+
+    wire_writer_start(w, "submit");
+    wire_put_str(w, "id", "t-1");
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    s_decode_error(data, len, "missing required field 'specialist'");
+
+    wire_writer_start(w, "submit");
+    wire_put_str(w, "id", "t-1");
+    wire_put_int(w, "specialist", 7);
+    data = wire_writer_data(w, &len);
+    s_decode_error(data, len, "field 'specialist' must be a string");
+
+    wire_writer_start(w, "no_such_message");
+    data = wire_writer_data(w, &len);
+    s_decode_error(data, len, "unknown message type 'no_such_message'");
+
+    wire_writer_start_map(w);
+    wire_put_int(w, "v", 99);
+    wire_put_str(w, "type", "submit");
+    data = wire_writer_data(w, &len);
+    s_decode_error(data, len, "unsupported protocol version 99");
+
+    wire_writer_start_map(w);
+    wire_put_str(w, "type", "submit");
+    data = wire_writer_data(w, &len);
+    s_decode_error(data, len, "protocol version");
+
+    char *big = malloc(200);
+    memset(big, 'x', 199);
+    big[199] = '\0';
+    wire_writer_start(w, "submit");
+    wire_put_str(w, "id", big);
+    wire_put_str(w, "specialist", "x");
+    data = wire_writer_data(w, &len);
+    CHECK_INT(s_decode_error(data, len, "over its cap"), FAILURE_TOO_BIG);
+    free(big);
+
+    /* truncated: a valid message cut short */
+    wire_writer_start(w, "heartbeat");
+    wire_put_str(w, "worker", "w-1");
+    data = wire_writer_data(w, &len);
+    s_decode_error(data, len - 3, "truncated");
+
+    const unsigned char not_a_map[] = {0x93, 0x01, 0x02, 0x03};
+    s_decode_error(not_a_map, sizeof not_a_map, "must be a msgpack map");
+    const unsigned char garbage[] = {0xc1, 0xc1, 0xc1};
+    s_decode_error(garbage, sizeof garbage, "malformed");
+    s_decode_error("", 0, "empty");
+
+    unsigned char *huge = calloc(1, WIRE_MAX_MESSAGE + 1);
+    CHECK_INT(s_decode_error(huge, WIRE_MAX_MESSAGE + 1, "cap"), FAILURE_TOO_BIG);
+    free(huge);
+
+    wire_writer_destroy(&w);
+}
+
+static void test_decode_as(void)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start_map(w);
+    wire_put_str(w, "id", "next-1");
+    wire_put_str(w, "specialist", "merge-agent");
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    wire_msg_t *msg = NULL;
+    CHECK_INT(wire_decode_as(data, len, "submit", &msg), 0);
+    CHECK(msg != NULL && strcmp(wire_msg_str(msg, "id", ""), "next-1") == 0);
+    wire_msg_destroy(&msg);
+    wire_writer_destroy(&w);
+}
+
+int main(void)
+{
+    test_submit_roundtrip();
+    test_refusals();
+    test_decode_as();
+    return check_exit_code("test_wire");
+}

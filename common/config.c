@@ -524,14 +524,16 @@ static int s_parse_escape(parser_t *p, strbuf_t *buf)
         return s_strbuf_add(buf, simple, 1);
     }
     if (c != 'u' && c != 'U') {
-        p->pos++;
         char found[64];
-        s_describe(p, found, sizeof found);
-        char escape[80];
-        snprintf(escape, sizeof escape, "\\%s", found);
+        if (c > 0x20 && c < 0x7F) {
+            snprintf(found, sizeof found, "'\\%c'", c);
+        } else {
+            p->pos++;
+            s_describe(p, found, sizeof found);
+        }
         return s_error_at(p, at,
                           "an escape (\\\" \\\\ \\b \\t \\n \\f \\r \\uXXXX or \\UXXXXXXXX)",
-                          escape);
+                          found);
     }
     size_t digits = c == 'u' ? 4 : 8;
     p->pos += 2;
@@ -629,18 +631,17 @@ static bool s_scan_digits(const char *tok, size_t n, size_t *i, char *out, size_
 
 #define VALUE_EXPECTED "a value (string, number, boolean or array)"
 
-/* An unquoted token: true, false, an integer or a float. */
-static int s_parse_token(parser_t *p, value_t *out)
+/* An unquoted token: true, false, an integer or a float. `expected` describes what may
+ * stand here, for the message when the token is none of those. */
+static int s_parse_token(parser_t *p, value_t *out, const char *expected)
 {
     size_t start = p->pos;
     while (s_is_token_char(s_peek(p, 0)))
         p->pos++;
     const char *tok = p->text + start;
     size_t n = p->pos - start;
-    if (n == 0) {
-        p->pos = start;
-        return s_error(p, VALUE_EXPECTED);
-    }
+    if (n == 0)
+        return s_error(p, expected);
     if (n == 4 && strncmp(tok, "true", 4) == 0) {
         *out = (value_t){.kind = VALUE_BOOL, .boolean = true};
         return 0;
@@ -675,7 +676,7 @@ static int s_parse_token(parser_t *p, value_t *out)
     ok = ok && i == n;
     if (!ok) {
         p->pos = start;
-        return s_error(p, VALUE_EXPECTED);
+        return s_error(p, expected);
     }
     digits[o] = '\0';
     errno = 0;
@@ -818,7 +819,7 @@ static int s_parse_value(parser_t *p, value_t *out, bool in_array)
     }
     if (c == '{')
         return s_error_at(p, s_mark(p), expected, "'{' (inline tables are not supported)");
-    return s_parse_token(p, out);
+    return s_parse_token(p, out, expected);
 }
 
 /* The known key for `key` in table `table_name`, or NULL. */

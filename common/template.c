@@ -122,7 +122,9 @@ static int s_render_pass(const char *text, const template_vars_t *vars, char *ou
     int line = 1;
     const char *p = text;
     while (*p != '\0') {
-        if (p[0] != '{' || p[1] != '{') {
+        /* In a run of three or more braces the placeholder starts at the last two, so
+         * "{{{name}}}" renders as "{value}". */
+        if (p[0] != '{' || p[1] != '{' || p[2] == '{') {
             if (*p == '\n')
                 line++;
             if (out)

@@ -6,7 +6,9 @@
  * no value, an unterminated `{{` or a malformed name is an error naming the line, never a
  * silently empty hole in a prompt. Values are inserted verbatim and never scanned again,
  * so a value may itself contain `{{`; that is also the way to put a literal `{{` in the
- * output: `{{open}}` with the variable open = "{{". A lone `}}` is ordinary text.
+ * output: `{{open}}` with the variable open = "{{". A lone `}}` is ordinary text, and in a
+ * run of three or more `{` the placeholder begins at the last two: `{{{x}}}` gives `{`,
+ * then x's value, then `}`.
  *
  * template_fence_data() wraps untrusted text (repository files, diffs, PR bodies) as
  * labelled data inside a backtick fence the text cannot close. */

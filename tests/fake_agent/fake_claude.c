@@ -980,11 +980,28 @@ static int s_turn(fake_t *self)
     return is_error ? 1 : 0;
 }
 
+static bool s_known_scenario(const char *name)
+{
+    static const char *const known[] = {"success",   "auth",
+                                        "max_turns", "budget",
+                                        "exec_error", "crash",
+                                        "hang_after_result", "hang",
+                                        "new_id_on_resume", "bogus_init_id",
+                                        "exit0_on_error", "in_use",
+                                        NULL};
+    for (int i = 0; known[i] != NULL; i++)
+        if (strcmp(known[i], name) == 0)
+            return true;
+    return false;
+}
+
 static int s_main(fake_t *self)
 {
     int rc = s_parse(self);
     if (rc != 0)
         return rc;
+    if (!s_known_scenario(self->scenario))
+        return s_fail(self, "fake-claude: unknown FAKE_CLAUDE_SCENARIO '%s'", self->scenario);
     if (self->given[OPT_VERSION]) {
         printf("%s (Claude Code)\n", FAKE_VERSION);
         s_write_log(self);

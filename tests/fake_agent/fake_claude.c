@@ -138,6 +138,7 @@ typedef struct {
     int delay_ms;
     bool first_event;
     bool unbilled; /* the run never reached the model: zero usage and turns */
+    json_t *transcript; /* json + --verbose: every event, printed as one array at the end */
     int tool_steps;
 } fake_t;
 
@@ -529,10 +530,13 @@ static void s_session_append(const fake_t *self, const char *prompt)
  * Output. */
 
 /* Prints one stream-json event (stream-json mode only), then waits FAKE_CLAUDE_DELAY_MS
- * before the next one. Takes ownership of `event`. */
+ * before the next one; with json + --verbose it only collects the event (the real CLI then
+ * prints a JSON array of every message instead of one result). Takes ownership of `event`. */
 static void s_emit(fake_t *self, json_t *event)
 {
-    if (strcmp(self->output_format, "stream-json") == 0 && event != NULL) {
+    if (self->transcript != NULL && event != NULL) {
+        json_array_append(self->transcript, event);
+    } else if (strcmp(self->output_format, "stream-json") == 0 && event != NULL) {
         if (!self->first_event && self->delay_ms > 0)
             s_sleep_ms(self->delay_ms);
         self->first_event = false;
@@ -728,6 +732,13 @@ static void s_print_result(fake_t *self, json_t *result, const char *text)
 {
     if (strcmp(self->output_format, "stream-json") == 0) {
         s_emit(self, result);
+        return;
+    }
+    if (self->transcript != NULL) {
+        s_emit(self, result);
+        json_dumpf(self->transcript, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10));
+        fputc('\n', stdout);
+        fflush(stdout);
         return;
     }
     if (strcmp(self->output_format, "json") == 0)
@@ -1018,6 +1029,8 @@ static int s_main(fake_t *self)
                             "privileges for security reasons");
     self->output_format =
         self->value[OPT_OUTPUT_FORMAT] != NULL ? self->value[OPT_OUTPUT_FORMAT] : "text";
+    if (strcmp(self->output_format, "json") == 0 && self->given[OPT_VERBOSE])
+        self->transcript = json_array();
     s_read_stdin(self);
     s_write_log(self);
     s_init_store(self);
@@ -1053,6 +1066,7 @@ int main(int argc, char **argv)
         snprintf(fake.cwd, sizeof fake.cwd, ".");
     int rc = s_main(&fake);
     free(fake.stdin_text);
+    json_decref(fake.transcript);
     for (int i = 0; i < OPT_COUNT; i++)
         json_decref(fake.values[i]);
     return rc;

@@ -598,6 +598,16 @@ static void test_json_and_text(void)
     json_decref(obj);
     s_result_free(&r);
 
+    /* json + --verbose: the real CLI prints an array of every message (agent-cli.md §1). */
+    r = s_run(&w, "x", (const char *[]){"-p", "--output-format", "json", "--verbose", NULL});
+    CHECK_INT(r.code, 0);
+    json_t *all = json_loads(r.out, 0, NULL);
+    CHECK(json_is_array(all));
+    CHECK_STR(s_str(json_array_get(all, 0), "subtype"), "init");
+    CHECK_STR(s_str(json_array_get(all, json_array_size(all) - 1), "type"), "result");
+    json_decref(all);
+    s_result_free(&r);
+
     r = s_run(&w, "x", (const char *[]){"-p", NULL});
     CHECK_INT(r.code, 0);
     CHECK_STR(r.out, "Review complete: 2 issues\n");

@@ -1,0 +1,1192 @@
+/* merge_engine: the merge flow (see merge_engine.h for the contract).
+ *
+ * One run is a sequence of attempts; each attempt is
+ *     pre-flight → analysis → merge (clean or resolved) → tests → push
+ * and a rejected push (the remote target moved) starts the next attempt from a fresh
+ * fetch. Everything the engine creates in the repository (worktrees, their temporary
+ * branches, the temporary ref a push is made from) is removed before the run returns, so a
+ * failure leaves the user's refs, index, HEAD and working tree as they were. Only the
+ * remote-tracking refs move (fetch), and, after a successful push, the remote target and
+ * (under the rule in merge_engine.h) the local target. */
+#include "merge_engine.h"
+
+#include "merge_locks.h"
+#include "merge_verify.h"
+#include "merge_worktree.h"
+
+#include "clock.h"
+#include "failure.h"
+
+#include <git2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Returned by an attempt whose push was rejected because the target moved. */
+#define S_RETRY 1
+
+/* One conflicting path of the in-memory merge, with the two sides' blobs. */
+typedef struct {
+    char *path;
+    bool has_ours, has_theirs;
+    git_oid ours, theirs;
+} s_conflict_t;
+
+/* Everything one run needs; lives on merge_engine_run()'s stack. */
+typedef struct {
+    const merge_request_t *req;
+    merge_result_t *result;
+    const char *target;
+    const char *remote_name;
+    git_repository *repo;   /* the repository (the common one when opened via a worktree) */
+    git_remote *remote;     /* NULL: no remote configured, merge locally */
+    char *opened_gitdir;    /* gitdir of the path we were given (differs for a worktree) */
+    char *source_ref;       /* the ref SOURCE was read from */
+    git_oid source_oid, target_oid, merge_oid;
+    bool source_on_remote;
+    git_index *merge_index; /* in-memory three-way merge of this attempt */
+    s_conflict_t *conflicts;
+    size_t nconflicts;
+    merge_worktree_t *worktree;
+    char *push_message;     /* rejection message of the last push */
+} s_job_t;
+
+/* ---- small helpers --------------------------------------------------------------------- */
+
+static char *s_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *s_strdupf(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    char *out = NULL;
+    if (vasprintf(&out, fmt, args) < 0)
+        out = NULL;
+    va_end(args);
+    return out;
+}
+
+static void s_progress(s_job_t *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void s_progress(s_job_t *job, const char *fmt, ...)
+{
+    if (job->req->progress == NULL)
+        return;
+    char text[1024];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(text, sizeof text, fmt, args);
+    va_end(args);
+    job->req->progress(text, job->req->callback_arg);
+}
+
+static void s_note_progress(const char *text, void *arg)
+{
+    s_progress(arg, "%s", text);
+}
+
+/* Records the reason of the failure in the result and the thread's failure message. */
+static int s_fail(s_job_t *job, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int s_fail(s_job_t *job, int code, const char *fmt, ...)
+{
+    char text[1024];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(text, sizeof text, fmt, args);
+    va_end(args);
+    free(job->result->reason);
+    job->result->reason = strdup(text);
+    return failure_set(code, "%s", text);
+}
+
+/* A libgit2 failure: `what` plus libgit2's own message. */
+static int s_git_fail(s_job_t *job, const char *what)
+{
+    const git_error *e = git_error_last();
+    return s_fail(job, FAILURE_GIT, "%s: %s", what, e && e->message ? e->message : "unknown");
+}
+
+/* Re-records a failure already described by failure_message() (from a helper module). */
+static int s_fail_from_module(s_job_t *job, int code)
+{
+    return s_fail(job, code, "%s", failure_message());
+}
+
+static int s_list_add(char ***list, size_t *count, const char *item)
+{
+    char **grown = realloc(*list, (*count + 1) * sizeof **list);
+    if (grown == NULL)
+        return FAILURE_MEMORY;
+    *list = grown;
+    grown[*count] = strdup(item);
+    if (grown[*count] == NULL)
+        return FAILURE_MEMORY;
+    (*count)++;
+    return 0;
+}
+
+static void s_list_free(char ***list, size_t *count)
+{
+    for (size_t i = 0; i < *count; i++)
+        free((*list)[i]);
+    free(*list);
+    *list = NULL;
+    *count = 0;
+}
+
+/* "a, b, c" (malloc'd; "" for an empty list), or NULL when out of memory. */
+static char *s_list_join(char *const *list, size_t count)
+{
+    size_t size = 1;
+    for (size_t i = 0; i < count; i++)
+        size += strlen(list[i]) + 2;
+    char *out = malloc(size);
+    if (out == NULL)
+        return NULL;
+    out[0] = '\0';
+    for (size_t i = 0; i < count; i++) {
+        if (i > 0)
+            strcat(out, ", ");
+        strcat(out, list[i]);
+    }
+    return out;
+}
+
+/* Appends a line to result->notes. */
+static void s_add_note(s_job_t *job, const char *text)
+{
+    char *old = job->result->notes;
+    char *joined = old ? s_strdupf("%s; %s", old, text) : strdup(text);
+    if (joined != NULL) {
+        free(old);
+        job->result->notes = joined;
+    }
+}
+
+static int64_t s_since(int64_t start_ms)
+{
+    return clock_now_ms() - start_ms;
+}
+
+/* Between steps: a cancelled run or a passed deadline stops here. */
+static int s_step_check(s_job_t *job, const char *step)
+{
+    const merge_request_t *req = job->req;
+    if (req->cancelled != NULL && req->cancelled(req->callback_arg))
+        return s_fail(job, FAILURE_STATE, "cancelled during %s", step);
+    if (req->deadline_ms > 0 && clock_now_ms() >= req->deadline_ms)
+        return s_fail(job, FAILURE_TIMEOUT, "deadline passed during %s", step);
+    return 0;
+}
+
+/* libgit2 transfer callbacks: a non-zero return aborts the fetch or push. */
+static int s_transfer_check(s_job_t *job)
+{
+    const merge_request_t *req = job->req;
+    if (req->cancelled != NULL && req->cancelled(req->callback_arg))
+        return -1;
+    if (req->deadline_ms > 0 && clock_now_ms() >= req->deadline_ms)
+        return -1;
+    return 0;
+}
+
+static int s_fetch_progress(const git_indexer_progress *stats, void *payload)
+{
+    (void)stats;
+    return s_transfer_check(payload);
+}
+
+static int s_push_progress(unsigned int current, unsigned int total, size_t bytes, void *payload)
+{
+    (void)current;
+    (void)total;
+    (void)bytes;
+    return s_transfer_check(payload);
+}
+
+static void s_clear_attempt(s_job_t *job)
+{
+    merge_worktree_destroy(&job->worktree);
+    git_index_free(job->merge_index);
+    job->merge_index = NULL;
+    for (size_t i = 0; i < job->nconflicts; i++)
+        free(job->conflicts[i].path);
+    free(job->conflicts);
+    job->conflicts = NULL;
+    job->nconflicts = 0;
+    free(job->source_ref);
+    job->source_ref = NULL;
+    s_list_free(&job->result->resolved_files, &job->result->resolved_count);
+    s_list_free(&job->result->failed_files, &job->result->failed_count);
+}
+
+/* ---- names and repository -------------------------------------------------------------- */
+
+static int s_validate_branch(s_job_t *job, const char *what, const char *name)
+{
+    int valid = 0;
+    if (name == NULL || name[0] == '\0')
+        return s_fail(job, FAILURE_INVALID, "invalid branch name: %s branch is empty", what);
+    if (git_branch_name_is_valid(&valid, name) < 0 || !valid)
+        return s_fail(job, FAILURE_INVALID, "invalid branch name: '%s' (%s)", name, what);
+    char *ref = s_strdupf("refs/heads/%s", name);
+    int rc = ref && git_reference_name_is_valid(&valid, ref) == 0 && valid ? 0 : -1;
+    free(ref);
+    if (rc != 0)
+        return s_fail(job, FAILURE_INVALID, "invalid branch name: '%s' (%s)", name, what);
+    return 0;
+}
+
+static int s_validate_request(s_job_t *job)
+{
+    const merge_request_t *req = job->req;
+    if (req->repo_path == NULL || req->repo_path[0] == '\0')
+        return s_fail(job, FAILURE_INVALID, "no repository path given");
+    if (req->worktree_dir == NULL || req->worktree_dir[0] == '\0')
+        return s_fail(job, FAILURE_INVALID, "no worktree directory given");
+    int rc = s_validate_branch(job, "source", req->source_branch);
+    if (rc == 0)
+        rc = s_validate_branch(job, "target", job->target);
+    if (rc != 0)
+        return rc;
+    if (strcmp(req->source_branch, job->target) == 0)
+        return s_fail(job, FAILURE_INVALID, "source and target are the same branch '%s'",
+                      job->target);
+    int valid = 0;
+    if (git_remote_name_is_valid(&valid, job->remote_name) < 0 || !valid)
+        return s_fail(job, FAILURE_INVALID, "invalid remote name: '%s'", job->remote_name);
+    return 0;
+}
+
+/* Opens the repository the path belongs to. A linked worktree resolves to the repository
+ * it is a worktree of, so refs, worktrees and locks are the shared ones. */
+static int s_open_repository(s_job_t *job)
+{
+    git_repository *opened = NULL;
+    if (git_repository_open_ext(&opened, job->req->repo_path, 0, NULL) < 0)
+        return s_git_fail(job, "cannot open repository");
+    job->opened_gitdir = strdup(git_repository_path(opened));
+    if (git_repository_is_worktree(opened)) {
+        int rc = git_repository_open(&job->repo, git_repository_commondir(opened));
+        git_repository_free(opened);
+        if (rc < 0)
+            return s_git_fail(job, "cannot open the repository of the worktree");
+    } else {
+        job->repo = opened;
+    }
+    int rc = git_remote_lookup(&job->remote, job->repo, job->remote_name);
+    if (rc == GIT_ENOTFOUND) {
+        job->remote = NULL;
+        s_progress(job, "no remote '%s': merging into the local '%s'", job->remote_name,
+                   job->target);
+        return 0;
+    }
+    if (rc < 0)
+        return s_git_fail(job, "cannot read the remote");
+    return 0;
+}
+
+/* ---- 1. pre-flight --------------------------------------------------------------------- */
+
+static int s_check_locks(s_job_t *job)
+{
+    const char *common = git_repository_commondir(job->repo);
+    const char *src = job->req->source_branch;
+    const char *rem = job->remote_name;
+    char *paths[10];
+    size_t n = 0;
+    paths[n++] = s_strdupf("%sindex.lock", common);
+    paths[n++] = s_strdupf("%sHEAD.lock", common);
+    paths[n++] = s_strdupf("%spacked-refs.lock", common);
+    paths[n++] = s_strdupf("%sconfig.lock", common);
+    paths[n++] = s_strdupf("%srefs/heads/%s.lock", common, job->target);
+    paths[n++] = s_strdupf("%srefs/heads/%s.lock", common, src);
+    paths[n++] = s_strdupf("%srefs/remotes/%s/%s.lock", common, rem, job->target);
+    paths[n++] = s_strdupf("%srefs/remotes/%s/%s.lock", common, rem, src);
+    if (job->opened_gitdir != NULL && strcmp(job->opened_gitdir, common) != 0) {
+        paths[n++] = s_strdupf("%sindex.lock", job->opened_gitdir);
+        paths[n++] = s_strdupf("%sHEAD.lock", job->opened_gitdir);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        if (paths[i] == NULL)
+            rc = s_fail(job, FAILURE_MEMORY, "out of memory");
+    if (rc == 0) {
+        rc = merge_locks_check((const char *const *)paths, n, job->req->lock_stale_ms,
+                               s_note_progress, job);
+        if (rc != 0)
+            rc = s_fail_from_module(job, rc);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    return rc;
+}
+
+/* Lists the remote's branches and fetches TARGET and (if the remote has it) SOURCE into
+ * their remote-tracking refs, so every decision uses current refs. */
+static int s_fetch(s_job_t *job)
+{
+    const char *src = job->req->source_branch;
+    git_remote_callbacks callbacks;
+    git_remote_init_callbacks(&callbacks, GIT_REMOTE_CALLBACKS_VERSION);
+    callbacks.transfer_progress = s_fetch_progress;
+    callbacks.payload = job;
+    s_progress(job, "fetching %s", job->remote_name);
+    if (git_remote_connect(job->remote, GIT_DIRECTION_FETCH, &callbacks, NULL, NULL) < 0)
+        return s_git_fail(job, "cannot reach the remote");
+    const git_remote_head **heads = NULL;
+    size_t nheads = 0;
+    char *target_head = s_strdupf("refs/heads/%s", job->target);
+    char *source_head = s_strdupf("refs/heads/%s", src);
+    bool target_found = false;
+    job->source_on_remote = false;
+    int rc = 0;
+    if (target_head == NULL || source_head == NULL) {
+        rc = s_fail(job, FAILURE_MEMORY, "out of memory");
+        goto out;
+    }
+    if (git_remote_ls(&heads, &nheads, job->remote) < 0) {
+        rc = s_git_fail(job, "cannot list the remote's branches");
+        goto out;
+    }
+    for (size_t i = 0; i < nheads; i++) {
+        if (strcmp(heads[i]->name, target_head) == 0)
+            target_found = true;
+        if (strcmp(heads[i]->name, source_head) == 0)
+            job->source_on_remote = true;
+    }
+    git_remote_disconnect(job->remote);
+    if (!target_found) {
+        rc = s_fail(job, FAILURE_NOT_FOUND, "target branch '%s' not found on %s", job->target,
+                    job->remote_name);
+        goto out;
+    }
+    char *specs[2];
+    size_t nspecs = 0;
+    specs[nspecs++] = s_strdupf("+refs/heads/%s:refs/remotes/%s/%s", job->target,
+                                job->remote_name, job->target);
+    if (job->source_on_remote)
+        specs[nspecs++] = s_strdupf("+refs/heads/%s:refs/remotes/%s/%s", src, job->remote_name,
+                                    src);
+    git_strarray refspecs = {specs, nspecs};
+    git_fetch_options opts;
+    git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
+    opts.callbacks = callbacks;
+    opts.update_fetchhead = 0;
+    opts.prune = GIT_FETCH_NO_PRUNE;
+    opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+    if (specs[0] == NULL || (nspecs == 2 && specs[1] == NULL))
+        rc = s_fail(job, FAILURE_MEMORY, "out of memory");
+    else if (git_remote_fetch(job->remote, &refspecs, &opts, "cloister merge-agent: fetch") < 0)
+    {
+        rc = s_step_check(job, "fetch");
+        if (rc == 0)
+            rc = s_git_fail(job, "fetch failed");
+    }
+    for (size_t i = 0; i < nspecs; i++)
+        free(specs[i]);
+out:
+    git_remote_disconnect(job->remote);
+    free(target_head);
+    free(source_head);
+    return rc;
+}
+
+/* Reads the oid of `ref` into `out` (and checks it names a commit). Returns 0, 1 when the
+ * ref does not exist, or a failure. */
+static int s_read_commit_ref(s_job_t *job, const char *ref, git_oid *out)
+{
+    git_object *object = NULL;
+    git_reference *reference = NULL;
+    int rc = git_reference_lookup(&reference, job->repo, ref);
+    if (rc == GIT_ENOTFOUND)
+        return 1;
+    if (rc < 0)
+        return s_git_fail(job, "cannot read a ref");
+    rc = git_reference_peel(&object, reference, GIT_OBJECT_COMMIT);
+    git_reference_free(reference);
+    if (rc < 0)
+        return s_git_fail(job, "ref does not name a commit");
+    git_oid_cpy(out, git_object_id(object));
+    git_object_free(object);
+    return 0;
+}
+
+/* SOURCE: what was pushed (remote-tracking) first, else the local branch. TARGET: the
+ * remote's (just fetched), or the local branch when there is no remote. */
+static int s_resolve_tips(s_job_t *job)
+{
+    const char *src = job->req->source_branch;
+    int rc = 1;
+    if (job->remote != NULL && job->source_on_remote) {
+        job->source_ref = s_strdupf("refs/remotes/%s/%s", job->remote_name, src);
+        rc = job->source_ref ? s_read_commit_ref(job, job->source_ref, &job->source_oid) : 1;
+    }
+    if (rc == 1) {
+        free(job->source_ref);
+        job->source_ref = s_strdupf("refs/heads/%s", src);
+        rc = job->source_ref ? s_read_commit_ref(job, job->source_ref, &job->source_oid) : 1;
+    }
+    if (rc == 1) {
+        if (job->remote != NULL)
+            return s_fail(job, FAILURE_NOT_FOUND, "source branch '%s' not found locally or on %s",
+                          src, job->remote_name);
+        return s_fail(job, FAILURE_NOT_FOUND, "source branch '%s' not found", src);
+    }
+    if (rc < 0)
+        return rc;
+
+    char *target_ref = job->remote ? s_strdupf("refs/remotes/%s/%s", job->remote_name, job->target)
+                                   : s_strdupf("refs/heads/%s", job->target);
+    rc = target_ref ? s_read_commit_ref(job, target_ref, &job->target_oid) : 1;
+    free(target_ref);
+    if (rc == 1)
+        return s_fail(job, FAILURE_NOT_FOUND, "target branch '%s' not found", job->target);
+    return rc;
+}
+
+/* 1 if the local target branch is checked out in some worktree of the repository, 0 if
+ * not (or absent), or a failure. */
+static int s_local_target_checked_out(s_job_t *job)
+{
+    git_reference *ref = NULL;
+    int rc = git_branch_lookup(&ref, job->repo, job->target, GIT_BRANCH_LOCAL);
+    if (rc == GIT_ENOTFOUND)
+        return 0;
+    if (rc < 0)
+        return s_git_fail(job, "cannot read the local target");
+    rc = git_branch_is_checked_out(ref);
+    git_reference_free(ref);
+    return rc < 0 ? s_git_fail(job, "cannot inspect worktrees") : rc;
+}
+
+static int s_preflight(s_job_t *job)
+{
+    int rc = merge_worktree_clean_stale(job->repo, job->req->worktree_dir, s_note_progress, job);
+    if (rc != 0)
+        return s_fail_from_module(job, rc);
+    rc = s_check_locks(job);
+    if (rc == 0 && job->remote != NULL)
+        rc = s_fetch(job);
+    if (rc == 0 && job->remote == NULL) {
+        rc = s_local_target_checked_out(job);
+        if (rc == 1)
+            rc = s_fail(job, FAILURE_STATE,
+                        "target branch '%s' is checked out and there is no remote '%s': "
+                        "merging would move it under the user's working tree",
+                        job->target, job->remote_name);
+    }
+    if (rc == 0)
+        rc = s_resolve_tips(job);
+    return rc;
+}
+
+/* ---- 2. analysis ----------------------------------------------------------------------- */
+
+static int s_add_conflict(s_job_t *job, const char *path, const git_index_entry *ours,
+                          const git_index_entry *theirs)
+{
+    for (size_t i = 0; i < job->nconflicts; i++)
+        if (strcmp(job->conflicts[i].path, path) == 0)
+            return 0;
+    s_conflict_t *grown = realloc(job->conflicts, (job->nconflicts + 1) * sizeof *grown);
+    if (grown == NULL)
+        return s_fail(job, FAILURE_MEMORY, "out of memory");
+    job->conflicts = grown;
+    s_conflict_t *c = &grown[job->nconflicts];
+    memset(c, 0, sizeof *c);
+    c->path = strdup(path);
+    if (c->path == NULL)
+        return s_fail(job, FAILURE_MEMORY, "out of memory");
+    if (ours != NULL && strcmp(ours->path, path) == 0) {
+        c->has_ours = true;
+        c->ours = ours->id;
+    }
+    if (theirs != NULL && strcmp(theirs->path, path) == 0) {
+        c->has_theirs = true;
+        c->theirs = theirs->id;
+    }
+    job->nconflicts++;
+    return 0;
+}
+
+/* Lists the conflicting paths of job->merge_index (every side's path: a rename conflict
+ * names both). */
+static int s_collect_conflicts(s_job_t *job)
+{
+    git_index_conflict_iterator *it = NULL;
+    if (git_index_conflict_iterator_new(&it, job->merge_index) < 0)
+        return s_git_fail(job, "cannot list conflicts");
+    const git_index_entry *ancestor, *ours, *theirs;
+    int rc = 0;
+    while (rc == 0 && git_index_conflict_next(&ancestor, &ours, &theirs, it) == 0) {
+        const git_index_entry *sides[3] = {ours, theirs, ancestor};
+        for (int i = 0; i < 3 && rc == 0; i++)
+            if (sides[i] != NULL)
+                rc = s_add_conflict(job, sides[i]->path, ours, theirs);
+    }
+    git_index_conflict_iterator_free(it);
+    return rc;
+}
+
+static int s_merge_options(git_merge_options *opts)
+{
+    return git_merge_options_init(opts, GIT_MERGE_OPTIONS_VERSION);
+}
+
+/* Decides the strategy. Up-to-date and fast-forward need no merge; otherwise the three-way
+ * merge is done in memory and its conflicts listed before any working tree exists. */
+static int s_analyse(s_job_t *job)
+{
+    merge_result_t *result = job->result;
+    if (git_oid_equal(&job->target_oid, &job->source_oid) ||
+        git_graph_descendant_of(job->repo, &job->target_oid, &job->source_oid) == 1) {
+        result->strategy = MERGE_STRATEGY_UP_TO_DATE;
+        git_oid_cpy(&job->merge_oid, &job->target_oid);
+        return 0;
+    }
+    if (git_graph_descendant_of(job->repo, &job->source_oid, &job->target_oid) == 1) {
+        result->strategy = MERGE_STRATEGY_FAST_FORWARD;
+        git_oid_cpy(&job->merge_oid, &job->source_oid);
+        return 0;
+    }
+    git_commit *ours = NULL, *theirs = NULL;
+    git_merge_options opts;
+    s_merge_options(&opts);
+    int rc = 0;
+    if (git_commit_lookup(&ours, job->repo, &job->target_oid) < 0 ||
+        git_commit_lookup(&theirs, job->repo, &job->source_oid) < 0 ||
+        git_merge_commits(&job->merge_index, job->repo, ours, theirs, &opts) < 0)
+        rc = s_git_fail(job, "three-way merge failed");
+    git_commit_free(ours);
+    git_commit_free(theirs);
+    if (rc != 0)
+        return rc;
+    if (git_index_has_conflicts(job->merge_index)) {
+        result->strategy = MERGE_STRATEGY_RESOLVED;
+        return s_collect_conflicts(job);
+    }
+    result->strategy = MERGE_STRATEGY_CLEAN;
+    return 0;
+}
+
+/* ---- 3. merge -------------------------------------------------------------------------- */
+
+/* Creates the merge commit (parents target, source) of `tree_oid`, on no ref. */
+static int s_create_merge_commit(s_job_t *job, const git_oid *tree_oid)
+{
+    const merge_request_t *req = job->req;
+    git_signature *sig = NULL;
+    git_tree *tree = NULL;
+    git_commit *parents[2] = {NULL, NULL};
+    char *message = s_strdupf("Merge branch '%s' into %s\n", req->source_branch, job->target);
+    int rc = 0;
+    if (message == NULL)
+        rc = s_fail(job, FAILURE_MEMORY, "out of memory");
+    else if (git_signature_now(&sig, req->author_name, req->author_email) < 0 ||
+             git_tree_lookup(&tree, job->repo, tree_oid) < 0 ||
+             git_commit_lookup(&parents[0], job->repo, &job->target_oid) < 0 ||
+             git_commit_lookup(&parents[1], job->repo, &job->source_oid) < 0 ||
+             git_commit_create(&job->merge_oid, job->repo, NULL, sig, sig, NULL, message, tree,
+                               2, (const git_commit **)parents) < 0)
+        rc = s_git_fail(job, "cannot create the merge commit");
+    git_commit_free(parents[0]);
+    git_commit_free(parents[1]);
+    git_tree_free(tree);
+    git_signature_free(sig);
+    free(message);
+    return rc;
+}
+
+static int s_commit_clean_merge(s_job_t *job)
+{
+    git_oid tree_oid;
+    if (git_index_write_tree_to(&tree_oid, job->merge_index, job->repo) < 0)
+        return s_git_fail(job, "cannot write the merged tree");
+    return s_create_merge_commit(job, &tree_oid);
+}
+
+static merge_markers_count_t s_blob_markers(s_job_t *job, bool exists, const git_oid *id)
+{
+    merge_markers_count_t zero = {0, 0, 0, 0};
+    git_blob *blob = NULL;
+    if (!exists || git_blob_lookup(&blob, job->repo, id) < 0)
+        return zero;
+    merge_markers_count_t count =
+        merge_verify_count(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
+    git_blob_free(blob);
+    return count;
+}
+
+/* Stages the resolver's version of each conflicting path into job->merge_index (a deleted
+ * file resolves by deletion) and names the files that still hold conflict markers. */
+static int s_stage_resolutions(s_job_t *job)
+{
+    git_repository *wt_repo = merge_worktree_repo(job->worktree);
+    const char *wt_path = merge_worktree_path(job->worktree);
+    merge_result_t *result = job->result;
+    for (size_t i = 0; i < job->nconflicts; i++) {
+        const s_conflict_t *c = &job->conflicts[i];
+        if (git_index_conflict_remove(job->merge_index, c->path) < 0)
+            git_error_clear();
+        char *full = s_strdupf("%s/%s", wt_path, c->path);
+        struct stat st;
+        bool exists = full != NULL && lstat(full, &st) == 0;
+        free(full);
+        if (!exists) {
+            git_index_remove_bypath(job->merge_index, c->path);
+            continue;
+        }
+        git_index_entry entry;
+        memset(&entry, 0, sizeof entry);
+        entry.path = c->path;
+        entry.mode = S_ISLNK(st.st_mode)     ? GIT_FILEMODE_LINK
+                     : (st.st_mode & S_IXUSR) ? GIT_FILEMODE_BLOB_EXECUTABLE
+                                              : GIT_FILEMODE_BLOB;
+        if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+            return s_fail(job, FAILURE_STATE, "conflict file %s is not a file", c->path);
+        if (git_blob_create_from_workdir(&entry.id, wt_repo, c->path) < 0)
+            return s_git_fail(job, "cannot read a resolved file");
+        merge_markers_count_t resolved = s_blob_markers(job, true, &entry.id);
+        merge_markers_count_t ours = s_blob_markers(job, c->has_ours, &c->ours);
+        merge_markers_count_t theirs = s_blob_markers(job, c->has_theirs, &c->theirs);
+        if (merge_verify_markers_remain(resolved, ours, theirs) &&
+            s_list_add(&result->failed_files, &result->failed_count, c->path) != 0)
+            return s_fail(job, FAILURE_MEMORY, "out of memory");
+        if (git_index_add(job->merge_index, &entry) < 0)
+            return s_git_fail(job, "cannot stage a resolved file");
+    }
+    if (result->failed_count > 0) {
+        char *files = s_list_join(result->failed_files, result->failed_count);
+        int rc = s_fail(job, FAILURE_STATE, "conflict markers remain in %s", files ? files : "?");
+        free(files);
+        return rc;
+    }
+    git_index_conflict_cleanup(job->merge_index);
+    if (git_index_has_conflicts(job->merge_index))
+        return s_fail(job, FAILURE_STATE, "the merge index still has conflicts");
+    return 0;
+}
+
+/* Every path of the worktree must equal the resolved tree: the resolver may only change
+ * the conflicting files (whose content the resolved tree already took from the worktree). */
+static int s_check_outside_changes(s_job_t *job, const git_oid *tree_oid)
+{
+    git_tree *tree = NULL;
+    git_diff *diff = NULL;
+    git_diff_options opts;
+    git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+    opts.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
+                 GIT_DIFF_INCLUDE_TYPECHANGE;
+    merge_result_t *result = job->result;
+    int rc = 0;
+    if (git_tree_lookup(&tree, job->repo, tree_oid) < 0 ||
+        git_diff_tree_to_workdir(&diff, merge_worktree_repo(job->worktree), tree, &opts) < 0) {
+        rc = s_git_fail(job, "cannot compare the worktree with the merge");
+        goto out;
+    }
+    for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
+        const git_diff_delta *delta = git_diff_get_delta(diff, i);
+        const char *path = delta->new_file.path ? delta->new_file.path : delta->old_file.path;
+        if (s_list_add(&result->failed_files, &result->failed_count, path) != 0) {
+            rc = s_fail(job, FAILURE_MEMORY, "out of memory");
+            goto out;
+        }
+    }
+    if (result->failed_count > 0) {
+        char *files = s_list_join(result->failed_files, result->failed_count);
+        rc = s_fail(job, FAILURE_STATE, "agent modified files outside the conflict: %s",
+                    files ? files : "?");
+        free(files);
+    }
+out:
+    git_diff_free(diff);
+    git_tree_free(tree);
+    return rc;
+}
+
+/* The resolver may have committed the merge itself: accept its commit only if its parents
+ * are (target, source) and its tree is the verified one; otherwise refuse. Sets *accepted. */
+static int s_check_resolver_commit(s_job_t *job, const git_oid *tree_oid, bool *accepted)
+{
+    *accepted = false;
+    git_oid head;
+    if (git_reference_name_to_id(&head, merge_worktree_repo(job->worktree), "HEAD") < 0)
+        return s_git_fail(job, "cannot read the worktree's HEAD");
+    if (git_oid_equal(&head, &job->target_oid))
+        return 0;
+    git_commit *commit = NULL;
+    if (git_commit_lookup(&commit, job->repo, &head) < 0)
+        return s_git_fail(job, "cannot read the resolver's commit");
+    bool ok = git_commit_parentcount(commit) == 2 &&
+              git_oid_equal(git_commit_parent_id(commit, 0), &job->target_oid) &&
+              git_oid_equal(git_commit_parent_id(commit, 1), &job->source_oid) &&
+              git_oid_equal(git_commit_tree_id(commit), tree_oid);
+    git_commit_free(commit);
+    char hex[GIT_OID_HEXSZ + 1];
+    git_oid_tostr(hex, sizeof hex, &head);
+    if (!ok)
+        return s_fail(job, FAILURE_STATE,
+                      "the resolver committed %s, which is not the verified merge of '%s' "
+                      "into %s", hex, job->req->source_branch, job->target);
+    git_oid_cpy(&job->merge_oid, &head);
+    *accepted = true;
+    s_add_note(job, "accepted the resolver's own merge commit");
+    return 0;
+}
+
+/* Writes the conflicted merge into a service worktree, lets the resolver work, verifies
+ * and commits. */
+static int s_resolve_conflicts(s_job_t *job)
+{
+    const merge_request_t *req = job->req;
+    merge_result_t *result = job->result;
+    char **paths = calloc(job->nconflicts, sizeof *paths);
+    if (paths == NULL)
+        return s_fail(job, FAILURE_MEMORY, "out of memory");
+    for (size_t i = 0; i < job->nconflicts; i++)
+        paths[i] = job->conflicts[i].path;
+    char *names = s_list_join(paths, job->nconflicts);
+    s_progress(job, "%zu conflicting file(s): %s", job->nconflicts, names ? names : "?");
+    free(names);
+    int rc = 0;
+    if (req->resolve == NULL) {
+        for (size_t i = 0; i < job->nconflicts && rc == 0; i++)
+            rc = s_list_add(&result->failed_files, &result->failed_count, paths[i]);
+        free(paths);
+        return s_fail(job, FAILURE_STATE, "conflicts and no resolver");
+    }
+
+    rc = merge_worktree_add(&job->worktree, job->repo, req->worktree_dir, &job->target_oid);
+    if (rc != 0) {
+        free(paths);
+        return s_fail_from_module(job, rc);
+    }
+    git_repository *wt_repo = merge_worktree_repo(job->worktree);
+    git_annotated_commit *source = NULL;
+    git_merge_options merge_opts;
+    s_merge_options(&merge_opts);
+    git_checkout_options checkout_opts;
+    git_checkout_options_init(&checkout_opts, GIT_CHECKOUT_OPTIONS_VERSION);
+    checkout_opts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_ALLOW_CONFLICTS;
+    if (git_annotated_commit_lookup(&source, wt_repo, &job->source_oid) < 0 ||
+        git_merge(wt_repo, (const git_annotated_commit **)&source, 1, &merge_opts,
+                  &checkout_opts) < 0) {
+        git_annotated_commit_free(source);
+        free(paths);
+        return s_git_fail(job, "cannot write the conflicted merge into the worktree");
+    }
+    git_annotated_commit_free(source);
+
+    s_progress(job, "resolving in %s", merge_worktree_path(job->worktree));
+    int64_t start = clock_now_ms();
+    char *notes = NULL;
+    int resolver_rc = req->resolve(merge_worktree_path(job->worktree),
+                                   (const char *const *)paths, job->nconflicts, &notes,
+                                   req->callback_arg);
+    result->resolve_ms += s_since(start);
+    if (notes != NULL) {
+        s_add_note(job, notes);
+        free(notes);
+    }
+    rc = s_step_check(job, "conflict resolution");
+    if (rc == 0 && resolver_rc != 0) {
+        for (size_t i = 0; i < job->nconflicts && rc == 0; i++)
+            rc = s_list_add(&result->failed_files, &result->failed_count, paths[i]);
+        rc = s_fail(job, FAILURE_AGENT, "the resolver gave up on the conflicts");
+    }
+    free(paths);
+    if (rc != 0)
+        return rc;
+
+    rc = s_stage_resolutions(job);
+    git_oid tree_oid;
+    if (rc == 0 && git_index_write_tree_to(&tree_oid, job->merge_index, job->repo) < 0)
+        rc = s_git_fail(job, "cannot write the resolved tree");
+    if (rc == 0)
+        rc = s_check_outside_changes(job, &tree_oid);
+    bool accepted = false;
+    if (rc == 0)
+        rc = s_check_resolver_commit(job, &tree_oid, &accepted);
+    if (rc == 0 && !accepted)
+        rc = s_create_merge_commit(job, &tree_oid);
+    for (size_t i = 0; i < job->nconflicts && rc == 0; i++)
+        rc = s_list_add(&result->resolved_files, &result->resolved_count,
+                        job->conflicts[i].path);
+    return rc;
+}
+
+/* ---- 4. tests -------------------------------------------------------------------------- */
+
+static int s_run_tests(s_job_t *job)
+{
+    const merge_request_t *req = job->req;
+    merge_result_t *result = job->result;
+    if (req->run_tests == NULL) {
+        result->tests = MERGE_TESTS_SKIP;
+        return 0;
+    }
+    int rc = job->worktree != NULL
+                 ? merge_worktree_checkout(job->worktree, &job->merge_oid)
+                 : merge_worktree_add(&job->worktree, job->repo, req->worktree_dir,
+                                      &job->merge_oid);
+    if (rc != 0)
+        return s_fail_from_module(job, rc);
+    s_progress(job, "running tests in %s", merge_worktree_path(job->worktree));
+    int64_t start = clock_now_ms();
+    char *summary = NULL;
+    result->tests = req->run_tests(merge_worktree_path(job->worktree), &summary,
+                                   req->callback_arg);
+    result->tests_ms += s_since(start);
+    if (summary != NULL) {
+        s_add_note(job, summary);
+        free(summary);
+    }
+    rc = s_step_check(job, "tests");
+    if (rc == 0 && result->tests == MERGE_TESTS_FAIL)
+        rc = s_fail(job, FAILURE_STATE, "tests failed on the merge; nothing pushed");
+    if (rc == 0)
+        s_progress(job, "TESTS: %s", merge_tests_name(result->tests));
+    return rc;
+}
+
+/* ---- 5. push --------------------------------------------------------------------------- */
+
+static int s_push_update_reference(const char *refname, const char *status, void *payload)
+{
+    s_job_t *job = payload;
+    if (status != NULL) {
+        free(job->push_message);
+        job->push_message = s_strdupf("%s: %s", refname, status);
+    }
+    return 0;
+}
+
+/* After a successful push: moves refs/heads/<target> only if it is checked out nowhere and
+ * the move is a fast-forward (compare-and-swap); otherwise says why it stayed. */
+static void s_update_local_target(s_job_t *job)
+{
+    char note[512];
+    git_reference *ref = NULL;
+    if (git_branch_lookup(&ref, job->repo, job->target, GIT_BRANCH_LOCAL) < 0) {
+        git_error_clear();
+        return;
+    }
+    git_oid local;
+    git_oid_cpy(&local, git_reference_target(ref) ? git_reference_target(ref) : &job->merge_oid);
+    if (git_oid_equal(&local, &job->merge_oid)) {
+        git_reference_free(ref);
+        return;
+    }
+    if (git_branch_is_checked_out(ref) == 1) {
+        snprintf(note, sizeof note,
+                 "local '%s' is checked out in a working tree: left unchanged (%s/%s is "
+                 "updated; pull to bring the merge in)",
+                 job->target, job->remote_name, job->target);
+    } else if (git_graph_descendant_of(job->repo, &job->merge_oid, &local) != 1) {
+        snprintf(note, sizeof note, "local '%s' has diverged from %s/%s: left unchanged",
+                 job->target, job->remote_name, job->target);
+    } else {
+        git_reference *moved = NULL;
+        char *char_name = s_strdupf("refs/heads/%s", job->target);
+        if (char_name != NULL &&
+            git_reference_create_matching(&moved, job->repo, char_name, &job->merge_oid, 1,
+                                          &local, "cloister merge-agent: fast-forward") == 0)
+            snprintf(note, sizeof note, "local '%s' fast-forwarded", job->target);
+        else
+            snprintf(note, sizeof note, "local '%s' moved meanwhile: left unchanged",
+                     job->target);
+        git_reference_free(moved);
+        free(char_name);
+    }
+    git_reference_free(ref);
+    s_add_note(job, note);
+    s_progress(job, "%s", note);
+}
+
+/* No remote: compare-and-swap the local target from the tip we merged onto. */
+static int s_push_local(s_job_t *job)
+{
+    char *name = s_strdupf("refs/heads/%s", job->target);
+    if (name == NULL)
+        return s_fail(job, FAILURE_MEMORY, "out of memory");
+    git_reference *moved = NULL;
+    int rc = git_reference_create_matching(&moved, job->repo, name, &job->merge_oid, 1,
+                                           &job->target_oid, "cloister merge-agent: merge");
+    free(name);
+    git_reference_free(moved);
+    if (rc == GIT_EMODIFIED) {
+        free(job->push_message);
+        job->push_message = s_strdupf("local '%s' moved during the merge", job->target);
+        return S_RETRY;
+    }
+    if (rc < 0)
+        return s_git_fail(job, "cannot update the target branch");
+    job->result->pushed = true;
+    return 0;
+}
+
+/* Pushes the merge to refs/heads/<target> without force. The push is made from a
+ * temporary ref (a push source must be a ref), removed straight after. */
+static int s_push_remote(s_job_t *job)
+{
+    char temp_name[64];
+    merge_worktree_unique_name(temp_name, sizeof temp_name);
+    char *temp_ref = s_strdupf("%s%s", MERGE_WORKTREE_REF_DIR, temp_name);
+    char *spec = temp_ref ? s_strdupf("%s:refs/heads/%s", temp_ref, job->target) : NULL;
+    if (spec == NULL) {
+        free(temp_ref);
+        return s_fail(job, FAILURE_MEMORY, "out of memory");
+    }
+    git_reference *temp = NULL;
+    int rc = git_reference_create(&temp, job->repo, temp_ref, &job->merge_oid, 1,
+                                  "cloister merge-agent: push source");
+    if (rc < 0) {
+        free(spec);
+        free(temp_ref);
+        return s_git_fail(job, "cannot create the push ref");
+    }
+    s_progress(job, "pushing to %s/%s", job->remote_name, job->target);
+    git_push_options opts;
+    git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);
+    opts.callbacks.push_update_reference = s_push_update_reference;
+    opts.callbacks.push_transfer_progress = s_push_progress;
+    opts.callbacks.payload = job;
+    git_strarray specs = {&spec, 1};
+    free(job->push_message);
+    job->push_message = NULL;
+    rc = git_remote_push(job->remote, &specs, &opts);
+    if (rc == GIT_ENONFASTFORWARD) {
+        const git_error *e = git_error_last();
+        job->push_message = strdup(e && e->message ? e->message : "non-fast-forward");
+    }
+    git_reference_delete(temp);
+    git_reference_free(temp);
+    free(spec);
+    free(temp_ref);
+    if (rc == GIT_ENONFASTFORWARD || (rc == 0 && job->push_message != NULL))
+        return S_RETRY;
+    if (rc < 0) {
+        rc = s_step_check(job, "push");
+        return rc != 0 ? rc : s_git_fail(job, "push failed");
+    }
+    job->result->pushed = true;
+    s_update_local_target(job);
+    return 0;
+}
+
+static int s_push(s_job_t *job)
+{
+    int rc = s_step_check(job, "push");
+    if (rc != 0)
+        return rc;
+    int64_t start = clock_now_ms();
+    rc = job->remote ? s_push_remote(job) : s_push_local(job);
+    job->result->push_ms += s_since(start);
+    return rc;
+}
+
+/* ---- the flow -------------------------------------------------------------------------- */
+
+/* One pass from pre-flight to push. Returns 0, S_RETRY, or a failure. */
+static int s_attempt(s_job_t *job)
+{
+    merge_result_t *result = job->result;
+    int64_t start = clock_now_ms();
+    int rc = s_preflight(job);
+    result->preflight_ms += s_since(start);
+    if (rc == 0)
+        rc = s_step_check(job, "pre-flight");
+    if (rc != 0)
+        return rc;
+
+    start = clock_now_ms();
+    rc = s_analyse(job);
+    result->analysis_ms += s_since(start);
+    if (rc != 0)
+        return rc;
+    if (result->strategy == MERGE_STRATEGY_UP_TO_DATE) {
+        s_progress(job, "'%s' is already merged into %s: nothing to do",
+                   job->req->source_branch, job->target);
+        s_add_note(job, "already merged");
+        return 0;
+    }
+    rc = s_step_check(job, "analysis");
+    if (rc == 0 && result->strategy == MERGE_STRATEGY_CLEAN)
+        rc = s_commit_clean_merge(job);
+    else if (rc == 0 && result->strategy == MERGE_STRATEGY_RESOLVED)
+        rc = s_resolve_conflicts(job);
+    if (rc != 0)
+        return rc;
+    s_progress(job, "%s merge ready", merge_strategy_name(result->strategy));
+
+    rc = s_step_check(job, "merge");
+    if (rc == 0)
+        rc = s_run_tests(job);
+    if (rc == 0)
+        rc = s_push(job);
+    return rc;
+}
+
+void merge_request_init(merge_request_t *request)
+{
+    memset(request, 0, sizeof *request);
+    request->target_branch = MERGE_ENGINE_DEFAULT_TARGET;
+    request->remote_name = MERGE_ENGINE_DEFAULT_REMOTE;
+    request->push_retries = MERGE_ENGINE_DEFAULT_PUSH_RETRIES;
+    request->lock_stale_ms = MERGE_ENGINE_DEFAULT_LOCK_STALE_MS;
+    request->author_name = MERGE_ENGINE_DEFAULT_NAME;
+    request->author_email = MERGE_ENGINE_DEFAULT_EMAIL;
+}
+
+int merge_engine_run(const merge_request_t *request, merge_result_t *result)
+{
+    memset(result, 0, sizeof *result);
+    int64_t start = clock_now_ms();
+    s_job_t job;
+    memset(&job, 0, sizeof job);
+    job.req = request;
+    job.result = result;
+    job.target = request->target_branch ? request->target_branch : MERGE_ENGINE_DEFAULT_TARGET;
+    job.remote_name = request->remote_name ? request->remote_name : MERGE_ENGINE_DEFAULT_REMOTE;
+    git_libgit2_init();
+
+    int rc = s_validate_request(&job);
+    if (rc == 0)
+        rc = s_open_repository(&job);
+    int retries = request->push_retries < 0 ? 0 : request->push_retries;
+    for (int attempt = 1; rc == 0 && attempt <= retries + 1; attempt++) {
+        result->attempts = attempt;
+        s_clear_attempt(&job);
+        result->strategy = MERGE_STRATEGY_NONE;
+        rc = s_attempt(&job);
+        if (rc != S_RETRY)
+            break;
+        s_progress(&job, "push rejected (%s): starting again from a fresh fetch",
+                   job.push_message ? job.push_message : "target moved");
+        if (attempt == retries + 1)
+            rc = s_fail(&job, FAILURE_STATE, "push rejected %d time(s), the target kept moving: %s",
+                        attempt, job.push_message ? job.push_message : "target moved");
+        else
+            rc = 0;
+    }
+    if (rc == 0) {
+        result->success = true;
+        char hex[GIT_OID_HEXSZ + 1];
+        git_oid_tostr(hex, sizeof hex, &job.merge_oid);
+        memcpy(result->merge_commit, hex, sizeof result->merge_commit);
+        s_progress(&job, "MERGE_RESULT: SUCCESS (%s, %s)", merge_strategy_name(result->strategy),
+                   hex);
+    } else {
+        s_progress(&job, "MERGE_RESULT: FAILURE: %s", result->reason ? result->reason : "?");
+        if (!git_oid_is_zero(&job.merge_oid)) {
+            char hex[GIT_OID_HEXSZ + 1];
+            git_oid_tostr(hex, sizeof hex, &job.merge_oid);
+            memcpy(result->merge_commit, hex, sizeof result->merge_commit);
+        }
+    }
+    /* Keep the files for the result; drop everything else the attempt held. */
+    char **failed = result->failed_files, **resolved = result->resolved_files;
+    size_t nfailed = result->failed_count, nresolved = result->resolved_count;
+    result->failed_files = result->resolved_files = NULL;
+    result->failed_count = result->resolved_count = 0;
+    s_clear_attempt(&job);
+    result->failed_files = failed;
+    result->failed_count = nfailed;
+    result->resolved_files = resolved;
+    result->resolved_count = nresolved;
+
+    git_remote_free(job.remote);
+    git_repository_free(job.repo);
+    free(job.opened_gitdir);
+    free(job.push_message);
+    git_libgit2_shutdown();
+    result->total_ms = s_since(start);
+    if (rc != 0)
+        failure_set(rc, "%s", result->reason ? result->reason : "merge failed");
+    return rc;
+}
+
+void merge_result_clear(merge_result_t *result)
+{
+    s_list_free(&result->resolved_files, &result->resolved_count);
+    s_list_free(&result->failed_files, &result->failed_count);
+    free(result->notes);
+    free(result->reason);
+    memset(result, 0, sizeof *result);
+}
+
+/* ---- result markers -------------------------------------------------------------------- */
+
+int merge_result_markers(const merge_result_t *result, merge_marker_t markers[MERGE_MARKER_COUNT])
+{
+    markers[0].key = "MERGE_RESULT";
+    markers[0].value = strdup(result->success ? "SUCCESS" : "FAILURE");
+    markers[1].key = "RESOLVED_FILES";
+    markers[1].value = s_list_join(result->resolved_files, result->resolved_count);
+    markers[2].key = "FAILED_FILES";
+    markers[2].value = s_list_join(result->failed_files, result->failed_count);
+    markers[3].key = "TESTS";
+    markers[3].value = strdup(merge_tests_name(result->tests));
+    markers[4].key = "NOTES";
+    if (result->success)
+        markers[4].value = s_strdupf("%s merge %s%s%s", merge_strategy_name(result->strategy),
+                                     result->merge_commit, result->notes ? "; " : "",
+                                     result->notes ? result->notes : "");
+    else
+        markers[4].value = s_strdupf("%s%s%s", result->reason ? result->reason : "failed",
+                                     result->notes ? "; " : "",
+                                     result->notes ? result->notes : "");
+    for (int i = 0; i < MERGE_MARKER_COUNT; i++) {
+        if (markers[i].value == NULL) {
+            merge_markers_clear(markers);
+            return failure_set(FAILURE_MEMORY, "out of memory");
+        }
+        /* One marker is one line: notes from an agent may hold line breaks. */
+        for (char *c = markers[i].value; *c != '\0'; c++)
+            if (*c == '\n' || *c == '\r')
+                *c = ' ';
+    }
+    return 0;
+}
+
+void merge_markers_clear(merge_marker_t markers[MERGE_MARKER_COUNT])
+{
+    for (int i = 0; i < MERGE_MARKER_COUNT; i++) {
+        free(markers[i].value);
+        markers[i].value = NULL;
+    }
+}
+
+char *merge_result_render(const merge_result_t *result)
+{
+    merge_marker_t markers[MERGE_MARKER_COUNT];
+    if (merge_result_markers(result, markers) != 0)
+        return NULL;
+    char *text = s_strdupf("%s: %s\n%s: %s\n%s: %s\n%s: %s\n%s: %s\n", markers[0].key,
+                           markers[0].value, markers[1].key, markers[1].value, markers[2].key,
+                           markers[2].value, markers[3].key, markers[3].value, markers[4].key,
+                           markers[4].value);
+    merge_markers_clear(markers);
+    return text;
+}
+
+const char *merge_strategy_name(merge_strategy_t strategy)
+{
+    switch (strategy) {
+    case MERGE_STRATEGY_UP_TO_DATE: return "up-to-date";
+    case MERGE_STRATEGY_FAST_FORWARD: return "fast-forward";
+    case MERGE_STRATEGY_CLEAN: return "clean";
+    case MERGE_STRATEGY_RESOLVED: return "resolved";
+    default: return "none";
+    }
+}
+
+const char *merge_tests_name(merge_tests_t tests)
+{
+    switch (tests) {
+    case MERGE_TESTS_PASS: return "PASS";
+    case MERGE_TESTS_FAIL: return "FAIL";
+    default: return "SKIP";
+    }
+}

@@ -1,0 +1,258 @@
+/* merge_worktree: service-owned linked worktrees (see merge_worktree.h). */
+#include "merge_worktree.h"
+
+#include "failure.h"
+#include "home.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct merge_worktree_t {
+    git_repository *repo;    /* the main repository (borrowed) */
+    git_worktree *worktree;
+    git_repository *wt_repo; /* the worktree opened as a repository */
+    char name[64];
+    char *path;
+};
+
+static int s_git_fail(const char *what)
+{
+    const git_error *e = git_error_last();
+    return failure_set(FAILURE_GIT, "%s: %s", what, e && e->message ? e->message : "unknown");
+}
+
+static int s_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* rm -rf without a shell. */
+static void s_remove_tree(const char *path)
+{
+    nftw(path, s_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void merge_worktree_unique_name(char *buf, size_t size)
+{
+    static unsigned s_sequence;
+    snprintf(buf, size, "%s%ld-%u", MERGE_WORKTREE_PREFIX, (long)getpid(), ++s_sequence);
+}
+
+int merge_worktree_add(merge_worktree_t **out, git_repository *repo, const char *dir,
+                       const git_oid *commit)
+{
+    *out = NULL;
+    merge_worktree_t *self = calloc(1, sizeof *self);
+    if (self == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    self->repo = repo;
+    merge_worktree_unique_name(self->name, sizeof self->name);
+    if (home_mkdirs(dir) != 0 ||
+        asprintf(&self->path, "%s/%s", dir, self->name) < 0) {
+        free(self);
+        return failure_set(FAILURE_IO, "cannot create worktree directory %s", dir);
+    }
+    s_remove_tree(self->path);
+
+    /* git_worktree_add wants a branch; make a temporary one at `commit`, check it out,
+     * detach HEAD and delete the branch so the user's repository gains no branch. */
+    git_commit *target = NULL;
+    git_reference *branch = NULL;
+    int rc = 0;
+    if (git_commit_lookup(&target, repo, commit) < 0 ||
+        git_branch_create(&branch, repo, self->name, target, 0) < 0) {
+        rc = s_git_fail("cannot create the worktree's branch");
+        goto out;
+    }
+    git_worktree_add_options opts;
+    git_worktree_add_options_init(&opts, GIT_WORKTREE_ADD_OPTIONS_VERSION);
+    opts.ref = branch;
+    opts.checkout_options.checkout_strategy = GIT_CHECKOUT_FORCE;
+    if (git_worktree_add(&self->worktree, repo, self->name, self->path, &opts) < 0) {
+        rc = s_git_fail("cannot add a worktree");
+        goto out;
+    }
+    if (git_repository_open_from_worktree(&self->wt_repo, self->worktree) < 0 ||
+        git_repository_set_head_detached(self->wt_repo, commit) < 0 ||
+        git_branch_delete(branch) < 0) {
+        rc = s_git_fail("cannot detach the worktree");
+        goto out;
+    }
+out:
+    git_reference_free(branch);
+    git_commit_free(target);
+    if (rc != 0) {
+        /* The branch may still exist if a later step failed. */
+        git_reference *left = NULL;
+        if (git_branch_lookup(&left, repo, self->name, GIT_BRANCH_LOCAL) == 0) {
+            if (self->wt_repo != NULL)
+                git_repository_set_head_detached(self->wt_repo, commit);
+            git_branch_delete(left);
+            git_reference_free(left);
+        }
+        merge_worktree_destroy(&self);
+        return rc;
+    }
+    *out = self;
+    return 0;
+}
+
+const char *merge_worktree_path(const merge_worktree_t *self)
+{
+    return self->path;
+}
+
+git_repository *merge_worktree_repo(merge_worktree_t *self)
+{
+    return self->wt_repo;
+}
+
+int merge_worktree_checkout(merge_worktree_t *self, const git_oid *commit)
+{
+    git_object *object = NULL;
+    git_checkout_options opts;
+    git_checkout_options_init(&opts, GIT_CHECKOUT_OPTIONS_VERSION);
+    opts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_REMOVE_UNTRACKED;
+    int rc = 0;
+    if (git_repository_state_cleanup(self->wt_repo) < 0 ||
+        git_object_lookup(&object, self->wt_repo, commit, GIT_OBJECT_COMMIT) < 0 ||
+        git_repository_set_head_detached(self->wt_repo, commit) < 0 ||
+        git_reset(self->wt_repo, object, GIT_RESET_HARD, &opts) < 0)
+        rc = s_git_fail("cannot check out the merge in the worktree");
+    git_object_free(object);
+    return rc;
+}
+
+/* Unregisters worktree `name` of `repo` (if registered) and removes `path`. */
+static void s_prune(git_repository *repo, const char *name, const char *path)
+{
+    git_worktree *wt = NULL;
+    if (git_worktree_lookup(&wt, repo, name) == 0) {
+        git_worktree_prune_options opts;
+        git_worktree_prune_options_init(&opts, GIT_WORKTREE_PRUNE_OPTIONS_VERSION);
+        opts.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_LOCKED |
+                     GIT_WORKTREE_PRUNE_WORKING_TREE;
+        if (git_worktree_prune(wt, &opts) < 0) {
+            /* A missing working tree makes pruning it fail; unregister only. */
+            opts.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_LOCKED;
+            git_worktree_prune(wt, &opts);
+        }
+        git_worktree_free(wt);
+    }
+    if (path != NULL)
+        s_remove_tree(path);
+}
+
+void merge_worktree_destroy(merge_worktree_t **self_p)
+{
+    merge_worktree_t *self = *self_p;
+    if (self == NULL)
+        return;
+    git_repository_free(self->wt_repo);
+    git_worktree_free(self->worktree);
+    s_prune(self->repo, self->name, self->path);
+    free(self->path);
+    free(self);
+    *self_p = NULL;
+}
+
+/* True if `name` (a worktree, directory or ref basename) was made by a process that no
+ * longer runs. Names of live processes, including ours, are left alone. */
+static bool s_owner_gone(const char *name)
+{
+    size_t plen = strlen(MERGE_WORKTREE_PREFIX);
+    if (strncmp(name, MERGE_WORKTREE_PREFIX, plen) != 0)
+        return false;
+    char *end = NULL;
+    long pid = strtol(name + plen, &end, 10);
+    if (end == name + plen || *end != '-' || pid <= 0)
+        return false;
+    if ((pid_t)pid == getpid())
+        return false;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+static void s_note(merge_worktree_note_fn note, void *arg, const char *what, const char *name)
+{
+    if (note == NULL)
+        return;
+    char text[600];
+    snprintf(text, sizeof text, "removed %s left by a crashed run: %s", what, name);
+    note(text, arg);
+}
+
+/* Deletes refs matching `glob` whose basename belongs to a process that is gone. */
+static int s_clean_refs(git_repository *repo, const char *glob, merge_worktree_note_fn note,
+                        void *arg)
+{
+    git_reference_iterator *it = NULL;
+    if (git_reference_iterator_glob_new(&it, repo, glob) < 0)
+        return s_git_fail("cannot list temporary refs");
+    git_reference *ref = NULL;
+    while (git_reference_next(&ref, it) == 0) {
+        const char *name = git_reference_name(ref);
+        const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+        if (s_owner_gone(base)) {
+            s_note(note, arg, "temporary ref", name);
+            git_reference_delete(ref);
+        }
+        git_reference_free(ref);
+    }
+    git_reference_iterator_free(it);
+    return 0;
+}
+
+int merge_worktree_clean_stale(git_repository *repo, const char *dir,
+                               merge_worktree_note_fn note, void *arg)
+{
+    git_strarray names = {NULL, 0};
+    if (git_worktree_list(&names, repo) < 0)
+        return s_git_fail("cannot list worktrees");
+    for (size_t i = 0; i < names.count; i++) {
+        if (!s_owner_gone(names.strings[i]))
+            continue;
+        char *path = NULL;
+        git_worktree *wt = NULL;
+        if (git_worktree_lookup(&wt, repo, names.strings[i]) == 0) {
+            path = strdup(git_worktree_path(wt));
+            git_worktree_free(wt);
+        }
+        s_prune(repo, names.strings[i], path);
+        free(path);
+        s_note(note, arg, "worktree", names.strings[i]);
+    }
+    git_strarray_dispose(&names);
+
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        struct dirent *entry;
+        while ((entry = readdir(d)) != NULL) {
+            if (!s_owner_gone(entry->d_name))
+                continue;
+            char *path = NULL;
+            if (asprintf(&path, "%s/%s", dir, entry->d_name) >= 0) {
+                s_remove_tree(path);
+                s_note(note, arg, "directory", path);
+                free(path);
+            }
+        }
+        closedir(d);
+    }
+
+    /* Branches of worktrees that crashed before detaching, then temporary push refs. */
+    if (s_clean_refs(repo, "refs/heads/" MERGE_WORKTREE_PREFIX "*", note, arg) != 0)
+        return FAILURE_GIT;
+    return s_clean_refs(repo, MERGE_WORKTREE_REF_DIR "*", note, arg);
+}

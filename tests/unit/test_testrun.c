@@ -1,0 +1,400 @@
+/* Unit tests for common/testrun: output parsing from captured runner outputs
+ * (tests/fixtures/testrun/), and real runs of small shell commands (pass, fail, timeout
+ * with a background child, output cap, a command that cannot start). */
+#include "check.h"
+#include "failure.h"
+#include "testenv.h"
+#include "testrun.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static testrun_result_t *s_parse_fixture(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/testrun/%s", CLOISTER_SOURCE_DIR, name);
+    char *text = testenv_read_file(path);
+    if (!text) {
+        fprintf(stderr, "cannot read fixture %s\n", path);
+        check_failures++;
+        return NULL;
+    }
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_parse(&r, text, strlen(text)), 0);
+    free(text);
+    return r;
+}
+
+static void s_check_counts(const testrun_result_t *r, long run, long passed, long failed,
+                           long skipped)
+{
+    CHECK_INT(r->run, run);
+    CHECK_INT(r->passed, passed);
+    CHECK_INT(r->failed, failed);
+    CHECK_INT(r->skipped, skipped);
+}
+
+static void s_check_failure(const testrun_result_t *r, size_t i, const char *expected)
+{
+    if (i >= r->nfailures) {
+        fprintf(stderr, "failure %zu missing, expected \"%s\"\n", i, expected);
+        check_failures++;
+        return;
+    }
+    CHECK_STR(r->failures[i], expected);
+}
+
+static void test_pytest(void)
+{
+    testrun_result_t *r = s_parse_fixture("pytest_fail.txt");
+    if (!r)
+        return;
+    s_check_counts(r, 42, 40, 2, 1);
+    CHECK_INT(r->nfailures, 2);
+    s_check_failure(r, 0, "tests/test_cart.py::test_cart_total - assert 3 == 4");
+    s_check_failure(r, 1, "tests/test_checkout.py::test_checkout_discount - KeyError: 'SAVE10'");
+    CHECK(!r->started);
+    CHECK_INT(r->exit_code, -1);
+    testrun_result_destroy(&r);
+    CHECK(r == NULL);
+
+    r = s_parse_fixture("pytest_pass.txt");
+    if (r) {
+        s_check_counts(r, 12, 12, 0, 0);
+        CHECK_INT(r->nfailures, 0);
+        testrun_result_destroy(&r);
+    }
+
+    r = s_parse_fixture("pytest_error.txt");
+    if (r) {
+        s_check_counts(r, 1, 0, 1, 0);
+        CHECK_INT(r->nfailures, 1);
+        s_check_failure(r, 0,
+                        "tests/test_broken.py - ModuleNotFoundError: No module named 'requests'");
+        testrun_result_destroy(&r);
+    }
+}
+
+static void test_jest(void)
+{
+    testrun_result_t *r = s_parse_fixture("jest_fail.txt");
+    if (!r)
+        return;
+    s_check_counts(r, 42, 40, 2, 1);
+    CHECK_INT(r->nfailures, 2);
+    s_check_failure(r, 0,
+                    "cart › computes the total - expect(received).toBe(expected) // Object.is "
+                    "equality");
+    s_check_failure(r, 1,
+                    "cart › removes an item - TypeError: Cannot read properties of undefined "
+                    "(reading 'id')");
+    testrun_result_destroy(&r);
+
+    /* Only the ✕ marks (no ● report): the weaker hints name the failures. */
+    const char *marks = "  cart\n    ✓ adds (2 ms)\n    ✕ computes the total (5 ms)\n"
+                        "Tests:       1 failed, 1 passed, 2 total\n";
+    CHECK_INT(testrun_parse(&r, marks, strlen(marks)), 0);
+    s_check_counts(r, 2, 1, 1, 0);
+    CHECK_INT(r->nfailures, 1);
+    s_check_failure(r, 0, "computes the total");
+    testrun_result_destroy(&r);
+}
+
+static void test_vitest(void)
+{
+    testrun_result_t *r = s_parse_fixture("vitest_fail.txt");
+    if (!r)
+        return;
+    s_check_counts(r, 42, 40, 2, 1);
+    CHECK_INT(r->nfailures, 2);
+    s_check_failure(r, 0,
+                    "src/cart/cart.test.ts > cart > computes the total - AssertionError: "
+                    "expected 3 to be 4 // Object.is equality");
+    s_check_failure(r, 1,
+                    "src/cart/cart.test.ts > cart > removes an item - TypeError: Cannot read "
+                    "properties of undefined (reading 'id')");
+    testrun_result_destroy(&r);
+}
+
+static void test_cargo(void)
+{
+    testrun_result_t *r = s_parse_fixture("cargo_fail.txt");
+    if (!r)
+        return;
+    /* Summed over the three "test result:" lines. */
+    s_check_counts(r, 43, 41, 2, 1);
+    CHECK_INT(r->nfailures, 2);
+    s_check_failure(r, 0, "cart::tests::computes_total - assertion `left == right` failed");
+    s_check_failure(r, 1, "checkout::tests::applies_discount - unknown code: SAVE10");
+    testrun_result_destroy(&r);
+}
+
+static void test_go(void)
+{
+    testrun_result_t *r = s_parse_fixture("go_fail.txt");
+    if (r) {
+        /* Without -v only failing tests are named: counts are packages. */
+        s_check_counts(r, 3, 2, 1, 0);
+        CHECK_INT(r->nfailures, 3);
+        s_check_failure(r, 0, "TestCartTotal - cart_test.go:14: Total() = 3, want 4");
+        s_check_failure(r, 1, "TestCheckout");
+        s_check_failure(r, 2,
+                        "TestCheckout/discount - checkout_test.go:31: unknown code \"SAVE10\"");
+        testrun_result_destroy(&r);
+    }
+
+    r = s_parse_fixture("go_verbose.txt");
+    if (r) {
+        s_check_counts(r, 4, 3, 1, 1);
+        CHECK_INT(r->nfailures, 1);
+        s_check_failure(r, 0, "TestCartTotal");
+        testrun_result_destroy(&r);
+    }
+
+    /* A package that does not build: no test names, the package is the failure. */
+    r = s_parse_fixture("go_build_failed.txt");
+    if (r) {
+        s_check_counts(r, 2, 1, 1, 0);
+        CHECK_INT(r->nfailures, 1);
+        s_check_failure(r, 0, "example.com/shop/store - build failed");
+        testrun_result_destroy(&r);
+    }
+}
+
+static void test_ctest(void)
+{
+    testrun_result_t *r = s_parse_fixture("ctest_fail.txt");
+    if (!r)
+        return;
+    s_check_counts(r, 19, 17, 2, 1);
+    CHECK_INT(r->nfailures, 2);
+    s_check_failure(r, 0, "cart_total - Failed");
+    s_check_failure(r, 1, "net_fetch - Timeout");
+    testrun_result_destroy(&r);
+
+    const char *ok = "100% tests passed, 0 tests failed out of 20\n\nTotal Test time (real) = 1 sec\n";
+    CHECK_INT(testrun_parse(&r, ok, strlen(ok)), 0);
+    s_check_counts(r, 20, 20, 0, 0);
+    testrun_result_destroy(&r);
+}
+
+static void test_node(void)
+{
+    testrun_result_t *r = s_parse_fixture("node_tap.txt");
+    if (!r)
+        return;
+    s_check_counts(r, 41, 39, 2, 1);
+    /* The suite that failed only because of its subtest is left out. */
+    CHECK_INT(r->nfailures, 2);
+    s_check_failure(r, 0, "computes the total - Expected values to be strictly equal:");
+    s_check_failure(r, 1, "checkout rejects unknown codes - unknown code: SAVE10");
+    testrun_result_destroy(&r);
+
+    /* The spec reporter's summary. */
+    const char *spec = "✔ adds (0.4ms)\n✖ total (0.7ms)\nℹ tests 2\nℹ suites 0\nℹ pass 1\n"
+                       "ℹ fail 1\nℹ cancelled 0\nℹ skipped 0\nℹ todo 0\n";
+    CHECK_INT(testrun_parse(&r, spec, strlen(spec)), 0);
+    s_check_counts(r, 2, 1, 1, 0);
+    testrun_result_destroy(&r);
+}
+
+static void test_unknown_output(void)
+{
+    testrun_result_t *r = NULL;
+    const char *text = "make: *** No rule to make target 'test'.  Stop.\n";
+    CHECK_INT(testrun_parse(&r, text, strlen(text)), 0);
+    s_check_counts(r, -1, -1, -1, -1);
+    CHECK_INT(r->nfailures, 0);
+    CHECK_STR(r->output, text);
+    testrun_result_destroy(&r);
+
+    /* Binary junk and a missing final newline are handled. */
+    const char junk[] = "\x1b[31m\x00\xff\xfe--- FAIL: \n# tests x\nTests: \nnot ok";
+    CHECK_INT(testrun_parse(&r, junk, sizeof junk - 1), 0);
+    CHECK_INT(r->output_len, sizeof junk - 1);
+    testrun_result_destroy(&r);
+
+    CHECK_INT(testrun_parse(&r, "", 0), 0);
+    CHECK_INT(r->run, -1);
+    testrun_result_destroy(&r);
+}
+
+static void test_many_failures(void)
+{
+    size_t cap = 64 * 1024;
+    char *text = malloc(cap);
+    size_t used = 0;
+    for (int i = 0; i < TESTRUN_MAX_FAILURES + 20; i++)
+        used += (size_t)snprintf(text + used, cap - used, "FAILED tests/test_a.py::test_%d - boom\n", i);
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_parse(&r, text, used), 0);
+    CHECK_INT(r->nfailures, TESTRUN_MAX_FAILURES);
+    CHECK(r->failures_truncated);
+    testrun_result_destroy(&r);
+    free(text);
+}
+
+/* --- real runs ----------------------------------------------------------------------- */
+
+static void test_run_pass(testenv_t *env)
+{
+    testrun_options_t o = {.command = "echo ok; echo to-stderr >&2; pwd", .dir = env->dir,
+                           .timeout_ms = 10000};
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_run(&r, &o), 0);
+    if (!r)
+        return;
+    CHECK(r->started);
+    CHECK_INT(r->exit_code, 0);
+    CHECK(!r->timed_out);
+    CHECK(strstr(r->output, "ok\nto-stderr\n") != NULL);
+    CHECK(strstr(r->output, env->dir) != NULL);
+    CHECK_STR(testrun_verdict_name(testrun_verdict(r)), "PASS");
+    testrun_result_destroy(&r);
+}
+
+static void test_run_fail(testenv_t *env)
+{
+    /* Tests ran and failed: FAIL, with the parsed counts. */
+    testrun_options_t o = {
+        .command = "echo 'FAILED tests/test_a.py::test_b - assert 1 == 2'; "
+                   "echo '==== 1 failed, 3 passed in 0.01s ===='; exit 1",
+        .dir = env->dir,
+        .timeout_ms = 10000};
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_run(&r, &o), 0);
+    if (!r)
+        return;
+    CHECK_INT(r->exit_code, 1);
+    s_check_counts(r, 4, 3, 1, 0);
+    s_check_failure(r, 0, "tests/test_a.py::test_b - assert 1 == 2");
+    CHECK_STR(testrun_verdict_name(testrun_verdict(r)), "FAIL");
+    testrun_result_destroy(&r);
+
+    /* A command that fails without running any test: ERROR. */
+    o.command = "echo 'sh: 1: pytest: not found' >&2; exit 127";
+    CHECK_INT(testrun_run(&r, &o), 0);
+    CHECK_INT(r->exit_code, 127);
+    CHECK_STR(testrun_verdict_name(testrun_verdict(r)), "ERROR");
+    testrun_result_destroy(&r);
+
+    /* A directory that does not exist: not started, ERROR. */
+    o.command = "true";
+    o.dir = "/nonexistent/cloister-dir";
+    CHECK(testrun_run(&r, &o) < 0);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(!r->started);
+        CHECK(r->error[0] != '\0');
+        CHECK_STR(testrun_verdict_name(testrun_verdict(r)), "ERROR");
+        testrun_result_destroy(&r);
+    }
+
+    o.command = NULL;
+    CHECK_INT(testrun_run(&r, &o), FAILURE_INVALID);
+    CHECK(r == NULL);
+}
+
+static void test_run_timeout(testenv_t *env)
+{
+    /* The command leaves a child in its group and then hangs; both must be gone. */
+    char pidfile[512];
+    snprintf(pidfile, sizeof pidfile, "%s/bg.pid", env->dir);
+    char command[1024];
+    snprintf(command, sizeof command, "sleep 100 & echo $! > '%s'; echo started; sleep 100",
+             pidfile);
+    testrun_options_t o = {.command = command, .dir = env->dir, .timeout_ms = 300,
+                           .kill_grace_ms = 200};
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_run(&r, &o), 0);
+    if (!r)
+        return;
+    CHECK(r->timed_out);
+    CHECK(r->duration_ms >= 300);
+    CHECK(r->duration_ms < 5000);
+    CHECK(strstr(r->output, "started") != NULL);
+    CHECK_STR(testrun_verdict_name(testrun_verdict(r)), "ERROR");
+    testrun_result_destroy(&r);
+
+    char *text = testenv_read_file(pidfile);
+    CHECK(text != NULL);
+    if (text) {
+        pid_t bg = (pid_t)atoi(text);
+        CHECK(bg > 0);
+        /* The background sleep was not our child: it may linger as a zombie of init for a
+         * moment, so wait briefly for it to disappear. */
+        bool gone = false;
+        for (int i = 0; i < 100 && !gone; i++) {
+            gone = kill(bg, 0) != 0 && errno == ESRCH;
+            if (!gone) {
+                char stat_path[64];
+                snprintf(stat_path, sizeof stat_path, "/proc/%d/stat", (int)bg);
+                char *st = testenv_read_file(stat_path);
+                /* A zombie (state Z) is dead already. */
+                char *close_paren = st ? strrchr(st, ')') : NULL;
+                gone = st == NULL || (close_paren && close_paren[2] == 'Z');
+                free(st);
+            }
+            if (!gone)
+                testenv_sleep_ms(20);
+        }
+        CHECK(gone);
+        free(text);
+    }
+}
+
+static void test_run_output_cap(testenv_t *env)
+{
+    /* 2000 lines of 100 bytes; only the last 4096 bytes are kept. */
+    testrun_options_t o = {
+        .command = "i=0; while [ $i -lt 2000 ]; do printf '%099d\\n' $i; i=$((i+1)); done; "
+                   "echo '=== 5 passed in 0.01s ==='",
+        .dir = env->dir,
+        .timeout_ms = 20000,
+        .output_cap = 4096};
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_run(&r, &o), 0);
+    if (!r)
+        return;
+    CHECK_INT(r->output_len, 4096);
+    CHECK_INT(strlen(r->output), 4096);
+    CHECK(r->output_truncated);
+    CHECK(strstr(r->output, "=== 5 passed in 0.01s ===\n") != NULL);
+    CHECK(strstr(r->output, "0000001999\n") != NULL);
+    CHECK(strstr(r->output, "0000000001\n") == NULL);
+    CHECK_INT(r->passed, 5);
+    testrun_result_destroy(&r);
+
+    /* A small output is not marked truncated. */
+    o.command = "echo hi";
+    CHECK_INT(testrun_run(&r, &o), 0);
+    CHECK(!r->output_truncated);
+    CHECK_STR(r->output, "hi\n");
+    testrun_result_destroy(&r);
+}
+
+int main(void)
+{
+    test_pytest();
+    test_jest();
+    test_vitest();
+    test_cargo();
+    test_go();
+    test_ctest();
+    test_node();
+    test_unknown_output();
+    test_many_failures();
+
+    testenv_t *env = testenv_new("testrun");
+    if (!env)
+        return 1;
+    test_run_pass(env);
+    test_run_fail(env);
+    test_run_timeout(env);
+    test_run_output_cap(env);
+    testenv_destroy(&env);
+    return check_exit_code("test_testrun");
+}

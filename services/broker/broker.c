@@ -1,0 +1,948 @@
+/* broker: the loop, timers, dispatch, task transitions and the outbox (see broker.h). */
+#include "broker_internal.h"
+
+#include "clock.h"
+#include "failure.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uuid/uuid.h>
+#include <zmq.h>
+
+/* How many messages one socket may deliver per iteration: bounds the latency of one
+ * group commit while letting a burst share a single fsync. */
+#define BATCH_LIMIT 2048
+/* Running tasks listed in a dispatched task's session context, and prior attempts. */
+#define CONTEXT_ACTIVE_LIMIT 10
+#define CONTEXT_PRIOR_LIMIT 5
+
+static const char *const s_builtin_specialists[] = {"review-agent", "test-agent", "merge-agent", NULL};
+
+/* ---- outbox ---- */
+
+static void s_outbox_push(broker_t *self, outbox_item_t item)
+{
+    if (self->outbox_len == self->outbox_cap) {
+        size_t cap = self->outbox_cap ? self->outbox_cap * 2 : 256;
+        outbox_item_t *grown = realloc(self->outbox, cap * sizeof *grown);
+        if (grown == NULL) {
+            log_error("out of memory queueing an outgoing message");
+            free(item.target);
+            free(item.data);
+            zframe_destroy(&item.envelope_identity);
+            return;
+        }
+        self->outbox = grown;
+        self->outbox_cap = cap;
+    }
+    self->outbox[self->outbox_len++] = item;
+}
+
+static void *s_copy(const void *data, size_t len)
+{
+    void *copy = malloc(len ? len : 1);
+    if (copy != NULL && len > 0)
+        memcpy(copy, data, len);
+    return copy;
+}
+
+void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len)
+{
+    outbox_item_t item = {.kind = OUTBOX_WORKER, .target = strdup(worker_id),
+                          .data = s_copy(data, len), .len = len};
+    s_outbox_push(self, item);
+}
+
+void broker_outbox_reply(broker_t *self, zframe_t *identity, bool delimiter, const void *data,
+                         size_t len)
+{
+    outbox_item_t item = {.kind = OUTBOX_REPLY, .envelope_identity = zframe_dup(identity),
+                          .envelope_delimiter = delimiter, .data = s_copy(data, len), .len = len};
+    s_outbox_push(self, item);
+}
+
+static void s_outbox_flush(broker_t *self)
+{
+    for (size_t i = 0; i < self->outbox_len; i++) {
+        outbox_item_t *item = &self->outbox[i];
+        if (item->kind == OUTBOX_PUBLISH) {
+            zmq_send(self->events, item->target, strlen(item->target), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            zmq_send(self->events, item->data, item->len, ZMQ_DONTWAIT);
+        } else if (item->kind == OUTBOX_WORKER) {
+            worker_t *worker = zhashx_lookup(self->workers, item->target);
+            if (worker != NULL && zmq_send(worker->push, item->data, item->len, ZMQ_DONTWAIT) < 0)
+                log_warn("could not send to worker %s: %s", worker->id, zmq_strerror(errno));
+        } else {
+            zmq_send(self->control, zframe_data(item->envelope_identity),
+                     zframe_size(item->envelope_identity), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            if (item->envelope_delimiter)
+                zmq_send(self->control, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            zmq_send(self->control, item->data, item->len, ZMQ_DONTWAIT);
+        }
+        free(item->target);
+        free(item->data);
+        zframe_destroy(&item->envelope_identity);
+    }
+    self->outbox_len = 0;
+}
+
+/* Drops everything queued for after the commit (the commit failed). */
+static void s_outbox_discard(broker_t *self)
+{
+    for (size_t i = 0; i < self->outbox_len; i++) {
+        free(self->outbox[i].target);
+        free(self->outbox[i].data);
+        zframe_destroy(&self->outbox[i].envelope_identity);
+    }
+    self->outbox_len = 0;
+}
+
+/* ---- events ---- */
+
+int broker_emit(broker_t *self, const char *event, const task_t *task, const event_extra_t *extra)
+{
+    int rc = store_begin(self->store);
+    if (rc != 0)
+        return rc;
+    wire_writer_t *w = self->writer;
+    int64_t seq = ++self->last_seq;
+    wire_writer_start(w, "event");
+    wire_put_int(w, "seq", seq);
+    wire_put_str(w, "event", event);
+    wire_put_int(w, "time", clock_wall_ms());
+    const char *specialist = extra ? extra->specialist : NULL;
+    if (task != NULL) {
+        if (specialist == NULL)
+            specialist = task->queue ? task->queue->name : task->specialist;
+        wire_put_str(w, "task", task->id);
+        wire_put_str(w, "specialist", specialist);
+        wire_put_str(w, "priority", priority_name(task->priority));
+        wire_put_str(w, "state", task_state_name(task->state));
+        wire_put_int(w, "attempt", task->attempt);
+        wire_put_str(w, "title", task->title);
+        wire_put_str(w, "issue", task->issue);
+        wire_put_str(w, "group", task->group);
+        wire_put_str(w, "parent", task->parent);
+        if (task->not_before > 0 && task->state == TASK_QUEUED)
+            wire_put_int(w, "not_before", task->not_before);
+    }
+    if (task == NULL)
+        wire_put_str(w, "specialist", specialist);
+    const char *worker = extra && extra->worker ? extra->worker : task ? task->worker_id : NULL;
+    wire_put_str(w, "worker", worker);
+    if (extra != NULL) {
+        wire_put_str(w, "kind", extra->kind);
+        wire_put_str(w, "text", extra->text);
+        wire_put_str(w, "error", extra->error);
+        wire_put_raw(w, "result", extra->result, extra->result_len);
+    }
+    size_t len;
+    const void *body = wire_writer_data(w, &len);
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s/%s", event, specialist ? specialist : "");
+    rc = store_event_insert(self->store, seq, topic, body, len);
+    if (rc != 0)
+        return rc;
+    outbox_item_t item = {.kind = OUTBOX_PUBLISH, .target = strdup(topic),
+                          .data = s_copy(body, len), .len = len};
+    s_outbox_push(self, item);
+    return 0;
+}
+
+void broker_count_rejected(broker_t *self, const char *reason)
+{
+    intptr_t count = (intptr_t)zhashx_lookup(self->rejected, reason);
+    zhashx_update(self->rejected, reason, (void *)(count + 1));
+}
+
+void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason)
+{
+    log_warn("%s%s%s: %s", event, task_id ? " " : "", task_id ? task_id : "", reason);
+    task_t stub = {.id = (char *)task_id, .state = TASK_CANCELLED, .priority = PRIORITY_NORMAL};
+    event_extra_t extra = {.error = reason};
+    broker_emit(self, event, task_id ? &stub : NULL, &extra);
+}
+
+/* ---- queues and specialists ---- */
+
+queue_t *broker_queue(broker_t *self, const char *name, bool create)
+{
+    queue_t *queue = zhashx_lookup(self->queues, name);
+    if (queue != NULL || !create)
+        return queue;
+    int timeout = strcmp(name, "merge-agent") == 0 ? self->config.merge_timeout_s
+                                                   : self->config.default_timeout_s;
+    queue = queue_new(name, timeout);
+    if (queue != NULL)
+        zhashx_insert(self->queues, name, queue);
+    return queue;
+}
+
+bool broker_specialist_known(broker_t *self, const char *name)
+{
+    return zhashx_lookup(self->queues, name) != NULL;
+}
+
+/* ---- task transitions ---- */
+
+/* Removes a running task from its worker, its group and the running list. */
+void broker_task_detach(broker_t *self, task_t *task)
+{
+    if (task->state != TASK_RUNNING)
+        return;
+    if (task->worker != NULL && task->worker->task == task)
+        task->worker->task = NULL;
+    task->worker = NULL;
+    if (task->group)
+        zhashx_delete(self->groups, task->group);
+    if (task->prev)
+        task->prev->next = task->next;
+    else
+        self->running = task->next;
+    if (task->next)
+        task->next->prev = task->prev;
+    task->prev = task->next = NULL;
+    self->running_count--;
+}
+
+static int64_t s_backoff_ms(const broker_t *self, int failures)
+{
+    int64_t base = self->config.retry_backoff_ms;
+    int shift = failures > 1 ? failures - 1 : 0;
+    if (shift > 10)
+        shift = 10;
+    int64_t delay = base << shift;
+    /* Full jitter on half the delay, so retries of many tasks do not stampede. */
+    return delay / 2 + (delay > 1 ? random() % (delay / 2 + 1) : 0);
+}
+
+int broker_task_finish(broker_t *self, task_t *task, task_state_t state, const char *error,
+                       const void *result, size_t result_len)
+{
+    if (task->state == TASK_QUEUED)
+        queue_remove(task->queue, task);
+    broker_task_detach(self, task);
+    task->state = state;
+    task->updated = clock_wall_ms();
+    task_set_text(&task->error, error);
+    int rc = store_task_update(self->store, task, result ? result : "", result ? result_len : 0);
+    if (rc != 0)
+        return rc;
+    const char *event = state == TASK_DONE     ? "task.done"
+                        : state == TASK_FAILED ? "task.failed"
+                        : state == TASK_DEAD   ? "task.dead"
+                                               : "task.cancelled";
+    event_extra_t extra = {.error = error, .result = result, .result_len = result_len};
+    rc = broker_emit(self, event, task, &extra);
+    if (state == TASK_DONE || state == TASK_FAILED)
+        self->completed++;
+    if (state == TASK_DONE)
+        task->queue->done++;
+    else if (state == TASK_FAILED)
+        task->queue->failed++;
+    else if (state == TASK_DEAD) {
+        task->queue->dead++;
+        self->dead_count++;
+    }
+    zhashx_delete(self->tasks, task->id); /* destroys the task */
+    return rc;
+}
+
+int broker_task_requeue(broker_t *self, task_t *task, bool count_failure, const char *reason)
+{
+    if (task->state == TASK_RUNNING) {
+        int rc = store_attempt_insert(self->store, task, task->queue->name,
+                                      count_failure ? "lost" : "released", reason, clock_wall_ms());
+        if (rc != 0)
+            return rc;
+    }
+    broker_task_detach(self, task);
+    if (count_failure)
+        task->failures++;
+    if (count_failure && task->failures >= task->max_attempts) {
+        char why[512];
+        snprintf(why, sizeof why, "gave up after %d failed attempts; last error: %s",
+                 task->failures, reason);
+        return broker_task_finish(self, task, TASK_DEAD, why, NULL, 0);
+    }
+    task->state = TASK_QUEUED;
+    task->not_before = count_failure ? clock_wall_ms() + s_backoff_ms(self, task->failures) : 0;
+    task->updated = clock_wall_ms();
+    task_set_text(&task->error, reason);
+    task_set_text(&task->worker_id, NULL);
+    queue_insert(task->queue, task);
+    int rc = store_task_update(self->store, task, NULL, 0);
+    if (rc == 0) {
+        event_extra_t extra = {.error = reason};
+        rc = broker_emit(self, count_failure ? "task.retry" : "task.queued", task, &extra);
+    }
+    return rc;
+}
+
+void broker_send_cancel(broker_t *self, worker_t *worker, task_t *task, const char *reason)
+{
+    wire_writer_t *w = self->writer;
+    wire_writer_start(w, "cancel");
+    wire_put_str(w, "worker", worker->id);
+    wire_put_str(w, "task", task->id);
+    wire_put_int(w, "attempt", task->attempt);
+    wire_put_str(w, "reason", reason);
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    broker_outbox_worker(self, worker->id, data, len);
+    worker->draining = true;
+}
+
+int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, const char *reason)
+{
+    int rc = 0;
+    if (worker->task != NULL)
+        rc = broker_task_requeue(self, worker->task, strcmp(event, "worker.lost") == 0, reason);
+    if (rc == 0) {
+        event_extra_t extra = {.worker = worker->id, .error = reason,
+                               .specialist = worker->queue->name};
+        rc = broker_emit(self, event, NULL, &extra);
+    }
+    log_info("%s %s (%s): %s", event, worker->id, worker->queue->name, reason);
+    zhashx_delete(self->workers, worker->id); /* closes its socket */
+    return rc;
+}
+
+/* ---- submit ---- */
+
+static bool s_valid_specialist_name(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > 64)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  (i > 0 && (c == '-' || c == '_' || c == '.'));
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* Copies payload.filesChanged out of the raw payload for session context. */
+static void s_take_files(task_t *task, const msgpack_object *payload)
+{
+    const msgpack_object *files = wire_map_get(payload, "filesChanged");
+    if (files == NULL || files->type != MSGPACK_OBJECT_ARRAY)
+        return;
+    msgpack_sbuffer sbuf;
+    msgpack_sbuffer_init(&sbuf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
+    msgpack_pack_object(&pk, *files);
+    task->files_len = sbuf.size;
+    task->files = msgpack_sbuffer_release(&sbuf);
+}
+
+int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, task_t **out,
+                  bool *loaded, bool *created)
+{
+    *out = NULL;
+    *loaded = false;
+    *created = false;
+    const char *id = wire_msg_str(msg, "id", "");
+    const char *specialist = wire_msg_str(msg, "specialist", "");
+    if (id[0] == '\0')
+        return failure_set(FAILURE_INVALID, "task id must not be empty");
+    task_t *existing = zhashx_lookup(self->tasks, id);
+    if (existing != NULL) {
+        *out = existing;
+        return 0;
+    }
+    int rc = store_task_load(self->store, id, &existing);
+    if (rc == 0) {
+        *out = existing;
+        *loaded = true;
+        return 0;
+    }
+    if (rc != FAILURE_NOT_FOUND)
+        return rc;
+    if (!s_valid_specialist_name(specialist))
+        return failure_set(FAILURE_INVALID,
+                           "invalid specialist name '%s' (lowercase letters, digits, '-', '_', '.')",
+                           specialist);
+    if (!broker_specialist_known(self, specialist))
+        return failure_set(FAILURE_INVALID,
+                           "unknown specialist '%s' (start a worker for it, or declare it in "
+                           "cloister.toml)",
+                           specialist);
+    const char *priority_text = wire_msg_str(msg, "priority", "normal");
+    int priority = priority_parse(priority_text);
+    if (priority < 0)
+        return failure_set(FAILURE_INVALID, "invalid priority '%s' (urgent, high, normal, low)",
+                           priority_text);
+    int64_t max_attempts = wire_msg_int(msg, "max_attempts", self->config.max_attempts);
+    if (max_attempts < 1 || max_attempts > 100)
+        return failure_set(FAILURE_INVALID, "max_attempts %lld is outside 1..100",
+                           (long long)max_attempts);
+    queue_t *queue = broker_queue(self, specialist, false);
+    int64_t timeout = wire_msg_int(msg, "timeout_s", queue->default_timeout_s);
+    if (timeout < 1 || timeout > 7 * 24 * 3600)
+        return failure_set(FAILURE_INVALID, "timeout_s %lld is outside 1..604800",
+                           (long long)timeout);
+
+    task_t *task = task_new(id);
+    if (task == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    task->queue = queue;
+    task->priority = priority;
+    task->state = TASK_QUEUED;
+    task->order = ++self->next_order;
+    task->max_attempts = (int)max_attempts;
+    task->timeout_s = (int)timeout;
+    task->not_before = wire_msg_int(msg, "not_before", 0);
+    task->created = task->updated = clock_wall_ms();
+    task_set_text(&task->title, wire_msg_str(msg, "title", NULL));
+    task_set_text(&task->source, wire_msg_str(msg, "source", NULL));
+    task_set_text(&task->group, wire_msg_str(msg, "group", NULL));
+    task_set_text(&task->parent, parent);
+    const msgpack_object *payload = wire_msg_object(msg, "payload");
+    char issue[160];
+    task_set_text(&task->issue, wire_msg_str(msg, "issue",
+                                             wire_obj_str(wire_map_get(payload, "issueId"), issue,
+                                                          sizeof issue, NULL)));
+    size_t payload_len;
+    const void *raw = wire_msg_raw(msg, "payload", &payload_len);
+    if (raw != NULL) {
+        task->payload = s_copy(raw, payload_len);
+        task->payload_len = payload_len;
+        s_take_files(task, payload);
+    }
+    rc = store_begin(self->store);
+    if (rc == 0)
+        rc = store_task_insert(self->store, task);
+    if (rc != 0) {
+        task_destroy(&task);
+        return rc;
+    }
+    zhashx_insert(self->tasks, task->id, task);
+    queue_insert(queue, task);
+    self->submitted++;
+    *out = task;
+    *created = true;
+    return broker_emit(self, "task.queued", task, NULL);
+}
+
+void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const task_t *task)
+{
+    (void)self;
+    wire_open_map(w, key);
+    wire_put_str(w, "id", task->id);
+    wire_put_str(w, "specialist", task->queue ? task->queue->name : task->specialist);
+    wire_put_str(w, "priority", priority_name(task->priority));
+    wire_put_str(w, "state", task_state_name(task->state));
+    wire_put_int(w, "attempt", task->attempt);
+    wire_put_int(w, "failures", task->failures);
+    wire_put_int(w, "max_attempts", task->max_attempts);
+    wire_put_int(w, "timeout_s", task->timeout_s);
+    wire_put_str(w, "title", task->title);
+    wire_put_str(w, "issue", task->issue);
+    wire_put_str(w, "source", task->source);
+    wire_put_str(w, "group", task->group);
+    wire_put_str(w, "parent", task->parent);
+    wire_put_str(w, "worker", task->worker ? task->worker->id : task->worker_id);
+    wire_put_str(w, "error", task->error);
+    wire_put_int(w, "created", task->created);
+    wire_put_int(w, "updated", task->updated);
+    if (task->not_before > 0)
+        wire_put_int(w, "not_before", task->not_before);
+    wire_put_raw(w, "payload", task->payload, task->payload_len);
+    wire_put_raw(w, "result", task->result, task->result_len);
+    wire_close(w);
+}
+
+/* ---- dispatch ---- */
+
+static bool s_eligible(broker_t *self, const task_t *task, int64_t now_wall)
+{
+    if (task->not_before > now_wall)
+        return false;
+    return task->group == NULL || zhashx_lookup(self->groups, task->group) == NULL;
+}
+
+static task_t *s_pick(broker_t *self, queue_t *queue, int64_t now_wall)
+{
+    for (int p = 0; p < PRIORITY_COUNT; p++)
+        for (task_t *task = queue->head[p]; task != NULL; task = task->next)
+            if (s_eligible(self, task, now_wall))
+                return task;
+    return NULL;
+}
+
+typedef struct {
+    wire_writer_t *w;
+} prior_writer_t;
+
+static void s_write_prior(int attempt, const char *task, const char *outcome, const char *error,
+                          int64_t finished, void *arg)
+{
+    prior_writer_t *pw = arg;
+    wire_open_map(pw->w, NULL);
+    wire_put_str(pw->w, "task", task);
+    wire_put_int(pw->w, "attempt", attempt);
+    wire_put_str(pw->w, "outcome", outcome);
+    wire_put_str(pw->w, "error", error);
+    wire_put_int(pw->w, "finished", finished);
+    wire_close(pw->w);
+}
+
+/* The session context sent with a task: the other running tasks and the prior attempts of
+ * the same issue by this specialist. */
+static void s_write_context(broker_t *self, wire_writer_t *w, const task_t *task)
+{
+    wire_open_map(w, "context");
+    wire_open_array(w, "active");
+    int listed = 0;
+    for (task_t *other = self->running; other && listed < CONTEXT_ACTIVE_LIMIT; other = other->next) {
+        if (other == task)
+            continue;
+        wire_open_map(w, NULL);
+        wire_put_str(w, "id", other->id);
+        wire_put_str(w, "title", other->title);
+        wire_put_str(w, "issue", other->issue);
+        wire_put_str(w, "specialist", other->queue->name);
+        wire_put_raw(w, "files", other->files, other->files_len);
+        wire_close(w);
+        listed++;
+    }
+    wire_close(w);
+    wire_open_array(w, "prior");
+    if (task->issue != NULL) {
+        prior_writer_t pw = {w};
+        store_attempts_for_issue(self->store, task->issue, task->queue->name, CONTEXT_PRIOR_LIMIT,
+                                 s_write_prior, &pw);
+    }
+    wire_close(w);
+    wire_close(w);
+}
+
+static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
+{
+    queue_remove(task->queue, task);
+    task->state = TASK_RUNNING;
+    task->attempt++;
+    task->worker = worker;
+    task_set_text(&task->worker_id, worker->id);
+    task->dispatched_at = clock_now_ms();
+    task->lease_until = task->dispatched_at + (int64_t)task->timeout_s * 1000;
+    task->updated = clock_wall_ms();
+    task->prev = NULL;
+    task->next = self->running;
+    if (self->running)
+        self->running->prev = task;
+    self->running = task;
+    self->running_count++;
+    if (task->group)
+        zhashx_insert(self->groups, task->group, (void *)1);
+    worker->task = task;
+
+    int rc = store_begin(self->store);
+    if (rc == 0)
+        rc = store_task_update(self->store, task, NULL, 0);
+    if (rc == 0)
+        rc = broker_emit(self, "task.dispatched", task, NULL);
+    if (rc != 0)
+        return rc;
+
+    wire_writer_t *w = self->writer;
+    wire_writer_start(w, "task");
+    wire_put_str(w, "worker", worker->id);
+    wire_put_str(w, "id", task->id);
+    wire_put_int(w, "attempt", task->attempt);
+    wire_put_str(w, "specialist", task->queue->name);
+    wire_put_str(w, "priority", priority_name(task->priority));
+    wire_put_str(w, "source", task->source);
+    wire_put_str(w, "title", task->title);
+    wire_put_str(w, "issue", task->issue);
+    wire_put_str(w, "group", task->group);
+    wire_put_int(w, "max_attempts", task->max_attempts);
+    wire_put_int(w, "timeout_s", task->timeout_s);
+    wire_put_raw(w, "payload", task->payload, task->payload_len);
+    s_write_context(self, w, task);
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    broker_outbox_worker(self, worker->id, data, len);
+    return 0;
+}
+
+/* Hands the best eligible task to every idle worker, longest-idle first. */
+static int s_dispatch(broker_t *self)
+{
+    int64_t now_wall = clock_wall_ms();
+    for (;;) {
+        worker_t *chosen = NULL;
+        task_t *chosen_task = NULL;
+        for (worker_t *worker = zhashx_first(self->workers); worker;
+             worker = zhashx_next(self->workers)) {
+            if (worker->task || worker->draining || queue_total(worker->queue) == 0)
+                continue;
+            if (chosen != NULL && worker->idle_since >= chosen->idle_since)
+                continue;
+            task_t *task = s_pick(self, worker->queue, now_wall);
+            if (task != NULL) {
+                chosen = worker;
+                chosen_task = task;
+            }
+        }
+        if (chosen == NULL)
+            return 0;
+        int rc = s_dispatch_one(self, chosen, chosen_task);
+        if (rc != 0)
+            return rc;
+    }
+}
+
+/* ---- timers ---- */
+
+static void s_ping_workers(broker_t *self)
+{
+    for (worker_t *worker = zhashx_first(self->workers); worker;
+         worker = zhashx_next(self->workers)) {
+        wire_writer_t *w = self->writer;
+        wire_writer_start(w, "ping");
+        wire_put_str(w, "worker", worker->id);
+        wire_put_str(w, "epoch", self->epoch);
+        size_t len;
+        const void *data = wire_writer_data(w, &len);
+        zmq_send(worker->push, data, len, ZMQ_DONTWAIT);
+    }
+}
+
+static int s_check_workers(broker_t *self, int64_t now)
+{
+    int64_t silence = (int64_t)self->config.heartbeat_ms * self->config.heartbeat_misses;
+    /* Collect first: losing a worker deletes it from the table we iterate. */
+    zlistx_t *lost = zlistx_new();
+    for (worker_t *worker = zhashx_first(self->workers); worker;
+         worker = zhashx_next(self->workers))
+        if (now - worker->last_seen > silence)
+            zlistx_add_end(lost, worker);
+    int rc = 0;
+    for (worker_t *worker = zlistx_first(lost); worker && rc == 0; worker = zlistx_next(lost)) {
+        char reason[128];
+        snprintf(reason, sizeof reason, "worker %s silent for %lld ms", worker->id,
+                 (long long)(now - worker->last_seen));
+        rc = broker_worker_lost(self, worker, "worker.lost", reason);
+    }
+    zlistx_destroy(&lost);
+    return rc;
+}
+
+static int s_check_leases(broker_t *self, int64_t now)
+{
+    int rc = 0;
+    task_t *task = self->running;
+    while (task != NULL && rc == 0) {
+        task_t *next = task->next;
+        if (task->worker == NULL && now >= self->orphan_deadline) {
+            /* Recovered after a restart and its worker never came back. */
+            rc = broker_task_requeue(self, task, false, "its worker did not return after a broker restart");
+        } else if (task->worker != NULL && now >= task->lease_until) {
+            char reason[128];
+            snprintf(reason, sizeof reason, "lease of %d s expired", task->timeout_s);
+            broker_send_cancel(self, task->worker, task, reason);
+            rc = broker_task_requeue(self, task, true, reason);
+        }
+        task = next;
+    }
+    return rc;
+}
+
+static int s_trim_events(broker_t *self)
+{
+    int64_t upto = self->last_seq - self->config.event_retention;
+    if (upto <= 0 || self->last_seq % 1024 != 0)
+        return 0;
+    int rc = store_begin(self->store);
+    return rc ? rc : store_events_trim(self->store, upto);
+}
+
+static int s_run_timers(broker_t *self, int64_t now)
+{
+    if (now >= self->next_ping) {
+        s_ping_workers(self);
+        self->next_ping = now + self->config.heartbeat_ms;
+    }
+    if (now < self->next_check)
+        return 0;
+    int check_ms = self->config.heartbeat_ms < 200 ? self->config.heartbeat_ms : 200;
+    self->next_check = now + check_ms;
+    int rc = s_check_workers(self, now);
+    if (rc == 0)
+        rc = s_check_leases(self, now);
+    return rc;
+}
+
+/* ---- loop ---- */
+
+static void s_drain_in(broker_t *self)
+{
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    for (int i = 0; i < BATCH_LIMIT; i++) {
+        if (zmq_msg_recv(&msg, self->in, ZMQ_DONTWAIT) < 0)
+            break;
+        bool more = zmq_msg_more(&msg);
+        broker_handle_in(self, zmq_msg_data(&msg), zmq_msg_size(&msg));
+        /* Submitters send one frame; anything after it is garbage we skip. */
+        while (more && zmq_msg_recv(&msg, self->in, ZMQ_DONTWAIT) >= 0)
+            more = zmq_msg_more(&msg);
+    }
+    zmq_msg_close(&msg);
+}
+
+static void s_drain_control(broker_t *self)
+{
+    for (int i = 0; i < BATCH_LIMIT; i++) {
+        zmsg_t *request = zmsg_recv_nowait(self->control);
+        if (request == NULL)
+            break;
+        zframe_t *identity = zmsg_pop(request);
+        zframe_t *body = zmsg_pop(request);
+        bool delimiter = false;
+        if (body != NULL && zframe_size(body) == 0) {
+            delimiter = true;
+            zframe_destroy(&body);
+            body = zmsg_pop(request);
+        }
+        if (identity != NULL)
+            broker_handle_control(self, identity, delimiter, body ? zframe_data(body) : NULL,
+                                  body ? zframe_size(body) : 0);
+        zframe_destroy(&identity);
+        zframe_destroy(&body);
+        zmsg_destroy(&request);
+    }
+}
+
+static void s_record_commit(broker_t *self, int64_t started_us)
+{
+    double ms = (double)(clock_now_us() - started_us) / 1000.0;
+    self->latency_ms[self->latency_count++ % LATENCY_SAMPLES] = ms;
+}
+
+static int s_commit(broker_t *self)
+{
+    if (!store_in_transaction(self->store))
+        return 0;
+    int64_t started = clock_now_us();
+    int rc = store_commit(self->store);
+    if (rc != 0)
+        return rc;
+    s_record_commit(self, started);
+    return 0;
+}
+
+static void s_count_completions(broker_t *self, int64_t before)
+{
+    int64_t second = clock_now_ms() / 1000;
+    if (second != self->window_second) {
+        for (int64_t s = self->window_second + 1; s <= second && s <= self->window_second + 10; s++)
+            self->completed_window[s % 10] = 0;
+        self->window_second = second;
+    }
+    self->completed_window[second % 10] += self->completed - before;
+}
+
+int broker_run(broker_t *self, volatile sig_atomic_t *stop)
+{
+    zmq_pollitem_t items[] = {{self->in, 0, ZMQ_POLLIN, 0}, {self->control, 0, ZMQ_POLLIN, 0}};
+    int rc = 0;
+    while (!*stop && rc == 0) {
+        int64_t now = clock_now_ms();
+        int64_t deadline = self->next_ping < self->next_check ? self->next_ping : self->next_check;
+        long timeout = deadline > now ? (long)(deadline - now) : 0;
+        if (zmq_poll(items, 2, timeout) < 0 && errno != EINTR) {
+            rc = failure_set(FAILURE_IO, "poll: %s", zmq_strerror(errno));
+            break;
+        }
+        int64_t completed_before = self->completed;
+        if (items[0].revents & ZMQ_POLLIN)
+            s_drain_in(self);
+        if (items[1].revents & ZMQ_POLLIN)
+            s_drain_control(self);
+        rc = s_run_timers(self, clock_now_ms());
+        if (rc == 0)
+            rc = s_dispatch(self);
+        if (rc == 0)
+            rc = s_trim_events(self);
+        if (rc == 0)
+            rc = s_commit(self);
+        if (rc != 0) {
+            s_outbox_discard(self);
+            break;
+        }
+        s_outbox_flush(self);
+        s_count_completions(self, completed_before);
+    }
+    if (rc != 0)
+        log_error("stopping: %s", failure_message());
+    return rc;
+}
+
+/* ---- setup ---- */
+
+static void s_worker_destroy(void **item)
+{
+    worker_t *worker = *item;
+    if (worker == NULL)
+        return;
+    zmq_close(worker->push);
+    free(worker->id);
+    free(worker->endpoint);
+    free(worker);
+    *item = NULL;
+}
+
+static void s_task_destructor(void **item)
+{
+    task_destroy((task_t **)item);
+}
+
+static void s_queue_destructor(void **item)
+{
+    queue_destroy((queue_t **)item);
+}
+
+static void s_add_specialist(const char *name, void *arg)
+{
+    broker_queue(arg, name, true);
+}
+
+static void s_recover_task(task_t *task, void *arg)
+{
+    broker_t *self = arg;
+    queue_t *queue = broker_queue(self, task->specialist, true);
+    if (queue == NULL) {
+        task_destroy(&task);
+        return;
+    }
+    task->queue = queue;
+    zhashx_insert(self->tasks, task->id, task);
+    if (task->state == TASK_QUEUED) {
+        queue_insert(queue, task);
+        return;
+    }
+    /* Running when the broker stopped: it waits for its worker to say hello again. */
+    task->worker = NULL;
+    task->next = self->running;
+    if (self->running)
+        self->running->prev = task;
+    self->running = task;
+    self->running_count++;
+    if (task->group)
+        zhashx_insert(self->groups, task->group, (void *)1);
+}
+
+static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
+{
+    void *socket = zmq_socket(self->zmq_context, type);
+    int linger = 0;
+    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
+    if (type == ZMQ_PUB) {
+        int hwm = 100000;
+        zmq_setsockopt(socket, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    }
+    if (type == ZMQ_PULL) {
+        int64_t max = WIRE_MAX_MESSAGE + 1024;
+        zmq_setsockopt(socket, ZMQ_MAXMSGSIZE, &max, sizeof max);
+    }
+    if (zmq_bind(socket, endpoint) != 0) {
+        *rc = failure_set(FAILURE_IO, "cannot bind %s: %s", endpoint, zmq_strerror(errno));
+        zmq_close(socket);
+        return NULL;
+    }
+    return socket;
+}
+
+int broker_new(const broker_config_t *config, broker_t **out)
+{
+    *out = NULL;
+    broker_t *self = calloc(1, sizeof *self);
+    if (self == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    self->config = *config;
+    self->tasks = zhashx_new();
+    zhashx_set_destructor(self->tasks, s_task_destructor);
+    self->queues = zhashx_new();
+    zhashx_set_destructor(self->queues, s_queue_destructor);
+    self->workers = zhashx_new();
+    zhashx_set_destructor(self->workers, s_worker_destroy);
+    self->groups = zhashx_new();
+    self->rejected = zhashx_new();
+    self->writer = wire_writer_new();
+    uuid_t uuid;
+    uuid_generate_random(uuid);
+    uuid_unparse_lower(uuid, self->epoch);
+    srandom((unsigned)clock_now_us());
+
+    int rc = store_open(config->db_path, config->sync, &self->store);
+    if (rc != 0)
+        goto out;
+    for (size_t i = 0; s_builtin_specialists[i]; i++)
+        broker_queue(self, s_builtin_specialists[i], true);
+    for (size_t i = 0; config->specialists && config->specialists[i]; i++)
+        broker_queue(self, config->specialists[i], true);
+    store_specialists_load(self->store, s_add_specialist, self);
+    self->last_seq = store_last_seq(self->store);
+    self->next_order = store_max_order(self->store);
+    self->dead_count = store_count_state(self->store, "dead");
+    rc = store_task_load_active(self->store, s_recover_task, self);
+    if (rc != 0)
+        goto out;
+    int64_t now = clock_now_ms();
+    self->orphan_deadline = now + (int64_t)config->heartbeat_ms * (config->heartbeat_misses + 1);
+    self->next_ping = now;
+    self->next_check = now;
+
+    self->zmq_context = zmq_ctx_new();
+    self->in = s_socket(self, ZMQ_PULL, config->in_endpoint, &rc);
+    if (rc == 0)
+        self->events = s_socket(self, ZMQ_PUB, config->events_endpoint, &rc);
+    if (rc == 0)
+        self->control = s_socket(self, ZMQ_ROUTER, config->control_endpoint, &rc);
+    if (rc == 0)
+        log_info("broker up: in %s, events %s, control %s; %zu active tasks recovered, last seq %lld",
+                 config->in_endpoint, config->events_endpoint, config->control_endpoint,
+                 zhashx_size(self->tasks), (long long)self->last_seq);
+out:
+    if (rc != 0) {
+        broker_destroy(&self);
+        return rc;
+    }
+    *out = self;
+    return 0;
+}
+
+void broker_destroy(broker_t **self_p)
+{
+    broker_t *self = *self_p;
+    if (self == NULL)
+        return;
+    s_outbox_discard(self);
+    free(self->outbox);
+    zhashx_destroy(&self->workers); /* closes worker sockets before the context */
+    if (self->in)
+        zmq_close(self->in);
+    if (self->events)
+        zmq_close(self->events);
+    if (self->control)
+        zmq_close(self->control);
+    if (self->zmq_context)
+        zmq_ctx_term(self->zmq_context);
+    zhashx_destroy(&self->tasks);
+    zhashx_destroy(&self->queues);
+    zhashx_destroy(&self->groups);
+    zhashx_destroy(&self->rejected);
+    wire_writer_destroy(&self->writer);
+    store_close(&self->store);
+    free(self);
+    *self_p = NULL;
+}

@@ -1,0 +1,44 @@
+/* broker: the loop that owns Cloister's queues.
+ *
+ * It binds three sockets (in: PULL, events: PUB, control: ROUTER), keeps the active tasks
+ * in memory and every change in the store, and connects one PUSH socket to each worker
+ * that announces itself. One loop iteration: wait for input or the next deadline, apply
+ * everything that arrived, run the timers (worker liveness, leases, backoff), hand tasks
+ * to idle workers, commit once, and only then publish events, answer requests and send
+ * tasks and acks. A crash before the commit loses nothing anyone was told about. */
+#ifndef CLOISTER_BROKER_H
+#define CLOISTER_BROKER_H
+
+#include "store.h"
+
+#include <signal.h>
+
+typedef struct {
+    const char *in_endpoint;
+    const char *events_endpoint;
+    const char *control_endpoint;
+    const char *db_path;
+    store_sync_t sync;
+    int heartbeat_ms;      /* ping interval; workers are lost after heartbeat_misses */
+    int heartbeat_misses;
+    int64_t event_retention; /* events kept for replay */
+    int max_attempts;        /* default per task */
+    int retry_backoff_ms;    /* base of the exponential backoff */
+    int default_timeout_s;   /* lease for specialists without their own */
+    int merge_timeout_s;     /* lease for merge-agent */
+    const char *const *specialists; /* extra known specialist names (NULL-terminated) */
+} broker_config_t;
+
+typedef struct broker_t broker_t;
+
+/* Opens the store, recovers the active tasks and binds the sockets. Returns 0 or a
+ * negative FAILURE_* code (reason in failure_message()). The caller owns *out. */
+int broker_new(const broker_config_t *config, broker_t **out);
+void broker_destroy(broker_t **self_p);
+
+/* Runs until *stop becomes non-zero (set it from a signal handler). Returns 0, or a
+ * negative code if the store failed (the broker stops rather than acknowledge anything
+ * it could not commit). */
+int broker_run(broker_t *self, volatile sig_atomic_t *stop);
+
+#endif

@@ -1,0 +1,341 @@
+/* broker_control: the request/reply socket used by `pan` and any client. Every request
+ * gets exactly one `reply`; a submit's reply leaves only after the task is committed
+ * (replies go through the outbox, which is flushed after the commit). */
+#include "broker_internal.h"
+
+#include "clock.h"
+#include "failure.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define REPLAY_DEFAULT_LIMIT 1000
+#define REPLAY_MAX_LIMIT 10000
+
+typedef struct {
+    broker_t *broker;
+    zframe_t *identity;
+    bool delimiter;
+} request_t;
+
+static void s_send(request_t *req)
+{
+    size_t len;
+    const void *data = wire_writer_data(req->broker->writer, &len);
+    broker_outbox_reply(req->broker, req->identity, req->delimiter, data, len);
+}
+
+static void s_reply_error(request_t *req, int code, const char *reason)
+{
+    wire_writer_t *w = req->broker->writer;
+    wire_writer_start(w, "reply");
+    wire_put_bool(w, "ok", false);
+    wire_put_str(w, "code", failure_name(code));
+    wire_put_str(w, "error", reason);
+    s_send(req);
+}
+
+/* Starts an ok reply; the caller writes the value of "data" next, then calls s_send. */
+static wire_writer_t *s_reply_ok(request_t *req)
+{
+    wire_writer_t *w = req->broker->writer;
+    wire_writer_start(w, "reply");
+    wire_put_bool(w, "ok", true);
+    return w;
+}
+
+static void s_reply_task(request_t *req, const task_t *task)
+{
+    wire_writer_t *w = s_reply_ok(req);
+    broker_write_task(req->broker, w, "data", task);
+    s_send(req);
+}
+
+static void s_submit(request_t *req, const wire_msg_t *msg)
+{
+    task_t *task = NULL;
+    bool loaded = false, created = false;
+    int rc = broker_submit(req->broker, msg, NULL, &task, &loaded, &created);
+    if (rc != 0) {
+        broker_count_rejected(req->broker, "invalid submit");
+        broker_emit_rejected(req->broker, "task.rejected", wire_msg_str(msg, "id", NULL),
+                             failure_message());
+        s_reply_error(req, rc, failure_message());
+        return;
+    }
+    s_reply_task(req, task);
+    if (loaded)
+        task_destroy(&task);
+}
+
+/* Finds a task in memory or, if finished, in the store (*loaded: caller destroys it). */
+static task_t *s_find(request_t *req, const char *id, bool *loaded)
+{
+    *loaded = false;
+    task_t *task = zhashx_lookup(req->broker->tasks, id);
+    if (task != NULL)
+        return task;
+    int rc = store_task_load(req->broker->store, id, &task);
+    if (rc != 0) {
+        s_reply_error(req, rc, failure_message());
+        return NULL;
+    }
+    *loaded = true;
+    return task;
+}
+
+static void s_show(request_t *req, const wire_msg_t *msg)
+{
+    bool loaded;
+    task_t *task = s_find(req, wire_msg_str(msg, "id", ""), &loaded);
+    if (task == NULL)
+        return;
+    s_reply_task(req, task);
+    if (loaded)
+        task_destroy(&task);
+}
+
+static void s_cancel(request_t *req, const wire_msg_t *msg)
+{
+    broker_t *self = req->broker;
+    bool loaded;
+    task_t *task = s_find(req, wire_msg_str(msg, "id", ""), &loaded);
+    if (task == NULL)
+        return;
+    if (loaded) {
+        char reason[256];
+        snprintf(reason, sizeof reason, "task %s is already %s", task->id,
+                 task_state_name(task->state));
+        s_reply_error(req, FAILURE_STATE, reason);
+        task_destroy(&task);
+        return;
+    }
+    if (task->worker != NULL)
+        broker_send_cancel(self, task->worker, task, "cancelled by a user");
+    task_t *copy = task_new(task->id);
+    copy->queue = task->queue;
+    copy->priority = task->priority;
+    copy->attempt = task->attempt;
+    copy->state = TASK_CANCELLED;
+    if (store_begin(self->store) != 0 ||
+        broker_task_finish(self, task, TASK_CANCELLED, "cancelled by a user", NULL, 0) != 0) {
+        s_reply_error(req, FAILURE_STORE, failure_message());
+    } else {
+        s_reply_task(req, copy);
+    }
+    task_destroy(&copy);
+}
+
+static void s_retry(request_t *req, const wire_msg_t *msg)
+{
+    broker_t *self = req->broker;
+    bool loaded;
+    task_t *task = s_find(req, wire_msg_str(msg, "id", ""), &loaded);
+    if (task == NULL)
+        return;
+    if (!loaded || task->state == TASK_DONE) {
+        char reason[256];
+        snprintf(reason, sizeof reason, "task %s is %s; only failed, dead or cancelled tasks can be retried",
+                 task->id, task_state_name(task->state));
+        s_reply_error(req, FAILURE_STATE, reason);
+        if (loaded)
+            task_destroy(&task);
+        return;
+    }
+    task->queue = broker_queue(self, task->specialist, true);
+    if (task->state == TASK_DEAD)
+        self->dead_count--;
+    task->state = TASK_QUEUED;
+    task->failures = 0;
+    task->not_before = 0;
+    task->updated = clock_wall_ms();
+    task_set_text(&task->error, NULL);
+    task_set_text(&task->worker_id, NULL);
+    free(task->result);
+    task->result = NULL;
+    task->result_len = 0;
+    int rc = store_begin(self->store);
+    if (rc == 0)
+        rc = store_task_update(self->store, task, "", 0);
+    if (rc != 0) {
+        s_reply_error(req, rc, failure_message());
+        task_destroy(&task);
+        return;
+    }
+    zhashx_insert(self->tasks, task->id, task);
+    queue_insert(task->queue, task);
+    event_extra_t extra = {.text = "retried by a user"};
+    broker_emit(self, "task.queued", task, &extra);
+    s_reply_task(req, task);
+}
+
+static void s_list_queue(request_t *req, const wire_msg_t *msg)
+{
+    const char *name = wire_msg_str(msg, "specialist", "");
+    queue_t *queue = broker_queue(req->broker, name, false);
+    if (queue == NULL) {
+        char reason[160];
+        snprintf(reason, sizeof reason, "unknown specialist '%s'", name);
+        s_reply_error(req, FAILURE_NOT_FOUND, reason);
+        return;
+    }
+    wire_writer_t *w = s_reply_ok(req);
+    wire_open_array(w, "data");
+    for (int p = 0; p < PRIORITY_COUNT; p++)
+        for (task_t *task = queue->head[p]; task; task = task->next)
+            broker_write_task(req->broker, w, NULL, task);
+    wire_close(w);
+    s_send(req);
+}
+
+static void s_list_specialists(request_t *req)
+{
+    broker_t *self = req->broker;
+    wire_writer_t *w = s_reply_ok(req);
+    wire_open_array(w, "data");
+    for (queue_t *queue = zhashx_first(self->queues); queue; queue = zhashx_next(self->queues)) {
+        int running = 0, workers = 0, idle = 0;
+        for (task_t *task = self->running; task; task = task->next)
+            running += task->queue == queue;
+        for (worker_t *worker = zhashx_first(self->workers); worker;
+             worker = zhashx_next(self->workers)) {
+            if (worker->queue != queue)
+                continue;
+            workers++;
+            idle += worker->task == NULL && !worker->draining;
+        }
+        wire_open_map(w, NULL);
+        wire_put_str(w, "name", queue->name);
+        wire_put_int(w, "queued", (int64_t)queue_total(queue));
+        wire_put_int(w, "urgent", (int64_t)queue->depth[PRIORITY_URGENT]);
+        wire_put_int(w, "running", running);
+        wire_put_int(w, "workers", workers);
+        wire_put_int(w, "idle_workers", idle);
+        wire_put_int(w, "done", (int64_t)queue->done);
+        wire_put_int(w, "failed", (int64_t)queue->failed);
+        wire_put_int(w, "dead", (int64_t)queue->dead);
+        wire_put_int(w, "timeout_s", queue->default_timeout_s);
+        wire_close(w);
+    }
+    wire_close(w);
+    s_send(req);
+}
+
+static int s_compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void s_write_latency(broker_t *self, wire_writer_t *w)
+{
+    size_t n = self->latency_count < LATENCY_SAMPLES ? self->latency_count : LATENCY_SAMPLES;
+    double sorted[LATENCY_SAMPLES];
+    memcpy(sorted, self->latency_ms, n * sizeof sorted[0]);
+    qsort(sorted, n, sizeof sorted[0], s_compare_double);
+    wire_open_map(w, "commit_latency_ms");
+    wire_put_float(w, "p50", n ? sorted[n / 2] : 0.0);
+    wire_put_float(w, "p99", n ? sorted[(n * 99) / 100] : 0.0);
+    wire_put_int(w, "samples", (int64_t)n);
+    wire_close(w);
+}
+
+static void s_stats(request_t *req)
+{
+    broker_t *self = req->broker;
+    int64_t now_wall = clock_wall_ms();
+    int64_t oldest = 0;
+    wire_writer_t *w = s_reply_ok(req);
+    wire_open_map(w, "data");
+    wire_open_map(w, "queues");
+    for (queue_t *queue = zhashx_first(self->queues); queue; queue = zhashx_next(self->queues)) {
+        wire_open_map(w, queue->name);
+        for (int p = 0; p < PRIORITY_COUNT; p++) {
+            wire_put_int(w, priority_name(p), (int64_t)queue->depth[p]);
+            if (queue->head[p] && (oldest == 0 || queue->head[p]->created < oldest))
+                oldest = queue->head[p]->created;
+        }
+        wire_close(w);
+    }
+    wire_close(w);
+    wire_put_int(w, "running", (int64_t)self->running_count);
+    wire_put_int(w, "oldest_queued_age_ms", oldest ? now_wall - oldest : 0);
+    wire_put_int(w, "dead", self->dead_count);
+    wire_put_int(w, "workers", (int64_t)zhashx_size(self->workers));
+    wire_put_int(w, "submitted", self->submitted);
+    wire_put_int(w, "completed", self->completed);
+    int64_t window = 0;
+    for (int i = 0; i < 10; i++)
+        window += self->completed_window[i];
+    wire_put_float(w, "throughput_per_s", (double)window / 10.0);
+    s_write_latency(self, w);
+    wire_open_map(w, "rejected");
+    for (void *count = zhashx_first(self->rejected); count; count = zhashx_next(self->rejected))
+        wire_put_int(w, zhashx_cursor(self->rejected), (int64_t)(intptr_t)count);
+    wire_close(w);
+    wire_put_int(w, "last_seq", self->last_seq);
+    wire_close(w);
+    s_send(req);
+}
+
+static void s_replay_one(int64_t seq, const void *body, size_t len, void *arg)
+{
+    (void)seq;
+    wire_elem_raw(arg, body, len);
+}
+
+static void s_replay(request_t *req, const wire_msg_t *msg)
+{
+    int64_t limit = wire_msg_int(msg, "limit", REPLAY_DEFAULT_LIMIT);
+    if (limit < 1 || limit > REPLAY_MAX_LIMIT)
+        limit = REPLAY_MAX_LIMIT;
+    wire_writer_t *w = s_reply_ok(req);
+    wire_open_array(w, "data");
+    /* Events of this iteration are not committed yet; replay only what is. */
+    int rc = store_events_replay(req->broker->store, wire_msg_int(msg, "since", 0),
+                                 wire_msg_str(msg, "topic", NULL), (int)limit, s_replay_one, w);
+    wire_close(w);
+    if (rc != 0)
+        s_reply_error(req, rc, failure_message());
+    else
+        s_send(req);
+}
+
+void broker_handle_control(broker_t *self, zframe_t *identity, bool delimiter, const void *data,
+                           size_t len)
+{
+    request_t req = {self, identity, delimiter};
+    wire_msg_t *msg = NULL;
+    int rc = wire_decode(data, len, &msg);
+    if (rc != 0) {
+        broker_count_rejected(self, rc == FAILURE_TOO_BIG ? "too big" : "malformed");
+        log_warn("control: %s", failure_message());
+        s_reply_error(&req, rc, failure_message());
+        return;
+    }
+    const char *type = wire_msg_type(msg);
+    if (strcmp(type, "submit") == 0)
+        s_submit(&req, msg);
+    else if (strcmp(type, "show_task") == 0)
+        s_show(&req, msg);
+    else if (strcmp(type, "cancel_task") == 0)
+        s_cancel(&req, msg);
+    else if (strcmp(type, "retry_task") == 0)
+        s_retry(&req, msg);
+    else if (strcmp(type, "list_queue") == 0)
+        s_list_queue(&req, msg);
+    else if (strcmp(type, "list_specialists") == 0)
+        s_list_specialists(&req);
+    else if (strcmp(type, "stats") == 0)
+        s_stats(&req);
+    else if (strcmp(type, "replay") == 0)
+        s_replay(&req, msg);
+    else {
+        char reason[128];
+        snprintf(reason, sizeof reason, "'%s' is not a control request", type);
+        broker_count_rejected(self, "wrong socket");
+        s_reply_error(&req, FAILURE_INVALID, reason);
+    }
+    wire_msg_destroy(&msg);
+}

@@ -1,0 +1,331 @@
+/* broker_in: what arrives on the `in` socket — submits from anyone, and the messages
+ * workers send (hello, heartbeat, progress, result, release, bye). Nothing is answered on
+ * `in`; refusals become task.rejected / message.rejected events. */
+#include "broker_internal.h"
+
+#include "clock.h"
+#include "failure.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+/* `category` is the counter in stats ("malformed", "bad hello", ...); `reason` the detail. */
+static void s_reject_message(broker_t *self, const char *category, const char *reason)
+{
+    broker_count_rejected(self, category);
+    broker_emit_rejected(self, "message.rejected", NULL, reason);
+}
+
+static void s_handle_submit(broker_t *self, const wire_msg_t *msg)
+{
+    task_t *task = NULL;
+    bool loaded = false, created = false;
+    int rc = broker_submit(self, msg, NULL, &task, &loaded, &created);
+    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG) {
+        broker_count_rejected(self, "invalid submit");
+        broker_emit_rejected(self, "task.rejected", wire_msg_str(msg, "id", NULL), failure_message());
+    } else if (rc != 0) {
+        log_error("submit %s: %s", wire_msg_str(msg, "id", "?"), failure_message());
+    }
+    if (loaded)
+        task_destroy(&task);
+}
+
+static void *s_connect_worker(broker_t *self, const char *endpoint)
+{
+    void *push = zmq_socket(self->zmq_context, ZMQ_PUSH);
+    int linger = 0, hwm = 1000;
+    zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(push, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    if (zmq_connect(push, endpoint) != 0) {
+        failure_set(FAILURE_INVALID, "cannot connect to worker endpoint '%s': %s", endpoint,
+                    zmq_strerror(errno));
+        zmq_close(push);
+        return NULL;
+    }
+    return push;
+}
+
+/* A worker that said hello with the endpoint another worker had replaces it. */
+static void s_drop_same_endpoint(broker_t *self, const char *id, const char *endpoint)
+{
+    for (worker_t *other = zhashx_first(self->workers); other;
+         other = zhashx_next(self->workers)) {
+        if (strcmp(other->endpoint, endpoint) == 0 && strcmp(other->id, id) != 0) {
+            broker_worker_lost(self, other, "worker.lost", "replaced by a new worker on its endpoint");
+            return;
+        }
+    }
+}
+
+static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, queue_t *queue)
+{
+    const char *id = wire_msg_str(msg, "worker", "");
+    const char *endpoint = wire_msg_str(msg, "endpoint", "");
+    worker_t *worker = zhashx_lookup(self->workers, id);
+    if (worker != NULL && strcmp(worker->endpoint, endpoint) == 0)
+        return worker;
+    void *push = s_connect_worker(self, endpoint);
+    if (push == NULL)
+        return NULL;
+    if (worker != NULL) {
+        zmq_close(worker->push);
+        worker->push = push;
+        free(worker->endpoint);
+        worker->endpoint = strdup(endpoint);
+        return worker;
+    }
+    s_drop_same_endpoint(self, id, endpoint);
+    worker = calloc(1, sizeof *worker);
+    worker->id = strdup(id);
+    worker->endpoint = strdup(endpoint);
+    worker->queue = queue;
+    worker->push = push;
+    worker->idle_since = clock_now_ms();
+    zhashx_insert(self->workers, id, worker);
+    event_extra_t extra = {.worker = id, .specialist = queue->name};
+    broker_emit(self, "worker.joined", NULL, &extra);
+    log_info("worker %s joined %s at %s", id, queue->name, endpoint);
+    return worker;
+}
+
+/* After a hello: reconcile the task the worker says it holds with what the broker thinks. */
+static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_msg_t *msg)
+{
+    const char *held_id = wire_msg_str(msg, "task", NULL);
+    int held_attempt = (int)wire_msg_int(msg, "attempt", 0);
+    if (held_id == NULL) {
+        if (worker->task != NULL)
+            broker_task_requeue(self, worker->task, false, "its worker restarted without it");
+        worker->draining = false;
+        return;
+    }
+    task_t *task = zhashx_lookup(self->tasks, held_id);
+    bool its_own = task != NULL && task->state == TASK_RUNNING && task->attempt == held_attempt &&
+                   task->worker_id != NULL && strcmp(task->worker_id, worker->id) == 0;
+    if (its_own) {
+        task->worker = worker;
+        worker->task = task;
+        task->lease_until = clock_now_ms() + (int64_t)task->timeout_s * 1000;
+        return;
+    }
+    task_t stale = {.id = (char *)held_id, .attempt = held_attempt};
+    broker_send_cancel(self, worker, &stale, "the task is no longer assigned to this worker");
+}
+
+static void s_handle_hello(broker_t *self, const wire_msg_t *msg)
+{
+    const char *specialist = wire_msg_str(msg, "specialist", "");
+    if (specialist[0] == '\0' || strlen(specialist) > 64 || strchr(specialist, '/') != NULL) {
+        s_reject_message(self, "bad hello", "hello: invalid specialist name");
+        return;
+    }
+    bool known = broker_specialist_known(self, specialist);
+    queue_t *queue = broker_queue(self, specialist, true);
+    if (!known && store_begin(self->store) == 0)
+        store_specialist_remember(self->store, specialist);
+    worker_t *worker = s_register_worker(self, msg, queue);
+    if (worker == NULL) {
+        s_reject_message(self, "bad hello", failure_message());
+        return;
+    }
+    worker->last_seen = clock_now_ms();
+    s_reconcile_held_task(self, worker, msg);
+}
+
+static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
+{
+    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, "worker", ""));
+    if (worker == NULL)
+        return; /* not announced (yet): it says hello when it misses our pings */
+    int64_t now = clock_now_ms();
+    worker->last_seen = now;
+    const char *held = wire_msg_str(msg, "task", NULL);
+    if (held == NULL) {
+        if (worker->draining) {
+            worker->draining = false;
+            worker->idle_since = now;
+        }
+        /* It is idle but we think it runs a task: the task message was lost. Give the
+         * message time to arrive before concluding that. */
+        task_t *task = worker->task;
+        if (task != NULL && now - task->dispatched_at > 2L * self->config.heartbeat_ms)
+            broker_task_requeue(self, task, false, "the worker never received it");
+        return;
+    }
+    if (worker->task == NULL && !worker->draining) {
+        task_t stale = {.id = (char *)held, .attempt = (int)wire_msg_int(msg, "attempt", 0)};
+        broker_send_cancel(self, worker, &stale, "the task is no longer assigned to this worker");
+    }
+}
+
+static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
+{
+    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, "worker", ""));
+    if (worker != NULL)
+        worker->last_seen = clock_now_ms();
+    task_t *task = zhashx_lookup(self->tasks, wire_msg_str(msg, "task", ""));
+    if (task == NULL || task->state != TASK_RUNNING ||
+        task->attempt != wire_msg_int(msg, "attempt", 0))
+        return; /* progress of an attempt that is over */
+    event_extra_t extra = {.kind = wire_msg_str(msg, "kind", "info"),
+                           .text = wire_msg_str(msg, "text", "")};
+    broker_emit(self, "task.progress", task, &extra);
+}
+
+/* Commits each of a result's next tasks; a refused one is reported, the rest go on. */
+static void s_submit_next(broker_t *self, const task_t *parent, const wire_msg_t *msg)
+{
+    const msgpack_object *next = wire_msg_object(msg, "next");
+    if (next == NULL)
+        return;
+    for (uint32_t i = 0; i < next->via.array.size; i++) {
+        msgpack_sbuffer sbuf;
+        msgpack_sbuffer_init(&sbuf);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
+        msgpack_pack_object(&pk, next->via.array.ptr[i]);
+        wire_msg_t *sub = NULL;
+        int rc = wire_decode_as(sbuf.data, sbuf.size, "submit", &sub);
+        msgpack_sbuffer_destroy(&sbuf);
+        task_t *task = NULL;
+        bool loaded = false, created = false;
+        if (rc == 0)
+            rc = broker_submit(self, sub, parent->id, &task, &loaded, &created);
+        if (rc != 0) {
+            char reason[600];
+            snprintf(reason, sizeof reason, "next task %u of %s: %s", i, parent->id,
+                     failure_message());
+            broker_count_rejected(self, "invalid next task");
+            broker_emit_rejected(self, "task.rejected", sub ? wire_msg_str(sub, "id", NULL) : NULL,
+                                 reason);
+        }
+        if (loaded)
+            task_destroy(&task);
+        wire_msg_destroy(&sub);
+    }
+}
+
+static void s_send_ack(broker_t *self, const char *worker_id, const char *task_id, int64_t attempt)
+{
+    wire_writer_t *w = self->writer;
+    wire_writer_start(w, "ack");
+    wire_put_str(w, "worker", worker_id);
+    wire_put_str(w, "task", task_id);
+    wire_put_int(w, "attempt", attempt);
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    broker_outbox_worker(self, worker_id, data, len);
+}
+
+static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, const char *outcome)
+{
+    const char *worker_id = wire_msg_str(msg, "worker", "");
+    const char *error = wire_msg_str(msg, "error", NULL);
+    /* A result for an attempt we had given up on is still real work: it wins, and whoever
+     * runs the task now is told to stop. */
+    if (task->worker != NULL && strcmp(task->worker->id, worker_id) != 0)
+        broker_send_cancel(self, task->worker, task, "finished by an earlier attempt");
+    worker_t *sender = zhashx_lookup(self->workers, worker_id);
+    if (sender != NULL) {
+        sender->idle_since = clock_now_ms();
+        sender->draining = false;
+    }
+    task->attempt = (int)wire_msg_int(msg, "attempt", task->attempt);
+    task_set_text(&task->worker_id, worker_id);
+    if (store_begin(self->store) != 0 ||
+        store_attempt_insert(self->store, task, task->queue->name, outcome, error,
+                             clock_wall_ms()) != 0) {
+        log_error("recording attempt of %s: %s", task->id, failure_message());
+        return;
+    }
+    if (strcmp(outcome, "retry") == 0) {
+        broker_task_requeue(self, task, true, error ? error : "the worker asked for a retry");
+        return;
+    }
+    size_t result_len;
+    const void *result = wire_msg_raw(msg, "result", &result_len);
+    if (strcmp(outcome, "done") == 0) {
+        s_submit_next(self, task, msg);
+        broker_task_finish(self, task, TASK_DONE, NULL, result, result_len);
+    } else {
+        broker_task_finish(self, task, TASK_FAILED, error ? error : "failed", result, result_len);
+    }
+}
+
+static void s_handle_result(broker_t *self, const wire_msg_t *msg)
+{
+    const char *outcome = wire_msg_str(msg, "outcome", "");
+    if (strcmp(outcome, "done") != 0 && strcmp(outcome, "failed") != 0 &&
+        strcmp(outcome, "retry") != 0) {
+        char reason[128];
+        snprintf(reason, sizeof reason, "result: invalid outcome '%.32s' (done, failed, retry)",
+                 outcome);
+        s_reject_message(self, "bad result", reason);
+        return;
+    }
+    const char *worker_id = wire_msg_str(msg, "worker", "");
+    worker_t *worker = zhashx_lookup(self->workers, worker_id);
+    if (worker != NULL)
+        worker->last_seen = clock_now_ms();
+    task_t *task = zhashx_lookup(self->tasks, wire_msg_str(msg, "task", ""));
+    /* Not active: finished already (a resent result) or unknown. Either way the worker
+     * must stop resending, so acknowledge. */
+    if (task != NULL)
+        s_apply_result(self, task, msg, outcome);
+    s_send_ack(self, worker_id, wire_msg_str(msg, "task", ""), wire_msg_int(msg, "attempt", 0));
+}
+
+static void s_handle_release(broker_t *self, const wire_msg_t *msg)
+{
+    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, "worker", ""));
+    if (worker == NULL || worker->task == NULL)
+        return;
+    task_t *task = worker->task;
+    if (strcmp(task->id, wire_msg_str(msg, "task", "")) != 0 ||
+        task->attempt != wire_msg_int(msg, "attempt", 0))
+        return;
+    worker->draining = true;
+    broker_task_requeue(self, task, false, wire_msg_str(msg, "reason", "released by its worker"));
+}
+
+static void s_handle_bye(broker_t *self, const wire_msg_t *msg)
+{
+    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, "worker", ""));
+    if (worker != NULL)
+        broker_worker_lost(self, worker, "worker.left", "said goodbye");
+}
+
+void broker_handle_in(broker_t *self, const void *data, size_t len)
+{
+    wire_msg_t *msg = NULL;
+    int rc = wire_decode(data, len, &msg);
+    if (rc != 0) {
+        s_reject_message(self, rc == FAILURE_TOO_BIG ? "too big" : "malformed", failure_message());
+        return;
+    }
+    const char *type = wire_msg_type(msg);
+    if (strcmp(type, "submit") == 0)
+        s_handle_submit(self, msg);
+    else if (strcmp(type, "hello") == 0)
+        s_handle_hello(self, msg);
+    else if (strcmp(type, "heartbeat") == 0)
+        s_handle_heartbeat(self, msg);
+    else if (strcmp(type, "progress") == 0)
+        s_handle_progress(self, msg);
+    else if (strcmp(type, "result") == 0)
+        s_handle_result(self, msg);
+    else if (strcmp(type, "release") == 0)
+        s_handle_release(self, msg);
+    else if (strcmp(type, "bye") == 0)
+        s_handle_bye(self, msg);
+    else {
+        char reason[128];
+        snprintf(reason, sizeof reason, "message type '%s' is not accepted on the in socket", type);
+        s_reject_message(self, "wrong socket", reason);
+    }
+    wire_msg_destroy(&msg);
+}

@@ -1,0 +1,115 @@
+/* broker_internal: the broker's state and the functions its three parts share:
+ * broker.c (loop, timers, dispatch, outbox, events), broker_in.c (messages on `in`) and
+ * broker_control.c (requests on `control`). Not for use outside services/broker. */
+#ifndef CLOISTER_BROKER_INTERNAL_H
+#define CLOISTER_BROKER_INTERNAL_H
+
+#include "broker.h"
+#include "task.h"
+#include "wire.h"
+
+#include <czmq.h>
+#include <stdbool.h>
+
+typedef struct worker_t {
+    char *id;
+    queue_t *queue;
+    char *endpoint;
+    void *push;          /* raw zmq PUSH socket connected to the worker's PULL */
+    task_t *task;        /* what it runs, or NULL */
+    bool draining;       /* told to stop a task; no new task until it reports idle */
+    int64_t last_seen;   /* monotonic ms */
+    int64_t idle_since;  /* monotonic ms, for fair dispatch */
+} worker_t;
+
+/* Something to send once the current transaction is committed. */
+typedef enum { OUTBOX_PUBLISH, OUTBOX_WORKER, OUTBOX_REPLY } outbox_kind_t;
+
+typedef struct {
+    outbox_kind_t kind;
+    char *target;      /* PUBLISH: topic; WORKER: worker id */
+    zframe_t *envelope_identity; /* REPLY: the requester's identity */
+    bool envelope_delimiter;     /* REPLY: REQ clients need the empty frame */
+    void *data;
+    size_t len;
+} outbox_item_t;
+
+/* Extra fields of an event beyond the task's own. */
+typedef struct {
+    const char *kind;
+    const char *text;
+    const char *error;
+    const void *result;
+    size_t result_len;
+    const char *worker;
+    const char *specialist; /* for events without a task (worker.*) */
+} event_extra_t;
+
+#define LATENCY_SAMPLES 1024
+
+struct broker_t {
+    broker_config_t config;
+    store_t *store;
+    void *zmq_context;
+    void *in, *events, *control; /* raw zmq sockets */
+    char epoch[40];
+
+    zhashx_t *tasks;    /* id -> task_t (active tasks only; owned) */
+    zhashx_t *queues;   /* name -> queue_t (owned) */
+    zhashx_t *workers;  /* id -> worker_t (owned) */
+    zhashx_t *groups;   /* group -> (void *)1 while a task of it runs */
+    task_t *running;    /* list of running tasks (linked by prev/next) */
+    size_t running_count;
+    int64_t next_order;
+    int64_t last_seq;
+    int64_t dead_count;
+    int64_t orphan_deadline; /* after a restart: running tasks without a worker until then */
+
+    outbox_item_t *outbox;
+    size_t outbox_len, outbox_cap;
+    wire_writer_t *writer; /* scratch for building messages */
+
+    int64_t next_ping, next_check;
+    /* statistics */
+    int64_t submitted, completed;
+    zhashx_t *rejected; /* reason -> count (as (void *)(intptr_t)) */
+    int64_t completed_window[10]; /* completions per second, ring */
+    int64_t window_second;
+    double latency_ms[LATENCY_SAMPLES];
+    size_t latency_count;
+};
+
+/* broker.c */
+int broker_emit(broker_t *self, const char *event, const task_t *task, const event_extra_t *extra);
+void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason);
+void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len);
+void broker_outbox_reply(broker_t *self, zframe_t *identity, bool delimiter, const void *data, size_t len);
+queue_t *broker_queue(broker_t *self, const char *name, bool create);
+bool broker_specialist_known(broker_t *self, const char *name);
+void broker_count_rejected(broker_t *self, const char *reason);
+void broker_send_cancel(broker_t *self, worker_t *worker, task_t *task, const char *reason);
+
+/* Task transitions (broker.c). Each writes the store and emits its event. */
+int broker_task_requeue(broker_t *self, task_t *task, bool count_failure, const char *reason);
+int broker_task_finish(broker_t *self, task_t *task, task_state_t state, const char *error,
+                       const void *result, size_t result_len);
+void broker_task_detach(broker_t *self, task_t *task);
+int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, const char *reason);
+
+/* Validates a submit (a decoded "submit" message or next-task) and, if new, commits it
+ * to the queue. `*out` is the task (new or existing, active or loaded from the store:
+ * *loaded says the caller must destroy it). Returns 0 or FAILURE_INVALID with the reason. */
+int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, task_t **out,
+                  bool *loaded, bool *created);
+
+/* Writes the task as a map (for replies) into the writer under `key`. */
+void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const task_t *task);
+
+/* broker_in.c */
+void broker_handle_in(broker_t *self, const void *data, size_t len);
+
+/* broker_control.c */
+void broker_handle_control(broker_t *self, zframe_t *identity, bool delimiter, const void *data,
+                           size_t len);
+
+#endif

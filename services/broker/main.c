@@ -1,0 +1,175 @@
+/* cloister-broker: arguments, configuration and signals; the work is in broker.c.
+ *
+ * Settings come from $PANOPTICON_HOME/cloister.toml ([broker]), then the environment
+ * (CLOISTER_IN, CLOISTER_EVENTS, CLOISTER_CONTROL, CLOISTER_SYNC), then these flags. */
+#include "broker.h"
+
+#include "config.h"
+#include "failure.h"
+#include "home.h"
+#include "log.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile sig_atomic_t s_stop;
+
+static void s_on_signal(int sig)
+{
+    (void)sig;
+    s_stop = 1;
+}
+
+static void s_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: cloister-broker [--in EP] [--events EP] [--control EP] [--home DIR]\n"
+            "                       [--db FILE] [--sync full|normal|off] [--heartbeat-ms N]\n"
+            "                       [--heartbeat-misses N] [--event-retention N]\n"
+            "Endpoints default to cloister.toml [broker], overridden by CLOISTER_IN,\n"
+            "CLOISTER_EVENTS and CLOISTER_CONTROL. State lives in $PANOPTICON_HOME\n"
+            "(default ~/.panopticon).\n");
+}
+
+static int s_positive(const char *flag, const char *text, long *out)
+{
+    char *end = NULL;
+    long value = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || value <= 0) {
+        fprintf(stderr, "cloister-broker: %s needs a positive integer, got '%s'\n", flag, text);
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+/* The specialists declared in cloister.toml, as a NULL-terminated array (caller frees the
+ * array, not the strings, which the config owns). */
+static const char **s_configured_specialists(const config_t *config)
+{
+    size_t n = config_table_count(config);
+    const char **names = calloc(n + 1, sizeof *names);
+    size_t used = 0;
+    for (size_t i = 0; names && i < n; i++) {
+        const char *table = config_table_name(config, i);
+        if (table && strncmp(table, "specialists.", 12) == 0 && table[12] != '\0')
+            names[used++] = table + 12;
+    }
+    return names;
+}
+
+int main(int argc, char **argv)
+{
+    log_init(argv[0], LOG_LEVEL_INFO);
+    enum { OPT_IN = 1, OPT_EVENTS, OPT_CONTROL, OPT_HOME, OPT_DB, OPT_SYNC, OPT_HB, OPT_MISSES,
+           OPT_RETENTION, OPT_HELP };
+    static const struct option options[] = {
+        {"in", required_argument, NULL, OPT_IN},
+        {"events", required_argument, NULL, OPT_EVENTS},
+        {"control", required_argument, NULL, OPT_CONTROL},
+        {"home", required_argument, NULL, OPT_HOME},
+        {"db", required_argument, NULL, OPT_DB},
+        {"sync", required_argument, NULL, OPT_SYNC},
+        {"heartbeat-ms", required_argument, NULL, OPT_HB},
+        {"heartbeat-misses", required_argument, NULL, OPT_MISSES},
+        {"event-retention", required_argument, NULL, OPT_RETENTION},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    const char *flag_in = NULL, *flag_events = NULL, *flag_control = NULL, *flag_db = NULL;
+    const char *flag_sync = NULL;
+    long heartbeat_ms = 0, misses = 0, retention = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        switch (opt) {
+        case OPT_IN: flag_in = optarg; break;
+        case OPT_EVENTS: flag_events = optarg; break;
+        case OPT_CONTROL: flag_control = optarg; break;
+        case OPT_HOME: setenv("PANOPTICON_HOME", optarg, 1); break;
+        case OPT_DB: flag_db = optarg; break;
+        case OPT_SYNC: flag_sync = optarg; break;
+        case OPT_HB:
+            if (s_positive("--heartbeat-ms", optarg, &heartbeat_ms) != 0)
+                return 2;
+            break;
+        case OPT_MISSES:
+            if (s_positive("--heartbeat-misses", optarg, &misses) != 0)
+                return 2;
+            break;
+        case OPT_RETENTION:
+            if (s_positive("--event-retention", optarg, &retention) != 0)
+                return 2;
+            break;
+        case OPT_HELP: s_usage(stdout); return 0;
+        default: s_usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "cloister-broker: unexpected argument '%s'\n", argv[optind]);
+        s_usage(stderr);
+        return 2;
+    }
+
+    config_t *config = NULL;
+    if (config_load(NULL, &config) != 0) {
+        fprintf(stderr, "cloister-broker: %s\n", failure_message());
+        return 2;
+    }
+    const char *sync_text = flag_sync ? flag_sync : config_string(config, "broker", "sync", "full");
+    int sync = store_sync_parse(sync_text);
+    if (sync < 0) {
+        fprintf(stderr, "cloister-broker: --sync must be full, normal or off, not '%s'\n", sync_text);
+        config_destroy(&config);
+        return 2;
+    }
+    if (home_mkdirs(home_dir()) != 0) {
+        fprintf(stderr, "cloister-broker: %s\n", failure_message());
+        config_destroy(&config);
+        return 1;
+    }
+    char db_path[1100];
+    if (flag_db == NULL)
+        home_path(db_path, sizeof db_path, "broker.db");
+    else
+        snprintf(db_path, sizeof db_path, "%s", flag_db);
+
+    const char **specialists = s_configured_specialists(config);
+    broker_config_t settings = {
+        .in_endpoint = flag_in ? flag_in : config_string(config, "broker", "in", "tcp://127.0.0.1:5560"),
+        .events_endpoint = flag_events ? flag_events
+                                       : config_string(config, "broker", "events", "tcp://127.0.0.1:5561"),
+        .control_endpoint = flag_control ? flag_control
+                                         : config_string(config, "broker", "control", "tcp://127.0.0.1:5562"),
+        .db_path = db_path,
+        .sync = sync,
+        .heartbeat_ms = heartbeat_ms ? (int)heartbeat_ms : (int)config_int(config, "broker", "heartbeat_ms", 1000),
+        .heartbeat_misses = misses ? (int)misses : (int)config_int(config, "broker", "heartbeat_misses", 3),
+        .event_retention = retention ? retention : config_int(config, "broker", "event_retention", 100000),
+        .max_attempts = (int)config_int(config, "broker", "max_attempts", 3),
+        .retry_backoff_ms = (int)config_int(config, "broker", "retry_backoff_ms", 1000),
+        .default_timeout_s = (int)config_specialist_timeout_s(config, "review-agent"),
+        .merge_timeout_s = (int)config_specialist_timeout_s(config, "merge-agent"),
+        .specialists = specialists,
+    };
+
+    struct sigaction action = {0};
+    action.sa_handler = s_on_signal;
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    broker_t *broker = NULL;
+    int rc = broker_new(&settings, &broker);
+    if (rc != 0) {
+        fprintf(stderr, "cloister-broker: %s\n", failure_message());
+    } else {
+        rc = broker_run(broker, &s_stop);
+        broker_destroy(&broker);
+    }
+    free(specialists);
+    config_destroy(&config);
+    return rc == 0 ? 0 : 1;
+}

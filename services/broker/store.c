@@ -1,0 +1,501 @@
+/* store: the broker's SQLite persistence (see store.h). */
+#include "store.h"
+
+#include "failure.h"
+#include "log.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Ordered migrations: s_migrations[i] takes the schema from version i to i + 1. */
+static const char *s_migrations[] = {
+    "CREATE TABLE tasks ("
+    "  id TEXT PRIMARY KEY, specialist TEXT NOT NULL, priority INTEGER NOT NULL,"
+    "  state TEXT NOT NULL, ord INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,"
+    "  failures INTEGER NOT NULL DEFAULT 0, max_attempts INTEGER NOT NULL,"
+    "  timeout_s INTEGER NOT NULL, grp TEXT, not_before INTEGER NOT NULL DEFAULT 0,"
+    "  title TEXT, issue TEXT, source TEXT, parent TEXT, worker TEXT, error TEXT,"
+    "  payload BLOB, result BLOB, created INTEGER NOT NULL, updated INTEGER NOT NULL"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE attempts ("
+    "  task TEXT NOT NULL, attempt INTEGER NOT NULL, specialist TEXT NOT NULL, issue TEXT,"
+    "  worker TEXT, outcome TEXT NOT NULL, error TEXT, finished INTEGER NOT NULL,"
+    "  PRIMARY KEY (task, attempt)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX attempts_by_issue ON attempts(issue, specialist, finished);"
+    "CREATE TABLE events (seq INTEGER PRIMARY KEY, topic TEXT NOT NULL, body BLOB NOT NULL);"
+    "CREATE TABLE specialists (name TEXT PRIMARY KEY) WITHOUT ROWID;",
+};
+
+enum {
+    STMT_BEGIN,
+    STMT_COMMIT,
+    STMT_TASK_INSERT,
+    STMT_TASK_UPDATE,
+    STMT_TASK_UPDATE_RESULT,
+    STMT_TASK_LOAD,
+    STMT_ATTEMPT_INSERT,
+    STMT_ATTEMPTS_FOR_ISSUE,
+    STMT_EVENT_INSERT,
+    STMT_EVENTS_TRIM,
+    STMT_EVENTS_REPLAY,
+    STMT_SPECIALIST_INSERT,
+    STMT_COUNT
+};
+
+#define TASK_COLUMNS                                                                       \
+    "id, specialist, priority, state, ord, attempt, failures, max_attempts, timeout_s, grp," \
+    " not_before, title, issue, source, parent, worker, error, payload, result, created, updated"
+
+static const char *s_sql[STMT_COUNT] = {
+    [STMT_BEGIN] = "BEGIN",
+    [STMT_COMMIT] = "COMMIT",
+    [STMT_TASK_INSERT] = "INSERT INTO tasks (" TASK_COLUMNS ") VALUES "
+                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [STMT_TASK_UPDATE] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5, error=?6,"
+                         " not_before=?7, updated=?8, max_attempts=?9 WHERE id=?1",
+    [STMT_TASK_UPDATE_RESULT] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5,"
+                                " error=?6, not_before=?7, updated=?8, max_attempts=?9, result=?10"
+                                " WHERE id=?1",
+    [STMT_TASK_LOAD] = "SELECT " TASK_COLUMNS " FROM tasks WHERE id=?",
+    [STMT_ATTEMPT_INSERT] = "INSERT OR REPLACE INTO attempts (task, attempt, specialist, issue,"
+                            " worker, outcome, error, finished) VALUES (?,?,?,?,?,?,?,?)",
+    [STMT_ATTEMPTS_FOR_ISSUE] = "SELECT attempt, task, outcome, error, finished FROM attempts"
+                                " WHERE issue=? AND specialist=? ORDER BY finished DESC LIMIT ?",
+    [STMT_EVENT_INSERT] = "INSERT INTO events (seq, topic, body) VALUES (?,?,?)",
+    [STMT_EVENTS_TRIM] = "DELETE FROM events WHERE seq <= ?",
+    [STMT_EVENTS_REPLAY] = "SELECT seq, topic, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+    [STMT_SPECIALIST_INSERT] = "INSERT OR IGNORE INTO specialists (name) VALUES (?)",
+};
+
+struct store_t {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[STMT_COUNT];
+    bool in_transaction;
+};
+
+static int s_fail(store_t *self, const char *what)
+{
+    return failure_set(FAILURE_STORE, "%s: %s", what, sqlite3_errmsg(self->db));
+}
+
+static int s_exec(store_t *self, const char *sql)
+{
+    char *message = NULL;
+    if (sqlite3_exec(self->db, sql, NULL, NULL, &message) != SQLITE_OK) {
+        int rc = failure_set(FAILURE_STORE, "%s", message ? message : "sqlite error");
+        sqlite3_free(message);
+        return rc;
+    }
+    return 0;
+}
+
+static int s_migrate(store_t *self)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(self->db, "PRAGMA user_version", -1, &stmt, NULL) != SQLITE_OK)
+        return s_fail(self, "reading the schema version");
+    int version = sqlite3_step(stmt) == SQLITE_ROW ? sqlite3_column_int(stmt, 0) : 0;
+    sqlite3_finalize(stmt);
+    int latest = (int)(sizeof s_migrations / sizeof s_migrations[0]);
+    if (version > latest)
+        return failure_set(FAILURE_STORE,
+                           "the database has schema version %d, newer than this broker (%d)",
+                           version, latest);
+    for (; version < latest; version++) {
+        char bump[64];
+        snprintf(bump, sizeof bump, "PRAGMA user_version=%d", version + 1);
+        int rc = s_exec(self, "BEGIN");
+        if (rc == 0)
+            rc = s_exec(self, s_migrations[version]);
+        if (rc == 0)
+            rc = s_exec(self, bump);
+        if (rc == 0)
+            rc = s_exec(self, "COMMIT");
+        if (rc != 0) {
+            sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
+            return rc;
+        }
+        log_info("store: migrated schema to version %d", version + 1);
+    }
+    return 0;
+}
+
+int store_sync_parse(const char *text)
+{
+    if (strcmp(text, "full") == 0)
+        return STORE_SYNC_FULL;
+    if (strcmp(text, "normal") == 0)
+        return STORE_SYNC_NORMAL;
+    if (strcmp(text, "off") == 0)
+        return STORE_SYNC_OFF;
+    return -1;
+}
+
+int store_open(const char *path, store_sync_t sync, store_t **out)
+{
+    *out = NULL;
+    store_t *self = calloc(1, sizeof *self);
+    if (self == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    int rc = 0;
+    if (sqlite3_open_v2(path, &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        rc = failure_set(FAILURE_STORE, "cannot open %s: %s", path,
+                         self->db ? sqlite3_errmsg(self->db) : "out of memory");
+        goto out;
+    }
+    const char *sync_pragma = sync == STORE_SYNC_FULL     ? "PRAGMA synchronous=FULL"
+                              : sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
+                                                          : "PRAGMA synchronous=OFF";
+    sqlite3_busy_timeout(self->db, 5000);
+    rc = s_exec(self, "PRAGMA journal_mode=WAL");
+    if (rc == 0)
+        rc = s_exec(self, sync_pragma);
+    if (rc == 0)
+        rc = s_exec(self, "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;"
+                          " PRAGMA wal_autocheckpoint=4096");
+    if (rc == 0)
+        rc = s_migrate(self);
+    for (int i = 0; rc == 0 && i < STMT_COUNT; i++) {
+        if (sqlite3_prepare_v3(self->db, s_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &self->stmt[i],
+                               NULL) != SQLITE_OK)
+            rc = s_fail(self, s_sql[i]);
+    }
+out:
+    if (rc != 0) {
+        store_close(&self);
+        return rc;
+    }
+    *out = self;
+    return 0;
+}
+
+void store_close(store_t **self_p)
+{
+    store_t *self = *self_p;
+    if (self == NULL)
+        return;
+    for (int i = 0; i < STMT_COUNT; i++)
+        sqlite3_finalize(self->stmt[i]);
+    sqlite3_close(self->db);
+    free(self);
+    *self_p = NULL;
+}
+
+/* Runs a statement that returns no rows, then resets it. */
+static int s_run(store_t *self, sqlite3_stmt *stmt, const char *what)
+{
+    int step = sqlite3_step(stmt);
+    int rc = step == SQLITE_DONE ? 0 : s_fail(self, what);
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+int store_begin(store_t *self)
+{
+    if (self->in_transaction)
+        return 0;
+    int rc = s_run(self, self->stmt[STMT_BEGIN], "begin");
+    if (rc == 0)
+        self->in_transaction = true;
+    return rc;
+}
+
+int store_commit(store_t *self)
+{
+    if (!self->in_transaction)
+        return 0;
+    int rc = s_run(self, self->stmt[STMT_COMMIT], "commit");
+    self->in_transaction = false;
+    if (rc != 0)
+        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+bool store_in_transaction(const store_t *self)
+{
+    return self->in_transaction;
+}
+
+static void s_bind_text(sqlite3_stmt *stmt, int index, const char *text)
+{
+    if (text)
+        sqlite3_bind_text(stmt, index, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(stmt, index);
+}
+
+static void s_bind_blob(sqlite3_stmt *stmt, int index, const void *blob, size_t len)
+{
+    if (blob && len > 0)
+        sqlite3_bind_blob(stmt, index, blob, (int)len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(stmt, index);
+}
+
+int store_task_insert(store_t *self, const task_t *task)
+{
+    sqlite3_stmt *stmt = self->stmt[STMT_TASK_INSERT];
+    s_bind_text(stmt, 1, task->id);
+    s_bind_text(stmt, 2, task->queue ? task->queue->name : task->specialist);
+    sqlite3_bind_int(stmt, 3, task->priority);
+    s_bind_text(stmt, 4, task_state_name(task->state));
+    sqlite3_bind_int64(stmt, 5, task->order);
+    sqlite3_bind_int(stmt, 6, task->attempt);
+    sqlite3_bind_int(stmt, 7, task->failures);
+    sqlite3_bind_int(stmt, 8, task->max_attempts);
+    sqlite3_bind_int(stmt, 9, task->timeout_s);
+    s_bind_text(stmt, 10, task->group);
+    sqlite3_bind_int64(stmt, 11, task->not_before);
+    s_bind_text(stmt, 12, task->title);
+    s_bind_text(stmt, 13, task->issue);
+    s_bind_text(stmt, 14, task->source);
+    s_bind_text(stmt, 15, task->parent);
+    s_bind_text(stmt, 16, task->worker_id);
+    s_bind_text(stmt, 17, task->error);
+    s_bind_blob(stmt, 18, task->payload, task->payload_len);
+    sqlite3_bind_null(stmt, 19);
+    sqlite3_bind_int64(stmt, 20, task->created);
+    sqlite3_bind_int64(stmt, 21, task->updated);
+    return s_run(self, stmt, "inserting a task");
+}
+
+int store_task_update(store_t *self, const task_t *task, const void *result, size_t result_len)
+{
+    sqlite3_stmt *stmt = self->stmt[result ? STMT_TASK_UPDATE_RESULT : STMT_TASK_UPDATE];
+    s_bind_text(stmt, 1, task->id);
+    s_bind_text(stmt, 2, task_state_name(task->state));
+    sqlite3_bind_int(stmt, 3, task->attempt);
+    sqlite3_bind_int(stmt, 4, task->failures);
+    s_bind_text(stmt, 5, task->worker_id);
+    s_bind_text(stmt, 6, task->error);
+    sqlite3_bind_int64(stmt, 7, task->not_before);
+    sqlite3_bind_int64(stmt, 8, task->updated);
+    sqlite3_bind_int(stmt, 9, task->max_attempts);
+    if (result)
+        s_bind_blob(stmt, 10, result, result_len);
+    return s_run(self, stmt, "updating a task");
+}
+
+static char *s_column_text(sqlite3_stmt *stmt, int column)
+{
+    const unsigned char *text = sqlite3_column_text(stmt, column);
+    return text ? strdup((const char *)text) : NULL;
+}
+
+static void *s_column_blob(sqlite3_stmt *stmt, int column, size_t *len)
+{
+    const void *blob = sqlite3_column_blob(stmt, column);
+    int size = sqlite3_column_bytes(stmt, column);
+    *len = 0;
+    if (blob == NULL || size <= 0)
+        return NULL;
+    void *copy = malloc((size_t)size);
+    if (copy != NULL) {
+        memcpy(copy, blob, (size_t)size);
+        *len = (size_t)size;
+    }
+    return copy;
+}
+
+/* Builds a task from a row of TASK_COLUMNS. */
+static task_t *s_task_from_row(sqlite3_stmt *stmt)
+{
+    task_t *task = task_new((const char *)sqlite3_column_text(stmt, 0));
+    if (task == NULL)
+        return NULL;
+    task->specialist = s_column_text(stmt, 1);
+    int priority = sqlite3_column_int(stmt, 2);
+    task->priority = priority >= 0 && priority < PRIORITY_COUNT ? priority : PRIORITY_NORMAL;
+    int state = task_state_parse((const char *)sqlite3_column_text(stmt, 3));
+    task->state = state >= 0 ? state : TASK_QUEUED;
+    task->order = sqlite3_column_int64(stmt, 4);
+    task->attempt = sqlite3_column_int(stmt, 5);
+    task->failures = sqlite3_column_int(stmt, 6);
+    task->max_attempts = sqlite3_column_int(stmt, 7);
+    task->timeout_s = sqlite3_column_int(stmt, 8);
+    task->group = s_column_text(stmt, 9);
+    task->not_before = sqlite3_column_int64(stmt, 10);
+    task->title = s_column_text(stmt, 11);
+    task->issue = s_column_text(stmt, 12);
+    task->source = s_column_text(stmt, 13);
+    task->parent = s_column_text(stmt, 14);
+    task->worker_id = s_column_text(stmt, 15);
+    task->error = s_column_text(stmt, 16);
+    task->payload = s_column_blob(stmt, 17, &task->payload_len);
+    task->result = s_column_blob(stmt, 18, &task->result_len);
+    task->created = sqlite3_column_int64(stmt, 19);
+    task->updated = sqlite3_column_int64(stmt, 20);
+    return task;
+}
+
+int store_task_load(store_t *self, const char *id, task_t **out)
+{
+    *out = NULL;
+    sqlite3_stmt *stmt = self->stmt[STMT_TASK_LOAD];
+    s_bind_text(stmt, 1, id);
+    int step = sqlite3_step(stmt);
+    int rc = 0;
+    if (step == SQLITE_ROW)
+        *out = s_task_from_row(stmt);
+    else if (step == SQLITE_DONE)
+        rc = failure_set(FAILURE_NOT_FOUND, "no task '%s'", id);
+    else
+        rc = s_fail(self, "loading a task");
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+int store_task_load_active(store_t *self, void (*fn)(task_t *task, void *arg), void *arg)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(self->db,
+                           "SELECT " TASK_COLUMNS
+                           " FROM tasks WHERE state IN ('queued','running') ORDER BY ord",
+                           -1, &stmt, NULL) != SQLITE_OK)
+        return s_fail(self, "loading active tasks");
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        task_t *task = s_task_from_row(stmt);
+        if (task != NULL)
+            fn(task, arg);
+    }
+    sqlite3_finalize(stmt);
+    return step == SQLITE_DONE ? 0 : s_fail(self, "loading active tasks");
+}
+
+int store_attempt_insert(store_t *self, const task_t *task, const char *specialist,
+                         const char *outcome, const char *error, int64_t finished)
+{
+    sqlite3_stmt *stmt = self->stmt[STMT_ATTEMPT_INSERT];
+    s_bind_text(stmt, 1, task->id);
+    sqlite3_bind_int(stmt, 2, task->attempt);
+    s_bind_text(stmt, 3, specialist);
+    s_bind_text(stmt, 4, task->issue);
+    s_bind_text(stmt, 5, task->worker_id);
+    s_bind_text(stmt, 6, outcome);
+    s_bind_text(stmt, 7, error);
+    sqlite3_bind_int64(stmt, 8, finished);
+    return s_run(self, stmt, "recording an attempt");
+}
+
+int store_attempts_for_issue(store_t *self, const char *issue, const char *specialist, int limit,
+                             void (*fn)(int attempt, const char *task, const char *outcome,
+                                        const char *error, int64_t finished, void *arg),
+                             void *arg)
+{
+    sqlite3_stmt *stmt = self->stmt[STMT_ATTEMPTS_FOR_ISSUE];
+    s_bind_text(stmt, 1, issue);
+    s_bind_text(stmt, 2, specialist);
+    sqlite3_bind_int(stmt, 3, limit);
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW)
+        fn(sqlite3_column_int(stmt, 0), (const char *)sqlite3_column_text(stmt, 1),
+           (const char *)sqlite3_column_text(stmt, 2), (const char *)sqlite3_column_text(stmt, 3),
+           sqlite3_column_int64(stmt, 4), arg);
+    int rc = step == SQLITE_DONE ? 0 : s_fail(self, "reading prior attempts");
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+int store_event_insert(store_t *self, int64_t seq, const char *topic, const void *body, size_t len)
+{
+    sqlite3_stmt *stmt = self->stmt[STMT_EVENT_INSERT];
+    sqlite3_bind_int64(stmt, 1, seq);
+    s_bind_text(stmt, 2, topic);
+    s_bind_blob(stmt, 3, body, len);
+    return s_run(self, stmt, "recording an event");
+}
+
+int store_events_trim(store_t *self, int64_t upto)
+{
+    sqlite3_stmt *stmt = self->stmt[STMT_EVENTS_TRIM];
+    sqlite3_bind_int64(stmt, 1, upto);
+    return s_run(self, stmt, "trimming events");
+}
+
+int store_events_replay(store_t *self, int64_t since, const char *prefix, int limit,
+                        void (*fn)(int64_t seq, const void *body, size_t len, void *arg),
+                        void *arg)
+{
+    sqlite3_stmt *stmt = self->stmt[STMT_EVENTS_REPLAY];
+    size_t prefix_len = prefix ? strlen(prefix) : 0;
+    int delivered = 0;
+    int rc = 0;
+    /* The topic filter is applied here, so page through until `limit` matches are found. */
+    while (rc == 0 && delivered < limit) {
+        sqlite3_bind_int64(stmt, 1, since);
+        sqlite3_bind_int(stmt, 2, limit);
+        int rows = 0;
+        int step;
+        while ((step = sqlite3_step(stmt)) == SQLITE_ROW && delivered < limit) {
+            rows++;
+            since = sqlite3_column_int64(stmt, 0);
+            const char *topic = (const char *)sqlite3_column_text(stmt, 1);
+            if (prefix_len > 0 && (topic == NULL || strncmp(topic, prefix, prefix_len) != 0))
+                continue;
+            fn(since, sqlite3_column_blob(stmt, 2), (size_t)sqlite3_column_bytes(stmt, 2), arg);
+            delivered++;
+        }
+        if (step != SQLITE_ROW && step != SQLITE_DONE)
+            rc = s_fail(self, "replaying events");
+        sqlite3_reset(stmt);
+        if (rows == 0)
+            break;
+    }
+    sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+int store_specialist_remember(store_t *self, const char *name)
+{
+    sqlite3_stmt *stmt = self->stmt[STMT_SPECIALIST_INSERT];
+    s_bind_text(stmt, 1, name);
+    return s_run(self, stmt, "remembering a specialist");
+}
+
+int store_specialists_load(store_t *self, void (*fn)(const char *name, void *arg), void *arg)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(self->db, "SELECT name FROM specialists", -1, &stmt, NULL) != SQLITE_OK)
+        return s_fail(self, "loading specialists");
+    while (sqlite3_step(stmt) == SQLITE_ROW)
+        fn((const char *)sqlite3_column_text(stmt, 0), arg);
+    sqlite3_finalize(stmt);
+    return 0;
+}
+
+static int64_t s_scalar(store_t *self, const char *sql, const char *param)
+{
+    sqlite3_stmt *stmt = NULL;
+    int64_t value = 0;
+    if (sqlite3_prepare_v2(self->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return 0;
+    if (param)
+        sqlite3_bind_text(stmt, 1, param, -1, SQLITE_STATIC);
+    if (sqlite3_step(stmt) == SQLITE_ROW)
+        value = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    return value;
+}
+
+int64_t store_last_seq(store_t *self)
+{
+    return s_scalar(self, "SELECT COALESCE(MAX(seq), 0) FROM events", NULL);
+}
+
+int64_t store_max_order(store_t *self)
+{
+    return s_scalar(self, "SELECT COALESCE(MAX(ord), 0) FROM tasks", NULL);
+}
+
+int64_t store_count_state(store_t *self, const char *state)
+{
+    return s_scalar(self, "SELECT COUNT(*) FROM tasks WHERE state=?", state);
+}

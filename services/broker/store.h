@@ -1,0 +1,79 @@
+/* store: the broker's SQLite database (WAL mode) under $PANOPTICON_HOME.
+ *
+ * It holds every task (active and finished), each finished attempt, the known specialist
+ * names, and the recent events with their sequence numbers. The broker writes through it
+ * in batches: store_begin() before the first write of a loop iteration, store_commit() once
+ * everything that iteration received is applied (group commit). Nothing is acknowledged to
+ * anyone before the commit returns.
+ *
+ * Schema changes: change the schema => bump STORE_SCHEMA_VERSION and add a migration step
+ * in store.c (s_migrations). */
+#ifndef CLOISTER_BROKER_STORE_H
+#define CLOISTER_BROKER_STORE_H
+
+#include "task.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_SCHEMA_VERSION 1
+
+typedef enum { STORE_SYNC_FULL, STORE_SYNC_NORMAL, STORE_SYNC_OFF } store_sync_t;
+
+typedef struct store_t store_t;
+
+/* Opens (creating and migrating) the database at `path`. Returns 0 or FAILURE_STORE. */
+int store_open(const char *path, store_sync_t sync, store_t **out);
+void store_close(store_t **self_p);
+
+/* Parses "full" | "normal" | "off"; returns -1 otherwise. */
+int store_sync_parse(const char *text);
+
+/* Starts a transaction if none is open. */
+int store_begin(store_t *self);
+/* Commits the open transaction (no-op if none). */
+int store_commit(store_t *self);
+bool store_in_transaction(const store_t *self);
+
+int store_task_insert(store_t *self, const task_t *task);
+/* Writes the mutable columns: state, attempt, failures, worker, error, not_before,
+ * updated, and the result (NULL keeps the stored one). */
+int store_task_update(store_t *self, const task_t *task, const void *result, size_t result_len);
+
+/* Loads one task by id into a new task_t (specialist and result filled). Returns 0,
+ * FAILURE_NOT_FOUND or FAILURE_STORE. The caller owns *out. */
+int store_task_load(store_t *self, const char *id, task_t **out);
+
+/* Calls fn for every queued or running task (ownership of each task passes to fn, with
+ * `specialist` set). */
+int store_task_load_active(store_t *self, void (*fn)(task_t *task, void *arg), void *arg);
+
+/* Records a finished attempt (for the "prior attempts" session context). */
+int store_attempt_insert(store_t *self, const task_t *task, const char *specialist,
+                         const char *outcome, const char *error, int64_t finished);
+
+/* Calls fn for the latest `limit` attempts of `issue` by `specialist`, newest first. */
+int store_attempts_for_issue(store_t *self, const char *issue, const char *specialist, int limit,
+                             void (*fn)(int attempt, const char *task, const char *outcome,
+                                        const char *error, int64_t finished, void *arg),
+                             void *arg);
+
+int store_event_insert(store_t *self, int64_t seq, const char *topic, const void *body, size_t len);
+/* Deletes events with seq <= `upto`. */
+int store_events_trim(store_t *self, int64_t upto);
+/* Calls fn for events with seq > since whose topic starts with `prefix` (NULL = all),
+ * oldest first, at most `limit`. */
+int store_events_replay(store_t *self, int64_t since, const char *prefix, int limit,
+                        void (*fn)(int64_t seq, const void *body, size_t len, void *arg),
+                        void *arg);
+
+int store_specialist_remember(store_t *self, const char *name);
+int store_specialists_load(store_t *self, void (*fn)(const char *name, void *arg), void *arg);
+
+/* Highest event seq, highest task order, and the number of dead tasks (for startup). */
+int64_t store_last_seq(store_t *self);
+int64_t store_max_order(store_t *self);
+int64_t store_count_state(store_t *self, const char *state);
+
+#endif

@@ -1,0 +1,89 @@
+/* task: the broker's in-memory record of an active (queued or running) task, and the
+ * per-specialist queues that order them. Terminal tasks live only in the store.
+ *
+ * A queue holds one FIFO list per priority, ordered by `order` (the submit sequence), so a
+ * requeued task goes back to its original place. Dispatch takes the first eligible task of
+ * the highest priority: not waiting for `not_before`, and not in a group that is in flight. */
+#ifndef CLOISTER_BROKER_TASK_H
+#define CLOISTER_BROKER_TASK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { PRIORITY_URGENT, PRIORITY_HIGH, PRIORITY_NORMAL, PRIORITY_LOW, PRIORITY_COUNT } priority_t;
+
+typedef enum {
+    TASK_QUEUED,
+    TASK_RUNNING,
+    TASK_DONE,
+    TASK_FAILED,
+    TASK_DEAD,
+    TASK_CANCELLED
+} task_state_t;
+
+struct worker_t;
+struct queue_t;
+
+typedef struct task_t {
+    char *id;
+    struct queue_t *queue; /* owns the specialist name */
+    priority_t priority;
+    task_state_t state;
+    int64_t order; /* submit sequence: FIFO inside a priority */
+    int attempt;   /* dispatches so far */
+    int failures;  /* failed attempts, counted against max_attempts */
+    int max_attempts;
+    int timeout_s;
+    int64_t not_before; /* wall ms; 0 = ready */
+    int64_t created, updated; /* wall ms */
+    char *title, *issue, *source, *group, *parent, *error, *worker_id;
+    void *payload;
+    size_t payload_len;
+    void *files; /* payload.filesChanged as raw msgpack, for session context */
+    size_t files_len;
+    /* only on records loaded from the store for display (terminal tasks) */
+    char *specialist;
+    void *result;
+    size_t result_len;
+    /* running */
+    struct worker_t *worker;
+    int64_t lease_until;   /* monotonic ms */
+    int64_t dispatched_at; /* monotonic ms */
+    /* queue links (queued) or running-list links (running) */
+    struct task_t *prev, *next;
+} task_t;
+
+typedef struct queue_t {
+    char *name;
+    task_t *head[PRIORITY_COUNT], *tail[PRIORITY_COUNT];
+    size_t depth[PRIORITY_COUNT];
+    int default_timeout_s;
+    size_t done, failed, dead; /* since start */
+} queue_t;
+
+/* "urgent" etc. -> priority; returns -1 for anything else. */
+int priority_parse(const char *text);
+const char *priority_name(priority_t priority);
+const char *task_state_name(task_state_t state);
+/* Returns -1 for an unknown name. */
+int task_state_parse(const char *text);
+bool task_state_terminal(task_state_t state);
+
+/* A new task with a copy of `id`; every other field zeroed. Caller owns it. */
+task_t *task_new(const char *id);
+void task_destroy(task_t **self_p);
+
+/* Replaces *field with a copy of value (NULL clears it). */
+void task_set_text(char **field, const char *value);
+
+queue_t *queue_new(const char *name, int default_timeout_s);
+void queue_destroy(queue_t **self_p);
+
+/* Inserts a queued task at its place (by order) in its priority's list. */
+void queue_insert(queue_t *self, task_t *task);
+/* Unlinks a task from its list. */
+void queue_remove(queue_t *self, task_t *task);
+size_t queue_total(const queue_t *self);
+
+#endif

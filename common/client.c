@@ -1,0 +1,424 @@
+/* client: the broker's control and events sockets, seen from a client (see client.h). */
+#include "client.h"
+
+#include "clock.h"
+#include "failure.h"
+
+#include <czmq.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uuid/uuid.h>
+
+/* Longest single wait while following, so a stop flag set between two checks is seen. */
+#define CLIENT_STOP_CHECK_MS 250
+
+struct client_t {
+    zsock_t *req;
+    char *endpoint;
+    int timeout_ms;
+};
+
+struct client_events_t {
+    zsock_t *sub; /* NULL: replay only */
+    char *topic;
+    int64_t last_seq;
+};
+
+client_t *client_new(const char *control_ep, int timeout_ms)
+{
+    if (control_ep == NULL || control_ep[0] == '\0') {
+        failure_set(FAILURE_INVALID, "no control endpoint");
+        return NULL;
+    }
+    client_t *self = calloc(1, sizeof *self);
+    if (self == NULL) {
+        failure_set(FAILURE_MEMORY, "out of memory");
+        return NULL;
+    }
+    self->endpoint = strdup(control_ep);
+    self->timeout_ms = timeout_ms > 0 ? timeout_ms : CLIENT_TIMEOUT_MS;
+    self->req = zsock_new(ZMQ_REQ);
+    if (self->endpoint == NULL || self->req == NULL) {
+        failure_set(FAILURE_IO, "cannot create a control socket");
+        client_destroy(&self);
+        return NULL;
+    }
+    zsock_set_linger(self->req, 0);
+    /* A relaxed, correlating REQ may send again after a request got no answer, and drops
+     * a late reply to the earlier one instead of taking it for the new one. */
+    zsock_set_req_relaxed(self->req, 1);
+    zsock_set_req_correlate(self->req, 1);
+    zsock_set_sndtimeo(self->req, self->timeout_ms);
+    if (zsock_connect(self->req, "%s", control_ep) != 0) {
+        failure_set(FAILURE_INVALID, "cannot connect to control endpoint '%s': %s", control_ep,
+                    zmq_strerror(zmq_errno()));
+        client_destroy(&self);
+        return NULL;
+    }
+    return self;
+}
+
+void client_destroy(client_t **self_p)
+{
+    client_t *self = *self_p;
+    if (self == NULL)
+        return;
+    zsock_destroy(&self->req);
+    free(self->endpoint);
+    free(self);
+    *self_p = NULL;
+}
+
+const char *client_endpoint(const client_t *self)
+{
+    return self->endpoint;
+}
+
+/* "3s" for whole seconds, "500ms" otherwise: how the deadline reads in an error. */
+static void s_format_timeout(char *buf, size_t size, int timeout_ms)
+{
+    if (timeout_ms % 1000 == 0)
+        snprintf(buf, size, "%ds", timeout_ms / 1000);
+    else
+        snprintf(buf, size, "%dms", timeout_ms);
+}
+
+static int s_no_reply(const client_t *self)
+{
+    char when[32];
+    s_format_timeout(when, sizeof when, self->timeout_ms);
+    return failure_set(FAILURE_TIMEOUT, "no reply from broker at %s within %s", self->endpoint,
+                       when);
+}
+
+/* Waits until `sock` is readable or the deadline (monotonic ms) passes. A signal does not
+ * end the wait early unless *stop is set. Returns 1 readable, 0 deadline/stop, -1 error. */
+static int s_wait_readable(zsock_t *sock, int64_t deadline, volatile sig_atomic_t *stop)
+{
+    for (;;) {
+        if (stop != NULL && *stop)
+            return 0;
+        int64_t left = deadline < 0 ? -1 : deadline - clock_now_ms();
+        if (deadline >= 0 && left <= 0)
+            return 0;
+        if (stop != NULL && (left < 0 || left > CLIENT_STOP_CHECK_MS))
+            left = CLIENT_STOP_CHECK_MS;
+        zmq_pollitem_t item = {zsock_resolve(sock), 0, ZMQ_POLLIN, 0};
+        int rc = zmq_poll(&item, 1, (long)left);
+        if (rc > 0)
+            return 1;
+        if (rc < 0 && zmq_errno() != EINTR)
+            return -1;
+    }
+}
+
+/* Receives one whole message from `sock` and copies its last frame (the map; an event's
+ * topic frame comes first) to *data (malloc'd, caller frees). Returns 0 or FAILURE_IO,
+ * FAILURE_INVALID, FAILURE_MEMORY, FAILURE_TOO_BIG. */
+static int s_receive(zsock_t *sock, void **data, size_t *len)
+{
+    *data = NULL;
+    *len = 0;
+    zmsg_t *msg = zmsg_recv(sock);
+    if (msg == NULL)
+        return failure_set(FAILURE_IO, "receive failed: %s", zmq_strerror(zmq_errno()));
+    zframe_t *last = zmsg_last(msg);
+    int rc = 0;
+    if (last == NULL) {
+        rc = failure_set(FAILURE_INVALID, "empty message");
+    } else if (zframe_size(last) > WIRE_MAX_MESSAGE) {
+        rc = failure_set(FAILURE_TOO_BIG, "message of %zu bytes is over the %d-byte cap",
+                         zframe_size(last), WIRE_MAX_MESSAGE);
+    } else {
+        *len = zframe_size(last);
+        *data = malloc(*len ? *len : 1);
+        if (*data == NULL)
+            rc = failure_set(FAILURE_MEMORY, "out of memory");
+        else
+            memcpy(*data, zframe_data(last), *len);
+    }
+    zmsg_destroy(&msg);
+    return rc;
+}
+
+int client_request(client_t *self, const void *data, size_t len, wire_msg_t **reply)
+{
+    *reply = NULL;
+    int64_t deadline = clock_now_ms() + self->timeout_ms;
+    if (zmq_send(zsock_resolve(self->req), data, len, 0) < 0) {
+        if (zmq_errno() == EAGAIN)
+            return s_no_reply(self);
+        return failure_set(FAILURE_IO, "cannot send to broker at %s: %s", self->endpoint,
+                           zmq_strerror(zmq_errno()));
+    }
+    int ready = s_wait_readable(self->req, deadline, NULL);
+    if (ready == 0)
+        return s_no_reply(self);
+    if (ready < 0)
+        return failure_set(FAILURE_IO, "poll on %s failed: %s", self->endpoint,
+                           zmq_strerror(zmq_errno()));
+    void *bytes = NULL;
+    size_t size = 0;
+    int rc = s_receive(self->req, &bytes, &size);
+    if (rc == 0)
+        rc = wire_decode(bytes, size, reply);
+    free(bytes);
+    if (rc != 0)
+        return failure_set(rc, "bad reply from broker at %s: %s", self->endpoint,
+                           failure_message());
+    if (strcmp(wire_msg_type(*reply), "reply") != 0) {
+        rc = failure_set(FAILURE_INVALID, "broker at %s answered with a '%s', not a reply",
+                         self->endpoint, wire_msg_type(*reply));
+        wire_msg_destroy(reply);
+    }
+    return rc;
+}
+
+static int s_code_from_name(const char *code)
+{
+    if (strcmp(code, "invalid") == 0)
+        return FAILURE_INVALID;
+    if (strcmp(code, "not_found") == 0)
+        return FAILURE_NOT_FOUND;
+    if (strcmp(code, "too_big") == 0)
+        return FAILURE_TOO_BIG;
+    return FAILURE_STATE;
+}
+
+int client_call(client_t *self, wire_writer_t *request, wire_msg_t **reply)
+{
+    size_t len;
+    const void *data = wire_writer_data(request, &len);
+    int rc = client_request(self, data, len, reply);
+    if (rc != 0)
+        return rc;
+    if (wire_msg_bool(*reply, "ok", false))
+        return 0;
+    rc = failure_set(s_code_from_name(wire_msg_str(*reply, "code", "")), "%s",
+                     wire_msg_str(*reply, "error", "the broker refused the request"));
+    wire_msg_destroy(reply);
+    return rc;
+}
+
+void client_new_id(char *buf, size_t size)
+{
+    uuid_t uuid;
+    char text[CLIENT_ID_SIZE];
+    uuid_generate(uuid);
+    uuid_unparse_lower(uuid, text);
+    snprintf(buf, size, "%s", text);
+}
+
+void client_task_encode(wire_writer_t *writer, const client_task_t *task)
+{
+    wire_writer_start(writer, "submit");
+    wire_put_str(writer, "id", task->id);
+    wire_put_str(writer, "specialist", task->specialist);
+    wire_put_str(writer, "priority", task->priority);
+    wire_put_str(writer, "source", task->source);
+    wire_put_str(writer, "title", task->title);
+    wire_put_str(writer, "issue", task->issue);
+    wire_put_str(writer, "group", task->group);
+    if (task->max_attempts > 0)
+        wire_put_int(writer, "max_attempts", task->max_attempts);
+    if (task->timeout_s > 0)
+        wire_put_int(writer, "timeout_s", task->timeout_s);
+    if (task->not_before > 0)
+        wire_put_int(writer, "not_before", task->not_before);
+    wire_put_raw(writer, "payload", task->payload, task->payload_len);
+}
+
+int client_submit(client_t *self, const client_task_t *task, char *id_out, size_t id_size,
+                  wire_msg_t **reply)
+{
+    *reply = NULL;
+    client_task_t copy = *task;
+    char fresh[CLIENT_ID_SIZE];
+    if (copy.id == NULL) {
+        client_new_id(fresh, sizeof fresh);
+        copy.id = fresh;
+    }
+    if (id_out != NULL)
+        snprintf(id_out, id_size, "%s", copy.id);
+    wire_writer_t *writer = wire_writer_new();
+    if (writer == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    client_task_encode(writer, &copy);
+    int rc = client_call(self, writer, reply);
+    wire_writer_destroy(&writer);
+    return rc;
+}
+
+/* ---- events ---- */
+
+client_events_t *client_events_new(const char *events_ep, const char *topic)
+{
+    client_events_t *self = calloc(1, sizeof *self);
+    if (self == NULL) {
+        failure_set(FAILURE_MEMORY, "out of memory");
+        return NULL;
+    }
+    self->topic = strdup(topic ? topic : "");
+    if (self->topic == NULL) {
+        failure_set(FAILURE_MEMORY, "out of memory");
+        client_events_destroy(&self);
+        return NULL;
+    }
+    if (events_ep == NULL)
+        return self;
+    self->sub = zsock_new(ZMQ_SUB);
+    if (self->sub == NULL) {
+        failure_set(FAILURE_IO, "cannot create an events socket");
+        client_events_destroy(&self);
+        return NULL;
+    }
+    zsock_set_linger(self->sub, 0);
+    zsock_set_subscribe(self->sub, self->topic);
+    if (zsock_connect(self->sub, "%s", events_ep) != 0) {
+        failure_set(FAILURE_INVALID, "cannot connect to events endpoint '%s': %s", events_ep,
+                    zmq_strerror(zmq_errno()));
+        client_events_destroy(&self);
+        return NULL;
+    }
+    return self;
+}
+
+void client_events_destroy(client_events_t **self_p)
+{
+    client_events_t *self = *self_p;
+    if (self == NULL)
+        return;
+    zsock_destroy(&self->sub);
+    free(self->topic);
+    free(self);
+    *self_p = NULL;
+}
+
+int64_t client_events_last_seq(const client_events_t *self)
+{
+    return self->last_seq;
+}
+
+/* Hands one event to fn unless its seq was delivered already. Returns 1 when fn asked to
+ * stop, else 0. */
+static int s_deliver(client_events_t *self, const wire_msg_t *event, const void *raw,
+                     size_t len, client_event_fn fn, void *arg)
+{
+    int64_t seq = wire_msg_int(event, "seq", -1);
+    if (seq <= self->last_seq)
+        return 0;
+    self->last_seq = seq;
+    return fn(event, raw, len, arg) != 0 ? 1 : 0;
+}
+
+/* Asks control for one page of events after self->last_seq and delivers them. Sets
+ * *count to the number of events in the page. Returns 1 when fn asked to stop, 0, or a
+ * negative FAILURE_* code. */
+static int s_replay_page(client_events_t *self, client_t *control, client_event_fn fn,
+                         void *arg, size_t *count)
+{
+    *count = 0;
+    wire_writer_t *writer = wire_writer_new();
+    if (writer == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    wire_writer_start(writer, "replay");
+    wire_put_int(writer, "since", self->last_seq);
+    wire_put_str(writer, "topic", self->topic);
+    wire_put_int(writer, "limit", CLIENT_REPLAY_PAGE);
+    wire_msg_t *reply = NULL;
+    int rc = client_call(control, writer, &reply);
+    wire_writer_destroy(&writer);
+    if (rc != 0)
+        return rc;
+    const msgpack_object *data = wire_msg_object(reply, "data");
+    if (data == NULL || data->type != MSGPACK_OBJECT_ARRAY) {
+        wire_msg_destroy(&reply);
+        return failure_set(FAILURE_INVALID, "replay: the broker's data is not an array");
+    }
+    *count = data->via.array.size;
+    msgpack_sbuffer buffer;
+    msgpack_sbuffer_init(&buffer);
+    msgpack_packer packer;
+    msgpack_packer_init(&packer, &buffer, msgpack_sbuffer_write);
+    for (uint32_t i = 0; i < data->via.array.size && rc == 0; i++) {
+        msgpack_sbuffer_clear(&buffer);
+        msgpack_pack_object(&packer, data->via.array.ptr[i]);
+        wire_msg_t *event = NULL;
+        if (wire_decode_as(buffer.data, buffer.size, "event", &event) != 0) {
+            rc = failure_set(FAILURE_INVALID, "replay: bad event: %s", failure_message());
+            break;
+        }
+        rc = s_deliver(self, event, buffer.data, buffer.size, fn, arg);
+        wire_msg_destroy(&event);
+    }
+    msgpack_sbuffer_destroy(&buffer);
+    wire_msg_destroy(&reply);
+    return rc;
+}
+
+/* Replays every stored event after self->last_seq. Returns 1 (stop), 0, or an error. */
+static int s_replay_all(client_events_t *self, client_t *control, client_event_fn fn,
+                        void *arg)
+{
+    for (;;) {
+        size_t count = 0;
+        int rc = s_replay_page(self, control, fn, arg, &count);
+        if (rc != 0 || count < CLIENT_REPLAY_PAGE)
+            return rc;
+    }
+}
+
+int client_events_run(client_events_t *self, client_t *control, int64_t since, bool follow,
+                      volatile sig_atomic_t *stop, client_event_fn fn, void *arg)
+{
+    bool replayed = since >= 0;
+    if (replayed) {
+        self->last_seq = since;
+        int rc = s_replay_all(self, control, fn, arg);
+        if (rc != 0)
+            return rc > 0 ? 0 : rc;
+    }
+    if (!follow)
+        return 0;
+    if (self->sub == NULL)
+        return failure_set(FAILURE_INVALID, "following events needs an events endpoint");
+    bool live = false;
+    for (;;) {
+        int ready = s_wait_readable(self->sub, -1, stop);
+        if (ready == 0)
+            return 0;
+        if (ready < 0)
+            return failure_set(FAILURE_IO, "poll on the events socket failed: %s",
+                               zmq_strerror(zmq_errno()));
+        void *raw = NULL;
+        size_t len = 0;
+        int rc = s_receive(self->sub, &raw, &len);
+        wire_msg_t *event = NULL;
+        if (rc == 0)
+            rc = wire_decode(raw, len, &event);
+        if (rc == FAILURE_IO) {
+            free(raw);
+            return rc;
+        }
+        if (rc != 0 || strcmp(wire_msg_type(event), "event") != 0) {
+            /* Not an event we can read: skip it rather than stop following. */
+            wire_msg_destroy(&event);
+            free(raw);
+            continue;
+        }
+        if (!live) {
+            live = true;
+            if (replayed)
+                rc = s_replay_all(self, control, fn, arg);
+            else
+                self->last_seq = wire_msg_int(event, "seq", 0) - 1;
+        }
+        if (rc == 0)
+            rc = s_deliver(self, event, raw, len, fn, arg);
+        wire_msg_destroy(&event);
+        free(raw);
+        if (rc != 0)
+            return rc > 0 ? 0 : rc;
+    }
+}

@@ -1,0 +1,149 @@
+/* pan events: the broker's stored events, then (with --follow) the live stream until
+ * SIGINT or SIGTERM. The subscription is made before the replay and events are
+ * deduplicated by seq (client_events_run), so nothing is missed or printed twice. */
+#include "pan.h"
+
+#include "failure.h"
+#include "msgjson.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t s_stop;
+
+static void s_on_signal(int signal_number)
+{
+    (void)signal_number;
+    s_stop = 1;
+}
+
+typedef struct {
+    bool json;
+    int64_t limit;   /* 0: no limit */
+    int64_t printed;
+} events_out_t;
+
+/* One event as one JSON line: every field of the event, with `type` being the event name
+ * (task.done, ...) rather than the envelope's "event". */
+static void s_print_json(const void *raw, size_t len)
+{
+    json_t *object = msgjson_from_raw(raw, len);
+    if (object == NULL)
+        return;
+    json_t *name = json_object_get(object, "event");
+    if (json_is_string(name))
+        json_object_set(object, "type", name);
+    char *text = json_dumps(object, JSON_COMPACT);
+    if (text != NULL)
+        puts(text);
+    free(text);
+    json_decref(object);
+}
+
+/* One event as one readable line:
+ * `#12 14:03:22 task.done merge-agent t-1 attempt=1 worker=w-1 ... result={...}`. */
+static void s_print_line(const wire_msg_t *event)
+{
+    time_t seconds = (time_t)(wire_msg_int(event, "time", 0) / 1000);
+    struct tm tm;
+    char clock_text[16] = "--:--:--";
+    if (localtime_r(&seconds, &tm) != NULL)
+        strftime(clock_text, sizeof clock_text, "%H:%M:%S", &tm);
+    printf("#%lld %s %s %s %s", (long long)wire_msg_int(event, "seq", 0), clock_text,
+           wire_msg_str(event, "event", "?"), wire_msg_str(event, "specialist", "-"),
+           wire_msg_str(event, "task", "-"));
+    static const char *const strings[] = {"priority", "state", "worker", "kind", "issue", "group",
+                                          "parent"};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+        if (wire_msg_has(event, strings[i]))
+            printf(" %s=%s", strings[i], wire_msg_str(event, strings[i], ""));
+    if (wire_msg_has(event, "attempt"))
+        printf(" attempt=%lld", (long long)wire_msg_int(event, "attempt", 0));
+    if (wire_msg_has(event, "title"))
+        printf(" \"%s\"", wire_msg_str(event, "title", ""));
+    if (wire_msg_has(event, "text"))
+        printf(" text=\"%s\"", wire_msg_str(event, "text", ""));
+    if (wire_msg_has(event, "error"))
+        printf(" error=\"%s\"", wire_msg_str(event, "error", ""));
+    const msgpack_object *result = wire_msg_object(event, "result");
+    if (result != NULL) {
+        json_t *object = msgjson_from_object(result);
+        char *text = object ? json_dumps(object, JSON_COMPACT) : NULL;
+        if (text != NULL)
+            printf(" result=%s", text);
+        free(text);
+        json_decref(object);
+    }
+    putchar('\n');
+}
+
+static int s_on_event(const wire_msg_t *event, const void *raw, size_t len, void *arg)
+{
+    events_out_t *out = arg;
+    if (out->json)
+        s_print_json(raw, len);
+    else
+        s_print_line(event);
+    fflush(stdout);
+    out->printed++;
+    return out->limit > 0 && out->printed >= out->limit;
+}
+
+int cmd_events(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage =
+        "pan events [--since SEQ] [--follow] [--topic PREFIX] [--limit N] [--json]";
+    const char *since_text = NULL, *topic = "", *limit_text = NULL;
+    bool follow = false;
+    events_out_t out = {0};
+    for (int i = 0; i < argc; i++) {
+        int found = 0;
+        if (strcmp(argv[i], "--json") == 0) {
+            out.json = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--follow") == 0 || strcmp(argv[i], "-f") == 0) {
+            follow = true;
+            continue;
+        }
+        if ((found = pan_option(argc, argv, &i, "--since", &since_text)) == 0 &&
+            (found = pan_option(argc, argv, &i, "--topic", &topic)) == 0)
+            found = pan_option(argc, argv, &i, "--limit", &limit_text);
+        if (found < 0)
+            return pan_usage(usage, "%s needs a value", argv[i]);
+        if (found == 0)
+            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+    }
+    int64_t since = 0;
+    if (since_text != NULL && !pan_parse_int(since_text, 0, INT64_MAX, &since))
+        return pan_usage(usage, "--since takes an event number, not '%s'", since_text);
+    if (limit_text != NULL && !pan_parse_int(limit_text, 1, INT64_MAX, &out.limit))
+        return pan_usage(usage, "--limit takes a positive count, not '%s'", limit_text);
+
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = s_on_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+
+    client_t *control = client_new(pan->control_ep, pan->timeout_ms);
+    client_events_t *events = control ? client_events_new(follow ? pan->events_ep : NULL, topic)
+                                      : NULL;
+    int code = PAN_EXIT_OK;
+    if (events == NULL) {
+        code = pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    } else {
+        int rc = client_events_run(events, control, since, follow, &s_stop, s_on_event, &out);
+        if (rc == FAILURE_TIMEOUT || rc == FAILURE_IO)
+            code = pan_fail(PAN_EXIT_UNREACHABLE, "%s", failure_message());
+        else if (rc != 0)
+            code = pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    }
+    client_events_destroy(&events);
+    client_destroy(&control);
+    return code;
+}

@@ -1,0 +1,599 @@
+/* pan specialists list / queue / wake / reset: the original CLI's surface over the broker.
+ *
+ * The output keeps the original's shapes (`Specialist Agents:`, `Queue is empty - no
+ * pending work`, `Total items: N`, `{hasWork, urgentCount, items}`, the `✓` lines) and adds
+ * what the broker and the session store know: queued / running / workers, the session's
+ * tokens, cost and last run, and the PR, workspace and branch of queued items (which the
+ * original meant to show but never did).
+ *
+ * Known specialists: the three defaults, every [specialists.<name>] in the config, and any
+ * name the broker reports. */
+#include "pan.h"
+
+#include "clock.h"
+#include "failure.h"
+#include "msgjson.h"
+#include "session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAN_MAX_SPECIALISTS 64
+
+static const char *const s_defaults[] = {"merge-agent", "review-agent", "test-agent"};
+
+typedef struct {
+    const char *names[PAN_MAX_SPECIALISTS]; /* borrowed from the defaults, config or broker */
+    size_t count;
+    json_t *broker; /* list_specialists data (owned), NULL when not asked or unreachable */
+} known_t;
+
+static void s_known_add(known_t *known, const char *name)
+{
+    for (size_t i = 0; i < known->count; i++)
+        if (strcmp(known->names[i], name) == 0)
+            return;
+    if (known->count < PAN_MAX_SPECIALISTS)
+        known->names[known->count++] = name;
+}
+
+static int s_compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+typedef enum { BROKER_REQUIRED, BROKER_OPTIONAL } broker_need_t;
+
+/* The broker's list_specialists data (caller owns), or NULL. When the broker is optional
+ * its silence is not reported. Returns the exit code. */
+static int s_broker_list(const pan_t *pan, broker_need_t need, json_t **data)
+{
+    *data = NULL;
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "list_specialists");
+    int code = PAN_EXIT_OK;
+    if (need == BROKER_REQUIRED) {
+        code = pan_call(pan, writer, data);
+    } else {
+        client_t *client = client_new(pan->control_ep, pan->timeout_ms);
+        wire_msg_t *reply = NULL;
+        if (client != NULL && client_call(client, writer, &reply) == 0) {
+            const msgpack_object *object = wire_msg_object(reply, "data");
+            *data = object ? msgjson_from_object(object) : NULL;
+        }
+        wire_msg_destroy(&reply);
+        client_destroy(&client);
+    }
+    wire_writer_destroy(&writer);
+    return code;
+}
+
+/* Collects the known names: the defaults, the configured ones and the broker's. */
+static int s_known_load(const pan_t *pan, known_t *known, broker_need_t need)
+{
+    memset(known, 0, sizeof *known);
+    for (size_t i = 0; i < sizeof s_defaults / sizeof s_defaults[0]; i++)
+        s_known_add(known, s_defaults[i]);
+    for (size_t i = 0; i < config_table_count(pan->config); i++) {
+        const char *table = config_table_name(pan->config, i);
+        if (strncmp(table, "specialists.", 12) == 0 && table[12] != '\0' &&
+            strchr(table + 12, '_') == NULL)
+            s_known_add(known, table + 12);
+    }
+    json_t *data = NULL;
+    int code = s_broker_list(pan, need, &data);
+    if (code != PAN_EXIT_OK)
+        return code;
+    if (json_is_array(data)) {
+        known->broker = data;
+        size_t i;
+        json_t *item;
+        json_array_foreach(data, i, item)
+        {
+            const char *name = pan_json_str(item, "name", NULL);
+            if (name != NULL)
+                s_known_add(known, name);
+        }
+    } else {
+        json_decref(data);
+    }
+    qsort(known->names, known->count, sizeof known->names[0], s_compare_names);
+    return PAN_EXIT_OK;
+}
+
+static void s_known_free(known_t *known)
+{
+    json_decref(known->broker);
+    known->broker = NULL;
+}
+
+static bool s_known_has(const known_t *known, const char *name)
+{
+    for (size_t i = 0; i < known->count; i++)
+        if (strcmp(known->names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* The original's error for an unknown name; returns PAN_EXIT_ERROR. */
+static int s_unknown(const known_t *known, const char *name)
+{
+    fprintf(stderr, "Error: Unknown specialist '%s'\nValid specialists: ", name);
+    for (size_t i = 0; i < known->count; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", known->names[i]);
+    fputc('\n', stderr);
+    return PAN_EXIT_ERROR;
+}
+
+/* The broker's entry for `name`, or NULL. */
+static json_t *s_broker_entry(const known_t *known, const char *name)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(known->broker, i, item)
+    {
+        if (strcmp(pan_json_str(item, "name", ""), name) == 0)
+            return item;
+    }
+    return NULL;
+}
+
+/* "merge-agent" -> "Merge Agent". */
+static void s_display_name(const char *name, char *buf, size_t size)
+{
+    size_t used = 0;
+    bool word_start = true;
+    for (const char *p = name; *p && used + 1 < size; p++) {
+        char c = *p;
+        if (c == '-' || c == '_' || c == '.') {
+            buf[used++] = ' ';
+            word_start = true;
+            continue;
+        }
+        buf[used++] = (word_start && c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c;
+        word_start = false;
+    }
+    buf[used] = '\0';
+}
+
+static const char *s_description(const char *name)
+{
+    if (strcmp(name, "merge-agent") == 0)
+        return "Merges approved branches, resolves conflicts, runs the tests and pushes";
+    if (strcmp(name, "review-agent") == 0)
+        return "Reviews changes, runs the checks, approves or requests changes";
+    if (strcmp(name, "test-agent") == 0)
+        return "Detects and runs the test suite, analyses failures, attempts simple fixes";
+    return "Custom specialist";
+}
+
+/* 45000 -> "45,000". */
+static void s_format_count(char *buf, size_t size, int64_t value)
+{
+    char digits[32];
+    snprintf(digits, sizeof digits, "%lld", (long long)(value < 0 ? -value : value));
+    size_t len = strlen(digits), used = 0;
+    if (value < 0 && used + 1 < size)
+        buf[used++] = '-';
+    for (size_t i = 0; i < len && used + 1 < size; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && used + 1 < size)
+            buf[used++] = ',';
+        if (used + 1 < size)
+            buf[used++] = digits[i];
+    }
+    buf[used] = '\0';
+}
+
+static void s_iso_time(char *buf, size_t size, int64_t wall_ms)
+{
+    time_t seconds = (time_t)(wall_ms / 1000);
+    struct tm tm;
+    if (gmtime_r(&seconds, &tm) == NULL ||
+        strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(buf, size, "%lld", (long long)wall_ms);
+}
+
+/* ---- list ---- */
+
+static json_t *s_status_json(const pan_t *pan, const known_t *known, const char *name)
+{
+    json_t *entry = s_broker_entry(known, name);
+    int64_t running = pan_json_int(entry, "running", 0), workers = pan_json_int(entry, "workers", 0);
+    const char *state = running > 0 ? "running" : workers > 0 ? "idle" : "offline";
+    char display[128];
+    s_display_name(name, display, sizeof display);
+    json_t *status = json_pack("{s:s, s:s, s:s, s:b, s:b, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                               "name", name, "displayName", display, "description",
+                               s_description(name), "enabled",
+                               config_specialist_enabled(pan->config, name), "autoWake",
+                               config_specialist_auto_wake(pan->config, name), "state", state,
+                               "isRunning", running > 0, "queued",
+                               (json_int_t)pan_json_int(entry, "queued", 0), "running",
+                               (json_int_t)running, "workers", (json_int_t)workers, "idleWorkers",
+                               (json_int_t)pan_json_int(entry, "idle_workers", 0), "done",
+                               (json_int_t)pan_json_int(entry, "done", 0), "failed",
+                               (json_int_t)pan_json_int(entry, "failed", 0), "dead",
+                               (json_int_t)pan_json_int(entry, "dead", 0));
+    session_state_t session;
+    if (status != NULL && session_load(name, &session) == 0) {
+        json_object_set_new(status, "sessionId", json_string(session.session_id));
+        json_object_set_new(status, "contextTokens", json_integer(session.input_tokens));
+        json_object_set_new(status, "outputTokens", json_integer(session.output_tokens));
+        json_object_set_new(status, "costUsd", json_real(session.cost_usd));
+        json_object_set_new(status, "runs", json_integer(session.runs));
+        if (session.last_run_at_ms > 0) {
+            char when[64];
+            s_iso_time(when, sizeof when, session.last_run_at_ms);
+            json_object_set_new(status, "lastWake", json_string(when));
+        }
+    }
+    return status;
+}
+
+static void s_print_status(const json_t *status, bool color)
+{
+    const char *state = pan_json_str(status, "state", "offline");
+    bool enabled = json_is_true(json_object_get(status, "enabled"));
+    const char *icon = "○", *on = color ? "\033[2m" : "";
+    if (enabled && strcmp(state, "running") == 0) {
+        icon = "●";
+        on = color ? "\033[32m" : "";
+    } else if (enabled && strcmp(state, "idle") == 0) {
+        icon = "●";
+        on = color ? "\033[33m" : "";
+    }
+    printf("%s%s%s %s (%s)\n", on, icon, color ? "\033[0m" : "",
+           pan_json_str(status, "displayName", "?"), enabled ? "enabled" : "disabled");
+    printf("  %s\n", pan_json_str(status, "description", ""));
+    printf("  Status: %s\n", state);
+    printf("  Queue: %lld queued, %lld running, %lld done, %lld failed, %lld dead\n",
+           (long long)pan_json_int(status, "queued", 0), (long long)pan_json_int(status, "running", 0),
+           (long long)pan_json_int(status, "done", 0), (long long)pan_json_int(status, "failed", 0),
+           (long long)pan_json_int(status, "dead", 0));
+    printf("  Workers: %lld (%lld idle)\n", (long long)pan_json_int(status, "workers", 0),
+           (long long)pan_json_int(status, "idleWorkers", 0));
+    const char *session = pan_json_str(status, "sessionId", NULL);
+    if (session != NULL) {
+        char tokens[32];
+        s_format_count(tokens, sizeof tokens, pan_json_int(status, "contextTokens", 0));
+        json_t *cost = json_object_get(status, "costUsd");
+        printf("  Session: %.8s...\n", session);
+        printf("  Context: %s tokens (cost $%.2f, %lld runs)\n", tokens,
+               json_is_number(cost) ? json_number_value(cost) : 0.0,
+               (long long)pan_json_int(status, "runs", 0));
+    }
+    const char *last = pan_json_str(status, "lastWake", NULL);
+    if (last != NULL) {
+        struct tm tm;
+        memset(&tm, 0, sizeof tm);
+        char age[32] = "";
+        if (strptime(last, "%Y-%m-%dT%H:%M:%SZ", &tm) != NULL) {
+            pan_format_age(age, sizeof age, clock_wall_ms() - (int64_t)timegm(&tm) * 1000);
+            printf("  Last wake: %s%s\n", age, strcmp(age, "just now") ? " ago" : "");
+        }
+    }
+    printf("\n");
+}
+
+static int s_list(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan specialists list [--json]";
+    bool json = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else
+            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+    }
+    known_t known;
+    int code = s_known_load(pan, &known, BROKER_REQUIRED);
+    if (code != PAN_EXIT_OK)
+        return code;
+    json_t *all = json_array();
+    for (size_t i = 0; i < known.count; i++)
+        json_array_append_new(all, s_status_json(pan, &known, known.names[i]));
+    if (json) {
+        pan_print_json(all);
+    } else {
+        printf("Specialist Agents:\n\n");
+        bool color = isatty(STDOUT_FILENO);
+        size_t i;
+        json_t *status;
+        json_array_foreach(all, i, status) s_print_status(status, color);
+    }
+    json_decref(all);
+    s_known_free(&known);
+    return PAN_EXIT_OK;
+}
+
+/* ---- queue ---- */
+
+/* The original's queue item, plus title, state, attempt and the whole payload. */
+static json_t *s_queue_item(const json_t *task, int64_t now)
+{
+    int64_t created = pan_json_int(task, "created", now);
+    char age[32];
+    pan_format_age(age, sizeof age, now - created);
+    json_t *item = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:I, s:I}",
+                             "id", pan_json_str(task, "id", ""),
+                             "type", "task",
+                             "priority", pan_json_str(task, "priority", "normal"),
+                             "source", pan_json_str(task, "source", NULL),
+                             "issue", pan_json_str(task, "issue", NULL),
+                             "title", pan_json_str(task, "title", NULL),
+                             "createdAt", (json_int_t)created,
+                             "age", age,
+                             "ageMs", (json_int_t)(now - created),
+                             "attempt", (json_int_t)pan_json_int(task, "attempt", 0));
+    json_t *payload = json_object_get(task, "payload");
+    if (item != NULL)
+        json_object_set(item, "payload", json_is_object(payload) ? payload : json_object());
+    return item;
+}
+
+static void s_print_item(size_t index, const json_t *item)
+{
+    char upper[16] = "";
+    const char *priority = pan_json_str(item, "priority", "normal");
+    for (size_t i = 0; priority[i] && i + 1 < sizeof upper; i++)
+        upper[i] = (char)(priority[i] >= 'a' && priority[i] <= 'z' ? priority[i] - 32 : priority[i]);
+    printf("%zu. %s\n", index, upper);
+    printf("   ID: %s\n", pan_json_str(item, "id", ""));
+    const json_t *payload = json_object_get(item, "payload");
+    const char *lines[][2] = {
+        {"Title", pan_json_str(item, "title", NULL)},
+        {"Source", pan_json_str(item, "source", NULL)},
+        {"Issue", pan_json_str(item, "issue", pan_json_str(payload, "issueId", NULL))},
+        {"Age", pan_json_str(item, "age", NULL)},
+        {"PR", pan_json_str(payload, "prUrl", NULL)},
+        {"Workspace", pan_json_str(payload, "workspace", NULL)},
+        {"Branch", pan_json_str(payload, "branch", NULL)},
+        {"Task", pan_json_str(payload, "task", NULL)},
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        if (lines[i][1] != NULL && lines[i][1][0] != '\0')
+            printf("   %s: %s\n", lines[i][0], lines[i][1]);
+}
+
+static int s_queue(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan specialists queue <name> [--json]";
+    const char *name = NULL;
+    bool json = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (argv[i][0] == '-' || name != NULL)
+            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+        else
+            name = argv[i];
+    }
+    if (name == NULL)
+        return pan_usage(usage, "which specialist?");
+    known_t known;
+    int code = s_known_load(pan, &known, BROKER_REQUIRED);
+    if (code != PAN_EXIT_OK)
+        return code;
+    if (!s_known_has(&known, name)) {
+        code = s_unknown(&known, name);
+        s_known_free(&known);
+        return code;
+    }
+    s_known_free(&known);
+
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "list_queue");
+    wire_put_str(writer, "specialist", name);
+    json_t *tasks = NULL;
+    code = pan_call(pan, writer, &tasks);
+    wire_writer_destroy(&writer);
+    if (code != PAN_EXIT_OK)
+        return code;
+    int64_t now = clock_wall_ms();
+    json_t *items = json_array();
+    int64_t urgent = 0;
+    size_t i;
+    json_t *task;
+    json_array_foreach(tasks, i, task)
+    {
+        json_array_append_new(items, s_queue_item(task, now));
+        if (strcmp(pan_json_str(task, "priority", ""), "urgent") == 0)
+            urgent++;
+    }
+    if (json) {
+        json_t *out = json_pack("{s:b, s:I, s:O}", "hasWork", json_array_size(items) > 0,
+                                "urgentCount", (json_int_t)urgent, "items", items);
+        pan_print_json(out);
+        json_decref(out);
+    } else {
+        char display[128];
+        s_display_name(name, display, sizeof display);
+        printf("%s Queue:\n\n", display);
+        if (json_array_size(items) == 0) {
+            printf("Queue is empty - no pending work\n");
+        } else {
+            printf("Total items: %zu\n", json_array_size(items));
+            if (urgent > 0)
+                printf("Urgent items: %lld\n", (long long)urgent);
+            json_t *item;
+            json_array_foreach(items, i, item)
+            {
+                printf("\n");
+                s_print_item(i + 1, item);
+            }
+        }
+    }
+    json_decref(items);
+    json_decref(tasks);
+    return PAN_EXIT_OK;
+}
+
+/* ---- wake ---- */
+
+static int s_wake(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan specialists wake <name> [--task TEXT] [--priority P]";
+    const char *name = NULL, *text = NULL, *priority = "urgent";
+    for (int i = 0; i < argc; i++) {
+        int found = pan_option(argc, argv, &i, "--task", &text);
+        if (found == 0)
+            found = pan_option(argc, argv, &i, "--priority", &priority);
+        if (found < 0)
+            return pan_usage(usage, "%s needs a value", argv[i]);
+        if (found > 0)
+            continue;
+        if (argv[i][0] == '-' || name != NULL)
+            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+        name = argv[i];
+    }
+    if (name == NULL)
+        return pan_usage(usage, "which specialist?");
+    if (!pan_priority_valid(priority))
+        return pan_usage(usage, "invalid priority '%s' (urgent, high, normal, low)", priority);
+    known_t known;
+    int code = s_known_load(pan, &known, BROKER_REQUIRED);
+    if (code != PAN_EXIT_OK)
+        return code;
+    if (!s_known_has(&known, name)) {
+        code = s_unknown(&known, name);
+        s_known_free(&known);
+        return code;
+    }
+    json_t *entry = s_broker_entry(&known, name);
+    int64_t workers = pan_json_int(entry, "workers", 0);
+    if (!config_specialist_enabled(pan->config, name))
+        fprintf(stderr, "Warning: %s is disabled in cloister.toml; queueing anyway\n", name);
+
+    char id[CLIENT_ID_SIZE], title[256];
+    client_new_id(id, sizeof id);
+    snprintf(title, sizeof title, "Wake %s%s%.200s", name, text ? ": " : "", text ? text : "");
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "submit");
+    wire_put_str(writer, "id", id);
+    wire_put_str(writer, "specialist", name);
+    wire_put_str(writer, "priority", priority);
+    wire_put_str(writer, "source", "pan-wake");
+    wire_put_str(writer, "title", title);
+    wire_open_map(writer, "payload");
+    wire_put_str(writer, "task", text ? text : "Manual wake");
+    wire_close(writer);
+    json_t *task = NULL;
+    code = pan_call(pan, writer, &task);
+    wire_writer_destroy(&writer);
+    if (code == PAN_EXIT_OK) {
+        printf("✓ Specialist %s woken up successfully\n", name);
+        printf("  Queued %s task %s\n", priority, pan_json_str(task, "id", id));
+        if (text != NULL)
+            printf("  Task: %s\n", text);
+        if (workers == 0)
+            printf("  No %s worker is connected: the task waits in the queue until one starts\n",
+                   name);
+        printf("  Follow with: pan events --follow --topic task.\n");
+    }
+    json_decref(task);
+    s_known_free(&known);
+    return code;
+}
+
+/* ---- reset ---- */
+
+/* Asks "Continue? [y/N]" on the terminal; true only for an explicit yes. */
+static bool s_confirm(const char *question)
+{
+    printf("%s Continue? [y/N] ", question);
+    fflush(stdout);
+    char answer[16];
+    if (fgets(answer, sizeof answer, stdin) == NULL)
+        return false;
+    return answer[0] == 'y' || answer[0] == 'Y';
+}
+
+static int s_reset_one(const char *name)
+{
+    int rc = session_reset(name);
+    if (rc != 0)
+        return pan_fail(PAN_EXIT_ERROR, "cannot reset %s: %s", name, failure_message());
+    return PAN_EXIT_OK;
+}
+
+static int s_reset(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan specialists reset <name>|--all [--force]";
+    const char *name = NULL;
+    bool all = false, force = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--all") == 0)
+            all = true;
+        else if (strcmp(argv[i], "--force") == 0 || strcmp(argv[i], "-f") == 0)
+            force = true;
+        else if (argv[i][0] == '-' || name != NULL)
+            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+        else
+            name = argv[i];
+    }
+    if (all == (name != NULL))
+        return pan_usage(usage, all ? "give a name or --all, not both" : "which specialist?");
+    known_t known;
+    /* Resetting works on local files: a broker that does not answer only means fewer
+     * known names. */
+    int code = s_known_load(pan, &known, BROKER_OPTIONAL);
+    if (code != PAN_EXIT_OK)
+        return code;
+    if (name != NULL && !s_known_has(&known, name)) {
+        code = s_unknown(&known, name);
+        s_known_free(&known);
+        return code;
+    }
+    if (!all) {
+        session_state_t session;
+        if (session_load(name, &session) == 0)
+            printf("%s: session %.8s... (%lld runs, %lld tokens)\n", name, session.session_id,
+                   (long long)session.runs,
+                   (long long)(session.input_tokens + session.output_tokens));
+        else
+            printf("%s: no session\n", name);
+        char question[160];
+        snprintf(question, sizeof question, "Reset %s (its next wake starts a fresh session)?",
+                 name);
+        if (!force && !s_confirm(question)) {
+            printf("Cancelled\n");
+        } else if ((code = s_reset_one(name)) == PAN_EXIT_OK) {
+            printf("✓ Specialist %s has been reset\n", name);
+            printf("  Next wake will start a fresh session\n");
+        }
+    } else if (!force && !s_confirm("Reset every specialist's session?")) {
+        printf("Cancelled\n");
+    } else {
+        size_t done = 0;
+        for (size_t i = 0; i < known.count; i++) {
+            int one = s_reset_one(known.names[i]);
+            if (one == PAN_EXIT_OK)
+                done++;
+            else
+                code = one;
+        }
+        printf("✓ Reset %zu specialist(s)\n", done);
+    }
+    s_known_free(&known);
+    return code;
+}
+
+int cmd_specialists(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan specialists list|queue|wake|reset ...";
+    if (argc < 1)
+        return pan_usage(usage, "specialists what?");
+    const char *sub = argv[0];
+    if (strcmp(sub, "list") == 0)
+        return s_list(pan, argc - 1, argv + 1);
+    if (strcmp(sub, "queue") == 0)
+        return s_queue(pan, argc - 1, argv + 1);
+    if (strcmp(sub, "wake") == 0)
+        return s_wake(pan, argc - 1, argv + 1);
+    if (strcmp(sub, "reset") == 0)
+        return s_reset(pan, argc - 1, argv + 1);
+    return pan_usage(usage, "unknown specialists command '%s'", sub);
+}

@@ -1,0 +1,224 @@
+/* pan submit: one task, committed through the broker's control socket before pan says so.
+ *
+ * The payload is built from the flags by the seed's names (prUrl, issueId, workspace,
+ * branch, target, description) over whatever --payload JSON gives. A merge-agent task with
+ * a workspace and no --group is put in the group `merge:<repository root>:<target>`, so
+ * two merges into one target of one repository never run at once. */
+#include "pan.h"
+
+#include "failure.h"
+#include "msgjson.h"
+
+#include <git2.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const s_usage =
+    "pan submit <specialist> [--priority urgent|high|normal|low] [--issue ID] [--pr-url URL]\n"
+    "       [--workspace DIR] [--branch B] [--target T] [--title TEXT] [--id ID] [--group G]\n"
+    "       [--source S] [--max-attempts N] [--timeout SECONDS] [--description TEXT]\n"
+    "       [--payload JSON] [--json]";
+
+typedef struct {
+    const char *specialist;
+    const char *priority, *issue, *pr_url, *workspace, *branch, *target, *title, *id;
+    const char *group, *source, *description, *payload;
+    const char *max_attempts, *timeout;
+    bool json;
+} submit_args_t;
+
+/* True if `name` is a queue name the protocol accepts: [a-z0-9][a-z0-9._-]*, <= 64. */
+static bool s_specialist_valid(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > 64)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  (i > 0 && (c == '.' || c == '_' || c == '-'));
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static int s_parse(int argc, char **argv, submit_args_t *args)
+{
+    struct {
+        const char *name;
+        const char **value;
+    } options[] = {
+        {"--priority", &args->priority},     {"--issue", &args->issue},
+        {"--pr-url", &args->pr_url},         {"--workspace", &args->workspace},
+        {"--branch", &args->branch},         {"--target", &args->target},
+        {"--title", &args->title},           {"--id", &args->id},
+        {"--group", &args->group},           {"--source", &args->source},
+        {"--max-attempts", &args->max_attempts}, {"--timeout", &args->timeout},
+        {"--description", &args->description}, {"--payload", &args->payload},
+    };
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            args->json = true;
+            continue;
+        }
+        int found = 0;
+        for (size_t k = 0; k < sizeof options / sizeof options[0] && found == 0; k++) {
+            found = pan_option(argc, argv, &i, options[k].name, options[k].value);
+            if (found < 0)
+                return pan_usage(s_usage, "%s needs a value", options[k].name);
+        }
+        if (found)
+            continue;
+        if (argv[i][0] == '-')
+            return pan_usage(s_usage, "unknown option '%s'", argv[i]);
+        if (args->specialist != NULL)
+            return pan_usage(s_usage, "unexpected argument '%s'", argv[i]);
+        args->specialist = argv[i];
+    }
+    if (args->specialist == NULL)
+        return pan_usage(s_usage, "which specialist? (review-agent, test-agent, merge-agent, ...)");
+    if (!s_specialist_valid(args->specialist))
+        return pan_usage(s_usage, "invalid specialist name '%s' (lowercase letters, digits, '.', "
+                                  "'_', '-'; at most 64)", args->specialist);
+    if (args->priority != NULL && !pan_priority_valid(args->priority))
+        return pan_usage(s_usage, "invalid priority '%s' (urgent, high, normal, low)",
+                         args->priority);
+    return PAN_EXIT_OK;
+}
+
+/* The absolute form of `path`: its realpath when it exists, else joined to the cwd. */
+static int s_absolute(const char *path, char *out, size_t size)
+{
+    char resolved[PATH_MAX];
+    if (realpath(path, resolved) != NULL) {
+        snprintf(out, size, "%s", resolved);
+        return 0;
+    }
+    if (path[0] == '/') {
+        snprintf(out, size, "%s", path);
+        return 0;
+    }
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd) == NULL)
+        return failure_set(FAILURE_IO, "cannot read the current directory");
+    if ((size_t)snprintf(out, size, "%s/%s", cwd, path) >= size)
+        return failure_set(FAILURE_TOO_BIG, "workspace path too long");
+    return 0;
+}
+
+/* The root of the repository holding `workspace` (the main working tree even from a
+ * linked worktree, since they share one set of branches), or the workspace itself when it
+ * is not inside a repository here. */
+static void s_repository_root(const char *workspace, char *out, size_t size)
+{
+    snprintf(out, size, "%s", workspace);
+    git_libgit2_init();
+    git_repository *repo = NULL;
+    if (git_repository_open_ext(&repo, workspace, 0, NULL) == 0) {
+        char common[PATH_MAX];
+        snprintf(common, sizeof common, "%s", git_repository_commondir(repo));
+        size_t len = strlen(common);
+        while (len > 1 && common[len - 1] == '/')
+            common[--len] = '\0';
+        /* A non-bare repository's common dir is "<root>/.git". */
+        if (len >= 5 && strcmp(common + len - 5, "/.git") == 0)
+            common[len - 5] = '\0';
+        char resolved[PATH_MAX];
+        snprintf(out, size, "%s", realpath(common, resolved) ? resolved : common);
+        git_repository_free(repo);
+    }
+    git_libgit2_shutdown();
+}
+
+/* Builds the payload: --payload JSON first, then the flags over it. Returns a new
+ * object (caller owns) or NULL after printing why. */
+static json_t *s_payload(const submit_args_t *args, const char *workspace)
+{
+    json_t *payload = NULL;
+    if (args->payload != NULL) {
+        json_error_t error;
+        payload = json_loads(args->payload, JSON_DECODE_ANY, &error);
+        if (payload == NULL || !json_is_object(payload)) {
+            pan_usage(s_usage, "--payload must be a JSON object%s%s", payload ? "" : ": ",
+                      payload ? "" : error.text);
+            json_decref(payload);
+            return NULL;
+        }
+    } else {
+        payload = json_object();
+    }
+    struct {
+        const char *key;
+        const char *value;
+    } fields[] = {
+        {"prUrl", args->pr_url},   {"issueId", args->issue},   {"workspace", workspace},
+        {"branch", args->branch},  {"target", args->target},   {"description", args->description},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].value != NULL)
+            json_object_set_new(payload, fields[i].key, json_string(fields[i].value));
+    return payload;
+}
+
+int cmd_submit(const pan_t *pan, int argc, char **argv)
+{
+    submit_args_t args = {0};
+    int code = s_parse(argc, argv, &args);
+    if (code != PAN_EXIT_OK)
+        return code;
+    int64_t max_attempts = 0, timeout_s = 0;
+    if (args.max_attempts && !pan_parse_int(args.max_attempts, 1, 100, &max_attempts))
+        return pan_usage(s_usage, "--max-attempts must be 1..100, not '%s'", args.max_attempts);
+    if (args.timeout && !pan_parse_int(args.timeout, 1, 7 * 24 * 3600, &timeout_s))
+        return pan_usage(s_usage, "--timeout must be a number of seconds, not '%s'", args.timeout);
+
+    char workspace[PATH_MAX] = "";
+    if (args.workspace != NULL && s_absolute(args.workspace, workspace, sizeof workspace) != 0)
+        return pan_fail(PAN_EXIT_ERROR, "--workspace: %s", failure_message());
+    char group[PATH_MAX + 256] = "";
+    if (args.group != NULL) {
+        snprintf(group, sizeof group, "%s", args.group);
+    } else if (strcmp(args.specialist, "merge-agent") == 0 && workspace[0] != '\0') {
+        char root[PATH_MAX];
+        s_repository_root(workspace, root, sizeof root);
+        snprintf(group, sizeof group, "merge:%s:%s", root, args.target ? args.target : "main");
+    }
+    char id[CLIENT_ID_SIZE];
+    if (args.id == NULL)
+        client_new_id(id, sizeof id);
+
+    json_t *payload = s_payload(&args, workspace[0] ? workspace : NULL);
+    if (payload == NULL)
+        return PAN_EXIT_USAGE;
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "submit");
+    wire_put_str(writer, "id", args.id ? args.id : id);
+    wire_put_str(writer, "specialist", args.specialist);
+    wire_put_str(writer, "priority", args.priority);
+    wire_put_str(writer, "source", args.source ? args.source : "pan");
+    wire_put_str(writer, "title", args.title);
+    wire_put_str(writer, "issue", args.issue);
+    wire_put_str(writer, "group", group[0] ? group : NULL);
+    if (max_attempts > 0)
+        wire_put_int(writer, "max_attempts", max_attempts);
+    if (timeout_s > 0)
+        wire_put_int(writer, "timeout_s", timeout_s);
+    msgjson_put(writer, "payload", payload);
+    json_decref(payload);
+
+    json_t *task = NULL;
+    code = pan_call(pan, writer, &task);
+    wire_writer_destroy(&writer);
+    if (code != PAN_EXIT_OK)
+        return code;
+    if (args.json)
+        pan_print_json(task);
+    else
+        puts(pan_json_str(task, "id", args.id ? args.id : id));
+    json_decref(task);
+    return PAN_EXIT_OK;
+}

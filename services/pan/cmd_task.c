@@ -1,0 +1,213 @@
+/* pan task show / cancel / retry / status: one task, or the broker's numbers. */
+#include "pan.h"
+
+#include "clock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parses `<id> [--json]` (json may be NULL when --json is not accepted). */
+static int s_parse_id(int argc, char **argv, const char *usage, const char **id, bool *json)
+{
+    *id = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (json != NULL && strcmp(argv[i], "--json") == 0)
+            *json = true;
+        else if (argv[i][0] == '-')
+            return pan_usage(usage, "unknown option '%s'", argv[i]);
+        else if (*id != NULL)
+            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+        else
+            *id = argv[i];
+    }
+    if (*id == NULL)
+        return pan_usage(usage, "which task id?");
+    return PAN_EXIT_OK;
+}
+
+/* Sends `<type> {id}` and returns the exit code; *task gets the reply's task. */
+static int s_task_request(const pan_t *pan, const char *type, const char *id, json_t **task)
+{
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, type);
+    wire_put_str(writer, "id", id);
+    int code = pan_call(pan, writer, task);
+    wire_writer_destroy(&writer);
+    return code;
+}
+
+static void s_print_time_line(const char *label, const json_t *task, const char *key)
+{
+    int64_t when = pan_json_int(task, key, 0);
+    if (when <= 0)
+        return;
+    char at[64], age[32];
+    pan_format_time(at, sizeof at, when);
+    int64_t delta = clock_wall_ms() - when;
+    if (delta >= 0) {
+        pan_format_age(age, sizeof age, delta);
+        printf("  %-12s %s (%s%s)\n", label, at, age, strcmp(age, "just now") ? " ago" : "");
+    } else {
+        printf("  %-12s %s\n", label, at);
+    }
+}
+
+static void s_print_task(const json_t *task)
+{
+    printf("Task %s\n", pan_json_str(task, "id", "?"));
+    printf("  %-12s %s\n", "Specialist:", pan_json_str(task, "specialist", "?"));
+    printf("  %-12s %s\n", "State:", pan_json_str(task, "state", "?"));
+    printf("  %-12s %s\n", "Priority:", pan_json_str(task, "priority", "normal"));
+    printf("  %-12s %lld of %lld (failures %lld)\n", "Attempt:",
+           (long long)pan_json_int(task, "attempt", 0),
+           (long long)pan_json_int(task, "max_attempts", 0),
+           (long long)pan_json_int(task, "failures", 0));
+    static const char *const text_fields[][2] = {
+        {"Title:", "title"},   {"Issue:", "issue"},   {"Source:", "source"},
+        {"Group:", "group"},   {"Worker:", "worker"}, {"Parent:", "parent"},
+        {"Error:", "error"},
+    };
+    for (size_t i = 0; i < sizeof text_fields / sizeof text_fields[0]; i++) {
+        const char *value = pan_json_str(task, text_fields[i][1], NULL);
+        if (value != NULL && value[0] != '\0')
+            printf("  %-12s %s\n", text_fields[i][0], value);
+    }
+    s_print_time_line("Created:", task, "created");
+    s_print_time_line("Updated:", task, "updated");
+    s_print_time_line("Not before:", task, "not_before");
+    static const char *const maps[][2] = {{"Payload:", "payload"}, {"Result:", "result"}};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *value = json_object_get(task, maps[i][1]);
+        if (!json_is_object(value) || json_object_size(value) == 0)
+            continue;
+        char *text = json_dumps(value, JSON_COMPACT);
+        if (text != NULL)
+            printf("  %-12s %s\n", maps[i][0], text);
+        free(text);
+    }
+}
+
+int cmd_task(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan task show <id> [--json]";
+    if (argc < 1)
+        return pan_usage(usage, "task what?");
+    if (strcmp(argv[0], "show") != 0)
+        return pan_usage(usage, "unknown task command '%s'", argv[0]);
+    const char *id = NULL;
+    bool json = false;
+    int code = s_parse_id(argc - 1, argv + 1, usage, &id, &json);
+    if (code != PAN_EXIT_OK)
+        return code;
+    json_t *task = NULL;
+    code = s_task_request(pan, "show_task", id, &task);
+    if (code != PAN_EXIT_OK)
+        return code;
+    if (json)
+        pan_print_json(task);
+    else
+        s_print_task(task);
+    json_decref(task);
+    return PAN_EXIT_OK;
+}
+
+/* cancel / retry: one request, one confirmation line. */
+static int s_change(const pan_t *pan, int argc, char **argv, const char *usage,
+                    const char *request, const char *verb)
+{
+    const char *id = NULL;
+    int code = s_parse_id(argc, argv, usage, &id, NULL);
+    if (code != PAN_EXIT_OK)
+        return code;
+    json_t *task = NULL;
+    code = s_task_request(pan, request, id, &task);
+    if (code != PAN_EXIT_OK)
+        return code;
+    printf("%s %s (state: %s)\n", verb, pan_json_str(task, "id", id),
+           pan_json_str(task, "state", "?"));
+    json_decref(task);
+    return PAN_EXIT_OK;
+}
+
+int cmd_cancel(const pan_t *pan, int argc, char **argv)
+{
+    return s_change(pan, argc, argv, "pan cancel <id>", "cancel_task", "Cancelled");
+}
+
+int cmd_retry(const pan_t *pan, int argc, char **argv)
+{
+    return s_change(pan, argc, argv, "pan retry <id>", "retry_task", "Requeued");
+}
+
+static void s_print_stats(const pan_t *pan, const json_t *stats)
+{
+    printf("Broker at %s\n\n", pan->control_ep);
+    json_t *queues = json_object_get(stats, "queues");
+    printf("%-24s %7s %7s %7s %7s\n", "Queue", "urgent", "high", "normal", "low");
+    if (json_object_size(queues) == 0)
+        printf("  (no queued tasks)\n");
+    const char *name;
+    json_t *depth;
+    json_object_foreach(queues, name, depth)
+    {
+        printf("%-24s %7lld %7lld %7lld %7lld\n", name, (long long)pan_json_int(depth, "urgent", 0),
+               (long long)pan_json_int(depth, "high", 0),
+               (long long)pan_json_int(depth, "normal", 0),
+               (long long)pan_json_int(depth, "low", 0));
+    }
+    printf("\nRunning: %lld   Dead: %lld   Workers: %lld\n",
+           (long long)pan_json_int(stats, "running", 0), (long long)pan_json_int(stats, "dead", 0),
+           (long long)pan_json_int(stats, "workers", 0));
+    int64_t oldest = pan_json_int(stats, "oldest_queued_age_ms", -1);
+    if (oldest >= 0)
+        printf("Oldest queued: %.1f s\n", (double)oldest / 1000.0);
+    json_t *throughput = json_object_get(stats, "throughput_per_s");
+    printf("Submitted: %lld   Completed: %lld   Throughput: %.2f/s\n",
+           (long long)pan_json_int(stats, "submitted", 0),
+           (long long)pan_json_int(stats, "completed", 0),
+           json_is_number(throughput) ? json_number_value(throughput) : 0.0);
+    json_t *latency = json_object_get(stats, "commit_latency_ms");
+    if (json_is_object(latency)) {
+        json_t *p50 = json_object_get(latency, "p50"), *p99 = json_object_get(latency, "p99");
+        printf("Commit latency: p50 %.2f ms, p99 %.2f ms\n",
+               json_is_number(p50) ? json_number_value(p50) : 0.0,
+               json_is_number(p99) ? json_number_value(p99) : 0.0);
+    }
+    json_t *rejected = json_object_get(stats, "rejected");
+    if (json_object_size(rejected) > 0) {
+        printf("Rejected:");
+        json_t *count;
+        json_object_foreach(rejected, name, count)
+        {
+            printf(" %s=%lld", name, json_is_integer(count) ? (long long)json_integer_value(count) : 0LL);
+        }
+        printf("\n");
+    }
+    printf("Last event: #%lld\n", (long long)pan_json_int(stats, "last_seq", 0));
+}
+
+int cmd_status(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan status [--json]";
+    bool json = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else
+            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+    }
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "stats");
+    json_t *stats = NULL;
+    int code = pan_call(pan, writer, &stats);
+    wire_writer_destroy(&writer);
+    if (code != PAN_EXIT_OK)
+        return code;
+    if (json)
+        pan_print_json(stats);
+    else
+        s_print_stats(pan, stats);
+    json_decref(stats);
+    return PAN_EXIT_OK;
+}

@@ -1,0 +1,48 @@
+/* pan tests detect [DIR]: which command runs a project's tests (common/testdetect.h),
+ * honouring the test-agent's configured test_command. */
+#include "pan.h"
+
+#include "failure.h"
+#include "testdetect.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cmd_tests(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan tests detect [DIR] [--json]";
+    if (argc < 1)
+        return pan_usage(usage, "tests what?");
+    if (strcmp(argv[0], "detect") != 0)
+        return pan_usage(usage, "unknown tests command '%s'", argv[0]);
+    const char *dir = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (argv[i][0] == '-' || dir != NULL)
+            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+        else
+            dir = argv[i];
+    }
+    testdetect_t found;
+    int rc = testdetect_find(&found, dir ? dir : ".",
+                             config_specialist_test_command(pan->config, "test-agent"));
+    if (found.warning[0] != '\0')
+        fprintf(stderr, "pan: warning: %s\n", found.warning);
+    if (rc == FAILURE_NOT_FOUND)
+        return pan_fail(PAN_EXIT_USAGE, "%s", failure_message());
+    if (rc != 0)
+        return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    if (json) {
+        json_t *out = json_pack("{s:s, s:s, s:s}", "command", found.command, "runner",
+                                testdetect_runner_name(found.runner), "reason", found.reason);
+        if (found.warning[0] != '\0')
+            json_object_set_new(out, "warning", json_string(found.warning));
+        pan_print_json(out);
+        json_decref(out);
+    } else {
+        puts(found.command);
+    }
+    return PAN_EXIT_OK;
+}

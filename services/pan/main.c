@@ -1,0 +1,131 @@
+/* pan: the Cloister command line -- submit tasks, look at the queues and the
+ * specialists, follow events. main() takes the global options (endpoints, deadline),
+ * loads the configuration and hands the rest to one command module. */
+#include "pan.h"
+
+#include "failure.h"
+
+#include <czmq.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const s_usage =
+    "pan [--control EP] [--events EP] [--in EP] [--timeout-ms N] <command> ...\n"
+    "\n"
+    "commands:\n"
+    "  submit <specialist> [--priority P] [--issue ID] [--pr-url URL] [--workspace DIR]\n"
+    "         [--branch B] [--target T] [--title TEXT] [--id ID] [--group G] [--source S]\n"
+    "         [--max-attempts N] [--timeout S] [--description TEXT] [--payload JSON] [--json]\n"
+    "  specialists list [--json]\n"
+    "  specialists queue <name> [--json]\n"
+    "  specialists wake <name> [--task TEXT] [--priority P]\n"
+    "  specialists reset <name>|--all [--force]\n"
+    "  events [--since SEQ] [--follow] [--topic PREFIX] [--limit N] [--json]\n"
+    "  task show <id> [--json]\n"
+    "  cancel <id>\n"
+    "  retry <id>\n"
+    "  status [--json]\n"
+    "  tests detect [DIR] [--json]\n"
+    "\n"
+    "Endpoints come from the flags, else CLOISTER_CONTROL / CLOISTER_EVENTS / CLOISTER_IN,\n"
+    "else [broker] in $PANOPTICON_HOME/cloister.toml, else tcp://127.0.0.1:5562/5561/5560.\n"
+    "Exit codes: 0 ok, 1 refused or failed, 2 usage, 3 the broker did not answer.\n";
+
+/* Removes the global options from argv (wherever they are) into *pan. Returns the new
+ * argc, or -1 after printing a usage error. */
+static int s_take_global_options(pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage =
+        "pan [--control EP] [--events EP] [--in EP] [--timeout-ms N] <command> ...";
+    int kept = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *name = argv[i];
+        const char *value = NULL;
+        int found = pan_option(argc, argv, &i, "--control", &value);
+        const char **target = &pan->control_ep;
+        if (found == 0) {
+            found = pan_option(argc, argv, &i, "--events", &value);
+            target = &pan->events_ep;
+        }
+        if (found == 0) {
+            found = pan_option(argc, argv, &i, "--in", &value);
+            target = &pan->in_ep;
+        }
+        if (found == 0) {
+            found = pan_option(argc, argv, &i, "--timeout-ms", &value);
+            target = NULL;
+        }
+        if (found < 0) {
+            pan_usage(usage, "%s needs a value", name);
+            return -1;
+        }
+        if (found == 0) {
+            argv[kept++] = argv[i];
+        } else if (target != NULL) {
+            *target = value;
+        } else {
+            int64_t ms = 0;
+            if (!pan_parse_int(value, 1, 3600 * 1000, &ms)) {
+                pan_usage(usage, "--timeout-ms takes milliseconds, not '%s'", value);
+                return -1;
+            }
+            pan->timeout_ms = (int)ms;
+        }
+    }
+    return kept;
+}
+
+int main(int argc, char **argv)
+{
+    /* pan handles SIGINT/SIGTERM itself (pan events --follow). */
+    zsys_handler_set(NULL);
+    pan_t pan = {.timeout_ms = CLIENT_TIMEOUT_MS};
+    argc = s_take_global_options(&pan, argc - 1, argv + 1);
+    argv += 1;
+    if (argc < 0)
+        return PAN_EXIT_USAGE;
+    if (argc == 0) {
+        fputs(s_usage, stderr);
+        return PAN_EXIT_USAGE;
+    }
+    const char *command = argv[0];
+    if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0 ||
+        strcmp(command, "-h") == 0) {
+        fputs(s_usage, stdout);
+        return PAN_EXIT_OK;
+    }
+    config_t *config = NULL;
+    if (config_load(NULL, &config) != 0)
+        return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    pan.config = config;
+    if (pan.control_ep == NULL)
+        pan.control_ep = config_string(config, "broker", "control", "tcp://127.0.0.1:5562");
+    if (pan.events_ep == NULL)
+        pan.events_ep = config_string(config, "broker", "events", "tcp://127.0.0.1:5561");
+    if (pan.in_ep == NULL)
+        pan.in_ep = config_string(config, "broker", "in", "tcp://127.0.0.1:5560");
+
+    int code;
+    if (strcmp(command, "submit") == 0)
+        code = cmd_submit(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "specialists") == 0)
+        code = cmd_specialists(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "events") == 0)
+        code = cmd_events(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "task") == 0)
+        code = cmd_task(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "cancel") == 0)
+        code = cmd_cancel(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "retry") == 0)
+        code = cmd_retry(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "status") == 0)
+        code = cmd_status(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "tests") == 0)
+        code = cmd_tests(&pan, argc - 1, argv + 1);
+    else {
+        fprintf(stderr, "pan: unknown command '%s'\n\n%s", command, s_usage);
+        code = PAN_EXIT_USAGE;
+    }
+    config_destroy(&config);
+    return code;
+}

@@ -1,0 +1,143 @@
+/* pan: what every command shares -- the control call and its exit codes, and formatting
+ * (see pan.h). */
+#include "pan.h"
+
+#include "failure.h"
+#include "msgjson.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int pan_call(const pan_t *pan, wire_writer_t *request, json_t **data)
+{
+    *data = NULL;
+    client_t *client = client_new(pan->control_ep, pan->timeout_ms);
+    if (client == NULL)
+        return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    wire_msg_t *reply = NULL;
+    int rc = client_call(client, request, &reply);
+    client_destroy(&client);
+    if (rc == FAILURE_TIMEOUT || rc == FAILURE_IO)
+        return pan_fail(PAN_EXIT_UNREACHABLE, "%s", failure_message());
+    if (rc != 0)
+        return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    const msgpack_object *object = wire_msg_object(reply, "data");
+    *data = object ? msgjson_from_object(object) : json_null();
+    wire_msg_destroy(&reply);
+    if (*data == NULL)
+        return pan_fail(PAN_EXIT_ERROR, "out of memory");
+    return PAN_EXIT_OK;
+}
+
+int pan_fail(int code, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fputs("pan: ", stderr);
+    vfprintf(stderr, fmt, args);
+    fputc('\n', stderr);
+    va_end(args);
+    return code;
+}
+
+int pan_usage(const char *usage, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fputs("pan: ", stderr);
+    vfprintf(stderr, fmt, args);
+    fputc('\n', stderr);
+    va_end(args);
+    fprintf(stderr, "usage: %s\n", usage);
+    return PAN_EXIT_USAGE;
+}
+
+int pan_option(int argc, char **argv, int *i, const char *name, const char **value)
+{
+    const char *arg = argv[*i];
+    size_t len = strlen(name);
+    if (strncmp(arg, name, len) != 0)
+        return 0;
+    if (arg[len] == '=') {
+        *value = arg + len + 1;
+        return 1;
+    }
+    if (arg[len] != '\0')
+        return 0;
+    if (*i + 1 >= argc)
+        return -1;
+    *i += 1;
+    *value = argv[*i];
+    return 1;
+}
+
+void pan_print_json(const json_t *value)
+{
+    char *text = json_dumps(value, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    if (text != NULL)
+        puts(text);
+    free(text);
+}
+
+bool pan_priority_valid(const char *priority)
+{
+    static const char *const known[] = {"urgent", "high", "normal", "low"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(priority, known[i]) == 0)
+            return true;
+    return false;
+}
+
+bool pan_parse_int(const char *text, int64_t min, int64_t max, int64_t *out)
+{
+    if (text == NULL || text[0] == '\0')
+        return false;
+    char *end = NULL;
+    errno = 0;
+    long long value = strtoll(text, &end, 10);
+    if (errno != 0 || *end != '\0' || value < min || value > max)
+        return false;
+    *out = value;
+    return true;
+}
+
+void pan_format_age(char *buf, size_t size, int64_t age_ms)
+{
+    int64_t minutes = age_ms / 60000;
+    if (minutes < 1)
+        snprintf(buf, size, "just now");
+    else if (minutes < 60)
+        snprintf(buf, size, "%lldm", (long long)minutes);
+    else if (minutes < 24 * 60)
+        snprintf(buf, size, "%lldh", (long long)(minutes / 60));
+    else
+        snprintf(buf, size, "%lldd", (long long)(minutes / (24 * 60)));
+}
+
+void pan_format_time(char *buf, size_t size, int64_t wall_ms)
+{
+    time_t seconds = (time_t)(wall_ms / 1000);
+    struct tm tm;
+    if (localtime_r(&seconds, &tm) == NULL || strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+        snprintf(buf, size, "%lld", (long long)wall_ms);
+}
+
+const char *pan_json_str(const json_t *object, const char *key, const char *fallback)
+{
+    const char *value = json_string_value(json_object_get(object, key));
+    return value ? value : fallback;
+}
+
+int64_t pan_json_int(const json_t *object, const char *key, int64_t fallback)
+{
+    json_t *value = json_object_get(object, key);
+    if (json_is_integer(value))
+        return json_integer_value(value);
+    if (json_is_real(value))
+        return (int64_t)json_real_value(value);
+    return fallback;
+}

@@ -1,0 +1,78 @@
+/* pan: the Cloister command line. This header is shared by main.c and the command
+ * modules (cmd_*.c): the settings every command uses, how a control call is made and how
+ * its outcome becomes an exit code, and small formatting helpers.
+ *
+ * Exit codes: 0 success, 1 the broker (or the system) said no, 2 a usage error, 3 the
+ * broker did not answer. */
+#ifndef PAN_H
+#define PAN_H
+
+#include "client.h"
+#include "config.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PAN_EXIT_OK 0
+#define PAN_EXIT_ERROR 1
+#define PAN_EXIT_USAGE 2
+#define PAN_EXIT_UNREACHABLE 3
+
+typedef struct {
+    const char *control_ep; /* flag > env CLOISTER_* > config [broker] > default */
+    const char *events_ep;
+    const char *in_ep;
+    int timeout_ms;         /* deadline of each control request */
+    config_t *config;       /* loaded once by main; owned by main */
+} pan_t;
+
+/* Sends `request` to the broker's control socket. On success returns PAN_EXIT_OK and
+ * *data is the reply's `data` as JSON (caller owns; json_null() when absent). Otherwise
+ * prints `pan: <reason>` on stderr and returns PAN_EXIT_UNREACHABLE (no answer) or
+ * PAN_EXIT_ERROR (the broker refused, or a bad answer), with *data NULL. */
+int pan_call(const pan_t *pan, wire_writer_t *request, json_t **data);
+
+/* Prints `pan: <printf message>` on stderr and returns `code`. */
+int pan_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints `pan: <message>` and `usage: <usage>` on stderr; returns PAN_EXIT_USAGE. */
+int pan_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Matches argv[*i] against the option `name` taking a value, written `name VALUE` or
+ * `name=VALUE`. Returns 1 and sets *value (borrowed from argv; *i moves past the value),
+ * 0 when argv[*i] is another argument, or -1 when the value is missing. */
+int pan_option(int argc, char **argv, int *i, const char *name, const char **value);
+
+/* Prints `value` as indented JSON on stdout followed by a newline. */
+void pan_print_json(const json_t *value);
+
+/* True if `priority` is one of urgent, high, normal, low. */
+bool pan_priority_valid(const char *priority);
+
+/* Parses a whole decimal integer in [min, max] from `text`; returns false otherwise. */
+bool pan_parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
+
+/* Writes an age like the original's: "just now", "5m", "3h", "2d" (no " ago"). */
+void pan_format_age(char *buf, size_t size, int64_t age_ms);
+
+/* Writes a wall-clock time in ms since the epoch as local "YYYY-MM-DD HH:MM:SS". */
+void pan_format_time(char *buf, size_t size, int64_t wall_ms);
+
+/* A string member of a JSON object, or `fallback` (borrowed from the object). */
+const char *pan_json_str(const json_t *object, const char *key, const char *fallback);
+
+/* An integer member of a JSON object (a real is truncated), or `fallback`. */
+int64_t pan_json_int(const json_t *object, const char *key, int64_t fallback);
+
+/* Commands: each takes the arguments after its name and returns the exit code. */
+int cmd_submit(const pan_t *pan, int argc, char **argv);
+int cmd_specialists(const pan_t *pan, int argc, char **argv);
+int cmd_events(const pan_t *pan, int argc, char **argv);
+int cmd_task(const pan_t *pan, int argc, char **argv);
+int cmd_cancel(const pan_t *pan, int argc, char **argv);
+int cmd_retry(const pan_t *pan, int argc, char **argv);
+int cmd_status(const pan_t *pan, int argc, char **argv);
+int cmd_tests(const pan_t *pan, int argc, char **argv);
+
+#endif

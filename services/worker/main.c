@@ -1,0 +1,336 @@
+/* cloister-worker: the generic specialist. Runs one command per task on the specialist
+ * skeleton (common/specialist.h).
+ *
+ *   cloister-worker --specialist NAME [--in EP] [--bind EP] [--advertise EP]
+ *                   [--heartbeat-ms N] [--timeout S] [--grace-ms N] [--worker-id ID]
+ *                   -- CMD [ARGS...]
+ *
+ * Per task, CMD runs once (argv, no shell) in its own process group:
+ *  - stdin: the task as one JSON object (id, attempt, specialist, priority, source, title,
+ *    issue, group, max_attempts, timeout_s, payload, context) and a newline, then EOF;
+ *  - environment: CLOISTER_TASK_ID, CLOISTER_TASK_ATTEMPT, CLOISTER_SPECIALIST,
+ *    CLOISTER_PRIORITY, CLOISTER_TITLE, CLOISTER_ISSUE, and from the payload when present
+ *    CLOISTER_WORKSPACE, CLOISTER_BRANCH, CLOISTER_TARGET, CLOISTER_PR_URL (inherited
+ *    values of these names are removed);
+ *  - stdout: every line is forwarded as a progress event of kind "output"; lines
+ *    `KEY: value` (UPPER_SNAKE keys, as in the agents' result markers, common/markers.h)
+ *    become fields of the result map (the last value wins; a key with `- item` lines
+ *    becomes an array); a line `NEXT: {json}` adds a next task, a JSON object with the
+ *    `submit` fields (id and specialist required), committed by the broker together with
+ *    this task's result (an invalid one is reported as progress of kind "info" and
+ *    skipped);
+ *  - exit status 0 is `done`; anything else is `failed`, with the exit code (or signal)
+ *    and the tail of stderr in `error`. The result map also has `exit_code` and
+ *    `duration_ms`.
+ * A cancel, the task's timeout (--timeout is the default when a task has none) or SIGTERM
+ * stops the command: SIGTERM to its group, SIGKILL after a grace period.
+ *
+ * Exit codes: 0 after SIGTERM/SIGINT, 2 on bad usage, 1 when it cannot start, 3 when a
+ * command could not be stopped (see specialist.h). */
+#include "failure.h"
+#include "log.h"
+#include "markers.h"
+#include "proc.h"
+#include "specialist.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How often a running command is checked for cancellation, in ms. */
+#define WORKER_CANCEL_CHECK_MS 50
+/* Stdout kept for marker parsing; beyond it the oldest half is dropped. */
+#define WORKER_MARKER_TEXT_CAP (1024 * 1024)
+/* Bytes of stderr quoted in the error of a failed command. */
+#define WORKER_STDERR_QUOTE 2000
+/* SIGTERM to SIGKILL when stopping a command. */
+#define WORKER_KILL_GRACE_MS 1000
+
+typedef struct {
+    char *const *argv;
+} worker_t;
+
+/* One command run. */
+typedef struct {
+    specialist_ctx_t *ctx;
+    char *text; /* stdout lines for the marker parser */
+    size_t len;
+    size_t cap;
+} worker_run_t;
+
+static void s_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: cloister-worker --specialist NAME [--in EP] [--bind EP] [--advertise EP]\n"
+            "                       [--heartbeat-ms N] [--timeout S] [--grace-ms N]\n"
+            "                       [--worker-id ID] -- CMD [ARGS...]\n"
+            "Runs CMD once per task of specialist NAME: the task as JSON on stdin, its fields\n"
+            "in CLOISTER_* variables, stdout lines as progress, `KEY: value` lines into the\n"
+            "result, `NEXT: {json submit}` lines as next tasks, exit 0 = done.\n");
+}
+
+/* Prints "cloister-worker: <what>" and the usage; returns the usage exit code (2). */
+static int s_usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "cloister-worker: %s%s%s\n", what, arg ? " " : "", arg ? arg : "");
+    s_usage(stderr);
+    return 2;
+}
+
+static void s_keep_text(worker_run_t *run, const char *line, size_t len)
+{
+    if (len + 1 > WORKER_MARKER_TEXT_CAP)
+        return;
+    if (run->len > 0 && run->len + len + 2 > WORKER_MARKER_TEXT_CAP) {
+        /* Markers come last: keep the newer half, from a line start. */
+        size_t drop = run->len / 2 + 1;
+        while (drop < run->len && run->text[drop - 1] != '\n')
+            drop++;
+        memmove(run->text, run->text + drop, run->len - drop);
+        run->len -= drop;
+    }
+    if (run->len + len + 2 > run->cap) {
+        size_t cap = run->cap ? run->cap : 4096;
+        while (cap < run->len + len + 2)
+            cap *= 2;
+        char *text = realloc(run->text, cap);
+        if (text == NULL)
+            return;
+        run->text = text;
+        run->cap = cap;
+    }
+    memcpy(run->text + run->len, line, len);
+    run->len += len;
+    run->text[run->len++] = '\n';
+    run->text[run->len] = '\0';
+}
+
+static void s_next_line(worker_run_t *run, const char *json_text)
+{
+    json_error_t error;
+    json_t *submit = json_loads(json_text, 0, &error);
+    int rc = submit == NULL
+                 ? failure_set(FAILURE_INVALID, "not JSON: %s", error.text)
+                 : specialist_result_next(run->ctx, submit);
+    if (rc != 0)
+        specialist_progressf(run->ctx, "info", "NEXT line refused: %s", failure_message());
+    json_decref(submit);
+}
+
+static int s_on_line(void *arg, const char *line, size_t len)
+{
+    worker_run_t *run = arg;
+    specialist_progress(run->ctx, "output", line);
+    if (strncmp(line, "NEXT:", 5) == 0)
+        s_next_line(run, line + 5);
+    else
+        s_keep_text(run, line, len);
+    return 0;
+}
+
+/* Copies the markers found in the command's stdout into the result map. */
+static void s_collect_markers(worker_run_t *run)
+{
+    if (run->text == NULL)
+        return;
+    markers_t *markers = NULL;
+    if (markers_parse_all(&markers, run->text) != 0)
+        return;
+    for (size_t i = 0; i < markers_count(markers); i++) {
+        const char *key = markers_key_at(markers, i);
+        const char *value = markers_value_at(markers, i);
+        size_t n = 0;
+        const char *const *items = value[0] == '\0' ? markers_list(markers, key, &n) : NULL;
+        if (n > 0) {
+            json_t *array = json_array();
+            for (size_t j = 0; j < n; j++)
+                json_array_append_new(array, json_string_nocheck(items[j]));
+            specialist_result_json(run->ctx, key, array);
+            json_decref(array);
+        } else {
+            specialist_result_str(run->ctx, key, value);
+        }
+    }
+    markers_destroy(&markers);
+}
+
+/* "NAME=value" for the environment, appended to env (at most `max` entries). */
+static void s_env_add(char **env, size_t *n, const char *name, const char *value)
+{
+    if (value == NULL || value[0] == '\0')
+        return;
+    char *entry = NULL;
+    if (asprintf(&entry, "%s=%s", name, value) >= 0)
+        env[(*n)++] = entry;
+}
+
+/* The last WORKER_STDERR_QUOTE bytes of stderr, trimmed, or "". */
+static const char *s_stderr_quote(const char *tail)
+{
+    size_t len = strlen(tail);
+    const char *start = len > WORKER_STDERR_QUOTE ? tail + len - WORKER_STDERR_QUOTE : tail;
+    while (*start == '\n' || *start == ' ' || ((unsigned char)*start & 0xC0) == 0x80)
+        start++;
+    return start;
+}
+
+static specialist_outcome_t s_job(specialist_ctx_t *ctx, void *arg)
+{
+    const worker_t *worker = arg;
+    const specialist_task_t *task = specialist_task(ctx);
+    static const char *const env_names[] = {
+        "CLOISTER_TASK_ID", "CLOISTER_TASK_ATTEMPT", "CLOISTER_SPECIALIST", "CLOISTER_PRIORITY",
+        "CLOISTER_TITLE",   "CLOISTER_ISSUE",        "CLOISTER_WORKSPACE",  "CLOISTER_BRANCH",
+        "CLOISTER_TARGET",  "CLOISTER_PR_URL",       NULL};
+    char *env[16] = {NULL};
+    size_t nenv = 0;
+    char attempt[32];
+    snprintf(attempt, sizeof attempt, "%lld", (long long)task->attempt);
+    s_env_add(env, &nenv, "CLOISTER_TASK_ID", task->id);
+    s_env_add(env, &nenv, "CLOISTER_TASK_ATTEMPT", attempt);
+    s_env_add(env, &nenv, "CLOISTER_SPECIALIST", task->specialist);
+    s_env_add(env, &nenv, "CLOISTER_PRIORITY", task->priority);
+    s_env_add(env, &nenv, "CLOISTER_TITLE", task->title);
+    s_env_add(env, &nenv, "CLOISTER_ISSUE", task->issue);
+    s_env_add(env, &nenv, "CLOISTER_WORKSPACE", specialist_payload_str(ctx, "workspace"));
+    s_env_add(env, &nenv, "CLOISTER_BRANCH", specialist_payload_str(ctx, "branch"));
+    s_env_add(env, &nenv, "CLOISTER_TARGET", specialist_payload_str(ctx, "target"));
+    s_env_add(env, &nenv, "CLOISTER_PR_URL", specialist_payload_str(ctx, "prUrl"));
+
+    char *input = json_dumps(task->json, JSON_COMPACT);
+    char *stdin_text = NULL;
+    if (input == NULL || asprintf(&stdin_text, "%s\n", input) < 0)
+        stdin_text = NULL;
+    free(input);
+
+    worker_run_t run = {.ctx = ctx};
+    proc_options_t options = {
+        .argv = worker->argv,
+        .env_remove = env_names,
+        .env_set = (const char *const *)env,
+        .stdin_data = stdin_text,
+        .stdin_len = stdin_text ? strlen(stdin_text) : 0,
+        .on_line = s_on_line,
+        .on_line_arg = &run,
+        .kill_grace_ms = WORKER_KILL_GRACE_MS,
+    };
+    specialist_outcome_t outcome = SPECIALIST_FAILED;
+    proc_t *proc = NULL;
+    if (stdin_text == NULL) {
+        specialist_result_error(ctx, "out of memory preparing the command's input");
+        goto out;
+    }
+    if (proc_start(&proc, &options) != 0) {
+        specialist_result_error(ctx, "cannot run %s: %s", worker->argv[0], failure_message());
+        goto out;
+    }
+    specialist_watch_child(ctx, proc_pid(proc));
+    bool stopping = false;
+    int rc;
+    while ((rc = proc_step(proc, WORKER_CANCEL_CHECK_MS)) == 0) {
+        if (!stopping && specialist_cancelled(ctx)) {
+            proc_stop(proc, PROC_STOP_REQUESTED);
+            stopping = true;
+        }
+    }
+    if (rc < 0) {
+        specialist_result_error(ctx, "watching the command failed: %s", failure_message());
+        goto out;
+    }
+    specialist_watch_child(ctx, 0);
+    const proc_status_t *status = proc_status(proc);
+    s_collect_markers(&run);
+    specialist_result_int(ctx, "duration_ms", status->duration_ms);
+    const char *quote = s_stderr_quote(status->stderr_tail ? status->stderr_tail : "");
+    if (status->exited) {
+        specialist_result_int(ctx, "exit_code", status->exit_code);
+        if (status->exit_code == 0 && !stopping) {
+            outcome = SPECIALIST_DONE;
+        } else if (stopping) {
+            specialist_result_error(ctx, "command stopped (exit code %d)", status->exit_code);
+        } else {
+            specialist_result_error(ctx, "exit code %d%s%s", status->exit_code,
+                                    quote[0] ? ": " : "", quote);
+        }
+    } else {
+        specialist_result_int(ctx, "signal", status->term_signal);
+        specialist_result_error(ctx, "%s by signal %d%s%s",
+                                stopping ? "command stopped" : "killed", status->term_signal,
+                                quote[0] ? ": " : "", quote);
+    }
+out:
+    specialist_watch_child(ctx, 0);
+    proc_destroy(&proc);
+    free(stdin_text);
+    free(run.text);
+    for (size_t i = 0; i < nenv; i++)
+        free(env[i]);
+    return outcome;
+}
+
+static int s_parse_int(const char *text, int min, int max, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || value < min || value > max)
+        return -1;
+    *out = (int)value;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    log_init("cloister-worker", LOG_LEVEL_INFO);
+    specialist_config_t config = {0};
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0)
+            break;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            s_usage(stdout);
+            return 0;
+        }
+        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        bool known = strcmp(arg, "--specialist") == 0 || strcmp(arg, "--in") == 0 ||
+                     strcmp(arg, "--bind") == 0 || strcmp(arg, "--advertise") == 0 ||
+                     strcmp(arg, "--heartbeat-ms") == 0 || strcmp(arg, "--timeout") == 0 ||
+                     strcmp(arg, "--grace-ms") == 0 || strcmp(arg, "--worker-id") == 0;
+        if (!known)
+            return s_usage_error("unknown option", arg);
+        if (value == NULL || strcmp(value, "--") == 0)
+            return s_usage_error("missing a value for", arg);
+        i++;
+        if (strcmp(arg, "--specialist") == 0) {
+            config.specialist = value;
+        } else if (strcmp(arg, "--in") == 0) {
+            config.in_endpoint = value;
+        } else if (strcmp(arg, "--bind") == 0) {
+            config.bind_endpoint = value;
+        } else if (strcmp(arg, "--advertise") == 0) {
+            config.advertise = value;
+        } else if (strcmp(arg, "--worker-id") == 0) {
+            config.worker_id = value;
+        } else if (strcmp(arg, "--heartbeat-ms") == 0) {
+            if (s_parse_int(value, 10, 3600000, &config.heartbeat_ms) != 0)
+                return s_usage_error("--heartbeat-ms expects 10..3600000, not", value);
+        } else if (strcmp(arg, "--timeout") == 0) {
+            if (s_parse_int(value, 1, 7 * 24 * 3600, &config.default_timeout_s) != 0)
+                return s_usage_error("--timeout expects seconds (1..604800), not", value);
+        } else if (s_parse_int(value, 10, 3600000, &config.grace_ms) != 0) {
+            return s_usage_error("--grace-ms expects 10..3600000, not", value);
+        }
+    }
+    if (config.specialist == NULL)
+        return s_usage_error("--specialist NAME is required", NULL);
+    if (specialist_check_name(config.specialist) != 0)
+        return s_usage_error(failure_message(), NULL);
+    if (i >= argc)
+        return s_usage_error("missing '--' before the command", NULL);
+    if (i + 1 >= argc)
+        return s_usage_error("missing the command after '--'", NULL);
+    worker_t worker = {.argv = &argv[i + 1]};
+    return specialist_run(&config, s_job, &worker, NULL);
+}

@@ -24,9 +24,9 @@
 typedef struct {
     char *key;
     char *value;
-    char **items;        /* the `- item` lines under the key */
+    char **items; /* the `- item` lines under the key */
     size_t nitems;
-    char **split;        /* value split on commas, computed on first markers_list() */
+    char **split; /* value split on commas, computed on first markers_list() */
     size_t nsplit;
     bool split_done;
 } s_entry_t;
@@ -42,23 +42,23 @@ typedef enum { S_LINE_BLANK, S_LINE_FENCE, S_LINE_MARKER, S_LINE_NOISE } s_line_
 typedef struct {
     s_line_kind_t kind;
     size_t indent;
-    bool bullet;                /* starts with "- ", "* " or "+ " */
-    const char *item;           /* bullet text, trimmed (valid when bullet) */
+    bool bullet;      /* starts with "- ", "* " or "+ " */
+    const char *item; /* bullet text, trimmed (valid when bullet) */
     size_t item_len;
-    const char *key;            /* marker key (valid when kind == S_LINE_MARKER) */
+    const char *key; /* marker key (valid when kind == S_LINE_MARKER) */
     size_t key_len;
-    const char *value;          /* marker value, trimmed, emphasis removed */
+    const char *value; /* marker value, trimmed, emphasis removed */
     size_t value_len;
 } s_line_t;
 
 /* Parser state inside one block. */
 typedef struct {
     markers_t *m;
-    s_entry_t *cur;     /* the key that bullet items attach to, or NULL after noise */
-    bool cur_is_list;   /* cur was written with an empty value */
+    s_entry_t *cur;   /* the key that bullet items attach to, or NULL after noise */
+    bool cur_is_list; /* cur was written with an empty value */
     bool cur_bullet;
     size_t cur_indent;
-    int error;          /* FAILURE_MEMORY once an allocation failed */
+    int error; /* FAILURE_MEMORY once an allocation failed */
 } s_block_t;
 
 static bool s_is_space(char c)
@@ -143,7 +143,7 @@ static bool s_read_marker(const char *s, size_t len, s_line_t *line)
         len--;
     }
     size_t key_len = (size_t)(s - key);
-    while (key_len > 0 && key[key_len - 1] == '_')   /* "__KEY__:" */
+    while (key_len > 0 && key[key_len - 1] == '_') /* "__KEY__:" */
         key_len--;
     if (key_len < 2)
         return false;
@@ -531,13 +531,11 @@ int markers_expect(markers_t *self, const char *key, const char *const *allowed)
             e->nsplit = 0;
             return 0;
         }
-        int w = snprintf(expected + used, sizeof expected - used, "%s%s", i ? "|" : "",
-                         allowed[i]);
+        int w = snprintf(expected + used, sizeof expected - used, "%s%s", i ? "|" : "", allowed[i]);
         if (w > 0 && (size_t)w < sizeof expected - used)
             used += (size_t)w;
     }
-    return failure_set(FAILURE_INVALID, "%s is \"%.200s\", expected %s", key, e->value,
-                       expected);
+    return failure_set(FAILURE_INVALID, "%s is \"%.200s\", expected %s", key, e->value, expected);
 }
 
 const char *markers_missing(const markers_t *self)

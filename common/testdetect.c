@@ -17,13 +17,20 @@
 #include <sys/stat.h>
 
 static const char *const s_runner_names[] = {
-    [TESTDETECT_CONFIGURED] = "configured", [TESTDETECT_NPM] = "npm",
-    [TESTDETECT_PNPM] = "pnpm",             [TESTDETECT_YARN] = "yarn",
-    [TESTDETECT_BUN] = "bun",               [TESTDETECT_JEST] = "jest",
-    [TESTDETECT_VITEST] = "vitest",         [TESTDETECT_PYTEST] = "pytest",
-    [TESTDETECT_CARGO] = "cargo",           [TESTDETECT_MAVEN] = "maven",
-    [TESTDETECT_GRADLE] = "gradle",         [TESTDETECT_GO] = "go",
-    [TESTDETECT_CTEST] = "ctest",           [TESTDETECT_MESON] = "meson",
+    [TESTDETECT_CONFIGURED] = "configured",
+    [TESTDETECT_NPM] = "npm",
+    [TESTDETECT_PNPM] = "pnpm",
+    [TESTDETECT_YARN] = "yarn",
+    [TESTDETECT_BUN] = "bun",
+    [TESTDETECT_JEST] = "jest",
+    [TESTDETECT_VITEST] = "vitest",
+    [TESTDETECT_PYTEST] = "pytest",
+    [TESTDETECT_CARGO] = "cargo",
+    [TESTDETECT_MAVEN] = "maven",
+    [TESTDETECT_GRADLE] = "gradle",
+    [TESTDETECT_GO] = "go",
+    [TESTDETECT_CTEST] = "ctest",
+    [TESTDETECT_MESON] = "meson",
     [TESTDETECT_MAKE] = "make",
 };
 
@@ -142,9 +149,13 @@ static bool s_rule_js_config(testdetect_t *out, const char *dir)
 {
     static const char *const jest[] = {"jest.config.js",  "jest.config.ts",   "jest.config.mjs",
                                        "jest.config.cjs", "jest.config.json", NULL};
-    static const char *const vitest[] = {"vitest.config.js",  "vitest.config.ts",
-                                         "vitest.config.mjs", "vitest.config.mts",
-                                         "vitest.config.cjs", "vitest.config.cts", NULL};
+    static const char *const vitest[] = {"vitest.config.js",
+                                         "vitest.config.ts",
+                                         "vitest.config.mjs",
+                                         "vitest.config.mts",
+                                         "vitest.config.cjs",
+                                         "vitest.config.cts",
+                                         NULL};
     const char *found = s_first_file(dir, jest);
     if (found) {
         s_decide(out, TESTDETECT_JEST, "npx jest", found);

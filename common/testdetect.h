@@ -47,10 +47,10 @@ typedef enum {
 } testdetect_runner_t;
 
 typedef struct {
-    char command[4096];          /* the shell command to run in the directory */
-    testdetect_runner_t runner;  /* which kind of runner it is (for output parsing) */
-    char reason[512];            /* what decided, e.g. "package.json scripts.test (yarn.lock)" */
-    char warning[512];           /* a problem met on the way (malformed package.json), or "" */
+    char command[4096];         /* the shell command to run in the directory */
+    testdetect_runner_t runner; /* which kind of runner it is (for output parsing) */
+    char reason[512];           /* what decided, e.g. "package.json scripts.test (yarn.lock)" */
+    char warning[512];          /* a problem met on the way (malformed package.json), or "" */
 } testdetect_t;
 
 /* Detects the test command for the project in `dir`. `configured` is the configured

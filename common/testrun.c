@@ -197,8 +197,8 @@ static void s_add_awaiting(s_parser_t *p, const char *name, size_t len, s_want_t
 }
 
 /* A failure whose line also carries the reason after " - " (pytest, ctest). */
-static void s_add_with_reason(s_parser_t *p, const char *name, size_t name_len,
-                              const char *reason, size_t reason_len)
+static void s_add_with_reason(s_parser_t *p, const char *name, size_t name_len, const char *reason,
+                              size_t reason_len)
 {
     long i = s_add_failure(p, &p->primary, name, name_len);
     if (i >= 0) {
@@ -467,8 +467,7 @@ static bool s_tap_line(s_parser_t *p, const char *t)
     else if (s_starts(t, "\xe2\x84\xb9 ")) /* ℹ */
         body = t + 4;
     if (body) {
-        static const char *const keys[] = {"tests ", "pass ", "fail ", "skipped ", "todo ",
-                                           NULL};
+        static const char *const keys[] = {"tests ", "pass ", "fail ", "skipped ", "todo ", NULL};
         for (int k = 0; keys[k]; k++) {
             if (!s_starts(body, keys[k]))
                 continue;
@@ -498,7 +497,8 @@ static bool s_tap_line(s_parser_t *p, const char *t)
             q += 3;
         /* A directive ("# SKIP", "# TODO") is not a failure. */
         const char *hash = strstr(q, " # ");
-        if (hash && (strncasecmp(hash + 3, "skip", 4) == 0 || strncasecmp(hash + 3, "todo", 4) == 0))
+        if (hash &&
+            (strncasecmp(hash + 3, "skip", 4) == 0 || strncasecmp(hash + 3, "todo", 4) == 0))
             return true;
         s_add_awaiting(p, q, hash ? (size_t)(hash - q) : strlen(q), S_WANT_TAP, 0);
         return true;
@@ -539,7 +539,8 @@ static bool s_want_line(s_parser_t *p, const char *raw, const char *t)
         s_set_reason(p, t, strlen(t));
         return true;
     case S_WANT_TAP:
-        if (s_starts(t, "ok ") || s_starts(t, "not ok ") || s_starts(t, "# ") || strcmp(t, "...") == 0) {
+        if (s_starts(t, "ok ") || s_starts(t, "not ok ") || s_starts(t, "# ") ||
+            strcmp(t, "...") == 0) {
             p->want = S_WANT_NONE;
             return false;
         }

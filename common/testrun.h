@@ -28,30 +28,30 @@
 typedef enum { TESTRUN_PASS, TESTRUN_FAIL, TESTRUN_ERROR } testrun_verdict_t;
 
 typedef struct {
-    const char *command;    /* the shell command (configured or detected, see testdetect) */
-    const char *dir;        /* directory to run it in; NULL keeps ours */
-    int64_t timeout_ms;     /* wall-clock limit; 0 = none */
-    int64_t kill_grace_ms;  /* SIGTERM → SIGKILL delay; 0 = proc's default */
-    size_t output_cap;      /* bytes of output kept (the tail); 0 = TESTRUN_DEFAULT_OUTPUT_CAP */
+    const char *command;   /* the shell command (configured or detected, see testdetect) */
+    const char *dir;       /* directory to run it in; NULL keeps ours */
+    int64_t timeout_ms;    /* wall-clock limit; 0 = none */
+    int64_t kill_grace_ms; /* SIGTERM → SIGKILL delay; 0 = proc's default */
+    size_t output_cap;     /* bytes of output kept (the tail); 0 = TESTRUN_DEFAULT_OUTPUT_CAP */
 } testrun_options_t;
 
 typedef struct {
     /* How the command ran (testrun_run only; testrun_parse leaves started false). */
-    bool started;           /* false: it could not be started (see error) */
-    int exit_code;          /* exit status; -1 when it did not exit normally */
-    int term_signal;        /* signal that ended it, or 0 */
-    bool timed_out;         /* killed because timeout_ms passed */
+    bool started;    /* false: it could not be started (see error) */
+    int exit_code;   /* exit status; -1 when it did not exit normally */
+    int term_signal; /* signal that ended it, or 0 */
+    bool timed_out;  /* killed because timeout_ms passed */
     int64_t duration_ms;
-    char error[256];        /* why it could not start, or "" */
+    char error[256]; /* why it could not start, or "" */
     /* What the output says. */
-    long run, passed, failed, skipped;  /* -1 when unknown */
-    char **failures;        /* "name - reason" (or "name"), at most TESTRUN_MAX_FAILURES */
+    long run, passed, failed, skipped; /* -1 when unknown */
+    char **failures; /* "name - reason" (or "name"), at most TESTRUN_MAX_FAILURES */
     size_t nfailures;
     bool failures_truncated; /* more failures were reported than kept */
     /* The output itself: the last output_cap bytes, NUL-terminated. */
     char *output;
     size_t output_len;
-    bool output_truncated;  /* earlier output was dropped */
+    bool output_truncated; /* earlier output was dropped */
 } testrun_result_t;
 
 /* Runs options->command. The command is the user's own configured test_command or what

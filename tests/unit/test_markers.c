@@ -112,8 +112,7 @@ static void test_last_complete_block(void)
     markers_destroy(&m);
 
     /* Inside a block a repeated key keeps its last value. */
-    CHECK_INT(markers_parse(&m, "TEST_RESULT: FAIL\nNOTES: a\nNOTES: b\n", "TEST_RESULT", NULL),
-              0);
+    CHECK_INT(markers_parse(&m, "TEST_RESULT: FAIL\nNOTES: a\nNOTES: b\n", "TEST_RESULT", NULL), 0);
     CHECK_STR(markers_get(m, "NOTES"), "b");
     CHECK_INT(markers_count(m), 2);
     markers_destroy(&m);
@@ -153,9 +152,9 @@ static void test_markdown_noise(void)
     markers_destroy(&m);
 
     /* Headings and quotes around a marker. */
-    CHECK_INT(markers_parse(&m, "### REVIEW_RESULT: APPROVED\n> NOTES: fine\n", "REVIEW_RESULT",
-                            NULL),
-              0);
+    CHECK_INT(
+        markers_parse(&m, "### REVIEW_RESULT: APPROVED\n> NOTES: fine\n", "REVIEW_RESULT", NULL),
+        0);
     CHECK_STR(markers_get(m, "REVIEW_RESULT"), "APPROVED");
     CHECK_STR(markers_get(m, "NOTES"), "fine");
     markers_destroy(&m);
@@ -208,7 +207,8 @@ static void test_dash_lists(void)
     markers_destroy(&m);
 
     /* Prose ends a list: later bullets do not join it. */
-    const char *text3 = "TEST_RESULT: FAIL\nFAILURES:\n- a - x\nThat is all. Also:\n- not a failure\n";
+    const char *text3 =
+        "TEST_RESULT: FAIL\nFAILURES:\n- a - x\nThat is all. Also:\n- not a failure\n";
     CHECK_INT(markers_parse(&m, text3, "TEST_RESULT", NULL), 0);
     f = markers_list(m, "FAILURES", &n);
     CHECK_INT(n, 1);
@@ -218,8 +218,7 @@ static void test_dash_lists(void)
 static void test_expect(void)
 {
     static const char *const merge_values[] = {"SUCCESS", "FAILURE", NULL};
-    static const char *const review_values[] = {"APPROVED", "CHANGES_REQUESTED", "COMMENTED",
-                                                NULL};
+    static const char *const review_values[] = {"APPROVED", "CHANGES_REQUESTED", "COMMENTED", NULL};
     markers_t *m = NULL;
     markers_parse(&m, "MERGE_RESULT: maybe\n", "MERGE_RESULT", NULL);
     CHECK_INT(markers_expect(m, "MERGE_RESULT", merge_values), FAILURE_INVALID);

@@ -56,14 +56,12 @@ static void test_each_runner(void)
              "package.json scripts.test");
     s_expect(s_project("jest.config.ts", "export default {}\n", NULL), NULL, TESTDETECT_JEST,
              "npx jest", "jest.config.ts");
-    s_expect(s_project("jest.config.json", "{}\n", NULL), NULL, TESTDETECT_JEST, "npx jest",
-             NULL);
-    s_expect(s_project("vitest.config.mts", "export default {}\n", NULL), NULL,
-             TESTDETECT_VITEST, "npx vitest run", "vitest.config.mts");
+    s_expect(s_project("jest.config.json", "{}\n", NULL), NULL, TESTDETECT_JEST, "npx jest", NULL);
+    s_expect(s_project("vitest.config.mts", "export default {}\n", NULL), NULL, TESTDETECT_VITEST,
+             "npx vitest run", "vitest.config.mts");
     s_expect(s_project("pytest.ini", "[pytest]\n", NULL), NULL, TESTDETECT_PYTEST, "pytest",
              "pytest.ini");
-    s_expect(s_project("pyproject.toml", "[project]\nname='x'\n[tool.pytest.ini_options]\n",
-                       NULL),
+    s_expect(s_project("pyproject.toml", "[project]\nname='x'\n[tool.pytest.ini_options]\n", NULL),
              NULL, TESTDETECT_PYTEST, "pytest", "pyproject.toml [tool.pytest]");
     s_expect(s_project("setup.cfg", "[metadata]\n[tool:pytest]\naddopts=-q\n", NULL), NULL,
              TESTDETECT_PYTEST, "pytest", "setup.cfg [tool:pytest]");
@@ -73,8 +71,8 @@ static void test_each_runner(void)
              "conftest.py");
     s_expect(s_project("test_app.py", "def test_a(): pass\n", NULL), NULL, TESTDETECT_PYTEST,
              "pytest", "test_app.py");
-    s_expect(s_project("tests/app_test.py", "def test_a(): pass\n", NULL), NULL,
-             TESTDETECT_PYTEST, "pytest", "tests/app_test.py");
+    s_expect(s_project("tests/app_test.py", "def test_a(): pass\n", NULL), NULL, TESTDETECT_PYTEST,
+             "pytest", "tests/app_test.py");
     s_expect(s_project("Cargo.toml", "[package]\n", NULL), NULL, TESTDETECT_CARGO, "cargo test",
              "Cargo.toml");
     s_expect(s_project("pom.xml", "<project/>\n", NULL), NULL, TESTDETECT_MAVEN, "mvn test",
@@ -87,53 +85,53 @@ static void test_each_runner(void)
              "go.mod");
     s_expect(s_project("CMakeLists.txt", "project(x C)\nenable_testing()\n", NULL), NULL,
              TESTDETECT_CTEST, "ctest --test-dir build --output-on-failure", NULL);
-    s_expect(s_project("CMakeLists.txt", "project(x C)\nadd_test(NAME a COMMAND a)\n", NULL),
-             NULL, TESTDETECT_CTEST, "ctest --test-dir build --output-on-failure", NULL);
+    s_expect(s_project("CMakeLists.txt", "project(x C)\nadd_test(NAME a COMMAND a)\n", NULL), NULL,
+             TESTDETECT_CTEST, "ctest --test-dir build --output-on-failure", NULL);
     s_expect(s_project("meson.build", "project('x', 'c')\n", NULL), NULL, TESTDETECT_MESON,
              "meson test -C build", "meson.build");
     s_expect(s_project("Makefile", "all:\n\tcc x.c\ntest: all\n\t./x\n", NULL), NULL,
              TESTDETECT_MAKE, "make test", "Makefile test target");
-    s_expect(s_project("Makefile", ".PHONY: all check\nall:\n\tcc x.c\nunit check: all\n\t./x\n",
-                       NULL),
-             NULL, TESTDETECT_MAKE, "make check", "Makefile check target");
+    s_expect(
+        s_project("Makefile", ".PHONY: all check\nall:\n\tcc x.c\nunit check: all\n\t./x\n", NULL),
+        NULL, TESTDETECT_MAKE, "make check", "Makefile check target");
     s_expect(s_project("GNUmakefile", "check:\n\ttrue\n", NULL), NULL, TESTDETECT_MAKE,
              "make check", NULL);
 }
 
 static void test_lockfiles(void)
 {
-    s_expect(s_project("package.json", pkg, "pnpm-lock.yaml", "lockfileVersion: 6\n", NULL),
-             NULL, TESTDETECT_PNPM, "pnpm test", "package.json scripts.test (pnpm-lock.yaml)");
-    s_expect(s_project("package.json", pkg, "yarn.lock", "# yarn\n", NULL), NULL,
-             TESTDETECT_YARN, "yarn test", "package.json scripts.test (yarn.lock)");
+    s_expect(s_project("package.json", pkg, "pnpm-lock.yaml", "lockfileVersion: 6\n", NULL), NULL,
+             TESTDETECT_PNPM, "pnpm test", "package.json scripts.test (pnpm-lock.yaml)");
+    s_expect(s_project("package.json", pkg, "yarn.lock", "# yarn\n", NULL), NULL, TESTDETECT_YARN,
+             "yarn test", "package.json scripts.test (yarn.lock)");
     s_expect(s_project("package.json", pkg, "bun.lockb", "bin", NULL), NULL, TESTDETECT_BUN,
              "bun test", "package.json scripts.test (bun.lockb)");
-    s_expect(s_project("package.json", pkg, "package-lock.json", "{}", NULL), NULL,
-             TESTDETECT_NPM, "npm test", NULL);
+    s_expect(s_project("package.json", pkg, "package-lock.json", "{}", NULL), NULL, TESTDETECT_NPM,
+             "npm test", NULL);
 }
 
 static void test_priority(void)
 {
     /* Everything at once: package.json wins. */
-    const char *all = s_project("package.json", pkg, "jest.config.js", "", "pytest.ini", "",
-                                "Cargo.toml", "", "pom.xml", "", "go.mod", "", "Makefile",
-                                "check:\n\ttrue\n", NULL);
+    const char *all =
+        s_project("package.json", pkg, "jest.config.js", "", "pytest.ini", "", "Cargo.toml", "",
+                  "pom.xml", "", "go.mod", "", "Makefile", "check:\n\ttrue\n", NULL);
     s_expect(all, NULL, TESTDETECT_NPM, "npm test", NULL);
     /* The configured command beats all of them. */
     s_expect(all, "make -C sub verify", TESTDETECT_CONFIGURED, "make -C sub verify",
              "configured test_command");
     /* An empty configured command means "detect". */
     s_expect(all, "  ", TESTDETECT_NPM, "npm test", NULL);
-    s_expect(s_project("jest.config.js", "", "vitest.config.ts", "", "pytest.ini", "", NULL),
-             NULL, TESTDETECT_JEST, "npx jest", NULL);
-    s_expect(s_project("vitest.config.ts", "", "conftest.py", "", NULL), NULL,
-             TESTDETECT_VITEST, "npx vitest run", NULL);
+    s_expect(s_project("jest.config.js", "", "vitest.config.ts", "", "pytest.ini", "", NULL), NULL,
+             TESTDETECT_JEST, "npx jest", NULL);
+    s_expect(s_project("vitest.config.ts", "", "conftest.py", "", NULL), NULL, TESTDETECT_VITEST,
+             "npx vitest run", NULL);
     s_expect(s_project("conftest.py", "", "Cargo.toml", "", NULL), NULL, TESTDETECT_PYTEST,
              "pytest", NULL);
-    s_expect(s_project("Cargo.toml", "", "pom.xml", "", NULL), NULL, TESTDETECT_CARGO,
-             "cargo test", NULL);
-    s_expect(s_project("pom.xml", "", "build.gradle", "", NULL), NULL, TESTDETECT_MAVEN,
-             "mvn test", NULL);
+    s_expect(s_project("Cargo.toml", "", "pom.xml", "", NULL), NULL, TESTDETECT_CARGO, "cargo test",
+             NULL);
+    s_expect(s_project("pom.xml", "", "build.gradle", "", NULL), NULL, TESTDETECT_MAVEN, "mvn test",
+             NULL);
     s_expect(s_project("build.gradle", "", "go.mod", "", NULL), NULL, TESTDETECT_GRADLE,
              "gradle test", NULL);
     s_expect(s_project("go.mod", "", "CMakeLists.txt", "enable_testing()\n", NULL), NULL,
@@ -143,8 +141,8 @@ static void test_priority(void)
     s_expect(s_project("meson.build", "", "Makefile", "check:\n", NULL), NULL, TESTDETECT_MESON,
              "meson test -C build", NULL);
     /* check beats test in a Makefile. */
-    s_expect(s_project("Makefile", "test:\n\ttrue\ncheck:\n\ttrue\n", NULL), NULL,
-             TESTDETECT_MAKE, "make check", NULL);
+    s_expect(s_project("Makefile", "test:\n\ttrue\ncheck:\n\ttrue\n", NULL), NULL, TESTDETECT_MAKE,
+             "make check", NULL);
     /* A pyproject.toml without pytest settings does not select pytest. */
     s_expect(s_project("pyproject.toml", "[project]\nname='x'\n", "go.mod", "", NULL), NULL,
              TESTDETECT_GO, "go test ./...", NULL);
@@ -165,17 +163,17 @@ static void test_package_json_edge_cases(void)
     CHECK_INT(testdetect_find(&td, dir, NULL), FAILURE_NOT_FOUND);
 
     /* No scripts.test, a non-string one, an empty one. */
-    s_expect(s_project("package.json", "{\"scripts\":{\"build\":\"tsc\"}}", "jest.config.js",
-                       "", NULL),
-             NULL, TESTDETECT_JEST, "npx jest", NULL);
+    s_expect(
+        s_project("package.json", "{\"scripts\":{\"build\":\"tsc\"}}", "jest.config.js", "", NULL),
+        NULL, TESTDETECT_JEST, "npx jest", NULL);
     s_expect(s_project("package.json", "{\"scripts\":{\"test\":42}}", "go.mod", "", NULL), NULL,
              TESTDETECT_GO, "go test ./...", NULL);
-    s_expect(s_project("package.json", "{\"scripts\":{\"test\":\"  \"}}", "go.mod", "", NULL),
-             NULL, TESTDETECT_GO, "go test ./...", NULL);
+    s_expect(s_project("package.json", "{\"scripts\":{\"test\":\"  \"}}", "go.mod", "", NULL), NULL,
+             TESTDETECT_GO, "go test ./...", NULL);
 
     /* Malformed: reported in warning, detection goes on. */
-    dir = s_project("package.json", "{\"scripts\": {\"test\": \"jest\",,}\n", "Cargo.toml", "",
-                    NULL);
+    dir =
+        s_project("package.json", "{\"scripts\": {\"test\": \"jest\",,}\n", "Cargo.toml", "", NULL);
     CHECK_INT(testdetect_find(&td, dir, NULL), 0);
     CHECK_STR(td.command, "cargo test");
     CHECK(strstr(td.warning, "package.json: malformed at line 1") != NULL);

@@ -175,7 +175,8 @@ static void test_ctest(void)
     s_check_failure(r, 1, "net_fetch - Timeout");
     testrun_result_destroy(&r);
 
-    const char *ok = "100% tests passed, 0 tests failed out of 20\n\nTotal Test time (real) = 1 sec\n";
+    const char *ok =
+        "100% tests passed, 0 tests failed out of 20\n\nTotal Test time (real) = 1 sec\n";
     CHECK_INT(testrun_parse(&r, ok, strlen(ok)), 0);
     s_check_counts(r, 20, 20, 0, 0);
     testrun_result_destroy(&r);
@@ -228,7 +229,8 @@ static void test_many_failures(void)
     char *text = malloc(cap);
     size_t used = 0;
     for (int i = 0; i < TESTRUN_MAX_FAILURES + 20; i++)
-        used += (size_t)snprintf(text + used, cap - used, "FAILED tests/test_a.py::test_%d - boom\n", i);
+        used += (size_t)snprintf(text + used, cap - used,
+                                 "FAILED tests/test_a.py::test_%d - boom\n", i);
     testrun_result_t *r = NULL;
     CHECK_INT(testrun_parse(&r, text, used), 0);
     CHECK_INT(r->nfailures, TESTRUN_MAX_FAILURES);
@@ -241,8 +243,8 @@ static void test_many_failures(void)
 
 static void test_run_pass(testenv_t *env)
 {
-    testrun_options_t o = {.command = "echo ok; echo to-stderr >&2; pwd", .dir = env->dir,
-                           .timeout_ms = 10000};
+    testrun_options_t o = {
+        .command = "echo ok; echo to-stderr >&2; pwd", .dir = env->dir, .timeout_ms = 10000};
     testrun_result_t *r = NULL;
     CHECK_INT(testrun_run(&r, &o), 0);
     if (!r)
@@ -259,11 +261,10 @@ static void test_run_pass(testenv_t *env)
 static void test_run_fail(testenv_t *env)
 {
     /* Tests ran and failed: FAIL, with the parsed counts. */
-    testrun_options_t o = {
-        .command = "echo 'FAILED tests/test_a.py::test_b - assert 1 == 2'; "
-                   "echo '==== 1 failed, 3 passed in 0.01s ===='; exit 1",
-        .dir = env->dir,
-        .timeout_ms = 10000};
+    testrun_options_t o = {.command = "echo 'FAILED tests/test_a.py::test_b - assert 1 == 2'; "
+                                      "echo '==== 1 failed, 3 passed in 0.01s ===='; exit 1",
+                           .dir = env->dir,
+                           .timeout_ms = 10000};
     testrun_result_t *r = NULL;
     CHECK_INT(testrun_run(&r, &o), 0);
     if (!r)
@@ -306,8 +307,8 @@ static void test_run_timeout(testenv_t *env)
     char command[1024];
     snprintf(command, sizeof command, "sleep 100 & echo $! > '%s'; echo started; sleep 100",
              pidfile);
-    testrun_options_t o = {.command = command, .dir = env->dir, .timeout_ms = 300,
-                           .kill_grace_ms = 200};
+    testrun_options_t o = {
+        .command = command, .dir = env->dir, .timeout_ms = 300, .kill_grace_ms = 200};
     testrun_result_t *r = NULL;
     CHECK_INT(testrun_run(&r, &o), 0);
     if (!r)

@@ -1,0 +1,804 @@
+/* agent: the agent runner (see agent.h).
+ *
+ * A run moves through three phases:
+ *
+ *   WAIT_LOCK ──lock taken──▶ AGENT (one agent process per attempt) ──▶ DONE
+ *       │                        │  ▲
+ *       │                        └──┘ recovery: at most one rerun per rule (context lost,
+ *       │                                        id in use with --session-id / --resume)
+ *       └── deadline or cancel ─────────────────────────────────────▶ DONE
+ *
+ * The session file is the source of truth between runs; while a run holds the lock, the
+ * copy in `state` is. A fresh session is saved before its agent starts, so a crash
+ * mid-run never leaves an id the CLI knows and we do not. */
+#include "agent.h"
+
+#include "clock.h"
+#include "failure.h"
+#include "log.h"
+#include "proc.h"
+#include "session.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* How often a run waiting for its specialist's lock tries again. */
+#define AGENT_LOCK_RETRY_MS 100
+/* Tool input summaries in progress events. */
+#define AGENT_SUMMARY_MAX 160
+/* The most argv entries we build: fixed flags plus the extra args. */
+#define AGENT_FIXED_ARGS 32
+
+#define AGENT_LOST_TEXT "No conversation found with session ID"
+#define AGENT_IN_USE_TEXT "is already in use"
+#define AGENT_ENCODED_MAX 200
+
+typedef enum { RUN_WAIT_LOCK, RUN_AGENT, RUN_DONE } run_phase_t;
+
+struct agent_run_t {
+    const agent_settings_t *settings;
+    char *prompt;
+    char *task_id;
+    agent_progress_fn *progress;
+    void *progress_arg;
+
+    run_phase_t phase;
+    int64_t started_ms;
+    int64_t deadline_ms; /* 0 = no limit */
+    bool cancelled;
+    session_lock_t *lock;
+    session_state_t state;
+
+    /* The current attempt. */
+    proc_t *proc;
+    bool use_session_id;  /* --session-id (new id) rather than --resume */
+    bool retried_lost, retried_in_use_new, retried_in_use_resume;
+    json_t *result;       /* the last `result` event of this attempt */
+    int64_t result_at_ms; /* when it arrived; 0 = not yet */
+    bool result_stop_sent;
+    char cli_version[SESSION_VERSION_SIZE];
+
+    /* The outcome and the strings it points to. */
+    agent_outcome_t outcome;
+    char *error;
+    char *subtype;
+    char *result_text;
+    char *stderr_tail;
+    char session_id[SESSION_ID_SIZE];
+    char fresh_reason[SESSION_REASON_SIZE];
+};
+
+/* Copies src into dst (size bytes) without cutting a UTF-8 sequence in half. */
+static void s_copy_utf8(char *dst, size_t size, const char *src)
+{
+    size_t len = strlen(src);
+    if (len >= size) {
+        len = size - 1;
+        while (len > 0 && ((unsigned char)src[len] & 0xC0) == 0x80)
+            len--;
+    }
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+/* A malloc'd copy of at most max bytes of src, cut on a UTF-8 boundary. NULL on OOM. */
+static char *s_dup_max(const char *src, size_t max)
+{
+    size_t len = strlen(src);
+    if (len > max)
+        len = max;
+    char *copy = malloc(len + 1);
+    if (copy != NULL)
+        s_copy_utf8(copy, len + 1, src);
+    return copy;
+}
+
+static void s_set_string(char **field, const char *value)
+{
+    free(*field);
+    *field = strdup(value ? value : "");
+}
+
+static void s_progress(agent_run_t *run, agent_progress_kind_t kind, const char *text, const char *detail)
+{
+    if (run->progress == NULL)
+        return;
+    agent_progress_t progress = { kind, text ? text : "", detail ? detail : "" };
+    run->progress(run->progress_arg, &progress);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Transcripts on disk. */
+
+static void s_encode_cwd(char *out, size_t size, const char *path)
+{
+    size_t i = 0;
+    for (; path[i] != '\0' && i + 1 < size; i++) {
+        char c = path[i];
+        bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        out[i] = keep ? c : '-';
+    }
+    out[i] = '\0';
+}
+
+int agent_transcript_path(char *buf, size_t size, const char *cwd, const char *session_id)
+{
+    char real[PATH_MAX];
+    if (realpath(cwd, real) == NULL)
+        return failure_set(FAILURE_NOT_FOUND, "cannot resolve %s: %s", cwd, strerror(errno));
+    char encoded[PATH_MAX];
+    s_encode_cwd(encoded, sizeof encoded, real);
+
+    char projects[PATH_MAX];
+    const char *config = getenv("CLAUDE_CONFIG_DIR");
+    const char *home = getenv("HOME");
+    int n;
+    if (config != NULL && config[0] != '\0')
+        n = snprintf(projects, sizeof projects, "%s/projects", config);
+    else
+        n = snprintf(projects, sizeof projects, "%s/.claude/projects", home ? home : "");
+    if (n < 0 || (size_t)n >= sizeof projects)
+        return failure_set(FAILURE_TOO_BIG, "transcript path too long");
+
+    if (strlen(encoded) > AGENT_ENCODED_MAX) {
+        /* The CLI truncates long names and appends a hash we cannot compute: look for it. */
+        encoded[AGENT_ENCODED_MAX] = '\0';
+        DIR *dir = opendir(projects);
+        struct dirent *entry = NULL;
+        bool found = false;
+        while (dir != NULL && (entry = readdir(dir)) != NULL) {
+            if (strncmp(entry->d_name, encoded, AGENT_ENCODED_MAX) == 0) {
+                s_copy_utf8(encoded, sizeof encoded, entry->d_name);
+                found = true;
+                break;
+            }
+        }
+        if (dir != NULL)
+            closedir(dir);
+        if (!found)
+            return failure_set(FAILURE_NOT_FOUND, "no project directory for %s", real);
+    }
+    n = snprintf(buf, size, "%s/%s/%s.jsonl", projects, encoded, session_id);
+    if (n < 0 || (size_t)n >= size)
+        return failure_set(FAILURE_TOO_BIG, "transcript path too long");
+    return 0;
+}
+
+static bool s_transcript_exists(const char *cwd, const char *session_id)
+{
+    char path[PATH_MAX + 512];
+    return agent_transcript_path(path, sizeof path, cwd, session_id) == 0 && access(path, F_OK) == 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Parsing the agent's NDJSON stream. */
+
+/* A one-line summary of a tool's input: its most telling string field, else the JSON. */
+static void s_tool_summary(char *out, size_t size, json_t *input)
+{
+    static const char *const keys[] = { "command", "file_path", "path", "pattern", "url",
+                                        "description", "prompt", "query", NULL };
+    const char *text = NULL;
+    char *dumped = NULL;
+    for (int i = 0; keys[i] != NULL && text == NULL; i++)
+        text = json_string_value(json_object_get(input, keys[i]));
+    if (text == NULL && input != NULL)
+        text = dumped = json_dumps(input, JSON_COMPACT | JSON_ENCODE_ANY);
+    s_copy_utf8(out, size, text ? text : "");
+    for (char *p = out; *p; p++) {
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+    }
+    free(dumped);
+}
+
+static void s_on_assistant(agent_run_t *run, json_t *event)
+{
+    json_t *content = json_object_get(json_object_get(event, "message"), "content");
+    size_t i;
+    json_t *block;
+    json_array_foreach(content, i, block) {
+        const char *type = json_string_value(json_object_get(block, "type"));
+        if (type == NULL)
+            continue;
+        if (strcmp(type, "text") == 0) {
+            const char *text = json_string_value(json_object_get(block, "text"));
+            if (text != NULL && text[0] != '\0')
+                s_progress(run, AGENT_PROGRESS_TEXT, text, "");
+        } else if (strcmp(type, "tool_use") == 0) {
+            const char *name = json_string_value(json_object_get(block, "name"));
+            char summary[AGENT_SUMMARY_MAX + 1];
+            s_tool_summary(summary, sizeof summary, json_object_get(block, "input"));
+            s_progress(run, AGENT_PROGRESS_TOOL, name ? name : "tool", summary);
+        }
+    }
+}
+
+static int s_on_line(void *arg, const char *line, size_t len)
+{
+    agent_run_t *run = arg;
+    if (len == 0)
+        return 0;
+    json_error_t error;
+    json_t *event = json_loadb(line, len, 0, &error);
+    if (!json_is_object(event)) {
+        log_warn("agent %s: skipping a line that is not a JSON object: %.120s", run->settings->specialist, line);
+        json_decref(event);
+        return 0;
+    }
+    const char *type = json_string_value(json_object_get(event, "type"));
+    if (type == NULL) {
+        /* no type: nothing we know */
+    } else if (strcmp(type, "assistant") == 0) {
+        s_on_assistant(run, event);
+    } else if (strcmp(type, "result") == 0) {
+        json_decref(run->result);
+        run->result = json_incref(event);
+        run->result_at_ms = clock_now_ms();
+    } else if (strcmp(type, "system") == 0) {
+        const char *subtype = json_string_value(json_object_get(event, "subtype"));
+        const char *version = json_string_value(json_object_get(event, "claude_code_version"));
+        if (subtype != NULL && strcmp(subtype, "init") == 0 && version != NULL)
+            s_copy_utf8(run->cli_version, sizeof run->cli_version, version);
+    }
+    json_decref(event);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Sessions and spawning. */
+
+/* Replaces the session with a new id, saved before any agent sees it. */
+static int s_fresh_session(agent_run_t *run, const char *reason)
+{
+    session_state_t *st = &run->state;
+    memset(st, 0, sizeof *st);
+    session_new_id(st->session_id);
+    s_copy_utf8(st->cwd, sizeof st->cwd, run->settings->workdir);
+    st->created_at_ms = clock_wall_ms();
+    s_copy_utf8(st->fresh_reason, sizeof st->fresh_reason, reason);
+    run->use_session_id = true;
+    run->outcome.fresh = true;
+    s_copy_utf8(run->fresh_reason, sizeof run->fresh_reason, reason);
+    log_info("agent %s: starting a fresh session %s (%s)", run->settings->specialist, st->session_id, reason);
+    int rc = session_save(run->settings->specialist, st);
+    if (rc != 0)
+        return rc;
+    s_progress(run, AGENT_PROGRESS_SESSION, reason, st->session_id);
+    return 0;
+}
+
+/* Loads the stored session and decides: resume it, or start fresh (and why). */
+static int s_choose_session(agent_run_t *run)
+{
+    const agent_settings_t *set = run->settings;
+    int rc = session_load(set->specialist, &run->state);
+    char reason[SESSION_REASON_SIZE];
+    if (rc == FAILURE_NOT_FOUND) {
+        snprintf(reason, sizeof reason, "no previous session");
+    } else if (rc != 0) {
+        s_copy_utf8(reason, sizeof reason, "session file unreadable");
+    } else if (strcmp(run->state.cwd, set->workdir) != 0) {
+        snprintf(reason, sizeof reason, "cwd changed");
+    } else if (set->session_token_limit > 0 && run->state.input_tokens >= set->session_token_limit) {
+        snprintf(reason, sizeof reason, "rotated after %lld tokens", (long long)run->state.input_tokens);
+    } else {
+        /* An id that never completed a run may not exist on the CLI's side yet. */
+        run->use_session_id = run->state.runs == 0;
+        return 0;
+    }
+    return s_fresh_session(run, reason);
+}
+
+static char *s_join(const char *const *list)
+{
+    size_t len = 1;
+    for (size_t i = 0; list[i] != NULL; i++)
+        len += strlen(list[i]) + 1;
+    char *joined = calloc(1, len);
+    if (joined == NULL)
+        return NULL;
+    for (size_t i = 0; list[i] != NULL; i++) {
+        if (i > 0)
+            strcat(joined, ",");
+        strcat(joined, list[i]);
+    }
+    return joined;
+}
+
+static int s_spawn(agent_run_t *run)
+{
+    const agent_settings_t *set = run->settings;
+    size_t extra = 0;
+    while (set->extra_args != NULL && set->extra_args[extra] != NULL)
+        extra++;
+    const char **argv = calloc(AGENT_FIXED_ARGS + extra, sizeof *argv);
+    char *allowed = set->allowed_tools ? s_join(set->allowed_tools) : NULL;
+    char *disallowed = set->disallowed_tools ? s_join(set->disallowed_tools) : NULL;
+    char turns[32], budget[64], agent_id[SESSION_NAME_MAX + 32];
+    int rc = 0;
+    if (argv == NULL || (set->allowed_tools && !allowed) || (set->disallowed_tools && !disallowed)) {
+        rc = failure_set(FAILURE_MEMORY, "out of memory");
+        goto out;
+    }
+
+    size_t n = 0;
+    argv[n++] = set->command ? set->command : AGENT_DEFAULT_COMMAND;
+    for (size_t i = 0; i < extra; i++)
+        argv[n++] = set->extra_args[i];
+    argv[n++] = "-p";
+    argv[n++] = "--output-format";
+    argv[n++] = "stream-json";
+    argv[n++] = "--verbose";
+    argv[n++] = "--model";
+    argv[n++] = set->model ? set->model : AGENT_DEFAULT_MODEL;
+    if (set->max_turns > 0) {
+        snprintf(turns, sizeof turns, "%d", set->max_turns);
+        argv[n++] = "--max-turns";
+        argv[n++] = turns;
+    }
+    if (set->max_budget_usd > 0) {
+        snprintf(budget, sizeof budget, "%g", set->max_budget_usd);
+        argv[n++] = "--max-budget-usd";
+        argv[n++] = budget;
+    }
+    if (set->permission_mode != NULL) {
+        argv[n++] = "--permission-mode";
+        argv[n++] = set->permission_mode;
+    }
+    if (allowed != NULL) {
+        argv[n++] = "--allowedTools";
+        argv[n++] = allowed;
+    }
+    if (disallowed != NULL) {
+        argv[n++] = "--disallowedTools";
+        argv[n++] = disallowed;
+    }
+    if (set->append_system_prompt != NULL) {
+        argv[n++] = "--append-system-prompt";
+        argv[n++] = set->append_system_prompt;
+    }
+    argv[n++] = run->use_session_id ? "--session-id" : "--resume";
+    argv[n++] = run->state.session_id;
+    argv[n] = NULL;
+
+    snprintf(agent_id, sizeof agent_id, "PANOPTICON_AGENT_ID=%s", set->specialist);
+    const char *env_remove[] = { "CLAUDECODE", "CLAUDE_CODE_*", NULL };
+    const char *env_set[] = { agent_id, NULL };
+    int64_t now = clock_now_ms();
+    proc_options_t options = {
+        .argv = (char *const *)argv,
+        .cwd = set->workdir,
+        .env_remove = env_remove,
+        .env_set = env_set,
+        .stdin_data = run->prompt,
+        .stdin_len = strlen(run->prompt),
+        .on_line = s_on_line,
+        .on_line_arg = run,
+        .timeout_ms = run->deadline_ms > 0 ? (run->deadline_ms > now ? run->deadline_ms - now : 1) : 0,
+        .no_output_timeout_ms = (int64_t)set->no_output_timeout_s * 1000,
+        .kill_grace_ms = set->kill_grace_ms,
+    };
+    json_decref(run->result);
+    run->result = NULL;
+    run->result_at_ms = 0;
+    run->result_stop_sent = false;
+    run->outcome.attempts++;
+    log_debug("agent %s: %s %s %s", set->specialist, argv[0], argv[n - 2], argv[n - 1]);
+    rc = proc_start(&run->proc, &options);
+out:
+    free(argv);
+    free(allowed);
+    free(disallowed);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Finishing. */
+
+/* result.result, or errors[] joined with "; " (the error subtypes have no result key). */
+static char *s_result_text(json_t *result)
+{
+    const char *text = json_string_value(json_object_get(result, "result"));
+    if (text != NULL)
+        return s_dup_max(text, AGENT_RESULT_TEXT_MAX);
+    json_t *errors = json_object_get(result, "errors");
+    size_t len = 1, i;
+    json_t *item;
+    json_array_foreach(errors, i, item) {
+        if (json_is_string(item))
+            len += strlen(json_string_value(item)) + 2;
+    }
+    char *joined = calloc(1, len);
+    if (joined == NULL)
+        return NULL;
+    json_array_foreach(errors, i, item) {
+        if (!json_is_string(item))
+            continue;
+        if (joined[0] != '\0')
+            strcat(joined, "; ");
+        strcat(joined, json_string_value(item));
+    }
+    if (strlen(joined) > AGENT_RESULT_TEXT_MAX) {
+        char *cut = s_dup_max(joined, AGENT_RESULT_TEXT_MAX);
+        free(joined);
+        return cut;
+    }
+    return joined;
+}
+
+static int64_t s_usage(json_t *result, const char *key)
+{
+    json_t *v = json_object_get(json_object_get(result, "usage"), key);
+    return json_is_number(v) ? (int64_t)json_number_value(v) : 0;
+}
+
+/* The last non-empty line of text, for one-line error messages. */
+static void s_last_line(char *out, size_t size, const char *text)
+{
+    const char *end = text + strlen(text);
+    while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+        end--;
+    const char *start = end;
+    while (start > text && start[-1] != '\n')
+        start--;
+    size_t len = (size_t)(end - start);
+    char line[1024];
+    if (len >= sizeof line)
+        len = sizeof line - 1;
+    memcpy(line, start, len);
+    line[len] = '\0';
+    s_copy_utf8(out, size, line);
+}
+
+/* Fills the outcome from the last attempt (its proc status and result). */
+static void s_fill_outcome(agent_run_t *run)
+{
+    agent_outcome_t *o = &run->outcome;
+    const agent_settings_t *set = run->settings;
+    char message[1400];
+    message[0] = '\0';
+    if (run->proc != NULL) {
+        const proc_status_t *st = proc_status(run->proc);
+        o->exited = st->exited;
+        o->exit_code = st->exit_code;
+        o->term_signal = st->term_signal;
+        o->timed_out = st->stopped_by == PROC_STOP_TIMEOUT || st->stopped_by == PROC_STOP_NO_OUTPUT;
+        s_set_string(&run->stderr_tail, st->stderr_tail);
+    }
+    json_t *result = run->result;
+    o->got_result = result != NULL;
+    if (result != NULL) {
+        o->is_error = !json_is_false(json_object_get(result, "is_error"));
+        s_set_string(&run->subtype, json_string_value(json_object_get(result, "subtype")));
+        free(run->result_text);
+        run->result_text = s_result_text(result);
+        json_t *cost = json_object_get(result, "total_cost_usd");
+        o->cost_usd = json_is_number(cost) ? json_number_value(cost) : 0.0;
+        o->input_tokens = s_usage(result, "input_tokens");
+        o->cache_creation_input_tokens = s_usage(result, "cache_creation_input_tokens");
+        o->cache_read_input_tokens = s_usage(result, "cache_read_input_tokens");
+        o->output_tokens = s_usage(result, "output_tokens");
+        json_t *turns = json_object_get(result, "num_turns");
+        o->num_turns = json_is_number(turns) ? (int)json_number_value(turns) : 0;
+        json_t *duration = json_object_get(result, "duration_ms");
+        o->duration_ms = json_is_number(duration) ? (int64_t)json_number_value(duration) : 0;
+    }
+    char stderr_line[512];
+    s_last_line(stderr_line, sizeof stderr_line, run->stderr_tail ? run->stderr_tail : "");
+
+    o->ok = o->got_result && !o->is_error && !run->cancelled;
+    if (o->ok) {
+        message[0] = '\0';
+    } else if (run->cancelled) {
+        snprintf(message, sizeof message, "agent run cancelled");
+    } else if (o->got_result) {
+        snprintf(message, sizeof message, "agent reported an error (%s): %.1000s",
+                 run->subtype && run->subtype[0] ? run->subtype : "no subtype",
+                 run->result_text ? run->result_text : "");
+    } else if (run->proc != NULL && proc_status(run->proc)->stopped_by == PROC_STOP_TIMEOUT) {
+        snprintf(message, sizeof message, "agent timed out after %d s and was killed", set->timeout_s);
+    } else if (run->proc != NULL && proc_status(run->proc)->stopped_by == PROC_STOP_NO_OUTPUT) {
+        snprintf(message, sizeof message, "agent produced no output for %d s and was killed",
+                 set->no_output_timeout_s);
+    } else if (o->exited && o->exit_code == 0) {
+        snprintf(message, sizeof message, "agent exited without a result");
+    } else if (o->exited) {
+        snprintf(message, sizeof message, "agent crashed (exit code %d) without a result%s%s", o->exit_code,
+                 stderr_line[0] ? ": " : "", stderr_line);
+    } else {
+        snprintf(message, sizeof message, "agent was killed by signal %d without a result%s%s", o->term_signal,
+                 stderr_line[0] ? ": " : "", stderr_line);
+    }
+    if (!o->ok && (run->error == NULL || run->error[0] == '\0'))
+        s_set_string(&run->error, message);
+}
+
+/* Records the run in the session file and history.jsonl. */
+static void s_record(agent_run_t *run)
+{
+    agent_outcome_t *o = &run->outcome;
+    const char *name = run->settings->specialist;
+    session_state_t *st = &run->state;
+    bool have_session = st->session_id[0] != '\0';
+
+    if (have_session && o->got_result) {
+        const char *reported = json_string_value(json_object_get(run->result, "session_id"));
+        if (reported != NULL && reported[0] != '\0' && strcmp(reported, st->session_id) != 0) {
+            if (strlen(reported) < SESSION_ID_SIZE && s_transcript_exists(run->settings->workdir, reported)) {
+                log_info("agent %s: the CLI continued in session %s (was %s); adopting it", name, reported,
+                         st->session_id);
+                s_copy_utf8(st->session_id, sizeof st->session_id, reported);
+            } else {
+                log_warn("agent %s: ignoring result session id %s: no transcript on disk", name, reported);
+            }
+        }
+        st->runs++;
+        st->input_tokens += o->input_tokens + o->cache_creation_input_tokens + o->cache_read_input_tokens;
+        st->output_tokens += o->output_tokens;
+        st->cost_usd += o->cost_usd;
+    }
+    if (have_session) {
+        st->last_run_at_ms = clock_wall_ms();
+        if (run->cli_version[0] != '\0')
+            s_copy_utf8(st->cli_version, sizeof st->cli_version, run->cli_version);
+        if (session_save(name, st) != 0)
+            log_error("agent %s: cannot save the session: %s", name, failure_message());
+        s_copy_utf8(run->session_id, sizeof run->session_id, st->session_id);
+    }
+
+    char *short_text = s_dup_max(run->result_text ? run->result_text : "", AGENT_HISTORY_TEXT_MAX);
+    json_t *entry = json_pack(
+        "{s:s, s:s?, s:s, s:s, s:s, s:b, s:b, s:s, s:s, s:f, s:{s:I, s:I, s:I, s:I}, s:i, s:I, s:I, s:i, "
+        "s:b, s:b, s:s, s:s}",
+        "kind", "agent_run", "task_id", run->task_id, "specialist", name, "session_id", run->session_id,
+        "mode", o->fresh ? "fresh" : "resumed", "ok", o->ok, "is_error", o->is_error, "subtype",
+        run->subtype ? run->subtype : "", "fresh_reason", run->fresh_reason, "cost_usd", o->cost_usd, "usage",
+        "input_tokens", (json_int_t)o->input_tokens, "cache_creation_input_tokens",
+        (json_int_t)o->cache_creation_input_tokens, "cache_read_input_tokens",
+        (json_int_t)o->cache_read_input_tokens, "output_tokens", (json_int_t)o->output_tokens, "num_turns",
+        o->num_turns, "duration_ms", (json_int_t)o->duration_ms, "wall_ms", (json_int_t)o->wall_ms, "attempts",
+        o->attempts, "timed_out", o->timed_out, "cancelled", run->cancelled, "error", run->error ? run->error : "",
+        "result", short_text ? short_text : "");
+    if (entry == NULL || session_history_append(name, entry) != 0)
+        log_error("agent %s: cannot append to history: %s", name,
+                  entry == NULL ? "entry not encodable" : failure_message());
+    json_decref(entry);
+    free(short_text);
+}
+
+/* Ends the run: outcome, records, lock released. */
+static void s_finish(agent_run_t *run, const char *error)
+{
+    if (error != NULL)
+        s_set_string(&run->error, error);
+    run->outcome.wall_ms = clock_now_ms() - run->started_ms;
+    s_fill_outcome(run);
+    if (run->lock != NULL)
+        s_record(run);
+    session_unlock(&run->lock);
+    proc_destroy(&run->proc);
+
+    agent_outcome_t *o = &run->outcome;
+    o->cancelled = run->cancelled;
+    o->error = run->error ? run->error : "";
+    o->subtype = run->subtype ? run->subtype : "";
+    o->result_text = run->result_text ? run->result_text : "";
+    o->stderr_tail = run->stderr_tail ? run->stderr_tail : "";
+    o->session_id = run->session_id;
+    o->fresh_reason = run->fresh_reason;
+    run->phase = RUN_DONE;
+    if (!o->ok)
+        log_warn("agent %s: run failed: %s", run->settings->specialist, o->error);
+}
+
+static bool s_contains(const char *text, const char *needle)
+{
+    return text != NULL && strstr(text, needle) != NULL;
+}
+
+/* After an attempt ended: recover with another attempt (returns true) or not. */
+static bool s_recover(agent_run_t *run)
+{
+    if (run->cancelled || (run->deadline_ms > 0 && clock_now_ms() >= run->deadline_ms))
+        return false;
+    if (run->result != NULL && json_is_false(json_object_get(run->result, "is_error")))
+        return false;
+    const proc_status_t *st = proc_status(run->proc);
+    char *errors = run->result ? s_result_text(run->result) : NULL;
+    bool lost = s_contains(st->stderr_tail, AGENT_LOST_TEXT) || s_contains(errors, AGENT_LOST_TEXT);
+    bool in_use = s_contains(st->stderr_tail, AGENT_IN_USE_TEXT) || s_contains(errors, AGENT_IN_USE_TEXT);
+    free(errors);
+    const char *name = run->settings->specialist;
+    const char *reason = NULL;
+
+    if (lost && !run->use_session_id && !run->retried_lost) {
+        run->retried_lost = true;
+        reason = "context lost";
+    } else if (in_use && run->use_session_id && !run->retried_in_use_resume) {
+        run->retried_in_use_resume = true;
+        log_info("agent %s: session %s already exists; resuming it", name, run->state.session_id);
+        run->use_session_id = false;
+    } else if (in_use && !run->use_session_id && !run->retried_in_use_new) {
+        run->retried_in_use_new = true;
+        reason = "session in use";
+    } else {
+        return false;
+    }
+    proc_destroy(&run->proc);
+    if (reason != NULL && s_fresh_session(run, reason) != 0) {
+        s_finish(run, failure_message());
+        return true;
+    }
+    if (s_spawn(run) != 0) {
+        char error[1200];
+        snprintf(error, sizeof error, "cannot start the agent: %s", failure_message());
+        s_finish(run, error);
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The public API. */
+
+int agent_run_start(agent_run_t **run_p, const agent_settings_t *settings, const char *prompt,
+                    const char *task_id, agent_progress_fn *progress, void *progress_arg)
+{
+    *run_p = NULL;
+    if (settings == NULL || !session_name_valid(settings->specialist))
+        return failure_set(FAILURE_INVALID, "agent: invalid specialist name");
+    if (settings->workdir == NULL || settings->workdir[0] != '/' || strlen(settings->workdir) >= SESSION_CWD_SIZE)
+        return failure_set(FAILURE_INVALID, "agent %s: workdir must be an absolute path", settings->specialist);
+    if (prompt == NULL)
+        return failure_set(FAILURE_INVALID, "agent %s: no prompt", settings->specialist);
+    agent_run_t *run = calloc(1, sizeof *run);
+    if (run == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    run->settings = settings;
+    run->prompt = strdup(prompt);
+    run->task_id = task_id ? strdup(task_id) : NULL;
+    if (run->prompt == NULL || (task_id != NULL && run->task_id == NULL)) {
+        agent_run_destroy(&run);
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    }
+    run->progress = progress;
+    run->progress_arg = progress_arg;
+    run->phase = RUN_WAIT_LOCK;
+    run->started_ms = clock_now_ms();
+    if (settings->timeout_s > 0)
+        run->deadline_ms = run->started_ms + (int64_t)settings->timeout_s * 1000;
+    *run_p = run;
+    return 0;
+}
+
+/* The WAIT_LOCK phase: try the lock; once held, choose the session and spawn. */
+static void s_step_lock(agent_run_t *run, int timeout_ms)
+{
+    const char *name = run->settings->specialist;
+    if (run->cancelled) {
+        s_finish(run, NULL);
+        return;
+    }
+    int rc = session_lock_try(&run->lock, name);
+    if (rc == FAILURE_STATE) {
+        int64_t now = clock_now_ms();
+        if (run->deadline_ms > 0 && now >= run->deadline_ms) {
+            char error[256];
+            snprintf(error, sizeof error, "specialist %s stayed busy (locked by another run) for %d s", name,
+                     run->settings->timeout_s);
+            s_finish(run, error);
+            return;
+        }
+        int64_t wait = AGENT_LOCK_RETRY_MS;
+        if (timeout_ms >= 0 && timeout_ms < wait)
+            wait = timeout_ms;
+        if (run->deadline_ms > 0 && run->deadline_ms - now < wait)
+            wait = run->deadline_ms - now;
+        poll(NULL, 0, (int)wait);
+        return;
+    }
+    if (rc != 0) {
+        s_finish(run, failure_message());
+        return;
+    }
+    if (s_choose_session(run) != 0) {
+        char error[1200];
+        snprintf(error, sizeof error, "cannot save the session: %s", failure_message());
+        s_finish(run, error);
+        return;
+    }
+    s_copy_utf8(run->session_id, sizeof run->session_id, run->state.session_id);
+    run->phase = RUN_AGENT;
+    if (s_spawn(run) != 0) {
+        char error[1200];
+        snprintf(error, sizeof error, "cannot start the agent: %s", failure_message());
+        s_finish(run, error);
+    }
+}
+
+/* The AGENT phase: drive the process; after a result, allow result_grace_ms to exit. */
+static void s_step_agent(agent_run_t *run, int timeout_ms)
+{
+    int grace = run->settings->result_grace_ms > 0 ? run->settings->result_grace_ms : AGENT_DEFAULT_RESULT_GRACE_MS;
+    if (run->result_at_ms > 0 && !run->result_stop_sent) {
+        int64_t left = run->result_at_ms + grace - clock_now_ms();
+        if (left <= 0) {
+            log_warn("agent %s: still running %d ms after its result; stopping it", run->settings->specialist, grace);
+            proc_stop(run->proc, PROC_STOP_REQUESTED);
+            run->result_stop_sent = true;
+        } else if (timeout_ms < 0 || left < timeout_ms) {
+            timeout_ms = (int)left;
+        }
+    }
+    int rc = proc_step(run->proc, timeout_ms);
+    if (rc < 0) {
+        s_finish(run, failure_message());
+        return;
+    }
+    if (rc == 1 && !s_recover(run))
+        s_finish(run, NULL);
+}
+
+int agent_run_step(agent_run_t *run, int timeout_ms)
+{
+    if (run->phase == RUN_WAIT_LOCK)
+        s_step_lock(run, timeout_ms);
+    else if (run->phase == RUN_AGENT)
+        s_step_agent(run, timeout_ms);
+    return run->phase == RUN_DONE ? 1 : 0;
+}
+
+void agent_run_cancel(agent_run_t *run)
+{
+    if (run->phase == RUN_DONE)
+        return;
+    run->cancelled = true;
+    if (run->proc != NULL)
+        proc_stop(run->proc, PROC_STOP_REQUESTED);
+}
+
+const agent_outcome_t *agent_run_outcome(const agent_run_t *run)
+{
+    return run->phase == RUN_DONE ? &run->outcome : NULL;
+}
+
+int agent_run_pid(const agent_run_t *run)
+{
+    return run->proc != NULL && proc_status(run->proc)->running ? (int)proc_pid(run->proc) : -1;
+}
+
+int agent_run(agent_run_t **run_p, const agent_settings_t *settings, const char *prompt, const char *task_id,
+              agent_progress_fn *progress, void *progress_arg)
+{
+    int rc = agent_run_start(run_p, settings, prompt, task_id, progress, progress_arg);
+    if (rc != 0)
+        return rc;
+    while (agent_run_step(*run_p, -1) == 0) {
+    }
+    return 0;
+}
+
+void agent_run_destroy(agent_run_t **run_p)
+{
+    if (run_p == NULL || *run_p == NULL)
+        return;
+    agent_run_t *run = *run_p;
+    *run_p = NULL;
+    proc_destroy(&run->proc);
+    session_unlock(&run->lock);
+    json_decref(run->result);
+    free(run->prompt);
+    free(run->task_id);
+    free(run->error);
+    free(run->subtype);
+    free(run->result_text);
+    free(run->stderr_tail);
+    free(run);
+}

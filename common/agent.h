@@ -1,0 +1,163 @@
+/* agent: runs the agent CLI (Claude Code headless mode by default) for one specialist and
+ * keeps its session across runs. See shared/reference/agent-cli.md for the contract.
+ *
+ * One run:
+ *   1. takes the specialist's run lock (session.h), retrying until the run's deadline, so
+ *      runs of one specialist never overlap;
+ *   2. picks the session: none stored, unreadable, stored for another cwd, or past the
+ *      token limit → a fresh one (a new uuid SAVED before the agent starts, passed with
+ *      --session-id); otherwise --resume <stored id> (a stored id that never completed a
+ *      run is passed with --session-id again). Every fresh start is reported through the
+ *      progress callback (AGENT_PROGRESS_SESSION) and in the outcome;
+ *   3. spawns, argv only, in its own process group, cwd = workdir:
+ *        <command> [extra args] -p --output-format stream-json --verbose --model <alias>
+ *        [--max-turns N] [--max-budget-usd X] [--permission-mode M]
+ *        [--allowedTools a,b] [--disallowedTools c,d] [--append-system-prompt <text>]
+ *        (--session-id <uuid> | --resume <uuid>)
+ *      the prompt on stdin then EOF; env = ours minus CLAUDECODE and CLAUDE_CODE_*, plus
+ *      PANOPTICON_AGENT_ID=<specialist>;
+ *   4. parses stdout NDJSON by key: each assistant text block and tool_use becomes a
+ *      progress callback as its line arrives; the last `result` event is the outcome;
+ *   5. recovers once per case: "No conversation found with session ID" on --resume → fresh
+ *      session ("context lost"); "is already in use" on --session-id → rerun with --resume;
+ *      "is already in use" on --resume → fresh session ("session in use");
+ *   6. adopts a different result.session_id only if its transcript exists on disk (never the
+ *      id from init); adds tokens and cost to the session file, appends a line to
+ *      specialists/<name>/history.jsonl, releases the lock.
+ *
+ * Success is `result.is_error == false`, whatever the subtype and the exit code. Deadlines:
+ * timeout_s bounds the whole run (lock wait and reruns included); no_output_timeout_s stops
+ * an agent that went silent; after a `result` line the agent gets result_grace_ms to exit
+ * before its group is stopped (TERM, then KILL) — that result still counts.
+ *
+ * Driving it (single thread, no blocking): the specialist skeleton calls
+ * agent_run_step(run, ms) from its poll loop and keeps heartbeating between calls;
+ * agent_run_cancel() (on SIGTERM or a broker cancel) stops the agent's process group and
+ * the next steps finish the run. Callbacks run inside agent_run_step(). agent_run() is the
+ * blocking convenience. A run is not thread-safe; different runs are independent. */
+#ifndef CLOISTER_AGENT_H
+#define CLOISTER_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AGENT_DEFAULT_COMMAND "claude"
+#define AGENT_DEFAULT_MODEL "sonnet"
+#define AGENT_DEFAULT_RESULT_GRACE_MS 5000
+#define AGENT_RESULT_TEXT_MAX (1024 * 1024) /* longer result texts are truncated */
+#define AGENT_HISTORY_TEXT_MAX 2000         /* result text kept in history.jsonl */
+
+/* What a run needs; the services fill it from their config. Borrowed: the struct and every
+ * string and list it points to must stay valid until agent_run_destroy(). Zero / NULL means
+ * "default" or "omit the flag", as noted. */
+typedef struct {
+    const char *specialist;             /* required: session key, PANOPTICON_AGENT_ID */
+    const char *workdir;                /* required, absolute: the agent's cwd, same every run */
+    const char *command;                /* NULL → "claude" (searched in PATH) */
+    const char *const *extra_args;      /* NULL-terminated, right after the command; or NULL */
+    const char *model;                  /* alias; NULL → "sonnet" */
+    const char *permission_mode;        /* NULL → omitted */
+    const char *const *allowed_tools;   /* NULL-terminated, joined with ","; NULL → omitted */
+    const char *const *disallowed_tools;
+    int max_turns;                      /* 0 → omitted */
+    double max_budget_usd;              /* 0 → omitted */
+    const char *append_system_prompt;   /* NULL → omitted */
+    int timeout_s;                      /* whole run; 0 → no limit */
+    int no_output_timeout_s;            /* 0 → no watchdog */
+    int result_grace_ms;                /* 0 → AGENT_DEFAULT_RESULT_GRACE_MS */
+    int kill_grace_ms;                  /* TERM → KILL; 0 → PROC_DEFAULT_KILL_GRACE_MS */
+    int64_t session_token_limit;        /* rotate past this many input tokens; 0 → never */
+} agent_settings_t;
+
+typedef enum {
+    AGENT_PROGRESS_TEXT,    /* an assistant text block: text */
+    AGENT_PROGRESS_TOOL,    /* a tool call: text = tool name, detail = short input summary */
+    AGENT_PROGRESS_SESSION  /* a fresh session: text = reason, detail = the new session id */
+} agent_progress_kind_t;
+
+typedef struct {
+    agent_progress_kind_t kind;
+    const char *text;
+    const char *detail; /* "" when there is none */
+} agent_progress_t;
+
+/* Called as events happen. `progress` and its strings are borrowed for the call only. */
+typedef void(agent_progress_fn)(void *arg, const agent_progress_t *progress);
+
+/* The end of a run. Every string is owned by the run (never NULL; "" when absent) and valid
+ * until agent_run_destroy(). */
+typedef struct {
+    bool ok;                 /* a result arrived with is_error == false, and not cancelled */
+    const char *error;       /* why not ok; "" when ok */
+    bool got_result;         /* a `result` event was received */
+    bool is_error;           /* result.is_error */
+    const char *subtype;     /* result.subtype */
+    const char *result_text; /* result.result, or result.errors[] joined with "; " */
+    double cost_usd;         /* result.total_cost_usd */
+    int64_t input_tokens;    /* result.usage.* */
+    int64_t cache_creation_input_tokens;
+    int64_t cache_read_input_tokens;
+    int64_t output_tokens;
+    int num_turns;
+    int64_t duration_ms;     /* result.duration_ms */
+    int64_t wall_ms;         /* our own measure of the whole run */
+    const char *session_id;  /* the session this run used (after any adoption) */
+    bool fresh;              /* a new session was started during this run */
+    const char *fresh_reason;/* why ("" when resumed) */
+    int attempts;            /* agent processes started (1, or 2-3 after recoveries) */
+    bool timed_out;          /* the wall clock or the no-output watchdog stopped it */
+    bool cancelled;          /* agent_run_cancel() stopped it */
+    bool exited;             /* the last agent process exited: exit_code valid */
+    int exit_code;
+    int term_signal;         /* the signal that ended it, when !exited */
+    const char *stderr_tail; /* the last bytes of its stderr */
+} agent_outcome_t;
+
+typedef struct agent_run_t agent_run_t;
+
+/* Starts a run of `prompt` (copied) for task `task_id` (copied; may be NULL) with
+ * `settings` (borrowed, see above). `progress` may be NULL. On success *run_p is the new
+ * run (the caller owns it; free with agent_run_destroy()). Nothing is spawned yet: the
+ * first agent_run_step() takes the lock. Returns 0, or FAILURE_INVALID for unusable
+ * settings (no specialist, bad name, relative workdir). Everything that goes wrong later
+ * (busy lock, spawn failure, agent errors) is reported in the outcome, not here. */
+int agent_run_start(agent_run_t **run_p, const agent_settings_t *settings, const char *prompt,
+                    const char *task_id, agent_progress_fn *progress, void *progress_arg);
+
+/* Makes progress for at most about timeout_ms (-1: until something happens): takes the
+ * lock, spawns, delivers progress, enforces deadlines, recovers, finishes. Returns 1 when
+ * the run is over (agent_run_outcome() is ready; every later call returns 1 at once), 0
+ * while it goes on. */
+int agent_run_step(agent_run_t *run, int timeout_ms);
+
+/* Asks the run to stop: the agent's process group gets SIGTERM now and SIGKILL after the
+ * kill grace; no recovery rerun starts. Keep calling agent_run_step() until it returns 1;
+ * the outcome then has cancelled = true, ok = false. */
+void agent_run_cancel(agent_run_t *run);
+
+/* The outcome, once agent_run_step() returned 1 (NULL before). Owned by the run. */
+const agent_outcome_t *agent_run_outcome(const agent_run_t *run);
+
+/* The pid (= process group) of the agent process running now, or -1. */
+int agent_run_pid(const agent_run_t *run);
+
+/* Runs to the end (start + step until done). On success *run_p is the finished run for
+ * the caller to read and destroy. Returns as agent_run_start(). */
+int agent_run(agent_run_t **run_p, const agent_settings_t *settings, const char *prompt, const char *task_id,
+              agent_progress_fn *progress, void *progress_arg);
+
+/* Kills an agent still running (SIGKILL to its group), releases the lock, frees. A run
+ * destroyed before it finished leaves its session file as it was. Nulls *run_p; safe
+ * with NULL. */
+void agent_run_destroy(agent_run_t **run_p);
+
+/* Where the Claude CLI keeps the transcript of `session_id` for an agent run in `cwd`:
+ * ${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects/<realpath(cwd), non-[A-Za-z0-9] → '-'>/<id>.jsonl
+ * (an encoded name over 200 characters is truncated by the CLI with a hash suffix; the
+ * first project directory with that prefix is used). Writes the path into buf. Returns
+ * 0, FAILURE_NOT_FOUND (cwd does not exist / no such project directory) or
+ * FAILURE_TOO_BIG. */
+int agent_transcript_path(char *buf, size_t size, const char *cwd, const char *session_id);
+
+#endif

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds a reproducible synthetic git history for bench_conflicts: a main line and topic
+# branches merged back, some of them conflicting, a few with renames.
+#
+#   tests/bench/make_synthetic_repo.sh <dir> [merges=200]
+#
+# Each cycle: 5 commits on main, a topic branch from main~2 with 4 commits, a merge of the
+# topic into main (10 commits per cycle, so 200 merges ≈ 2,000 commits). In about a quarter
+# of the cycles main edits the same line as the topic (a conflict, resolved with "ours");
+# in about one cycle in twenty the topic renames a file. Bash's RANDOM is seeded, and
+# author/committer dates are fixed, so the same arguments give the same history.
+set -euo pipefail
+dir=${1:?usage: make_synthetic_repo.sh <dir> [merges]}
+merges=${2:-200}
+RANDOM=42
+export GIT_CONFIG_NOSYSTEM=1 HOME="$dir/.home"
+export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
+export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+tick=1700000000
+mkdir -p "$dir" "$HOME"
+cd "$dir"
+git init -q -b main .
+
+nfiles=100
+nlines=20
+for ((f = 0; f < nfiles; f++)); do
+  for ((l = 0; l < nlines; l++)); do echo "file $f line $l"; done > "f$f.txt"
+done
+git add .
+
+commit() {
+  tick=$((tick + 60))
+  GIT_AUTHOR_DATE="$tick +0000" GIT_COMMITTER_DATE="$tick +0000" git commit -q "$@"
+}
+commit -m initial
+
+# edit <file> <line> <text>: replaces one line of a file.
+edit() {
+  awk -v n="$2" -v t="$3" 'NR == n + 1 { print t; next } { print }' "$1" > "$1.tmp"
+  mv "$1.tmp" "$1"
+  git add "$1"
+}
+
+pick_file() {
+  local names=(f*.txt)
+  echo "${names[RANDOM % ${#names[@]}]}"
+}
+
+for ((m = 0; m < merges; m++)); do
+  for ((c = 0; c < 5; c++)); do
+    f=$(pick_file)
+    edit "$f" $((RANDOM % nlines)) "main $m.$c"
+    commit -m "main $m.$c"
+  done
+  git checkout -q -b "topic$m" HEAD~2
+  conflict_file=""
+  conflict_line=0
+  for ((c = 0; c < 4; c++)); do
+    f=$(pick_file)
+    line=$((RANDOM % nlines))
+    edit "$f" "$line" "topic $m.$c"
+    if [ $c -eq 0 ]; then conflict_file=$f; conflict_line=$line; fi
+    commit -m "topic $m.$c"
+  done
+  if ((RANDOM % 20 == 0)); then
+    f=$(pick_file)
+    git mv "$f" "renamed-$m-$f"
+    commit -m "topic $m rename"
+  fi
+  git checkout -q main
+  if ((RANDOM % 4 == 0)) && [ -f "$conflict_file" ]; then
+    edit "$conflict_file" "$conflict_line" "main conflicts $m"
+    commit -m "main $m conflicting edit"
+  fi
+  tick=$((tick + 60))
+  if ! GIT_AUTHOR_DATE="$tick +0000" GIT_COMMITTER_DATE="$tick +0000" \
+      git merge -q --no-edit "topic$m" > /dev/null 2>&1; then
+    git diff --name-only --diff-filter=U -z | xargs -0 -r git checkout -q --ours --
+    git add -A
+    commit --no-edit
+  fi
+  git branch -q -D "topic$m"
+done
+echo "$(git rev-list --count HEAD) commits, $(git rev-list --merges --count HEAD) merges in $dir"

@@ -31,7 +31,7 @@ static void s_outbox_push(broker_t *self, outbox_item_t item)
             log_error("out of memory queueing an outgoing message");
             free(item.target);
             free(item.data);
-            zframe_destroy(&item.envelope_identity);
+            zmsg_destroy(&item.envelope);
             return;
         }
         self->outbox = grown;
@@ -55,11 +55,10 @@ void broker_outbox_worker(broker_t *self, const char *worker_id, const void *dat
     s_outbox_push(self, item);
 }
 
-void broker_outbox_reply(broker_t *self, zframe_t *identity, bool delimiter, const void *data,
-                         size_t len)
+void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len)
 {
-    outbox_item_t item = {.kind = OUTBOX_REPLY, .envelope_identity = zframe_dup(identity),
-                          .envelope_delimiter = delimiter, .data = s_copy(data, len), .len = len};
+    outbox_item_t item = {.kind = OUTBOX_REPLY, .envelope = zmsg_dup(envelope),
+                          .data = s_copy(data, len), .len = len};
     s_outbox_push(self, item);
 }
 
@@ -75,15 +74,15 @@ static void s_outbox_flush(broker_t *self)
             if (worker != NULL && zmq_send(worker->push, item->data, item->len, ZMQ_DONTWAIT) < 0)
                 log_warn("could not send to worker %s: %s", worker->id, zmq_strerror(errno));
         } else {
-            zmq_send(self->control, zframe_data(item->envelope_identity),
-                     zframe_size(item->envelope_identity), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-            if (item->envelope_delimiter)
-                zmq_send(self->control, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            for (zframe_t *frame = zmsg_first(item->envelope); frame;
+                 frame = zmsg_next(item->envelope))
+                zmq_send(self->control, zframe_data(frame), zframe_size(frame),
+                         ZMQ_SNDMORE | ZMQ_DONTWAIT);
             zmq_send(self->control, item->data, item->len, ZMQ_DONTWAIT);
         }
         free(item->target);
         free(item->data);
-        zframe_destroy(&item->envelope_identity);
+        zmsg_destroy(&item->envelope);
     }
     self->outbox_len = 0;
 }
@@ -94,7 +93,7 @@ static void s_outbox_discard(broker_t *self)
     for (size_t i = 0; i < self->outbox_len; i++) {
         free(self->outbox[i].target);
         free(self->outbox[i].data);
-        zframe_destroy(&self->outbox[i].envelope_identity);
+        zmsg_destroy(&self->outbox[i].envelope);
     }
     self->outbox_len = 0;
 }
@@ -118,9 +117,12 @@ int broker_emit(broker_t *self, const char *event, const task_t *task, const eve
             specialist = task->queue ? task->queue->name : task->specialist;
         wire_put_str(w, "task", task->id);
         wire_put_str(w, "specialist", specialist);
-        wire_put_str(w, "priority", priority_name(task->priority));
-        wire_put_str(w, "state", task_state_name(task->state));
-        wire_put_int(w, "attempt", task->attempt);
+        /* A rejected submit has no queue: it only carries its id. */
+        if (specialist != NULL) {
+            wire_put_str(w, "priority", priority_name(task->priority));
+            wire_put_str(w, "state", task_state_name(task->state));
+            wire_put_int(w, "attempt", task->attempt);
+        }
         wire_put_str(w, "title", task->title);
         wire_put_str(w, "issue", task->issue);
         wire_put_str(w, "group", task->group);
@@ -702,22 +704,17 @@ static void s_drain_in(broker_t *self)
 static void s_drain_control(broker_t *self)
 {
     for (int i = 0; i < BATCH_LIMIT; i++) {
+        /* ROUTER gives [identity][REQ's request id][empty][body] (or [identity][body]
+         * from a DEALER): everything before the last frame is echoed back. */
         zmsg_t *request = zmsg_recv_nowait(self->control);
         if (request == NULL)
             break;
-        zframe_t *identity = zmsg_pop(request);
-        zframe_t *body = zmsg_pop(request);
-        bool delimiter = false;
-        if (body != NULL && zframe_size(body) == 0) {
-            delimiter = true;
+        zframe_t *body = zmsg_last(request);
+        if (zmsg_size(request) >= 2) {
+            zmsg_remove(request, body);
+            broker_handle_control(self, request, zframe_data(body), zframe_size(body));
             zframe_destroy(&body);
-            body = zmsg_pop(request);
         }
-        if (identity != NULL)
-            broker_handle_control(self, identity, delimiter, body ? zframe_data(body) : NULL,
-                                  body ? zframe_size(body) : 0);
-        zframe_destroy(&identity);
-        zframe_destroy(&body);
         zmsg_destroy(&request);
     }
 }

@@ -15,15 +15,14 @@
 
 typedef struct {
     broker_t *broker;
-    zframe_t *identity;
-    bool delimiter;
+    zmsg_t *envelope;
 } request_t;
 
 static void s_send(request_t *req)
 {
     size_t len;
     const void *data = wire_writer_data(req->broker->writer, &len);
-    broker_outbox_reply(req->broker, req->identity, req->delimiter, data, len);
+    broker_outbox_reply(req->broker, req->envelope, data, len);
 }
 
 static void s_reply_error(request_t *req, int code, const char *reason)
@@ -302,10 +301,9 @@ static void s_replay(request_t *req, const wire_msg_t *msg)
         s_send(req);
 }
 
-void broker_handle_control(broker_t *self, zframe_t *identity, bool delimiter, const void *data,
-                           size_t len)
+void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len)
 {
-    request_t req = {self, identity, delimiter};
+    request_t req = {self, envelope};
     wire_msg_t *msg = NULL;
     int rc = wire_decode(data, len, &msg);
     if (rc != 0) {

@@ -28,8 +28,8 @@ typedef enum { OUTBOX_PUBLISH, OUTBOX_WORKER, OUTBOX_REPLY } outbox_kind_t;
 typedef struct {
     outbox_kind_t kind;
     char *target;      /* PUBLISH: topic; WORKER: worker id */
-    zframe_t *envelope_identity; /* REPLY: the requester's identity */
-    bool envelope_delimiter;     /* REPLY: REQ clients need the empty frame */
+    zmsg_t *envelope; /* REPLY: every frame before the request body (identity, REQ's
+                         request id and empty delimiter), sent back in front of the reply */
     void *data;
     size_t len;
 } outbox_item_t;
@@ -83,7 +83,7 @@ struct broker_t {
 int broker_emit(broker_t *self, const char *event, const task_t *task, const event_extra_t *extra);
 void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason);
 void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len);
-void broker_outbox_reply(broker_t *self, zframe_t *identity, bool delimiter, const void *data, size_t len);
+void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len);
 queue_t *broker_queue(broker_t *self, const char *name, bool create);
 bool broker_specialist_known(broker_t *self, const char *name);
 void broker_count_rejected(broker_t *self, const char *reason);
@@ -109,7 +109,6 @@ void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const 
 void broker_handle_in(broker_t *self, const void *data, size_t len);
 
 /* broker_control.c */
-void broker_handle_control(broker_t *self, zframe_t *identity, bool delimiter, const void *data,
-                           size_t len);
+void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len);
 
 #endif

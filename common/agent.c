@@ -58,7 +58,7 @@ struct agent_run_t {
 
     /* The current attempt. */
     proc_t *proc;
-    bool use_session_id;  /* --session-id (new id) rather than --resume */
+    bool use_session_id; /* --session-id (new id) rather than --resume */
     bool retried_lost, retried_in_use_new, retried_in_use_resume;
     json_t *result;       /* the last `result` event of this attempt */
     int64_t result_at_ms; /* when it arrived; 0 = not yet */
@@ -106,11 +106,12 @@ static void s_set_string(char **field, const char *value)
     *field = strdup(value ? value : "");
 }
 
-static void s_progress(agent_run_t *run, agent_progress_kind_t kind, const char *text, const char *detail)
+static void s_progress(agent_run_t *run, agent_progress_kind_t kind, const char *text,
+                       const char *detail)
 {
     if (run->progress == NULL)
         return;
-    agent_progress_t progress = { kind, text ? text : "", detail ? detail : "" };
+    agent_progress_t progress = {kind, text ? text : "", detail ? detail : ""};
     run->progress(run->progress_arg, &progress);
 }
 
@@ -174,7 +175,8 @@ int agent_transcript_path(char *buf, size_t size, const char *cwd, const char *s
 static bool s_transcript_exists(const char *cwd, const char *session_id)
 {
     char path[PATH_MAX + 512];
-    return agent_transcript_path(path, sizeof path, cwd, session_id) == 0 && access(path, F_OK) == 0;
+    return agent_transcript_path(path, sizeof path, cwd, session_id) == 0 &&
+           access(path, F_OK) == 0;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -183,8 +185,8 @@ static bool s_transcript_exists(const char *cwd, const char *session_id)
 /* A one-line summary of a tool's input: its most telling string field, else the JSON. */
 static void s_tool_summary(char *out, size_t size, json_t *input)
 {
-    static const char *const keys[] = { "command", "file_path", "path", "pattern", "url",
-                                        "description", "prompt", "query", NULL };
+    static const char *const keys[] = {"command",     "file_path", "path",  "pattern", "url",
+                                       "description", "prompt",    "query", NULL};
     const char *text = NULL;
     char *dumped = NULL;
     for (int i = 0; keys[i] != NULL && text == NULL; i++)
@@ -204,7 +206,8 @@ static void s_on_assistant(agent_run_t *run, json_t *event)
     json_t *content = json_object_get(json_object_get(event, "message"), "content");
     size_t i;
     json_t *block;
-    json_array_foreach(content, i, block) {
+    json_array_foreach(content, i, block)
+    {
         const char *type = json_string_value(json_object_get(block, "type"));
         if (type == NULL)
             continue;
@@ -229,7 +232,8 @@ static int s_on_line(void *arg, const char *line, size_t len)
     json_error_t error;
     json_t *event = json_loadb(line, len, 0, &error);
     if (!json_is_object(event)) {
-        log_warn("agent %s: skipping a line that is not a JSON object: %.120s", run->settings->specialist, line);
+        log_warn("agent %s: skipping a line that is not a JSON object: %.120s",
+                 run->settings->specialist, line);
         json_decref(event);
         return 0;
     }
@@ -267,7 +271,8 @@ static int s_fresh_session(agent_run_t *run, const char *reason)
     run->use_session_id = true;
     run->outcome.fresh = true;
     s_copy_utf8(run->fresh_reason, sizeof run->fresh_reason, reason);
-    log_info("agent %s: starting a fresh session %s (%s)", run->settings->specialist, st->session_id, reason);
+    log_info("agent %s: starting a fresh session %s (%s)", run->settings->specialist,
+             st->session_id, reason);
     int rc = session_save(run->settings->specialist, st);
     if (rc != 0)
         return rc;
@@ -287,8 +292,10 @@ static int s_choose_session(agent_run_t *run)
         s_copy_utf8(reason, sizeof reason, "session file unreadable");
     } else if (strcmp(run->state.cwd, set->workdir) != 0) {
         snprintf(reason, sizeof reason, "cwd changed");
-    } else if (set->session_token_limit > 0 && run->state.input_tokens >= set->session_token_limit) {
-        snprintf(reason, sizeof reason, "rotated after %lld tokens", (long long)run->state.input_tokens);
+    } else if (set->session_token_limit > 0 &&
+               run->state.input_tokens >= set->session_token_limit) {
+        snprintf(reason, sizeof reason, "rotated after %lld tokens",
+                 (long long)run->state.input_tokens);
     } else {
         /* An id that never completed a run may not exist on the CLI's side yet. */
         run->use_session_id = run->state.runs == 0;
@@ -324,7 +331,8 @@ static int s_spawn(agent_run_t *run)
     char *disallowed = set->disallowed_tools ? s_join(set->disallowed_tools) : NULL;
     char turns[32], budget[64], agent_id[SESSION_NAME_MAX + 32];
     int rc = 0;
-    if (argv == NULL || (set->allowed_tools && !allowed) || (set->disallowed_tools && !disallowed)) {
+    if (argv == NULL || (set->allowed_tools && !allowed) ||
+        (set->disallowed_tools && !disallowed)) {
         rc = failure_set(FAILURE_MEMORY, "out of memory");
         goto out;
     }
@@ -370,8 +378,8 @@ static int s_spawn(agent_run_t *run)
     argv[n] = NULL;
 
     snprintf(agent_id, sizeof agent_id, "PANOPTICON_AGENT_ID=%s", set->specialist);
-    const char *env_remove[] = { "CLAUDECODE", "CLAUDE_CODE_*", NULL };
-    const char *env_set[] = { agent_id, NULL };
+    const char *env_remove[] = {"CLAUDECODE", "CLAUDE_CODE_*", NULL};
+    const char *env_set[] = {agent_id, NULL};
     int64_t now = clock_now_ms();
     proc_options_t options = {
         .argv = (char *const *)argv,
@@ -382,7 +390,8 @@ static int s_spawn(agent_run_t *run)
         .stdin_len = strlen(run->prompt),
         .on_line = s_on_line,
         .on_line_arg = run,
-        .timeout_ms = run->deadline_ms > 0 ? (run->deadline_ms > now ? run->deadline_ms - now : 1) : 0,
+        .timeout_ms =
+            run->deadline_ms > 0 ? (run->deadline_ms > now ? run->deadline_ms - now : 1) : 0,
         .no_output_timeout_ms = (int64_t)set->no_output_timeout_s * 1000,
         .kill_grace_ms = set->kill_grace_ms,
     };
@@ -412,14 +421,16 @@ static char *s_result_text(json_t *result)
     json_t *errors = json_object_get(result, "errors");
     size_t len = 1, i;
     json_t *item;
-    json_array_foreach(errors, i, item) {
+    json_array_foreach(errors, i, item)
+    {
         if (json_is_string(item))
             len += strlen(json_string_value(item)) + 2;
     }
     char *joined = calloc(1, len);
     if (joined == NULL)
         return NULL;
-    json_array_foreach(errors, i, item) {
+    json_array_foreach(errors, i, item)
+    {
         if (!json_is_string(item))
             continue;
         if (joined[0] != '\0')
@@ -504,18 +515,19 @@ static void s_fill_outcome(agent_run_t *run)
                  run->subtype && run->subtype[0] ? run->subtype : "no subtype",
                  run->result_text ? run->result_text : "");
     } else if (run->proc != NULL && proc_status(run->proc)->stopped_by == PROC_STOP_TIMEOUT) {
-        snprintf(message, sizeof message, "agent timed out after %d s and was killed", set->timeout_s);
+        snprintf(message, sizeof message, "agent timed out after %d s and was killed",
+                 set->timeout_s);
     } else if (run->proc != NULL && proc_status(run->proc)->stopped_by == PROC_STOP_NO_OUTPUT) {
         snprintf(message, sizeof message, "agent produced no output for %d s and was killed",
                  set->no_output_timeout_s);
     } else if (o->exited && o->exit_code == 0) {
         snprintf(message, sizeof message, "agent exited without a result");
     } else if (o->exited) {
-        snprintf(message, sizeof message, "agent crashed (exit code %d) without a result%s%s", o->exit_code,
-                 stderr_line[0] ? ": " : "", stderr_line);
+        snprintf(message, sizeof message, "agent crashed (exit code %d) without a result%s%s",
+                 o->exit_code, stderr_line[0] ? ": " : "", stderr_line);
     } else {
-        snprintf(message, sizeof message, "agent was killed by signal %d without a result%s%s", o->term_signal,
-                 stderr_line[0] ? ": " : "", stderr_line);
+        snprintf(message, sizeof message, "agent was killed by signal %d without a result%s%s",
+                 o->term_signal, stderr_line[0] ? ": " : "", stderr_line);
     }
     if (!o->ok && (run->error == NULL || run->error[0] == '\0'))
         s_set_string(&run->error, message);
@@ -532,16 +544,19 @@ static void s_record(agent_run_t *run)
     if (have_session && o->got_result) {
         const char *reported = json_string_value(json_object_get(run->result, "session_id"));
         if (reported != NULL && reported[0] != '\0' && strcmp(reported, st->session_id) != 0) {
-            if (strlen(reported) < SESSION_ID_SIZE && s_transcript_exists(run->settings->workdir, reported)) {
-                log_info("agent %s: the CLI continued in session %s (was %s); adopting it", name, reported,
-                         st->session_id);
+            if (strlen(reported) < SESSION_ID_SIZE &&
+                s_transcript_exists(run->settings->workdir, reported)) {
+                log_info("agent %s: the CLI continued in session %s (was %s); adopting it", name,
+                         reported, st->session_id);
                 s_copy_utf8(st->session_id, sizeof st->session_id, reported);
             } else {
-                log_warn("agent %s: ignoring result session id %s: no transcript on disk", name, reported);
+                log_warn("agent %s: ignoring result session id %s: no transcript on disk", name,
+                         reported);
             }
         }
         st->runs++;
-        st->input_tokens += o->input_tokens + o->cache_creation_input_tokens + o->cache_read_input_tokens;
+        st->input_tokens +=
+            o->input_tokens + o->cache_creation_input_tokens + o->cache_read_input_tokens;
         st->output_tokens += o->output_tokens;
         st->cost_usd += o->cost_usd;
     }
@@ -556,17 +571,19 @@ static void s_record(agent_run_t *run)
 
     char *short_text = s_dup_max(run->result_text ? run->result_text : "", AGENT_HISTORY_TEXT_MAX);
     json_t *entry = json_pack(
-        "{s:s, s:s?, s:s, s:s, s:s, s:b, s:b, s:s, s:s, s:f, s:{s:I, s:I, s:I, s:I}, s:i, s:I, s:I, s:i, "
+        "{s:s, s:s?, s:s, s:s, s:s, s:b, s:b, s:s, s:s, s:f, s:{s:I, s:I, s:I, s:I}, s:i, s:I, "
+        "s:I, s:i, "
         "s:b, s:b, s:s, s:s}",
-        "kind", "agent_run", "task_id", run->task_id, "specialist", name, "session_id", run->session_id,
-        "mode", o->fresh ? "fresh" : "resumed", "ok", o->ok, "is_error", o->is_error, "subtype",
-        run->subtype ? run->subtype : "", "fresh_reason", run->fresh_reason, "cost_usd", o->cost_usd, "usage",
-        "input_tokens", (json_int_t)o->input_tokens, "cache_creation_input_tokens",
-        (json_int_t)o->cache_creation_input_tokens, "cache_read_input_tokens",
-        (json_int_t)o->cache_read_input_tokens, "output_tokens", (json_int_t)o->output_tokens, "num_turns",
-        o->num_turns, "duration_ms", (json_int_t)o->duration_ms, "wall_ms", (json_int_t)o->wall_ms, "attempts",
-        o->attempts, "timed_out", o->timed_out, "cancelled", run->cancelled, "error", run->error ? run->error : "",
-        "result", short_text ? short_text : "");
+        "kind", "agent_run", "task_id", run->task_id, "specialist", name, "session_id",
+        run->session_id, "mode", o->fresh ? "fresh" : "resumed", "ok", o->ok, "is_error",
+        o->is_error, "subtype", run->subtype ? run->subtype : "", "fresh_reason", run->fresh_reason,
+        "cost_usd", o->cost_usd, "usage", "input_tokens", (json_int_t)o->input_tokens,
+        "cache_creation_input_tokens", (json_int_t)o->cache_creation_input_tokens,
+        "cache_read_input_tokens", (json_int_t)o->cache_read_input_tokens, "output_tokens",
+        (json_int_t)o->output_tokens, "num_turns", o->num_turns, "duration_ms",
+        (json_int_t)o->duration_ms, "wall_ms", (json_int_t)o->wall_ms, "attempts", o->attempts,
+        "timed_out", o->timed_out, "cancelled", run->cancelled, "error",
+        run->error ? run->error : "", "result", short_text ? short_text : "");
     if (entry == NULL || session_history_append(name, entry) != 0)
         log_error("agent %s: cannot append to history: %s", name,
                   entry == NULL ? "entry not encodable" : failure_message());
@@ -614,7 +631,8 @@ static bool s_recover(agent_run_t *run)
     const proc_status_t *st = proc_status(run->proc);
     char *errors = run->result ? s_result_text(run->result) : NULL;
     bool lost = s_contains(st->stderr_tail, AGENT_LOST_TEXT) || s_contains(errors, AGENT_LOST_TEXT);
-    bool in_use = s_contains(st->stderr_tail, AGENT_IN_USE_TEXT) || s_contains(errors, AGENT_IN_USE_TEXT);
+    bool in_use =
+        s_contains(st->stderr_tail, AGENT_IN_USE_TEXT) || s_contains(errors, AGENT_IN_USE_TEXT);
     free(errors);
     const char *name = run->settings->specialist;
     const char *reason = NULL;
@@ -654,8 +672,10 @@ int agent_run_start(agent_run_t **run_p, const agent_settings_t *settings, const
     *run_p = NULL;
     if (settings == NULL || !session_name_valid(settings->specialist))
         return failure_set(FAILURE_INVALID, "agent: invalid specialist name");
-    if (settings->workdir == NULL || settings->workdir[0] != '/' || strlen(settings->workdir) >= SESSION_CWD_SIZE)
-        return failure_set(FAILURE_INVALID, "agent %s: workdir must be an absolute path", settings->specialist);
+    if (settings->workdir == NULL || settings->workdir[0] != '/' ||
+        strlen(settings->workdir) >= SESSION_CWD_SIZE)
+        return failure_set(FAILURE_INVALID, "agent %s: workdir must be an absolute path",
+                           settings->specialist);
     if (prompt == NULL)
         return failure_set(FAILURE_INVALID, "agent %s: no prompt", settings->specialist);
     agent_run_t *run = calloc(1, sizeof *run);
@@ -691,7 +711,8 @@ static void s_step_lock(agent_run_t *run, int timeout_ms)
         int64_t now = clock_now_ms();
         if (run->deadline_ms > 0 && now >= run->deadline_ms) {
             char error[256];
-            snprintf(error, sizeof error, "specialist %s stayed busy (locked by another run) for %d s", name,
+            snprintf(error, sizeof error,
+                     "specialist %s stayed busy (locked by another run) for %d s", name,
                      run->settings->timeout_s);
             s_finish(run, error);
             return;
@@ -726,11 +747,13 @@ static void s_step_lock(agent_run_t *run, int timeout_ms)
 /* The AGENT phase: drive the process; after a result, allow result_grace_ms to exit. */
 static void s_step_agent(agent_run_t *run, int timeout_ms)
 {
-    int grace = run->settings->result_grace_ms > 0 ? run->settings->result_grace_ms : AGENT_DEFAULT_RESULT_GRACE_MS;
+    int grace = run->settings->result_grace_ms > 0 ? run->settings->result_grace_ms
+                                                   : AGENT_DEFAULT_RESULT_GRACE_MS;
     if (run->result_at_ms > 0 && !run->result_stop_sent) {
         int64_t left = run->result_at_ms + grace - clock_now_ms();
         if (left <= 0) {
-            log_warn("agent %s: still running %d ms after its result; stopping it", run->settings->specialist, grace);
+            log_warn("agent %s: still running %d ms after its result; stopping it",
+                     run->settings->specialist, grace);
             proc_stop(run->proc, PROC_STOP_REQUESTED);
             run->result_stop_sent = true;
         } else if (timeout_ms < 0 || left < timeout_ms) {
@@ -774,8 +797,8 @@ int agent_run_pid(const agent_run_t *run)
     return run->proc != NULL && proc_status(run->proc)->running ? (int)proc_pid(run->proc) : -1;
 }
 
-int agent_run(agent_run_t **run_p, const agent_settings_t *settings, const char *prompt, const char *task_id,
-              agent_progress_fn *progress, void *progress_arg)
+int agent_run(agent_run_t **run_p, const agent_settings_t *settings, const char *prompt,
+              const char *task_id, agent_progress_fn *progress, void *progress_arg)
 {
     int rc = agent_run_start(run_p, settings, prompt, task_id, progress, progress_arg);
     if (rc != 0)

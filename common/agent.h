@@ -52,28 +52,28 @@
  * string and list it points to must stay valid until agent_run_destroy(). Zero / NULL means
  * "default" or "omit the flag", as noted. */
 typedef struct {
-    const char *specialist;             /* required: session key, PANOPTICON_AGENT_ID */
-    const char *workdir;                /* required, absolute: the agent's cwd, same every run */
-    const char *command;                /* NULL → "claude" (searched in PATH) */
-    const char *const *extra_args;      /* NULL-terminated, right after the command; or NULL */
-    const char *model;                  /* alias; NULL → "sonnet" */
-    const char *permission_mode;        /* NULL → omitted */
-    const char *const *allowed_tools;   /* NULL-terminated, joined with ","; NULL → omitted */
+    const char *specialist;           /* required: session key, PANOPTICON_AGENT_ID */
+    const char *workdir;              /* required, absolute: the agent's cwd, same every run */
+    const char *command;              /* NULL → "claude" (searched in PATH) */
+    const char *const *extra_args;    /* NULL-terminated, right after the command; or NULL */
+    const char *model;                /* alias; NULL → "sonnet" */
+    const char *permission_mode;      /* NULL → omitted */
+    const char *const *allowed_tools; /* NULL-terminated, joined with ","; NULL → omitted */
     const char *const *disallowed_tools;
-    int max_turns;                      /* 0 → omitted */
-    double max_budget_usd;              /* 0 → omitted */
-    const char *append_system_prompt;   /* NULL → omitted */
-    int timeout_s;                      /* whole run; 0 → no limit */
-    int no_output_timeout_s;            /* 0 → no watchdog */
-    int result_grace_ms;                /* 0 → AGENT_DEFAULT_RESULT_GRACE_MS */
-    int kill_grace_ms;                  /* TERM → KILL; 0 → PROC_DEFAULT_KILL_GRACE_MS */
-    int64_t session_token_limit;        /* rotate past this many input tokens; 0 → never */
+    int max_turns;                    /* 0 → omitted */
+    double max_budget_usd;            /* 0 → omitted */
+    const char *append_system_prompt; /* NULL → omitted */
+    int timeout_s;                    /* whole run; 0 → no limit */
+    int no_output_timeout_s;          /* 0 → no watchdog */
+    int result_grace_ms;              /* 0 → AGENT_DEFAULT_RESULT_GRACE_MS */
+    int kill_grace_ms;                /* TERM → KILL; 0 → PROC_DEFAULT_KILL_GRACE_MS */
+    int64_t session_token_limit;      /* rotate past this many input tokens; 0 → never */
 } agent_settings_t;
 
 typedef enum {
-    AGENT_PROGRESS_TEXT,    /* an assistant text block: text */
-    AGENT_PROGRESS_TOOL,    /* a tool call: text = tool name, detail = short input summary */
-    AGENT_PROGRESS_SESSION  /* a fresh session: text = reason, detail = the new session id */
+    AGENT_PROGRESS_TEXT,   /* an assistant text block: text */
+    AGENT_PROGRESS_TOOL,   /* a tool call: text = tool name, detail = short input summary */
+    AGENT_PROGRESS_SESSION /* a fresh session: text = reason, detail = the new session id */
 } agent_progress_kind_t;
 
 typedef struct {
@@ -100,15 +100,15 @@ typedef struct {
     int64_t cache_read_input_tokens;
     int64_t output_tokens;
     int num_turns;
-    int64_t duration_ms;     /* result.duration_ms */
-    int64_t wall_ms;         /* our own measure of the whole run */
-    const char *session_id;  /* the session this run used (after any adoption) */
-    bool fresh;              /* a new session was started during this run */
-    const char *fresh_reason;/* why ("" when resumed) */
-    int attempts;            /* agent processes started (1, or 2-3 after recoveries) */
-    bool timed_out;          /* the wall clock or the no-output watchdog stopped it */
-    bool cancelled;          /* agent_run_cancel() stopped it */
-    bool exited;             /* the last agent process exited: exit_code valid */
+    int64_t duration_ms;      /* result.duration_ms */
+    int64_t wall_ms;          /* our own measure of the whole run */
+    const char *session_id;   /* the session this run used (after any adoption) */
+    bool fresh;               /* a new session was started during this run */
+    const char *fresh_reason; /* why ("" when resumed) */
+    int attempts;             /* agent processes started (1, or 2-3 after recoveries) */
+    bool timed_out;           /* the wall clock or the no-output watchdog stopped it */
+    bool cancelled;           /* agent_run_cancel() stopped it */
+    bool exited;              /* the last agent process exited: exit_code valid */
     int exit_code;
     int term_signal;         /* the signal that ended it, when !exited */
     const char *stderr_tail; /* the last bytes of its stderr */
@@ -144,8 +144,8 @@ int agent_run_pid(const agent_run_t *run);
 
 /* Runs to the end (start + step until done). On success *run_p is the finished run for
  * the caller to read and destroy. Returns as agent_run_start(). */
-int agent_run(agent_run_t **run_p, const agent_settings_t *settings, const char *prompt, const char *task_id,
-              agent_progress_fn *progress, void *progress_arg);
+int agent_run(agent_run_t **run_p, const agent_settings_t *settings, const char *prompt,
+              const char *task_id, agent_progress_fn *progress, void *progress_arg);
 
 /* Kills an agent still running (SIGKILL to its group), releases the lock, frees. A run
  * destroyed before it finished leaves its session file as it was. Nulls *run_p; safe

@@ -42,8 +42,8 @@ extern char **environ;
 
 struct proc_t {
     pid_t pid;
-    int pidfd;  /* -1 if the kernel has no pidfd_open */
-    int in_fd;  /* our ends of the pipes; -1 once closed */
+    int pidfd; /* -1 if the kernel has no pidfd_open */
+    int in_fd; /* our ends of the pipes; -1 once closed */
     int out_fd;
     int err_fd;
 
@@ -53,24 +53,24 @@ struct proc_t {
 
     proc_line_fn *on_line;
     void *on_line_arg;
-    bool delivering;     /* false after the callback asked to stop */
-    char *line;          /* the stdout line being assembled */
+    bool delivering; /* false after the callback asked to stop */
+    char *line;      /* the stdout line being assembled */
     size_t line_len;
     size_t line_cap;
     size_t max_line;
-    bool skipping_line;  /* the current line is over max_line: drop it */
+    bool skipping_line; /* the current line is over max_line: drop it */
 
-    char *err_tail;      /* the last err_cap bytes of stderr, NUL-terminated */
+    char *err_tail; /* the last err_cap bytes of stderr, NUL-terminated */
     size_t err_len;
     size_t err_cap;
 
     int64_t started_ms;
-    int64_t deadline_ms;     /* 0 = no wall-clock limit */
-    int64_t no_output_ms;    /* 0 = no watchdog */
+    int64_t deadline_ms;  /* 0 = no wall-clock limit */
+    int64_t no_output_ms; /* 0 = no watchdog */
     int64_t last_output_ms;
     int64_t kill_grace_ms;
     bool stopping;
-    int64_t kill_at_ms;      /* 0 = no SIGKILL pending */
+    int64_t kill_at_ms; /* 0 = no SIGKILL pending */
     bool leader_exited;
     int64_t drain_until_ms;
 
@@ -129,7 +129,7 @@ static char **s_build_env(const proc_options_t *options)
 /* In the forked child: report (stage, errno) on the CLOEXEC pipe and die. */
 static void s_child_fail(int report_fd, int stage)
 {
-    int msg[2] = { stage, errno };
+    int msg[2] = {stage, errno};
     ssize_t ignored = write(report_fd, msg, sizeof msg);
     (void)ignored;
     _exit(127);
@@ -189,7 +189,8 @@ static proc_t *s_new(const proc_options_t *options)
     self->err_tail = calloc(1, self->err_cap + 1);
     self->line_cap = 4096;
     self->line = malloc(self->line_cap);
-    self->kill_grace_ms = options->kill_grace_ms ? options->kill_grace_ms : PROC_DEFAULT_KILL_GRACE_MS;
+    self->kill_grace_ms =
+        options->kill_grace_ms ? options->kill_grace_ms : PROC_DEFAULT_KILL_GRACE_MS;
     self->no_output_ms = options->no_output_timeout_ms;
     if (options->stdin_len > 0) {
         self->in_buf = malloc(options->stdin_len);
@@ -198,7 +199,8 @@ static proc_t *s_new(const proc_options_t *options)
             self->in_len = options->stdin_len;
         }
     }
-    if (self->err_tail == NULL || self->line == NULL || (options->stdin_len > 0 && self->in_buf == NULL)) {
+    if (self->err_tail == NULL || self->line == NULL ||
+        (options->stdin_len > 0 && self->in_buf == NULL)) {
         free(self->err_tail);
         free(self->line);
         free(self->in_buf);
@@ -227,8 +229,8 @@ int proc_start(proc_t **proc_p, const proc_options_t *options)
         return failure_set(FAILURE_INVALID, "proc_start: no program to run");
     *proc_p = NULL;
 
-    int in_pipe[2] = { -1, -1 }, out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
-    int report[2] = { -1, -1 };
+    int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+    int report[2] = {-1, -1};
     char **env = NULL;
     int rc = 0;
     proc_t *self = s_new(options);
@@ -239,8 +241,8 @@ int proc_start(proc_t **proc_p, const proc_options_t *options)
         rc = failure_set(FAILURE_MEMORY, "proc_start: out of memory");
         goto out;
     }
-    if ((self->in_len > 0 && pipe2(in_pipe, O_CLOEXEC) != 0) || pipe2(out_pipe, O_CLOEXEC) != 0
-        || pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
+    if ((self->in_len > 0 && pipe2(in_pipe, O_CLOEXEC) != 0) || pipe2(out_pipe, O_CLOEXEC) != 0 ||
+        pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
         rc = failure_set(FAILURE_IO, "proc_start: pipe: %s", strerror(errno));
         goto out;
     }
@@ -269,10 +271,12 @@ int proc_start(proc_t **proc_p, const proc_options_t *options)
         got = read(report[0], msg, sizeof msg);
     } while (got < 0 && errno == EINTR);
     if (got == (ssize_t)sizeof msg) {
-        static const char *const stage[] = { "set up stdio for", "change directory to run", "execute" };
+        static const char *const stage[] = {"set up stdio for", "change directory to run",
+                                            "execute"};
         const char *what = stage[msg[0] >= 0 && msg[0] <= 2 ? msg[0] : 2];
         rc = failure_set(FAILURE_NOT_FOUND, "cannot %s %s%s%s: %s", what, options->argv[0],
-                         msg[0] == 1 ? " in " : "", msg[0] == 1 ? options->cwd : "", strerror(msg[1]));
+                         msg[0] == 1 ? " in " : "", msg[0] == 1 ? options->cwd : "",
+                         strerror(msg[1]));
         waitpid(pid, NULL, 0);
         self->status.running = false;
         goto out;
@@ -282,8 +286,8 @@ int proc_start(proc_t **proc_p, const proc_options_t *options)
     self->out_fd = out_pipe[0];
     self->err_fd = err_pipe[0];
     in_pipe[1] = out_pipe[0] = err_pipe[0] = -1;
-    if ((self->in_fd >= 0 && s_set_nonblocking(self->in_fd) != 0) || s_set_nonblocking(self->out_fd) != 0
-        || s_set_nonblocking(self->err_fd) != 0) {
+    if ((self->in_fd >= 0 && s_set_nonblocking(self->in_fd) != 0) ||
+        s_set_nonblocking(self->out_fd) != 0 || s_set_nonblocking(self->err_fd) != 0) {
         rc = failure_set(FAILURE_IO, "proc_start: fcntl: %s", strerror(errno));
         goto out;
     }
@@ -342,7 +346,7 @@ static void s_write_stdin(proc_t *self)
         if (n < 0 && errno == EAGAIN)
             break; /* the pipe is full: wait for POLLOUT */
         if (n < 0 && errno == EPIPE) {
-            struct timespec zero = { 0, 0 };
+            struct timespec zero = {0, 0};
             sigtimedwait(&pipe_set, NULL, &zero);
         }
         give_up = true; /* the child closed its stdin, or the pipe failed */
@@ -378,7 +382,8 @@ static void s_append_line(proc_t *self, const char *data, size_t len)
     if (self->skipping_line || len == 0)
         return;
     if (self->line_len + len > self->max_line) {
-        log_warn("proc: dropping a stdout line of %d over %zu bytes", (int)self->pid, self->max_line);
+        log_warn("proc: dropping a stdout line of %d over %zu bytes", (int)self->pid,
+                 self->max_line);
         self->status.dropped_lines++;
         self->skipping_line = true;
         self->line_len = 0;
@@ -508,7 +513,8 @@ static void s_check_deadlines(proc_t *self, int64_t now)
         return;
     if (!self->stopping && self->deadline_ms > 0 && now >= self->deadline_ms)
         proc_stop(self, PROC_STOP_TIMEOUT);
-    if (!self->stopping && self->no_output_ms > 0 && now - self->last_output_ms >= self->no_output_ms)
+    if (!self->stopping && self->no_output_ms > 0 &&
+        now - self->last_output_ms >= self->no_output_ms)
         proc_stop(self, PROC_STOP_NO_OUTPUT);
     if (self->kill_at_ms > 0 && now >= self->kill_at_ms) {
         proc_kill_group(self->pid, SIGKILL);
@@ -525,7 +531,7 @@ static bool s_drained(const proc_t *self, int64_t now)
 static int s_wait_ms(const proc_t *self, int64_t now, int timeout_ms)
 {
     int64_t wait = timeout_ms < 0 ? INT64_MAX : timeout_ms;
-    int64_t next[4] = { 0, 0, 0, 0 };
+    int64_t next[4] = {0, 0, 0, 0};
     if (self->leader_exited) {
         next[0] = self->drain_until_ms;
     } else {
@@ -560,19 +566,19 @@ int proc_step(proc_t *self, int timeout_ms)
     int nfds = 0, in_i = -1, out_i = -1, err_i = -1, pid_i = -1;
     if (self->in_fd >= 0) {
         in_i = nfds;
-        fds[nfds++] = (struct pollfd){ .fd = self->in_fd, .events = POLLOUT };
+        fds[nfds++] = (struct pollfd){.fd = self->in_fd, .events = POLLOUT};
     }
     if (self->out_fd >= 0) {
         out_i = nfds;
-        fds[nfds++] = (struct pollfd){ .fd = self->out_fd, .events = POLLIN };
+        fds[nfds++] = (struct pollfd){.fd = self->out_fd, .events = POLLIN};
     }
     if (self->err_fd >= 0) {
         err_i = nfds;
-        fds[nfds++] = (struct pollfd){ .fd = self->err_fd, .events = POLLIN };
+        fds[nfds++] = (struct pollfd){.fd = self->err_fd, .events = POLLIN};
     }
     if (self->pidfd >= 0 && !self->leader_exited) {
         pid_i = nfds;
-        fds[nfds++] = (struct pollfd){ .fd = self->pidfd, .events = POLLIN };
+        fds[nfds++] = (struct pollfd){.fd = self->pidfd, .events = POLLIN};
     }
     int ready = poll(fds, (nfds_t)nfds, s_wait_ms(self, now, timeout_ms));
     if (ready < 0 && errno != EINTR)
@@ -587,8 +593,9 @@ int proc_step(proc_t *self, int timeout_ms)
             s_read_stderr(self);
     }
     now = clock_now_ms();
-    if (!self->leader_exited && (self->pidfd < 0 || (pid_i >= 0 && ready > 0 && fds[pid_i].revents != 0))
-        && s_leader_gone(self))
+    if (!self->leader_exited &&
+        (self->pidfd < 0 || (pid_i >= 0 && ready > 0 && fds[pid_i].revents != 0)) &&
+        s_leader_gone(self))
         s_on_leader_exit(self, now);
     s_check_deadlines(self, now);
     if (self->leader_exited && s_drained(self, now)) {

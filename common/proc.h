@@ -77,23 +77,23 @@ typedef struct {
 
 /* Why we stopped the child, if we did. */
 typedef enum {
-    PROC_STOP_NONE = 0,   /* it ended on its own */
-    PROC_STOP_TIMEOUT,    /* the wall-clock limit passed */
-    PROC_STOP_NO_OUTPUT,  /* the no-output watchdog fired */
-    PROC_STOP_CALLBACK,   /* the line callback returned non-zero */
-    PROC_STOP_REQUESTED   /* proc_stop() was called (cancel, or a caller's own rule) */
+    PROC_STOP_NONE = 0,  /* it ended on its own */
+    PROC_STOP_TIMEOUT,   /* the wall-clock limit passed */
+    PROC_STOP_NO_OUTPUT, /* the no-output watchdog fired */
+    PROC_STOP_CALLBACK,  /* the line callback returned non-zero */
+    PROC_STOP_REQUESTED  /* proc_stop() was called (cancel, or a caller's own rule) */
 } proc_stop_t;
 
 typedef struct {
-    bool running;          /* false once the child was reaped */
-    bool exited;           /* it called exit(): exit_code is valid */
+    bool running; /* false once the child was reaped */
+    bool exited;  /* it called exit(): exit_code is valid */
     int exit_code;
-    int term_signal;       /* the signal that ended it, when !exited */
+    int term_signal; /* the signal that ended it, when !exited */
     proc_stop_t stopped_by;
-    int callback_code;     /* the non-zero value the line callback returned, if any */
-    int64_t duration_ms;   /* start to reap (so far, while running) */
-    size_t lines;          /* stdout lines delivered */
-    size_t dropped_lines;  /* stdout lines over max_line */
+    int callback_code;       /* the non-zero value the line callback returned, if any */
+    int64_t duration_ms;     /* start to reap (so far, while running) */
+    size_t lines;            /* stdout lines delivered */
+    size_t dropped_lines;    /* stdout lines over max_line */
     const char *stderr_tail; /* NUL-terminated; owned by the proc_t */
 } proc_status_t;
 

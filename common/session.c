@@ -35,8 +35,8 @@ bool session_name_valid(const char *name)
         return false;
     for (const char *p = name; *p; p++) {
         char c = *p;
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.'
-                  || c == '_' || c == '-';
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
         if (!ok)
             return false;
     }
@@ -54,7 +54,8 @@ void session_new_id(char id[SESSION_ID_SIZE])
 static int s_path(char *buf, size_t size, const char *name, const char *suffix)
 {
     if (!session_name_valid(name))
-        return failure_set(FAILURE_INVALID, "invalid specialist name \"%s\"", name ? name : "(null)");
+        return failure_set(FAILURE_INVALID, "invalid specialist name \"%s\"",
+                           name ? name : "(null)");
     char relative[SESSION_NAME_MAX + 64];
     snprintf(relative, sizeof relative, "specialists/%s%s", name, suffix);
     return home_path(buf, size, relative);
@@ -95,14 +96,15 @@ int session_load(const char *name, session_state_t *state)
     json_error_t error;
     json_t *root = json_load_file(path, 0, &error);
     if (root == NULL) {
-        rc = failure_set(FAILURE_INVALID, "session file %s is unreadable: %s (line %d)", path, error.text,
-                         error.line);
+        rc = failure_set(FAILURE_INVALID, "session file %s is unreadable: %s (line %d)", path,
+                         error.text, error.line);
         goto out;
     }
     const char *id = json_string_value(json_object_get(root, "session_id"));
     const char *cwd = json_string_value(json_object_get(root, "cwd"));
     uuid_t parsed;
-    if (!json_is_object(root) || id == NULL || strlen(id) != SESSION_ID_SIZE - 1 || uuid_parse(id, parsed) != 0) {
+    if (!json_is_object(root) || id == NULL || strlen(id) != SESSION_ID_SIZE - 1 ||
+        uuid_parse(id, parsed) != 0) {
         rc = failure_set(FAILURE_INVALID, "session file %s has no valid session_id", path);
         goto out;
     }
@@ -156,12 +158,13 @@ int session_save(const char *name, const session_state_t *state)
         return rc;
     snprintf(temp, sizeof temp, "%s.tmp.%d", path, (int)getpid());
 
-    json_t *root = json_pack("{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:s, s:s}", "format", SESSION_FORMAT,
-                             "session_id", state->session_id, "cwd", state->cwd, "created_at_ms",
-                             (json_int_t)state->created_at_ms, "last_run_at_ms", (json_int_t)state->last_run_at_ms,
-                             "runs", (json_int_t)state->runs, "input_tokens", (json_int_t)state->input_tokens,
-                             "output_tokens", (json_int_t)state->output_tokens, "cost_usd", state->cost_usd,
-                             "cli_version", state->cli_version, "fresh_reason", state->fresh_reason);
+    json_t *root = json_pack(
+        "{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:s, s:s}", "format", SESSION_FORMAT,
+        "session_id", state->session_id, "cwd", state->cwd, "created_at_ms",
+        (json_int_t)state->created_at_ms, "last_run_at_ms", (json_int_t)state->last_run_at_ms,
+        "runs", (json_int_t)state->runs, "input_tokens", (json_int_t)state->input_tokens,
+        "output_tokens", (json_int_t)state->output_tokens, "cost_usd", state->cost_usd,
+        "cli_version", state->cli_version, "fresh_reason", state->fresh_reason);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     if (text == NULL)
@@ -172,7 +175,8 @@ int session_save(const char *name, const session_state_t *state)
         rc = failure_set(FAILURE_IO, "cannot create %s: %s", temp, strerror(errno));
         goto out;
     }
-    if (s_write_all(fd, text, strlen(text)) != 0 || s_write_all(fd, "\n", 1) != 0 || fsync(fd) != 0) {
+    if (s_write_all(fd, text, strlen(text)) != 0 || s_write_all(fd, "\n", 1) != 0 ||
+        fsync(fd) != 0) {
         rc = failure_set(FAILURE_IO, "cannot write %s: %s", temp, strerror(errno));
         close(fd);
         unlink(temp);
@@ -213,7 +217,8 @@ int session_lock_try(session_lock_t **lock_p, const char *name)
         int err = errno;
         close(fd);
         if (err == EWOULDBLOCK)
-            return failure_set(FAILURE_STATE, "specialist %s is busy (another run holds its lock)", name);
+            return failure_set(FAILURE_STATE, "specialist %s is busy (another run holds its lock)",
+                               name);
         return failure_set(FAILURE_IO, "cannot lock %s: %s", path, strerror(err));
     }
     session_lock_t *lock = malloc(sizeof *lock);

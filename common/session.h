@@ -21,7 +21,7 @@
 
 #include <jansson.h>
 
-#define SESSION_ID_SIZE 37     /* a lowercase UUID plus NUL */
+#define SESSION_ID_SIZE 37 /* a lowercase UUID plus NUL */
 #define SESSION_CWD_SIZE 4096
 #define SESSION_VERSION_SIZE 64
 #define SESSION_REASON_SIZE 256
@@ -29,11 +29,11 @@
 
 typedef struct {
     char session_id[SESSION_ID_SIZE];
-    char cwd[SESSION_CWD_SIZE];           /* the absolute directory the agent runs in */
-    int64_t created_at_ms;                /* wall clock, ms since the epoch */
-    int64_t last_run_at_ms;               /* 0 = never ran */
+    char cwd[SESSION_CWD_SIZE]; /* the absolute directory the agent runs in */
+    int64_t created_at_ms;      /* wall clock, ms since the epoch */
+    int64_t last_run_at_ms;     /* 0 = never ran */
     int64_t runs;
-    int64_t input_tokens;                 /* accumulated input + cache creation + cache read */
+    int64_t input_tokens; /* accumulated input + cache creation + cache read */
     int64_t output_tokens;
     double cost_usd;
     char cli_version[SESSION_VERSION_SIZE]; /* "" if unknown */

@@ -174,7 +174,8 @@ static int s_group_alive(pid_t pgid)
         char *paren = strrchr(buf, ')');
         char state;
         int ppid, pgrp;
-        if (paren && sscanf(paren + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid && state != 'Z')
+        if (paren && sscanf(paren + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid &&
+            state != 'Z')
             alive++;
     }
     if (dir)
@@ -201,9 +202,9 @@ static void test_fresh_then_resumed(void)
 {
     s_reset_knobs();
     setenv("FAKE_CLAUDE_RESULT", "review complete", 1);
-    const char *extra[] = { "--effort", "low", NULL };
-    const char *allowed[] = { "Read", "Bash(git *)", NULL };
-    const char *denied[] = { "WebFetch", NULL };
+    const char *extra[] = {"--effort", "low", NULL};
+    const char *allowed[] = {"Read", "Bash(git *)", NULL};
+    const char *denied[] = {"WebFetch", NULL};
     agent_settings_t set = s_settings("fresh-agent");
     set.extra_args = extra;
     set.model = "haiku";
@@ -213,7 +214,7 @@ static void test_fresh_then_resumed(void)
     set.max_turns = 5;
     set.max_budget_usd = 1.5;
     set.append_system_prompt = "You are the review agent.";
-    events_t ev = { 0 };
+    events_t ev = {0};
 
     agent_run_t *run = NULL;
     CHECK_INT(agent_run(&run, &set, "-first prompt\nline two", "task-1", s_on_progress, &ev), 0);
@@ -309,7 +310,9 @@ static void test_fresh_then_resumed(void)
     CHECK_STR(json_string_value(json_object_get(h2, "session_id")), first_id);
     CHECK_STR(json_string_value(json_object_get(h2, "result")), "review complete");
     CHECK(json_is_false(json_object_get(h2, "is_error")));
-    CHECK_INT(json_integer_value(json_object_get(json_object_get(h2, "usage"), "cache_read_input_tokens")), 2000);
+    CHECK_INT(json_integer_value(
+                  json_object_get(json_object_get(h2, "usage"), "cache_read_input_tokens")),
+              2000);
     json_decref(h1);
     json_decref(h2);
     free(text);
@@ -329,7 +332,7 @@ static void test_transcript_deleted(void)
     CHECK_INT(unlink(path), 0);
     unlink(log_path);
 
-    events_t ev = { 0 };
+    events_t ev = {0};
     CHECK_INT(agent_run(&run, &set, "two", "t2", s_on_progress, &ev), 0);
     const agent_outcome_t *o = agent_run_outcome(run);
     CHECK(o->ok);
@@ -381,7 +384,7 @@ static void test_in_use(void)
     /* A minted id that never completed a run, but whose transcript exists (we crashed
      * after the CLI created it): --session-id says "in use" → rerun with --resume. */
     s_reset_knobs();
-    session_state_t st = { 0 };
+    session_state_t st = {0};
     session_new_id(st.session_id);
     snprintf(st.cwd, sizeof st.cwd, "%s", workdir);
     snprintf(st.fresh_reason, sizeof st.fresh_reason, "no previous session");
@@ -413,7 +416,7 @@ static void test_streaming_progress(void)
     testenv_write_file(actions, "write notes.txt hello\nsay all done\n");
     setenv("FAKE_CLAUDE_ACTIONS", actions, 1);
     agent_settings_t set = s_settings("stream-agent");
-    events_t ev = { 0 };
+    events_t ev = {0};
     agent_run_t *run = NULL;
     CHECK_INT(agent_run_start(&run, &set, "stream please", "t1", s_on_progress, &ev), 0);
     int steps = 0;
@@ -552,7 +555,8 @@ static void test_failures(void)
     /* Exit 0 without a result; non-JSON lines and unknown events are skipped. */
     s_reset_knobs();
     set = s_settings("failing-agent");
-    set.command = s_script("quiet.sh", "cat >/dev/null; echo 'not json'; echo '{\"type\":\"mystery\"}'; exit 0");
+    set.command = s_script(
+        "quiet.sh", "cat >/dev/null; echo 'not json'; echo '{\"type\":\"mystery\"}'; exit 0");
     CHECK_INT(agent_run(&run, &set, "go", "t5", NULL, NULL), 0);
     o = agent_run_outcome(run);
     CHECK(!o->ok);
@@ -615,12 +619,13 @@ static void test_session_ids_from_result(void)
     /* A different result id without a transcript on disk is not adopted. */
     s_reset_knobs();
     set = s_settings("ghost-agent");
-    set.command = s_script("ghost.sh",
-                           "cat >/dev/null\n"
-                           "echo '{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"x\"}'\n"
-                           "echo '{\"session_id\":\"11111111-2222-4333-8444-555555555555\",\"is_error\":false,"
-                           "\"type\":\"result\",\"subtype\":\"success\",\"result\":\"fine\","
-                           "\"usage\":{\"input_tokens\":7}}'");
+    set.command = s_script(
+        "ghost.sh",
+        "cat >/dev/null\n"
+        "echo '{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"x\"}'\n"
+        "echo '{\"session_id\":\"11111111-2222-4333-8444-555555555555\",\"is_error\":false,"
+        "\"type\":\"result\",\"subtype\":\"success\",\"result\":\"fine\","
+        "\"usage\":{\"input_tokens\":7}}'");
     CHECK_INT(agent_run(&run, &set, "go", "t1", NULL, NULL), 0);
     o = agent_run_outcome(run);
     CHECK(o->ok);
@@ -653,7 +658,9 @@ static void test_env_scrubbed(void)
     char env_out[PATH_MAX], body[PATH_MAX + 200];
     snprintf(env_out, sizeof env_out, "%s/env.txt", env->dir);
     snprintf(body, sizeof body,
-             "cat >/dev/null; env > '%s'; echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"ok\"}'", env_out);
+             "cat >/dev/null; env > '%s'; echo "
+             "'{\"type\":\"result\",\"is_error\":false,\"result\":\"ok\"}'",
+             env_out);
     set.command = s_script("env.sh", body);
     set.specialist = "env-agent2";
     CHECK_INT(agent_run(&run, &set, "go", "t1", NULL, NULL), 0);
@@ -684,7 +691,7 @@ static void test_rotation_and_cwd(void)
     CHECK_INT(agent_run(&run, &set, "2", "t2", NULL, NULL), 0);
     CHECK(!agent_run_outcome(run)->fresh);
     agent_run_destroy(&run);
-    events_t ev = { 0 };
+    events_t ev = {0};
     CHECK_INT(agent_run(&run, &set, "3", "t3", s_on_progress, &ev), 0);
     const agent_outcome_t *o = agent_run_outcome(run);
     CHECK(o->ok);

@@ -19,7 +19,7 @@ typedef struct {
     int64_t at_ms[MAX_LINES];
     size_t count;
     size_t bytes;
-    int stop_at;  /* return stop_code when this line number (1-based) arrives; 0 = never */
+    int stop_at; /* return stop_code when this line number (1-based) arrives; 0 = never */
     int stop_code;
 } collector_t;
 
@@ -69,8 +69,8 @@ static int s_group_alive(pid_t pgid)
         char *close_paren = strrchr(buf, ')');
         char state;
         int ppid, pgrp;
-        if (close_paren && sscanf(close_paren + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid
-            && state != 'Z')
+        if (close_paren && sscanf(close_paren + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 &&
+            pgrp == pgid && state != 'Z')
             alive++;
     }
     closedir(dir);
@@ -79,9 +79,11 @@ static int s_group_alive(pid_t pgid)
 
 static void test_lines_in_order(void)
 {
-    collector_t c = { 0 };
-    char *argv[] = { "sh", "-c", "i=0; while [ $i -lt 500 ]; do echo line$i; i=$((i+1)); done; printf tail", NULL };
-    proc_options_t opt = { .argv = argv, .on_line = s_collect, .on_line_arg = &c };
+    collector_t c = {0};
+    char *argv[] = {"sh", "-c",
+                    "i=0; while [ $i -lt 500 ]; do echo line$i; i=$((i+1)); done; printf tail",
+                    NULL};
+    proc_options_t opt = {.argv = argv, .on_line = s_collect, .on_line_arg = &c};
     proc_t *proc = NULL;
     CHECK_INT(proc_run(&proc, &opt), 0);
     const proc_status_t *st = proc_status(proc);
@@ -113,10 +115,14 @@ static void test_big_stdin(void)
     char *input = malloc(size);
     for (size_t i = 0; i < size; i++)
         input[i] = (i % 64 == 63) ? '\n' : (char)('a' + i % 26);
-    collector_t c = { 0 };
-    char *argv[] = { "cat", NULL };
-    proc_options_t opt = { .argv = argv, .stdin_data = input, .stdin_len = size, .on_line = s_collect,
-                           .on_line_arg = &c, .timeout_ms = 20000 };
+    collector_t c = {0};
+    char *argv[] = {"cat", NULL};
+    proc_options_t opt = {.argv = argv,
+                          .stdin_data = input,
+                          .stdin_len = size,
+                          .on_line = s_collect,
+                          .on_line_arg = &c,
+                          .timeout_ms = 20000};
     proc_t *proc = NULL;
     CHECK_INT(proc_run(&proc, &opt), 0);
     const proc_status_t *st = proc_status(proc);
@@ -130,7 +136,7 @@ static void test_big_stdin(void)
     s_collector_clear(&c);
 
     /* A child that never reads its stdin: the write fails with EPIPE, not SIGPIPE. */
-    char *ignore[] = { "sh", "-c", "exit 0", NULL };
+    char *ignore[] = {"sh", "-c", "exit 0", NULL};
     opt.argv = ignore;
     CHECK_INT(proc_run(&proc, &opt), 0);
     CHECK(proc_status(proc)->exited);
@@ -146,12 +152,15 @@ static void test_env_scrub_and_set(void)
     setenv("PROCTEST_EXACT", "1", 1);
     setenv("PROCTEST_EXACTLY", "kept", 1);
     setenv("PROCTEST_REPLACED", "old", 1);
-    const char *remove[] = { "PROCTEST_DROP_*", "PROCTEST_EXACT", NULL };
-    const char *set[] = { "PROCTEST_NEW=fresh", "PROCTEST_REPLACED=new", NULL };
-    collector_t c = { 0 };
-    char *argv[] = { "env", NULL };
-    proc_options_t opt = { .argv = argv, .env_remove = remove, .env_set = set, .on_line = s_collect,
-                           .on_line_arg = &c };
+    const char *remove[] = {"PROCTEST_DROP_*", "PROCTEST_EXACT", NULL};
+    const char *set[] = {"PROCTEST_NEW=fresh", "PROCTEST_REPLACED=new", NULL};
+    collector_t c = {0};
+    char *argv[] = {"env", NULL};
+    proc_options_t opt = {.argv = argv,
+                          .env_remove = remove,
+                          .env_set = set,
+                          .on_line = s_collect,
+                          .on_line_arg = &c};
     proc_t *proc = NULL;
     CHECK_INT(proc_run(&proc, &opt), 0);
     int drop = 0, exact = 0, exactly = 0, fresh = 0, replaced_new = 0, replaced_old = 0, path = 0;
@@ -178,9 +187,9 @@ static void test_env_scrub_and_set(void)
 
 static void test_cwd(void)
 {
-    collector_t c = { 0 };
-    char *argv[] = { "pwd", NULL };
-    proc_options_t opt = { .argv = argv, .cwd = "/tmp", .on_line = s_collect, .on_line_arg = &c };
+    collector_t c = {0};
+    char *argv[] = {"pwd", NULL};
+    proc_options_t opt = {.argv = argv, .cwd = "/tmp", .on_line = s_collect, .on_line_arg = &c};
     proc_t *proc = NULL;
     CHECK_INT(proc_run(&proc, &opt), 0);
     CHECK_INT(c.count, 1);
@@ -192,8 +201,8 @@ static void test_cwd(void)
 
 static void test_timeout_kills_group(void)
 {
-    char *argv[] = { "sh", "-c", "sleep 100 & sleep 100", NULL };
-    proc_options_t opt = { .argv = argv, .timeout_ms = 300, .kill_grace_ms = 1000 };
+    char *argv[] = {"sh", "-c", "sleep 100 & sleep 100", NULL};
+    proc_options_t opt = {.argv = argv, .timeout_ms = 300, .kill_grace_ms = 1000};
     proc_t *proc = NULL;
     int64_t t0 = clock_now_ms();
     CHECK_INT(proc_start(&proc, &opt), 0);
@@ -214,8 +223,8 @@ static void test_timeout_kills_group(void)
 static void test_term_ignored_then_kill(void)
 {
     /* The whole group ignores SIGTERM: SIGKILL follows after the grace period. */
-    char *argv[] = { "sh", "-c", "trap '' TERM; sleep 100 & sleep 100", NULL };
-    proc_options_t opt = { .argv = argv, .timeout_ms = 200, .kill_grace_ms = 300 };
+    char *argv[] = {"sh", "-c", "trap '' TERM; sleep 100 & sleep 100", NULL};
+    proc_options_t opt = {.argv = argv, .timeout_ms = 200, .kill_grace_ms = 300};
     proc_t *proc = NULL;
     int64_t t0 = clock_now_ms();
     CHECK_INT(proc_start(&proc, &opt), 0);
@@ -233,10 +242,13 @@ static void test_term_ignored_then_kill(void)
 
 static void test_no_output_watchdog(void)
 {
-    collector_t c = { 0 };
-    char *argv[] = { "sh", "-c", "echo hi; sleep 0.2; echo again; sleep 100", NULL };
-    proc_options_t opt = { .argv = argv, .no_output_timeout_ms = 500, .timeout_ms = 20000,
-                           .on_line = s_collect, .on_line_arg = &c };
+    collector_t c = {0};
+    char *argv[] = {"sh", "-c", "echo hi; sleep 0.2; echo again; sleep 100", NULL};
+    proc_options_t opt = {.argv = argv,
+                          .no_output_timeout_ms = 500,
+                          .timeout_ms = 20000,
+                          .on_line = s_collect,
+                          .on_line_arg = &c};
     proc_t *proc = NULL;
     int64_t t0 = clock_now_ms();
     CHECK_INT(proc_run(&proc, &opt), 0);
@@ -252,28 +264,28 @@ static void test_no_output_watchdog(void)
 static void test_exit_codes_and_signals(void)
 {
     proc_t *proc = NULL;
-    char *exit3[] = { "sh", "-c", "echo oops >&2; exit 3", NULL };
-    proc_options_t opt = { .argv = exit3 };
+    char *exit3[] = {"sh", "-c", "echo oops >&2; exit 3", NULL};
+    proc_options_t opt = {.argv = exit3};
     CHECK_INT(proc_run(&proc, &opt), 0);
     CHECK(proc_status(proc)->exited);
     CHECK_INT(proc_status(proc)->exit_code, 3);
     CHECK_STR(proc_status(proc)->stderr_tail, "oops\n");
     proc_destroy(&proc);
 
-    char *usr1[] = { "sh", "-c", "kill -USR1 $$", NULL };
+    char *usr1[] = {"sh", "-c", "kill -USR1 $$", NULL};
     opt.argv = usr1;
     CHECK_INT(proc_run(&proc, &opt), 0);
     CHECK(!proc_status(proc)->exited);
     CHECK_INT(proc_status(proc)->term_signal, SIGUSR1);
     proc_destroy(&proc);
 
-    char *missing[] = { "/nonexistent/program", NULL };
+    char *missing[] = {"/nonexistent/program", NULL};
     opt.argv = missing;
     CHECK_INT(proc_run(&proc, &opt), FAILURE_NOT_FOUND);
     CHECK(proc == NULL);
     CHECK(strstr(failure_message(), "/nonexistent/program") != NULL);
 
-    char *pwd[] = { "pwd", NULL };
+    char *pwd[] = {"pwd", NULL};
     opt.argv = pwd;
     opt.cwd = "/nonexistent/dir";
     CHECK_INT(proc_run(&proc, &opt), FAILURE_NOT_FOUND);
@@ -282,9 +294,10 @@ static void test_exit_codes_and_signals(void)
 
 static void test_callback_stops(void)
 {
-    collector_t c = { .stop_at = 2, .stop_code = 7 };
-    char *argv[] = { "sh", "-c", "echo a; echo b; echo c; sleep 100", NULL };
-    proc_options_t opt = { .argv = argv, .on_line = s_collect, .on_line_arg = &c, .timeout_ms = 20000 };
+    collector_t c = {.stop_at = 2, .stop_code = 7};
+    char *argv[] = {"sh", "-c", "echo a; echo b; echo c; sleep 100", NULL};
+    proc_options_t opt = {
+        .argv = argv, .on_line = s_collect, .on_line_arg = &c, .timeout_ms = 20000};
     proc_t *proc = NULL;
     int64_t t0 = clock_now_ms();
     CHECK_INT(proc_run(&proc, &opt), 0);
@@ -299,9 +312,9 @@ static void test_callback_stops(void)
 
 static void test_step_and_cancel(void)
 {
-    collector_t c = { 0 };
-    char *argv[] = { "sh", "-c", "echo first; sleep 100", NULL };
-    proc_options_t opt = { .argv = argv, .on_line = s_collect, .on_line_arg = &c };
+    collector_t c = {0};
+    char *argv[] = {"sh", "-c", "echo first; sleep 100", NULL};
+    proc_options_t opt = {.argv = argv, .on_line = s_collect, .on_line_arg = &c};
     proc_t *proc = NULL;
     CHECK_INT(proc_start(&proc, &opt), 0);
     pid_t pgid = proc_pid(proc);
@@ -331,9 +344,9 @@ static void test_leftovers_killed_at_exit(void)
 {
     /* The leader exits while a background child still holds stdout: we do not wait for
      * it, and it does not survive. */
-    collector_t c = { 0 };
-    char *argv[] = { "sh", "-c", "sleep 100 & echo done", NULL };
-    proc_options_t opt = { .argv = argv, .on_line = s_collect, .on_line_arg = &c };
+    collector_t c = {0};
+    char *argv[] = {"sh", "-c", "sleep 100 & echo done", NULL};
+    proc_options_t opt = {.argv = argv, .on_line = s_collect, .on_line_arg = &c};
     proc_t *proc = NULL;
     int64_t t0 = clock_now_ms();
     CHECK_INT(proc_start(&proc, &opt), 0);
@@ -351,13 +364,13 @@ static void test_leftovers_killed_at_exit(void)
 
 static void test_stderr_tail_and_long_lines(void)
 {
-    char *argv[] = { "sh", "-c",
-                     "i=0; while [ $i -lt 300 ]; do echo err$i >&2; i=$((i+1)); done;"
-                     "head -c 5000 /dev/zero | tr '\\0' x; echo; echo short",
-                     NULL };
-    collector_t c = { 0 };
-    proc_options_t opt = { .argv = argv, .stderr_cap = 64, .max_line = 1000, .on_line = s_collect,
-                           .on_line_arg = &c };
+    char *argv[] = {"sh", "-c",
+                    "i=0; while [ $i -lt 300 ]; do echo err$i >&2; i=$((i+1)); done;"
+                    "head -c 5000 /dev/zero | tr '\\0' x; echo; echo short",
+                    NULL};
+    collector_t c = {0};
+    proc_options_t opt = {
+        .argv = argv, .stderr_cap = 64, .max_line = 1000, .on_line = s_collect, .on_line_arg = &c};
     proc_t *proc = NULL;
     CHECK_INT(proc_run(&proc, &opt), 0);
     const proc_status_t *st = proc_status(proc);
@@ -374,8 +387,8 @@ static void test_stderr_tail_and_long_lines(void)
 
 static void test_kill_group(void)
 {
-    char *argv[] = { "sleep", "100", NULL };
-    proc_options_t opt = { .argv = argv };
+    char *argv[] = {"sleep", "100", NULL};
+    proc_options_t opt = {.argv = argv};
     proc_t *proc = NULL;
     CHECK_INT(proc_start(&proc, &opt), 0);
     CHECK_INT(proc_kill_group(proc_pid(proc), SIGKILL), 0);

@@ -88,7 +88,8 @@ static void test_create_update_load(void)
     char path[600];
     s_home_file(path, sizeof path, "specialists/merge-agent.session");
     char *text = testenv_read_file(path);
-    CHECK(text != NULL && strstr(text, "\"session_id\"") != NULL && strstr(text, "\"cwd\": \"/srv/work\"") != NULL);
+    CHECK(text != NULL && strstr(text, "\"session_id\"") != NULL &&
+          strstr(text, "\"cwd\": \"/srv/work\"") != NULL);
     free(text);
 }
 
@@ -105,7 +106,7 @@ static void test_atomic_write(void)
     CHECK(old != NULL);
     s_fill(&st, "/b");
     CHECK_INT(session_save("atomic", &st), 0);
-    char buf[4096] = { 0 };
+    char buf[4096] = {0};
     size_t n = old ? fread(buf, 1, sizeof buf - 1, old) : 0;
     buf[n] = '\0';
     CHECK(strstr(buf, "\"/a\"") != NULL);
@@ -150,8 +151,9 @@ static void test_corrupt_is_no_session(void)
         CHECK_STR(st.session_id, "");
     }
     /* Unknown keys and wrong-typed optional fields are tolerated. */
-    CHECK_INT(testenv_write_file(path, "{\"session_id\":\"0B7C2A64-3E0B-4C38-9A55-2B8F0E0F6D11\",\"cwd\":\"/x\","
-                                       "\"runs\":\"many\",\"future\":{\"a\":1}}"),
+    CHECK_INT(testenv_write_file(
+                  path, "{\"session_id\":\"0B7C2A64-3E0B-4C38-9A55-2B8F0E0F6D11\",\"cwd\":\"/x\","
+                        "\"runs\":\"many\",\"future\":{\"a\":1}}"),
               0);
     CHECK_INT(session_load("broken", &st), 0);
     CHECK_INT(st.runs, 0);
@@ -244,7 +246,8 @@ static void test_lock_excludes(void)
 static void test_history(void)
 {
     for (int i = 0; i < 3; i++) {
-        json_t *entry = json_pack("{s:s, s:i, s:b}", "task_id", "task-7", "run", i, "is_error", i == 2);
+        json_t *entry =
+            json_pack("{s:s, s:i, s:b}", "task_id", "task-7", "run", i, "is_error", i == 2);
         CHECK_INT(session_history_append("hist", entry), 0);
         CHECK(json_object_get(entry, "at_ms") != NULL);
         json_decref(entry);

@@ -311,27 +311,29 @@ typedef struct {
     size_t table; /* index of the current table */
 } parser_t;
 
-/* A position remembered for an error reported later (a value's type, a duplicate). */
+/* A position remembered for an error reported later (a value's type, a duplicate). The
+ * column is worked out only when an error is reported, so long lines stay linear. */
 typedef struct {
     int line;
-    int col;
+    size_t line_start;
+    size_t pos;
 } mark_t;
 
 static mark_t s_mark(const parser_t *p)
 {
-    /* Columns count characters, so skip UTF-8 continuation bytes. */
-    int col = 1;
-    for (size_t i = p->line_start; i < p->pos; i++) {
-        if (((unsigned char)p->text[i] & 0xC0) != 0x80)
-            col++;
-    }
-    return (mark_t){p->line, col};
+    return (mark_t){p->line, p->line_start, p->pos};
 }
 
 static int s_error_at(const parser_t *p, mark_t at, const char *expected, const char *found)
 {
+    /* Columns count characters, so skip UTF-8 continuation bytes. */
+    int col = 1;
+    for (size_t i = at.line_start; i < at.pos; i++) {
+        if (((unsigned char)p->text[i] & 0xC0) != 0x80)
+            col++;
+    }
     return failure_set(FAILURE_INVALID, "%s:%d:%d: expected %s, found %s", p->name, at.line,
-                       at.col, expected, found);
+                       col, expected, found);
 }
 
 static bool s_at_end(const parser_t *p)
@@ -938,6 +940,10 @@ static int s_parse_header(parser_t *p)
             snprintf(found, sizeof found, "[%.500s] again (first at line %d)", name.data,
                      table->line);
             rc = s_error_at(p, at, "a new table", found);
+        } else if (table == NULL && p->config->count >= CONFIG_MAX_TABLES) {
+            char expected[64];
+            snprintf(expected, sizeof expected, "at most %d tables", CONFIG_MAX_TABLES);
+            rc = s_error_at(p, at, expected, "one more");
         } else {
             table = s_add_table(p->config, name.data);
             if (table == NULL) {
@@ -969,6 +975,12 @@ static int s_parse_key_value(parser_t *p)
         snprintf(found, sizeof found, "'%.100s' again (first at line %d)", key,
                  existing->line);
         rc = s_error_at(p, key_at, "a new key", found);
+        goto out;
+    }
+    if (existing == NULL && table->count >= CONFIG_MAX_KEYS) {
+        char expected[64];
+        snprintf(expected, sizeof expected, "at most %d keys in a table", CONFIG_MAX_KEYS);
+        rc = s_error_at(p, key_at, expected, "one more");
         goto out;
     }
     s_skip_spaces(p);

@@ -52,6 +52,9 @@ typedef struct config_t config_t;
 
 /* The largest configuration file config_load() reads. */
 #define CONFIG_MAX_FILE_BYTES (1024 * 1024)
+/* Limits that keep a hostile file from making parsing slow; more is an error. */
+#define CONFIG_MAX_TABLES 1000
+#define CONFIG_MAX_KEYS 1000 /* per table */
 
 /* Loads `path` (NULL means "$PANOPTICON_HOME/cloister.toml") over the defaults, then
  * applies the environment overrides. A missing file is not an error: the result is the

@@ -43,15 +43,24 @@ static bool s_is_name(const char *name, size_t n)
     return true;
 }
 
-static const template_var_t *s_find(const template_vars_t *self, const char *name, size_t n)
+/* The index of the variable whose name is the n bytes at `name`, or self->count (0 for a
+ * NULL list) if there is none. */
+static size_t s_index(const template_vars_t *self, const char *name, size_t n)
 {
     if (self == NULL)
-        return NULL;
+        return 0;
     for (size_t i = 0; i < self->count; i++) {
         if (strlen(self->vars[i].name) == n && memcmp(self->vars[i].name, name, n) == 0)
-            return &self->vars[i];
+            return i;
     }
-    return NULL;
+    return self->count;
+}
+
+/* The value of the variable named by the n bytes at `name`, or NULL. */
+static const char *s_value(const template_vars_t *self, const char *name, size_t n)
+{
+    size_t i = s_index(self, name, n);
+    return self != NULL && i < self->count ? self->vars[i].value : NULL;
 }
 
 template_vars_t *template_vars_new(void)
@@ -83,10 +92,10 @@ int template_vars_set(template_vars_t *self, const char *name, const char *value
     char *copy = strdup(value);
     if (copy == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory setting {{%s}}", name);
-    template_var_t *existing = (template_var_t *)s_find(self, name, strlen(name));
-    if (existing != NULL) {
-        free(existing->value);
-        existing->value = copy;
+    size_t i = s_index(self, name, strlen(name));
+    if (i < self->count) {
+        free(self->vars[i].value);
+        self->vars[i].value = copy;
         return 0;
     }
     if (self->count == self->capacity) {
@@ -110,8 +119,7 @@ int template_vars_set(template_vars_t *self, const char *name, const char *value
 
 const char *template_vars_get(const template_vars_t *self, const char *name)
 {
-    const template_var_t *var = name ? s_find(self, name, strlen(name)) : NULL;
-    return var ? var->value : NULL;
+    return name ? s_value(self, name, strlen(name)) : NULL;
 }
 
 /* One pass over the template. With out == NULL it only validates and measures (*len);
@@ -150,13 +158,13 @@ static int s_render_pass(const char *text, const template_vars_t *vars, char *ou
         if (!s_is_name(name, n))
             return failure_set(FAILURE_INVALID, "invalid placeholder {{%.*s}} at line %d",
                                (int)(close - p - 2 > 80 ? 80 : close - p - 2), p + 2, line);
-        const template_var_t *var = s_find(vars, name, n);
-        if (var == NULL)
+        const char *value = s_value(vars, name, n);
+        if (value == NULL)
             return failure_set(FAILURE_INVALID, "unknown placeholder {{%.*s}} at line %d",
                                (int)(n > 80 ? 80 : n), name, line);
-        size_t value_len = strlen(var->value);
+        size_t value_len = strlen(value);
         if (out)
-            memcpy(out + written, var->value, value_len);
+            memcpy(out + written, value, value_len);
         written += value_len;
         p = close + 2;
     }

@@ -438,6 +438,43 @@ static void test_buffer_edges(void)
     config_destroy(&config);
 }
 
+static void test_limits(void)
+{
+    /* Too many tables or keys is an error, not a slow parse. The defaults already hold six
+     * tables ("", broker, agent, review, context, merge). */
+    size_t size = 64 * 1024;
+    char *text = malloc(size);
+    size_t len = 0;
+    for (int i = 0; i < 1000; i++)
+        len += (size_t)snprintf(text + len, size - len, "[t%d]\n", i);
+    config_t *config = NULL;
+    CHECK_INT(config_parse_buffer("cloister.toml", text, len, &config), FAILURE_INVALID);
+    CHECK_STR(failure_message(), "cloister.toml:995:1: expected at most 1000 tables, found one more");
+
+    len = (size_t)snprintf(text, size, "[t]\n");
+    for (int i = 0; i <= 1000; i++)
+        len += (size_t)snprintf(text + len, size - len, "k%d = 1\n", i);
+    CHECK_INT(config_parse_buffer("cloister.toml", text, len, &config), FAILURE_INVALID);
+    CHECK_STR(failure_message(),
+              "cloister.toml:1002:1: expected at most 1000 keys in a table, found one more");
+    free(text);
+
+    /* A huge one-line array parses in linear time (columns are only counted on error). */
+    size_t count = 300000;
+    size = count * 2 + 16;
+    text = malloc(size);
+    len = (size_t)snprintf(text, size, "x = [");
+    for (size_t i = 0; i < count; i++) {
+        text[len++] = '7';
+        text[len++] = ',';
+    }
+    text[len++] = ']';
+    CHECK_INT(config_parse_buffer("cloister.toml", text, len, &config), 0);
+    CHECK_INT(config_array_len(config, "", "x"), count);
+    config_destroy(&config);
+    free(text);
+}
+
 /* Makes a private $PANOPTICON_HOME; returns its path (static). */
 static const char *make_home(void)
 {
@@ -558,6 +595,7 @@ int main(void)
     test_duplicates();
     test_type_errors();
     test_buffer_edges();
+    test_limits();
 
     const char *home = make_home();
     CHECK(home != NULL);

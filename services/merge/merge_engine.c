@@ -888,16 +888,16 @@ static void s_update_local_target(s_job_t *job)
                  job->target, job->remote_name, job->target);
     } else {
         git_reference *moved = NULL;
-        char *char_name = s_strdupf("refs/heads/%s", job->target);
-        if (char_name != NULL &&
-            git_reference_create_matching(&moved, job->repo, char_name, &job->merge_oid, 1,
+        char *ref_name = s_strdupf("refs/heads/%s", job->target);
+        if (ref_name != NULL &&
+            git_reference_create_matching(&moved, job->repo, ref_name, &job->merge_oid, 1,
                                           &local, "cloister merge-agent: fast-forward") == 0)
             snprintf(note, sizeof note, "local '%s' fast-forwarded", job->target);
         else
             snprintf(note, sizeof note, "local '%s' moved meanwhile: left unchanged",
                      job->target);
         git_reference_free(moved);
-        free(char_name);
+        free(ref_name);
     }
     git_reference_free(ref);
     s_add_note(job, note);

@@ -534,12 +534,14 @@ static void s_send_hello(loop_t *loop)
              held ? ", holding " : "", held ? held->task.id : "");
 }
 
+/* A heartbeat names the task whose job still runs, even a cancelled one: the worker is
+ * not free until the job returns (the broker treats it as draining). */
 static void s_send_heartbeat(loop_t *loop)
 {
     wire_writer_t *w = loop->writer;
     wire_writer_start(w, "heartbeat");
     wire_put_str(w, "worker", loop->worker_id);
-    specialist_ctx_t *held = s_held(loop);
+    specialist_ctx_t *held = loop->ctx;
     if (held != NULL) {
         wire_put_str(w, "task", held->task.id);
         wire_put_int(w, "attempt", held->task.attempt);

@@ -15,7 +15,8 @@
  *  - sends `hello` at start, again when a `ping` carries a new `epoch`, and again when no
  *    ping came for heartbeat_misses intervals (the broker restarted or is away); a hello
  *    names the task still held;
- *  - sends `heartbeat` every heartbeat_ms with the running task and attempt;
+ *  - sends `heartbeat` every heartbeat_ms with the task and attempt whose job runs (also
+ *    a cancelled job that has not returned yet: the worker is not free until it does);
  *  - takes a `task` only when idle and addressed to this worker; others are logged and
  *    counted (specialist_stats_t);
  *  - on `cancel` of the running attempt sets the job's cancel flag and sends nothing more

@@ -25,6 +25,22 @@ struct client_events_t {
     int64_t last_seq;
 };
 
+/* Creates and connects the REQ socket. Returns 0 or a FAILURE_* code. */
+static int s_connect(client_t *self)
+{
+    self->req = zsock_new(ZMQ_REQ);
+    if (self->req == NULL)
+        return failure_set(FAILURE_IO, "cannot create a control socket");
+    zsock_set_linger(self->req, 0);
+    zsock_set_sndtimeo(self->req, self->timeout_ms);
+    if (zsock_connect(self->req, "%s", self->endpoint) != 0) {
+        zsock_destroy(&self->req);
+        return failure_set(FAILURE_INVALID, "cannot connect to control endpoint '%s': %s",
+                           self->endpoint, zmq_strerror(zmq_errno()));
+    }
+    return 0;
+}
+
 client_t *client_new(const char *control_ep, int timeout_ms)
 {
     if (control_ep == NULL || control_ep[0] == '\0') {
@@ -36,26 +52,15 @@ client_t *client_new(const char *control_ep, int timeout_ms)
         failure_set(FAILURE_MEMORY, "out of memory");
         return NULL;
     }
-    self->endpoint = strdup(control_ep);
     self->timeout_ms = timeout_ms > 0 ? timeout_ms : CLIENT_TIMEOUT_MS;
-    self->req = zsock_new(ZMQ_REQ);
-    if (self->endpoint == NULL || self->req == NULL) {
-        failure_set(FAILURE_IO, "cannot create a control socket");
+    self->endpoint = strdup(control_ep);
+    if (self->endpoint == NULL) {
+        failure_set(FAILURE_MEMORY, "out of memory");
         client_destroy(&self);
         return NULL;
     }
-    zsock_set_linger(self->req, 0);
-    /* A relaxed, correlating REQ may send again after a request got no answer, and drops
-     * a late reply to the earlier one instead of taking it for the new one. */
-    zsock_set_req_relaxed(self->req, 1);
-    zsock_set_req_correlate(self->req, 1);
-    zsock_set_sndtimeo(self->req, self->timeout_ms);
-    if (zsock_connect(self->req, "%s", control_ep) != 0) {
-        failure_set(FAILURE_INVALID, "cannot connect to control endpoint '%s': %s", control_ep,
-                    zmq_strerror(zmq_errno()));
+    if (s_connect(self) != 0)
         client_destroy(&self);
-        return NULL;
-    }
     return self;
 }
 
@@ -84,8 +89,11 @@ static void s_format_timeout(char *buf, size_t size, int timeout_ms)
         snprintf(buf, size, "%dms", timeout_ms);
 }
 
-static int s_no_reply(const client_t *self)
+/* After a request got no answer the REQ socket still waits for it: it is dropped, and the
+ * next request connects a fresh one, so a late answer is never taken for the next one. */
+static int s_no_reply(client_t *self)
 {
+    zsock_destroy(&self->req);
     char when[32];
     s_format_timeout(when, sizeof when, self->timeout_ms);
     return failure_set(FAILURE_TIMEOUT, "no reply from broker at %s within %s", self->endpoint,
@@ -145,6 +153,9 @@ static int s_receive(zsock_t *sock, void **data, size_t *len)
 int client_request(client_t *self, const void *data, size_t len, wire_msg_t **reply)
 {
     *reply = NULL;
+    int rc = 0;
+    if (self->req == NULL && (rc = s_connect(self)) != 0)
+        return rc;
     int64_t deadline = clock_now_ms() + self->timeout_ms;
     if (zmq_send(zsock_resolve(self->req), data, len, 0) < 0) {
         if (zmq_errno() == EAGAIN)
@@ -155,12 +166,16 @@ int client_request(client_t *self, const void *data, size_t len, wire_msg_t **re
     int ready = s_wait_readable(self->req, deadline, NULL);
     if (ready == 0)
         return s_no_reply(self);
-    if (ready < 0)
+    if (ready < 0) {
+        zsock_destroy(&self->req);
         return failure_set(FAILURE_IO, "poll on %s failed: %s", self->endpoint,
                            zmq_strerror(zmq_errno()));
+    }
     void *bytes = NULL;
     size_t size = 0;
-    int rc = s_receive(self->req, &bytes, &size);
+    rc = s_receive(self->req, &bytes, &size);
+    if (rc == FAILURE_IO)
+        zsock_destroy(&self->req);
     if (rc == 0)
         rc = wire_decode(bytes, size, reply);
     free(bytes);

@@ -2,8 +2,8 @@
  *
  * - client_t: the control socket (REQ). Every request has a deadline: a broker that does
  *   not answer gives FAILURE_TIMEOUT with "no reply from broker at <endpoint> within 3s",
- *   never a hang (receive timeout, linger 0, and a relaxed REQ so the next request after a
- *   timeout still works).
+ *   never a hang (a poll deadline, linger 0; after a timeout the REQ socket is replaced so
+ *   the next request works and never takes the late answer to the old one).
  * - client_submit(): a task committed through control (the reply comes after the commit),
  *   and client_task_encode() to push the same submit fire-and-forget to `in`.
  * - client_events_t: an events subscriber that replays what is stored, then follows the

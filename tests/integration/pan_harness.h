@@ -1,0 +1,104 @@
+/* pan_harness: what the pan integration tests share -- a broker started in a testenv on
+ * ipc endpoints, and running `pan` with its output captured. Header-only so each test
+ * stays one program. */
+#ifndef PAN_HARNESS_H
+#define PAN_HARNESS_H
+
+#include "check.h"
+#include "client.h"
+#include "testenv.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAN_OUT_SIZE (256 * 1024)
+
+static inline bool harness_broker_answers(void *arg)
+{
+    testenv_t *env = arg;
+    client_t *client = client_new(env->control_ep, 200);
+    if (client == NULL)
+        return false;
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "stats");
+    wire_msg_t *reply = NULL;
+    int rc = client_call(client, writer, &reply);
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&writer);
+    client_destroy(&client);
+    return rc == 0;
+}
+
+/* Starts cloister-broker on the environment's endpoints and waits until it answers.
+ * Returns its pid, or -1. */
+static inline pid_t harness_start_broker(testenv_t *env)
+{
+    char *argv[] = {(char *)testenv_bin("cloister-broker"), "--home", env->home, NULL};
+    pid_t pid = testenv_spawn(env, "broker", argv);
+    if (pid < 0 || !testenv_wait_until(harness_broker_answers, env, 10000)) {
+        fprintf(stderr, "broker did not come up\n");
+        return -1;
+    }
+    return pid;
+}
+
+/* Runs `pan` with the NULL-terminated arguments; stdout only (stderr: the test's) or, with
+ * `merge_stderr`, both into `out` (PAN_OUT_SIZE bytes). Returns the exit code. */
+static inline int harness_pan_v(testenv_t *env, char *out, bool merge_stderr, va_list args)
+{
+    char *argv[64];
+    int argc = 0;
+    if (merge_stderr) {
+        argv[argc++] = "/bin/sh";
+        argv[argc++] = "-c";
+        argv[argc++] = "exec \"$0\" \"$@\" 2>&1";
+    }
+    argv[argc++] = (char *)testenv_bin("pan");
+    const char *arg;
+    while ((arg = va_arg(args, const char *)) != NULL && argc < 63)
+        argv[argc++] = (char *)arg;
+    argv[argc] = NULL;
+    return testenv_run(env, argv, out, PAN_OUT_SIZE, 20000);
+}
+
+static inline int harness_pan(testenv_t *env, char *out, ...)
+{
+    va_list args;
+    va_start(args, out);
+    int code = harness_pan_v(env, out, false, args);
+    va_end(args);
+    return code;
+}
+
+static inline int harness_pan_all(testenv_t *env, char *out, ...)
+{
+    va_list args;
+    va_start(args, out);
+    int code = harness_pan_v(env, out, true, args);
+    va_end(args);
+    return code;
+}
+
+/* Parses pan's JSON output; NULL (and a CHECK failure) when it is not JSON. */
+static inline json_t *harness_json(const char *text)
+{
+    json_error_t error;
+    json_t *value = json_loads(text, JSON_DECODE_ANY, &error);
+    if (value == NULL)
+        fprintf(stderr, "not JSON (%s): %s\n", error.text, text);
+    CHECK(value != NULL);
+    return value;
+}
+
+/* Drops the trailing newline of a one-line output. */
+static inline void harness_chomp(char *text)
+{
+    size_t len = strlen(text);
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+        text[--len] = '\0';
+}
+
+#endif

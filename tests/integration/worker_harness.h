@@ -10,6 +10,7 @@
 #include "check.h"
 #include "msgjson.h"
 #include "testenv.h"
+#include "clock.h"
 #include "wire.h"
 
 #include <errno.h>

@@ -390,6 +390,13 @@ void wire_writer_start_map(wire_writer_t *self)
     s_open(self, 0xdf);
 }
 
+void wire_writer_start_array(wire_writer_t *self)
+{
+    msgpack_sbuffer_clear(&self->sbuf);
+    self->depth = 0;
+    s_open(self, 0xdd);
+}
+
 void wire_writer_start(wire_writer_t *self, const char *type)
 {
     wire_writer_start_map(self);

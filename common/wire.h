@@ -81,6 +81,9 @@ void wire_writer_start(wire_writer_t *self, const char *type);
 /* Starts a bare top-level map (no "v"/"type"), e.g. a result map or a next-task. */
 void wire_writer_start_map(wire_writer_t *self);
 
+/* Starts a bare top-level array (e.g. the raw bytes of a result's "next"). */
+void wire_writer_start_array(wire_writer_t *self);
+
 /* Fields of the innermost open map. A NULL string value writes nothing. */
 void wire_put_str(wire_writer_t *self, const char *key, const char *value);
 void wire_put_strn(wire_writer_t *self, const char *key, const char *value, size_t len);

@@ -1,0 +1,283 @@
+/* The broker's task flow, with workers played by the test (fakeworker): priority decided
+ * at dispatch time, group serialisation, chained tasks exactly once, leases, lost workers,
+ * retries to dead and back, cancel, and a broker restart while a worker holds a task. */
+#include "check.h"
+#include "fakeworker.h"
+#include "testbroker.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#define HEARTBEAT_MS 200
+
+static testenv_t *s_env;
+static client_t *s_client;
+
+static const char *s_task_id(wire_msg_t *task)
+{
+    return task ? wire_msg_str(task, "id", "") : "(none)";
+}
+
+/* Waits for a task, checks its id, reports done, and waits for the ack. */
+static void s_run_expecting(fakeworker_t *worker, const char *expected_id)
+{
+    wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), expected_id);
+    if (task != NULL) {
+        int attempt = (int)wire_msg_int(task, "attempt", 0);
+        fakeworker_result(worker, expected_id, attempt, "done", NULL, NULL, 0);
+        wire_msg_t *ack = fakeworker_expect(worker, "ack", 3000, NULL, 0);
+        CHECK(ack != NULL);
+        wire_msg_destroy(&ack);
+    }
+    wire_msg_destroy(&task);
+}
+
+static void test_priority_at_dispatch(void)
+{
+    fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "test-agent", "prio-w1");
+    fakeworker_hello(worker, NULL, 0);
+    CHECK_INT(testbroker_submit(s_client, "p-first", "test-agent", "low", NULL), 0);
+    wire_msg_t *first = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(first), "p-first");
+    /* While the only worker is busy: three normal tasks, then an urgent one. */
+    CHECK_INT(testbroker_submit(s_client, "p-n1", "test-agent", "normal", NULL), 0);
+    CHECK_INT(testbroker_submit(s_client, "p-n2", "test-agent", NULL, NULL), 0);
+    CHECK_INT(testbroker_submit(s_client, "p-h1", "test-agent", "high", NULL), 0);
+    CHECK_INT(testbroker_submit(s_client, "p-u1", "test-agent", "urgent", NULL), 0);
+    char queue[512];
+    CHECK_STR(testbroker_queue(s_client, "test-agent", queue, sizeof queue), "p-u1 p-h1 p-n1 p-n2");
+    fakeworker_result(worker, "p-first", 1, "done", NULL, NULL, 0);
+    wire_msg_destroy(&first);
+    s_run_expecting(worker, "p-u1");
+    s_run_expecting(worker, "p-h1");
+    s_run_expecting(worker, "p-n1");
+    s_run_expecting(worker, "p-n2");
+    fakeworker_bye(worker);
+    fakeworker_destroy(&worker);
+}
+
+static void test_group_serialisation(void)
+{
+    fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "merge-agent", "group-w1");
+    fakeworker_t *w2 = fakeworker_new(s_env->dir, s_env->in_ep, "merge-agent", "group-w2");
+    fakeworker_hello(w1, NULL, 0);
+    CHECK_INT(testbroker_submit(s_client, "g-1", "merge-agent", NULL, "merge:/repo:main"), 0);
+    wire_msg_t *t1 = fakeworker_expect(w1, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(t1), "g-1");
+    CHECK_INT(testbroker_submit(s_client, "g-2", "merge-agent", "urgent", "merge:/repo:main"), 0);
+    CHECK_INT(testbroker_submit(s_client, "other", "merge-agent", "low", "merge:/other:main"), 0);
+    fakeworker_hello(w2, NULL, 0);
+    /* g-2 is more urgent but its group is in flight: w2 gets the other repository's merge. */
+    wire_msg_t *t2 = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(t2), "other");
+    fakeworker_result(w2, "other", 1, "done", NULL, NULL, 0);
+    wire_msg_t *none = fakeworker_expect(w2, "task", 600, NULL, 0);
+    CHECK(none == NULL); /* g-2 must wait for g-1 */
+    fakeworker_heartbeat(w1, "g-1", 1);
+    char state[32];
+    CHECK_STR(testbroker_state(s_client, "g-2", state, sizeof state), "queued");
+    fakeworker_result(w1, "g-1", 1, "done", NULL, NULL, 0);
+    wire_msg_t *t3 = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    if (t3 == NULL)
+        t3 = fakeworker_expect(w1, "task", 1000, NULL, 0);
+    CHECK_STR(s_task_id(t3), "g-2");
+    if (t3 != NULL)
+        fakeworker_result(w2, "g-2", 1, "done", NULL, NULL, 0);
+    wire_msg_destroy(&t1);
+    wire_msg_destroy(&t2);
+    wire_msg_destroy(&t3);
+    fakeworker_bye(w1);
+    fakeworker_bye(w2);
+    fakeworker_destroy(&w1);
+    fakeworker_destroy(&w2);
+}
+
+static void test_chained_exactly_once(void)
+{
+    fakeworker_t *reviewer = fakeworker_new(s_env->dir, s_env->in_ep, "review-agent", "chain-w1");
+    fakeworker_hello(reviewer, NULL, 0);
+    CHECK_INT(testbroker_submit(s_client, "review-7", "review-agent", NULL, NULL), 0);
+    wire_msg_t *task = fakeworker_expect(reviewer, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "review-7");
+    /* next = [ {id: merge-7, specialist: merge-agent, priority: high} ] */
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start_array(w);
+    wire_open_map(w, NULL);
+    wire_put_str(w, "id", "merge-7");
+    wire_put_str(w, "specialist", "merge-agent");
+    wire_put_str(w, "priority", "high");
+    wire_close(w);
+    size_t next_len;
+    const void *next = wire_writer_data(w, &next_len);
+    /* The result is sent three times, as a worker resending until acked would. */
+    for (int i = 0; i < 3; i++)
+        fakeworker_result(reviewer, "review-7", 1, "done", NULL, next, next_len);
+    for (int i = 0; i < 3; i++) {
+        wire_msg_t *ack = fakeworker_expect(reviewer, "ack", 3000, NULL, 0);
+        CHECK(ack != NULL);
+        wire_msg_destroy(&ack);
+    }
+    char queue[256], state[32];
+    CHECK_STR(testbroker_queue(s_client, "merge-agent", queue, sizeof queue), "merge-7");
+    CHECK_STR(testbroker_state(s_client, "review-7", state, sizeof state), "done");
+    wire_writer_destroy(&w);
+    wire_msg_destroy(&task);
+    fakeworker_bye(reviewer);
+    fakeworker_destroy(&reviewer);
+    /* Leave the merge queue empty for the next scenarios. */
+    wire_writer_t *cancel = wire_writer_new();
+    wire_writer_start(cancel, "cancel_task");
+    wire_put_str(cancel, "id", "merge-7");
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_call(s_client, cancel, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&cancel);
+}
+
+static void test_lost_worker_and_lease(void)
+{
+    fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "lease-agent", "lease-w1");
+    fakeworker_t *w2 = fakeworker_new(s_env->dir, s_env->in_ep, "lease-agent", "lease-w2");
+    fakeworker_hello(w1, NULL, 0);
+    testenv_sleep_ms(100);
+    CHECK_INT(testbroker_submit(s_client, "lost-1", "lease-agent", NULL, NULL), 0);
+    wire_msg_t *task = fakeworker_expect(w1, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "lost-1");
+    wire_msg_destroy(&task);
+    /* w1 goes silent (as if killed); w2 arrives and gets the task as attempt 2. */
+    fakeworker_hello(w2, NULL, 0);
+    task = fakeworker_expect(w2, "task", 5000, NULL, 0);
+    CHECK_STR(s_task_id(task), "lost-1");
+    CHECK_INT(task ? wire_msg_int(task, "attempt", 0) : 0, 2);
+    wire_msg_destroy(&task);
+    fakeworker_result(w2, "lost-1", 2, "done", NULL, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(w2, "ack", 3000, NULL, 0);
+    CHECK(ack != NULL);
+    wire_msg_destroy(&ack);
+
+    /* Lease: a one-second timeout while w2 keeps saying it is working on it. */
+    client_task_t leased = {.id = "lease-1", .specialist = "lease-agent", .timeout_s = 1};
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_submit(s_client, &leased, NULL, 0, &reply), 0);
+    wire_msg_destroy(&reply);
+    task = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "lease-1");
+    wire_msg_destroy(&task);
+    wire_msg_t *cancel = fakeworker_expect(w2, "cancel", 3000, "lease-1", 1);
+    CHECK(cancel != NULL);
+    wire_msg_destroy(&cancel);
+    /* Once it reports idle it gets the task again, after the backoff. */
+    task = fakeworker_expect(w2, "task", 5000, NULL, 0);
+    CHECK_STR(s_task_id(task), "lease-1");
+    CHECK_INT(task ? wire_msg_int(task, "attempt", 0) : 0, 2);
+    if (task)
+        fakeworker_result(w2, "lease-1", 2, "done", NULL, NULL, 0);
+    wire_msg_destroy(&task);
+    ack = fakeworker_expect(w2, "ack", 3000, NULL, 0);
+    wire_msg_destroy(&ack);
+    fakeworker_bye(w2);
+    fakeworker_destroy(&w1);
+    fakeworker_destroy(&w2);
+}
+
+static void test_retry_to_dead_and_back(void)
+{
+    fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "flaky-agent", "flaky-w1");
+    fakeworker_hello(worker, NULL, 0);
+    testenv_sleep_ms(100);
+    client_task_t flaky = {.id = "flaky-1", .specialist = "flaky-agent", .max_attempts = 2,
+                           .issue = "PAN-9"};
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_submit(s_client, &flaky, NULL, 0, &reply), 0);
+    wire_msg_destroy(&reply);
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        wire_msg_t *task = fakeworker_expect(worker, "task", 5000, NULL, 0);
+        CHECK_STR(s_task_id(task), "flaky-1");
+        if (attempt == 2 && task != NULL) {
+            /* The second attempt carries the first one as prior context. */
+            const msgpack_object *prior = wire_map_get(wire_msg_object(task, "context"), "prior");
+            CHECK(prior != NULL && prior->type == MSGPACK_OBJECT_ARRAY && prior->via.array.size == 1);
+        }
+        wire_msg_destroy(&task);
+        fakeworker_result(worker, "flaky-1", attempt, "retry", "network hiccup", NULL, 0);
+        wire_msg_t *ack = fakeworker_expect(worker, "ack", 3000, NULL, 0);
+        wire_msg_destroy(&ack);
+    }
+    char state[32];
+    CHECK_STR(testbroker_state(s_client, "flaky-1", state, sizeof state), "dead");
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "retry_task");
+    wire_put_str(w, "id", "flaky-1");
+    CHECK_INT(client_call(s_client, w, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "flaky-1");
+    CHECK_INT(task ? wire_msg_int(task, "attempt", 0) : 0, 3);
+    wire_msg_destroy(&task);
+
+    /* Cancel while it runs: the worker is told, the task is cancelled. */
+    wire_writer_start(w, "cancel_task");
+    wire_put_str(w, "id", "flaky-1");
+    CHECK_INT(client_call(s_client, w, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_msg_t *cancel = fakeworker_expect(worker, "cancel", 3000, "flaky-1", 3);
+    CHECK(cancel != NULL);
+    wire_msg_destroy(&cancel);
+    CHECK_STR(testbroker_state(s_client, "flaky-1", state, sizeof state), "cancelled");
+    /* A second cancel is refused with the reason. */
+    CHECK(client_call(s_client, w, &reply) != 0);
+    wire_writer_destroy(&w);
+    fakeworker_bye(worker);
+    fakeworker_destroy(&worker);
+}
+
+static void test_restart_keeps_running_task(pid_t *broker)
+{
+    fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "restart-agent", "restart-w1");
+    fakeworker_hello(worker, NULL, 0);
+    testenv_sleep_ms(100);
+    CHECK_INT(testbroker_submit(s_client, "r-1", "restart-agent", NULL, NULL), 0);
+    wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "r-1");
+    wire_msg_destroy(&task);
+    testenv_signal(*broker, SIGKILL);
+    testenv_wait(s_env, *broker, 3000);
+    *broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
+    CHECK(*broker > 0);
+    /* The worker notices and says hello again, holding its task. */
+    fakeworker_hello(worker, "r-1", 1);
+    testenv_sleep_ms(300);
+    char state[32];
+    CHECK_STR(testbroker_state(s_client, "r-1", state, sizeof state), "running");
+    fakeworker_result(worker, "r-1", 1, "done", NULL, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(worker, "ack", 3000, NULL, 0);
+    CHECK(ack != NULL);
+    wire_msg_destroy(&ack);
+    CHECK_STR(testbroker_state(s_client, "r-1", state, sizeof state), "done");
+    fakeworker_bye(worker);
+    fakeworker_destroy(&worker);
+}
+
+int main(void)
+{
+    s_env = testenv_new("broker-flow");
+    if (s_env == NULL)
+        return 1;
+    pid_t broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
+    CHECK(broker > 0);
+    s_client = testbroker_client(s_env);
+    if (broker > 0) {
+        test_priority_at_dispatch();
+        test_group_serialisation();
+        test_chained_exactly_once();
+        /* Custom specialists exist once a worker announced them. */
+        test_lost_worker_and_lease();
+        test_retry_to_dead_and_back();
+        test_restart_keeps_running_task(&broker);
+    }
+    client_destroy(&s_client);
+    testenv_destroy(&s_env);
+    return check_exit_code("test_broker_flow");
+}

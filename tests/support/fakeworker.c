@@ -1,0 +1,162 @@
+/* fakeworker: a protocol-level worker for broker tests (see fakeworker.h). */
+#include "fakeworker.h"
+
+#include "clock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+struct fakeworker_t {
+    void *context;
+    void *pull, *push;
+    char id[128];
+    char specialist[64];
+    char endpoint[512];
+    wire_writer_t *w;
+};
+
+fakeworker_t *fakeworker_new(const char *dir, const char *in_ep, const char *specialist,
+                             const char *id)
+{
+    fakeworker_t *self = calloc(1, sizeof *self);
+    snprintf(self->id, sizeof self->id, "%s", id);
+    snprintf(self->specialist, sizeof self->specialist, "%s", specialist);
+    snprintf(self->endpoint, sizeof self->endpoint, "ipc://%s/%s.sock", dir, id);
+    self->context = zmq_ctx_new();
+    self->pull = zmq_socket(self->context, ZMQ_PULL);
+    self->push = zmq_socket(self->context, ZMQ_PUSH);
+    int linger = 0;
+    zmq_setsockopt(self->pull, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(self->push, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_bind(self->pull, self->endpoint) != 0 || zmq_connect(self->push, in_ep) != 0) {
+        fprintf(stderr, "fakeworker: cannot bind %s / connect %s\n", self->endpoint, in_ep);
+        fakeworker_destroy(&self);
+        return NULL;
+    }
+    self->w = wire_writer_new();
+    return self;
+}
+
+void fakeworker_destroy(fakeworker_t **self_p)
+{
+    fakeworker_t *self = *self_p;
+    if (self == NULL)
+        return;
+    zmq_close(self->pull);
+    zmq_close(self->push);
+    zmq_ctx_term(self->context);
+    wire_writer_destroy(&self->w);
+    free(self);
+    *self_p = NULL;
+}
+
+static void s_send(fakeworker_t *self)
+{
+    size_t len;
+    const void *data = wire_writer_data(self->w, &len);
+    zmq_send(self->push, data, len, 0);
+}
+
+static void s_start(fakeworker_t *self, const char *type)
+{
+    wire_writer_start(self->w, type);
+    wire_put_str(self->w, "worker", self->id);
+}
+
+void fakeworker_hello(fakeworker_t *self, const char *task, int attempt)
+{
+    s_start(self, "hello");
+    wire_put_str(self->w, "specialist", self->specialist);
+    wire_put_str(self->w, "endpoint", self->endpoint);
+    wire_put_int(self->w, "pid", getpid());
+    if (task != NULL) {
+        wire_put_str(self->w, "task", task);
+        wire_put_int(self->w, "attempt", attempt);
+    }
+    s_send(self);
+}
+
+void fakeworker_heartbeat(fakeworker_t *self, const char *task, int attempt)
+{
+    s_start(self, "heartbeat");
+    if (task != NULL) {
+        wire_put_str(self->w, "task", task);
+        wire_put_int(self->w, "attempt", attempt);
+    }
+    s_send(self);
+}
+
+void fakeworker_progress(fakeworker_t *self, const char *task, int attempt, const char *text)
+{
+    s_start(self, "progress");
+    wire_put_str(self->w, "task", task);
+    wire_put_int(self->w, "attempt", attempt);
+    wire_put_str(self->w, "text", text);
+    wire_put_str(self->w, "kind", "info");
+    s_send(self);
+}
+
+void fakeworker_result(fakeworker_t *self, const char *task, int attempt, const char *outcome,
+                       const char *error, const void *next_raw, size_t next_len)
+{
+    s_start(self, "result");
+    wire_put_str(self->w, "task", task);
+    wire_put_int(self->w, "attempt", attempt);
+    wire_put_str(self->w, "outcome", outcome);
+    wire_put_str(self->w, "error", error);
+    wire_open_map(self->w, "result");
+    wire_put_str(self->w, "RESULT", outcome);
+    wire_close(self->w);
+    wire_put_raw(self->w, "next", next_raw, next_len);
+    s_send(self);
+}
+
+void fakeworker_release(fakeworker_t *self, const char *task, int attempt)
+{
+    s_start(self, "release");
+    wire_put_str(self->w, "task", task);
+    wire_put_int(self->w, "attempt", attempt);
+    wire_put_str(self->w, "reason", "test release");
+    s_send(self);
+}
+
+void fakeworker_bye(fakeworker_t *self)
+{
+    s_start(self, "bye");
+    s_send(self);
+}
+
+wire_msg_t *fakeworker_expect(fakeworker_t *self, const char *type, int timeout_ms,
+                              const char *holding, int holding_attempt)
+{
+    int64_t deadline = clock_now_ms() + timeout_ms;
+    int64_t next_beat = 0;
+    for (;;) {
+        int64_t now = clock_now_ms();
+        if (now >= deadline)
+            return NULL;
+        if (now >= next_beat) {
+            fakeworker_heartbeat(self, holding, holding_attempt);
+            next_beat = now + 50;
+        }
+        zmq_pollitem_t item = {self->pull, 0, ZMQ_POLLIN, 0};
+        long wait = (long)((next_beat < deadline ? next_beat : deadline) - now);
+        if (zmq_poll(&item, 1, wait) <= 0)
+            continue;
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, self->pull, 0) < 0) {
+            zmq_msg_close(&msg);
+            continue;
+        }
+        wire_msg_t *decoded = NULL;
+        wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &decoded);
+        zmq_msg_close(&msg);
+        if (decoded != NULL && strcmp(wire_msg_type(decoded), type) == 0)
+            return decoded;
+        wire_msg_destroy(&decoded);
+    }
+}

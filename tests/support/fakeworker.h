@@ -1,0 +1,37 @@
+/* fakeworker: a worker played by the test itself, speaking the protocol directly, so
+ * broker tests control exactly when a worker says hello, heartbeats, answers or vanishes.
+ * It binds a PULL socket on ipc in the test's directory and PUSHes to the broker's `in`. */
+#ifndef CLOISTER_FAKEWORKER_H
+#define CLOISTER_FAKEWORKER_H
+
+#include "wire.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct fakeworker_t fakeworker_t;
+
+/* A worker `id` of `specialist`, its PULL bound at ipc://<dir>/<id>.sock, connected to
+ * `in_ep`. Sends nothing yet. The caller owns it. */
+fakeworker_t *fakeworker_new(const char *dir, const char *in_ep, const char *specialist,
+                             const char *id);
+void fakeworker_destroy(fakeworker_t **self_p);
+
+/* hello, optionally holding `task`/`attempt` (task NULL: idle). */
+void fakeworker_hello(fakeworker_t *self, const char *task, int attempt);
+/* heartbeat, holding `task` or idle (NULL). */
+void fakeworker_heartbeat(fakeworker_t *self, const char *task, int attempt);
+void fakeworker_progress(fakeworker_t *self, const char *task, int attempt, const char *text);
+/* result with `outcome`; `next_raw` is an encoded msgpack array of submit maps, or NULL. */
+void fakeworker_result(fakeworker_t *self, const char *task, int attempt, const char *outcome,
+                       const char *error, const void *next_raw, size_t next_len);
+void fakeworker_release(fakeworker_t *self, const char *task, int attempt);
+void fakeworker_bye(fakeworker_t *self);
+
+/* Waits up to timeout_ms for a message of `type` ("task", "ack", "cancel"; pings are
+ * skipped unless asked for). Returns it (caller owns) or NULL. Keeps heartbeating with
+ * `holding` (NULL = idle) every 50 ms while it waits, so the broker does not lose it. */
+wire_msg_t *fakeworker_expect(fakeworker_t *self, const char *type, int timeout_ms,
+                              const char *holding, int holding_attempt);
+
+#endif

@@ -1,0 +1,91 @@
+/* testbroker: a real broker for tests (see testbroker.h). */
+#include "testbroker.h"
+
+#include "wire.h"
+
+#include <stdio.h>
+#include <string.h>
+
+pid_t testbroker_start(testenv_t *env, int heartbeat_ms, const char *sync)
+{
+    char heartbeat[32];
+    snprintf(heartbeat, sizeof heartbeat, "%d", heartbeat_ms);
+    char *argv[] = {(char *)testenv_bin("cloister-broker"), "--in", env->in_ep,
+                    "--events", env->events_ep, "--control", env->control_ep,
+                    "--home", env->home, "--heartbeat-ms", heartbeat,
+                    "--sync", (char *)sync, NULL};
+    pid_t pid = testenv_spawn(env, "broker", argv);
+    if (pid < 0)
+        return -1;
+    client_t *client = client_new(env->control_ep, 200);
+    for (int i = 0; i < 25; i++) {
+        wire_writer_t *w = wire_writer_new();
+        wire_writer_start(w, "stats");
+        wire_msg_t *reply = NULL;
+        int rc = client_call(client, w, &reply);
+        wire_writer_destroy(&w);
+        wire_msg_destroy(&reply);
+        if (rc == 0) {
+            client_destroy(&client);
+            return pid;
+        }
+    }
+    client_destroy(&client);
+    fprintf(stderr, "testbroker: the broker did not answer within 5 s\n");
+    return -1;
+}
+
+client_t *testbroker_client(testenv_t *env)
+{
+    return client_new(env->control_ep, 3000);
+}
+
+int testbroker_submit(client_t *client, const char *id, const char *specialist,
+                      const char *priority, const char *group)
+{
+    client_task_t task = {.id = id, .specialist = specialist, .priority = priority,
+                          .group = group, .title = id};
+    wire_msg_t *reply = NULL;
+    int rc = client_submit(client, &task, NULL, 0, &reply);
+    wire_msg_destroy(&reply);
+    return rc;
+}
+
+static wire_msg_t *s_request(client_t *client, const char *type, const char *key, const char *value)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, type);
+    wire_put_str(w, key, value);
+    wire_msg_t *reply = NULL;
+    client_call(client, w, &reply);
+    wire_writer_destroy(&w);
+    return reply;
+}
+
+const char *testbroker_state(client_t *client, const char *id, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    wire_msg_t *reply = s_request(client, "show_task", "id", id);
+    if (reply != NULL)
+        wire_obj_str(wire_map_get(wire_msg_object(reply, "data"), "state"), buf, size, "");
+    wire_msg_destroy(&reply);
+    return buf;
+}
+
+const char *testbroker_queue(client_t *client, const char *specialist, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    wire_msg_t *reply = s_request(client, "list_queue", "specialist", specialist);
+    const msgpack_object *data = reply ? wire_msg_object(reply, "data") : NULL;
+    size_t used = 0;
+    for (uint32_t i = 0; data && data->type == MSGPACK_OBJECT_ARRAY && i < data->via.array.size; i++) {
+        char id[160];
+        wire_obj_str(wire_map_get(&data->via.array.ptr[i], "id"), id, sizeof id, "?");
+        int n = snprintf(buf + used, size - used, "%s%s", used ? " " : "", id);
+        if (n < 0 || (size_t)n >= size - used)
+            break;
+        used += (size_t)n;
+    }
+    wire_msg_destroy(&reply);
+    return buf;
+}

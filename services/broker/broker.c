@@ -847,7 +847,7 @@ static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
         int hwm = 100000;
         zmq_setsockopt(socket, ZMQ_SNDHWM, &hwm, sizeof hwm);
     }
-    if (type == ZMQ_PULL) {
+    if (type == ZMQ_PULL || type == ZMQ_ROUTER) {
         int64_t max = WIRE_MAX_MESSAGE + 1024;
         zmq_setsockopt(socket, ZMQ_MAXMSGSIZE, &max, sizeof max);
     }

@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,9 @@ struct agent_run_t {
 
     run_phase_t phase;
     int64_t started_ms;
-    int64_t deadline_ms; /* 0 = no limit */
-    bool cancelled;
+    int64_t deadline_ms;          /* 0 = no limit */
+    atomic_bool cancel_requested; /* set by agent_run_cancel(), from any thread */
+    bool cancelled;               /* the step saw it */
     session_lock_t *lock;
     session_state_t state;
 
@@ -771,6 +773,11 @@ static void s_step_agent(agent_run_t *run, int timeout_ms)
 
 int agent_run_step(agent_run_t *run, int timeout_ms)
 {
+    if (run->phase != RUN_DONE && !run->cancelled && atomic_load(&run->cancel_requested)) {
+        run->cancelled = true;
+        if (run->proc != NULL)
+            proc_stop(run->proc, PROC_STOP_REQUESTED);
+    }
     if (run->phase == RUN_WAIT_LOCK)
         s_step_lock(run, timeout_ms);
     else if (run->phase == RUN_AGENT)
@@ -780,11 +787,7 @@ int agent_run_step(agent_run_t *run, int timeout_ms)
 
 void agent_run_cancel(agent_run_t *run)
 {
-    if (run->phase == RUN_DONE)
-        return;
-    run->cancelled = true;
-    if (run->proc != NULL)
-        proc_stop(run->proc, PROC_STOP_REQUESTED);
+    atomic_store(&run->cancel_requested, true);
 }
 
 const agent_outcome_t *agent_run_outcome(const agent_run_t *run)

@@ -31,10 +31,12 @@
  * before its group is stopped (TERM, then KILL) — that result still counts.
  *
  * Driving it (single thread, no blocking): the specialist skeleton calls
- * agent_run_step(run, ms) from its poll loop and keeps heartbeating between calls;
- * agent_run_cancel() (on SIGTERM or a broker cancel) stops the agent's process group and
- * the next steps finish the run. Callbacks run inside agent_run_step(). agent_run() is the
- * blocking convenience. A run is not thread-safe; different runs are independent. */
+ * agent_run_step(run, ms) from its poll loop (or its job thread) and keeps heartbeating or
+ * checking for cancellation between calls; agent_run_cancel() (on SIGTERM or a broker
+ * cancel) stops the agent's process group and the next steps finish the run. A cancel
+ * takes effect within one step, so the step timeout bounds its latency. Callbacks run
+ * inside agent_run_step(). agent_run() is the blocking convenience. Apart from
+ * agent_run_cancel(), one thread drives a run; different runs are independent. */
 #ifndef CLOISTER_AGENT_H
 #define CLOISTER_AGENT_H
 
@@ -131,9 +133,11 @@ int agent_run_start(agent_run_t **run_p, const agent_settings_t *settings, const
  * while it goes on. */
 int agent_run_step(agent_run_t *run, int timeout_ms);
 
-/* Asks the run to stop: the agent's process group gets SIGTERM now and SIGKILL after the
- * kill grace; no recovery rerun starts. Keep calling agent_run_step() until it returns 1;
- * the outcome then has cancelled = true, ok = false. */
+/* Asks the run to stop. Thread-safe (an atomic flag), so another thread may call it; it
+ * takes effect at the start of the next agent_run_step(): the agent's process group gets
+ * SIGTERM, then SIGKILL after the kill grace, and no recovery rerun starts. Keep calling
+ * agent_run_step() until it returns 1; the outcome then has cancelled = true, ok = false
+ * (a run already finished is unchanged). */
 void agent_run_cancel(agent_run_t *run);
 
 /* The outcome, once agent_run_step() returned 1 (NULL before). Owned by the run. */

@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -734,6 +735,13 @@ static void test_rotation_and_cwd(void)
     agent_run_destroy(&run);
 }
 
+static void *s_cancel_later(void *arg)
+{
+    testenv_sleep_ms(300);
+    agent_run_cancel(arg);
+    return NULL;
+}
+
 static void test_cancel(void)
 {
     s_reset_knobs();
@@ -761,7 +769,29 @@ static void test_cancel(void)
     /* The lock was released: another run can start right away. */
     session_lock_t *lock = NULL;
     CHECK_INT(session_lock_try(&lock, "cancel-agent"), 0);
+
+    /* Cancelled while waiting for the lock: no agent is started. */
+    CHECK_INT(agent_run_start(&run, &set, "go", "t2", NULL, NULL), 0);
+    CHECK_INT(agent_run_step(run, 10), 0);
+    agent_run_cancel(run);
+    while (agent_run_step(run, 50) == 0) {
+    }
+    CHECK(agent_run_outcome(run)->cancelled);
+    CHECK_INT(agent_run_outcome(run)->attempts, 0);
+    agent_run_destroy(&run);
     session_unlock(&lock);
+
+    /* Cancelled from another thread while this one drives the run. */
+    CHECK_INT(agent_run_start(&run, &set, "go", "t3", NULL, NULL), 0);
+    pthread_t thread;
+    CHECK_INT(pthread_create(&thread, NULL, s_cancel_later, run), 0);
+    int64_t t0 = clock_now_ms();
+    while (agent_run_step(run, 100) == 0) {
+    }
+    pthread_join(thread, NULL);
+    CHECK(agent_run_outcome(run)->cancelled);
+    CHECK(clock_now_ms() - t0 < 5000);
+    agent_run_destroy(&run);
 }
 
 static void test_runs_serialise(void)

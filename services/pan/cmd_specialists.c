@@ -330,7 +330,8 @@ static json_t *s_queue_item(const json_t *task, int64_t now)
                              "attempt", (json_int_t)pan_json_int(task, "attempt", 0));
     json_t *payload = json_object_get(task, "payload");
     if (item != NULL)
-        json_object_set(item, "payload", json_is_object(payload) ? payload : json_object());
+        json_object_set_new(item, "payload",
+                            json_is_object(payload) ? json_incref(payload) : json_object());
     return item;
 }
 

@@ -254,7 +254,7 @@ int broker_task_finish(broker_t *self, task_t *task, task_state_t state, const c
 
 int broker_task_requeue(broker_t *self, task_t *task, bool count_failure, const char *reason)
 {
-    if (task->state == TASK_RUNNING) {
+    if (task->state == TASK_RUNNING && task->issue != NULL) {
         int rc = store_attempt_insert(self->store, task, task->queue->name,
                                       count_failure ? "lost" : "released", reason, clock_wall_ms());
         if (rc != 0)
@@ -359,14 +359,6 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
         *out = existing;
         return 0;
     }
-    int rc = store_task_load(self->store, id, &existing);
-    if (rc == 0) {
-        *out = existing;
-        *loaded = true;
-        return 0;
-    }
-    if (rc != FAILURE_NOT_FOUND)
-        return rc;
     if (!s_valid_specialist_name(specialist))
         return failure_set(FAILURE_INVALID,
                            "invalid specialist name '%s' (lowercase letters, digits, '-', '_', '.')",
@@ -418,9 +410,19 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
         task->payload_len = payload_len;
         s_take_files(task, payload);
     }
-    rc = store_begin(self->store);
+    /* The insert is the idempotency check: an id the store knows (a finished task) is
+     * left alone and the existing task is returned. */
+    bool inserted = false;
+    int rc = store_begin(self->store);
     if (rc == 0)
-        rc = store_task_insert(self->store, task);
+        rc = store_task_insert(self->store, task, &inserted);
+    if (rc == 0 && !inserted) {
+        task_destroy(&task);
+        self->next_order--;
+        rc = store_task_load(self->store, id, out);
+        *loaded = rc == 0;
+        return rc;
+    }
     if (rc != 0) {
         task_destroy(&task);
         return rc;

@@ -237,8 +237,8 @@ static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, 
     task->attempt = (int)wire_msg_int(msg, "attempt", task->attempt);
     task_set_text(&task->worker_id, worker_id);
     if (store_begin(self->store) != 0 ||
-        store_attempt_insert(self->store, task, task->queue->name, outcome, error,
-                             clock_wall_ms()) != 0) {
+        (task->issue != NULL && store_attempt_insert(self->store, task, task->queue->name, outcome,
+                                                     error, clock_wall_ms()) != 0)) {
         log_error("recording attempt of %s: %s", task->id, failure_message());
         return;
     }

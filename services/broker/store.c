@@ -12,13 +12,14 @@
 /* Ordered migrations: s_migrations[i] takes the schema from version i to i + 1. */
 static const char *s_migrations[] = {
     "CREATE TABLE tasks ("
-    "  id TEXT PRIMARY KEY, specialist TEXT NOT NULL, priority INTEGER NOT NULL,"
+    "  rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, specialist TEXT NOT NULL,"
+    "  priority INTEGER NOT NULL,"
     "  state TEXT NOT NULL, ord INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,"
     "  failures INTEGER NOT NULL DEFAULT 0, max_attempts INTEGER NOT NULL,"
     "  timeout_s INTEGER NOT NULL, grp TEXT, not_before INTEGER NOT NULL DEFAULT 0,"
     "  title TEXT, issue TEXT, source TEXT, parent TEXT, worker TEXT, error TEXT,"
     "  payload BLOB, result BLOB, created INTEGER NOT NULL, updated INTEGER NOT NULL"
-    ") WITHOUT ROWID;"
+    ");"
     "CREATE TABLE attempts ("
     "  task TEXT NOT NULL, attempt INTEGER NOT NULL, specialist TEXT NOT NULL, issue TEXT,"
     "  worker TEXT, outcome TEXT NOT NULL, error TEXT, finished INTEGER NOT NULL,"
@@ -47,18 +48,19 @@ enum {
 
 #define TASK_COLUMNS                                                                       \
     "id, specialist, priority, state, ord, attempt, failures, max_attempts, timeout_s, grp," \
-    " not_before, title, issue, source, parent, worker, error, payload, result, created, updated"
+    " not_before, title, issue, source, parent, worker, error, payload, result, created, updated," \
+    " rid"
 
 static const char *s_sql[STMT_COUNT] = {
     [STMT_BEGIN] = "BEGIN",
     [STMT_COMMIT] = "COMMIT",
-    [STMT_TASK_INSERT] = "INSERT INTO tasks (" TASK_COLUMNS ") VALUES "
-                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [STMT_TASK_INSERT] = "INSERT OR IGNORE INTO tasks (" TASK_COLUMNS ") VALUES "
+                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
     [STMT_TASK_UPDATE] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5, error=?6,"
-                         " not_before=?7, updated=?8, max_attempts=?9 WHERE id=?1",
+                         " not_before=?7, updated=?8, max_attempts=?9 WHERE rid=?1",
     [STMT_TASK_UPDATE_RESULT] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5,"
                                 " error=?6, not_before=?7, updated=?8, max_attempts=?9, result=?10"
-                                " WHERE id=?1",
+                                " WHERE rid=?1",
     [STMT_TASK_LOAD] = "SELECT " TASK_COLUMNS " FROM tasks WHERE id=?",
     [STMT_ATTEMPT_INSERT] = "INSERT OR REPLACE INTO attempts (task, attempt, specialist, issue,"
                             " worker, outcome, error, finished) VALUES (?,?,?,?,?,?,?,?)",
@@ -237,7 +239,7 @@ static void s_bind_blob(sqlite3_stmt *stmt, int index, const void *blob, size_t 
         sqlite3_bind_null(stmt, index);
 }
 
-int store_task_insert(store_t *self, const task_t *task)
+int store_task_insert(store_t *self, task_t *task, bool *inserted)
 {
     sqlite3_stmt *stmt = self->stmt[STMT_TASK_INSERT];
     s_bind_text(stmt, 1, task->id);
@@ -261,13 +263,17 @@ int store_task_insert(store_t *self, const task_t *task)
     sqlite3_bind_null(stmt, 19);
     sqlite3_bind_int64(stmt, 20, task->created);
     sqlite3_bind_int64(stmt, 21, task->updated);
-    return s_run(self, stmt, "inserting a task");
+    int rc = s_run(self, stmt, "inserting a task");
+    *inserted = rc == 0 && sqlite3_changes(self->db) == 1;
+    if (*inserted)
+        task->rowid = sqlite3_last_insert_rowid(self->db);
+    return rc;
 }
 
 int store_task_update(store_t *self, const task_t *task, const void *result, size_t result_len)
 {
     sqlite3_stmt *stmt = self->stmt[result ? STMT_TASK_UPDATE_RESULT : STMT_TASK_UPDATE];
-    s_bind_text(stmt, 1, task->id);
+    sqlite3_bind_int64(stmt, 1, task->rowid);
     s_bind_text(stmt, 2, task_state_name(task->state));
     sqlite3_bind_int(stmt, 3, task->attempt);
     sqlite3_bind_int(stmt, 4, task->failures);
@@ -330,6 +336,7 @@ static task_t *s_task_from_row(sqlite3_stmt *stmt)
     task->result = s_column_blob(stmt, 18, &task->result_len);
     task->created = sqlite3_column_int64(stmt, 19);
     task->updated = sqlite3_column_int64(stmt, 20);
+    task->rowid = sqlite3_column_int64(stmt, 21);
     return task;
 }
 

@@ -36,7 +36,9 @@ int store_begin(store_t *self);
 int store_commit(store_t *self);
 bool store_in_transaction(const store_t *self);
 
-int store_task_insert(store_t *self, const task_t *task);
+/* Inserts a new task and sets its rowid; *inserted is false (and nothing changes) when a
+ * task with the same id already exists. */
+int store_task_insert(store_t *self, task_t *task, bool *inserted);
 /* Writes the mutable columns: state, attempt, failures, worker, error, not_before,
  * updated, and the result (NULL keeps the stored one). */
 int store_task_update(store_t *self, const task_t *task, const void *result, size_t result_len);
@@ -49,7 +51,8 @@ int store_task_load(store_t *self, const char *id, task_t **out);
  * `specialist` set). */
 int store_task_load_active(store_t *self, void (*fn)(task_t *task, void *arg), void *arg);
 
-/* Records a finished attempt (for the "prior attempts" session context). */
+/* Records a finished attempt (for the "prior attempts" session context, which is asked
+ * for by issue: callers skip tasks without one). */
 int store_attempt_insert(store_t *self, const task_t *task, const char *specialist,
                          const char *outcome, const char *error, int64_t finished);
 

@@ -27,6 +27,7 @@ struct queue_t;
 
 typedef struct task_t {
     char *id;
+    int64_t rowid; /* the store's row id: updates address the row by it */
     struct queue_t *queue; /* owns the specialist name */
     priority_t priority;
     task_state_t state;

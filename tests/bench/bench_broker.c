@@ -1,0 +1,251 @@
+/* bench_broker: how fast a real cloister-broker moves tasks.
+ *
+ * It starts the broker (ipc endpoints in a temporary directory) and plays two roles in
+ * threads of its own: a submitter PUSHing `submit` messages to `in`, and a pool of K fast
+ * workers (one PULL socket each) that answer every task with a `done` result at once.
+ *
+ * - Throughput: N tasks submitted as fast as the broker takes them; the clock stops when
+ *   the last result is acknowledged (the ack leaves only after the result is committed),
+ *   so tasks/s counts submit -> dispatch -> result committed.
+ * - Latency: tasks submitted at a fixed rate; for each, the time from the submit leaving
+ *   the submitter to the task arriving at a worker (the broker commits the task, then
+ *   commits its dispatch, then sends it). p50 and p99.
+ *
+ * usage: bench_broker [--sync full|normal] [--tasks N] [--workers K] [--rate R]
+ *                     [--seconds S]  (without --sync: both modes) */
+#include "clock.h"
+#include "testenv.h"
+#include "testbroker.h"
+#include "wire.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+typedef struct {
+    testenv_t *env;
+    void *context;
+    int tasks;
+    int workers;
+    int rate;          /* 0: as fast as possible */
+    int64_t *sent_us;  /* per task index */
+    int64_t *got_us;   /* per task index: arrival at a worker */
+    volatile int acked;
+    volatile int stop;
+} bench_t;
+
+static int s_task_index(const char *id)
+{
+    return atoi(id + 2); /* ids are "b-<index>" */
+}
+
+static void *s_submitter(void *arg)
+{
+    bench_t *b = arg;
+    void *push = zmq_socket(b->context, ZMQ_PUSH);
+    int hwm = 100000;
+    zmq_setsockopt(push, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_connect(push, b->env->in_ep);
+    wire_writer_t *w = wire_writer_new();
+    int64_t start = clock_now_us();
+    for (int i = 0; i < b->tasks && !b->stop; i++) {
+        if (b->rate > 0) {
+            int64_t due = start + (int64_t)i * 1000000 / b->rate;
+            int64_t wait = due - clock_now_us();
+            if (wait > 0)
+                testenv_sleep_ms((int)(wait / 1000));
+            while (clock_now_us() < due) {
+            }
+        }
+        char id[32];
+        snprintf(id, sizeof id, "b-%d", i);
+        wire_writer_start(w, "submit");
+        wire_put_str(w, "id", id);
+        wire_put_str(w, "specialist", "bench-agent");
+        wire_put_str(w, "title", "benchmark task");
+        size_t len;
+        const void *data = wire_writer_data(w, &len);
+        b->sent_us[i] = clock_now_us();
+        zmq_send(push, data, len, 0);
+    }
+    wire_writer_destroy(&w);
+    /* Fire-and-forget submits still in the pipe are delivered while the socket stays open. */
+    while (!b->stop)
+        testenv_sleep_ms(5);
+    zmq_close(push);
+    return NULL;
+}
+
+static void s_send(void *push, wire_writer_t *w)
+{
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    zmq_send(push, data, len, 0);
+}
+
+static void *s_worker_pool(void *arg)
+{
+    bench_t *b = arg;
+    void *push = zmq_socket(b->context, ZMQ_PUSH);
+    zmq_connect(push, b->env->in_ep);
+    zmq_pollitem_t *items = calloc((size_t)b->workers, sizeof *items);
+    char (*ids)[32] = calloc((size_t)b->workers, sizeof *ids);
+    wire_writer_t *w = wire_writer_new();
+    for (int k = 0; k < b->workers; k++) {
+        char endpoint[512];
+        snprintf(ids[k], sizeof ids[k], "bench-w%d", k);
+        snprintf(endpoint, sizeof endpoint, "ipc://%s/%s.sock", b->env->dir, ids[k]);
+        items[k].socket = zmq_socket(b->context, ZMQ_PULL);
+        items[k].events = ZMQ_POLLIN;
+        zmq_bind(items[k].socket, endpoint);
+        wire_writer_start(w, "hello");
+        wire_put_str(w, "worker", ids[k]);
+        wire_put_str(w, "specialist", "bench-agent");
+        wire_put_str(w, "endpoint", endpoint);
+        s_send(push, w);
+    }
+    int64_t next_beat = 0;
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    while (!b->stop && b->acked < b->tasks) {
+        if (clock_now_ms() >= next_beat) {
+            for (int k = 0; k < b->workers; k++) {
+                wire_writer_start(w, "heartbeat");
+                wire_put_str(w, "worker", ids[k]);
+                s_send(push, w);
+            }
+            next_beat = clock_now_ms() + 300;
+        }
+        if (zmq_poll(items, b->workers, 100) <= 0)
+            continue;
+        for (int k = 0; k < b->workers; k++) {
+            if (!(items[k].revents & ZMQ_POLLIN))
+                continue;
+            while (zmq_msg_recv(&msg, items[k].socket, ZMQ_DONTWAIT) >= 0) {
+                wire_msg_t *m = NULL;
+                if (wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &m) != 0)
+                    continue;
+                const char *type = wire_msg_type(m);
+                if (strcmp(type, "task") == 0) {
+                    const char *id = wire_msg_str(m, "id", "b-0");
+                    b->got_us[s_task_index(id)] = clock_now_us();
+                    wire_writer_start(w, "result");
+                    wire_put_str(w, "worker", ids[k]);
+                    wire_put_str(w, "task", id);
+                    wire_put_int(w, "attempt", wire_msg_int(m, "attempt", 1));
+                    wire_put_str(w, "outcome", "done");
+                    s_send(push, w);
+                } else if (strcmp(type, "ack") == 0) {
+                    b->acked++;
+                }
+                wire_msg_destroy(&m);
+            }
+        }
+    }
+    zmq_msg_close(&msg);
+    for (int k = 0; k < b->workers; k++)
+        zmq_close(items[k].socket);
+    zmq_close(push);
+    wire_writer_destroy(&w);
+    free(items);
+    free(ids);
+    return NULL;
+}
+
+static int s_compare(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One run against a fresh broker. Returns elapsed seconds; fills latencies (µs). */
+static double s_run(const char *sync, int tasks, int workers, int rate, double *p50_ms,
+                    double *p99_ms)
+{
+    testenv_t *env = testenv_new("bench");
+    /* The broker must know the specialist before the first submit: a worker announces it. */
+    bench_t b = {.env = env, .tasks = tasks, .workers = workers, .rate = rate};
+    b.context = zmq_ctx_new();
+    b.sent_us = calloc((size_t)tasks, sizeof *b.sent_us);
+    b.got_us = calloc((size_t)tasks, sizeof *b.got_us);
+    testenv_write_file(strcat(strcpy(malloc(600), env->home), "/cloister.toml"),
+                       "[specialists.bench-agent]\ntimeout = 600\n");
+    pid_t broker = testbroker_start(env, 1000, sync);
+    if (broker < 0) {
+        fprintf(stderr, "bench: the broker did not start\n");
+        exit(1);
+    }
+    pthread_t pool, submitter;
+    pthread_create(&pool, NULL, s_worker_pool, &b);
+    testenv_sleep_ms(300); /* workers announced */
+    int64_t started = clock_now_us();
+    pthread_create(&submitter, NULL, s_submitter, &b);
+    int64_t deadline = clock_now_ms() + 120000;
+    while (b.acked < tasks && clock_now_ms() < deadline)
+        testenv_sleep_ms(1);
+    double elapsed = (double)(clock_now_us() - started) / 1e6;
+    if (b.acked < tasks)
+        fprintf(stderr, "bench: only %d of %d tasks finished in time\n", b.acked, tasks);
+    b.stop = 1;
+    pthread_join(submitter, NULL);
+    pthread_join(pool, NULL);
+
+    int64_t *latency = calloc((size_t)tasks, sizeof *latency);
+    int n = 0;
+    for (int i = 0; i < tasks; i++)
+        if (b.got_us[i] > 0 && b.sent_us[i] > 0)
+            latency[n++] = b.got_us[i] - b.sent_us[i];
+    qsort(latency, (size_t)n, sizeof *latency, s_compare);
+    *p50_ms = n ? (double)latency[n / 2] / 1000.0 : 0;
+    *p99_ms = n ? (double)latency[(n * 99) / 100] / 1000.0 : 0;
+    free(latency);
+    free(b.sent_us);
+    free(b.got_us);
+    zmq_ctx_term(b.context);
+    testenv_destroy(&env);
+    return b.acked < tasks ? -1 : elapsed;
+}
+
+static void s_bench(const char *sync, int tasks, int workers, int rate, int seconds)
+{
+    double p50, p99;
+    double elapsed = s_run(sync, tasks, workers, 0, &p50, &p99);
+    printf("sync=%-6s throughput: %d tasks, %d workers: %.2f s = %.0f tasks/s end to end\n", sync,
+           tasks, workers, elapsed, elapsed > 0 ? tasks / elapsed : 0.0);
+    int paced = rate * seconds;
+    s_run(sync, paced, workers, rate, &p50, &p99);
+    printf("sync=%-6s latency at %d tasks/s (%d tasks): submit->dispatch p50 %.3f ms, p99 %.3f ms\n",
+           sync, rate, paced, p50, p99);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    const char *sync = NULL;
+    int tasks = 100000, workers = 64, rate = 1000, seconds = 5;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--sync") == 0)
+            sync = argv[i + 1];
+        else if (strcmp(argv[i], "--tasks") == 0)
+            tasks = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--workers") == 0)
+            workers = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--rate") == 0)
+            rate = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--seconds") == 0)
+            seconds = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "usage: bench_broker [--sync full|normal] [--tasks N] [--workers K] [--rate R] [--seconds S]\n");
+            return 2;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (sync == NULL || strcmp(sync, "full") == 0)
+        s_bench("full", tasks, workers, rate, seconds);
+    if (sync == NULL || strcmp(sync, "normal") == 0)
+        s_bench("normal", tasks, workers, rate, seconds);
+    return 0;
+}

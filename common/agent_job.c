@@ -1,0 +1,198 @@
+/* agent_job: the agent runner driven from a specialist job (see agent_job.h). */
+#include "agent_job.h"
+
+#include "failure.h"
+#include "home.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Copies the string list config[table][key] into list (NULL-terminated). */
+static int s_fill_list(const char **list, size_t *n, const config_t *config, const char *table,
+                       const char *key)
+{
+    size_t len = config_array_len(config, table, key);
+    size_t at = *n;
+    for (size_t i = 0; i < len; i++) {
+        const char *value = config_array_string(config, table, key, i);
+        if (value == NULL)
+            continue;
+        if (at >= AGENT_JOB_MAX_LIST)
+            return failure_set(FAILURE_TOO_BIG, "[%s] %s has more than %d entries", table, key,
+                               AGENT_JOB_MAX_LIST);
+        list[at++] = value;
+    }
+    list[at] = NULL;
+    *n = at;
+    return 0;
+}
+
+/* A config string, with "" meaning unset. */
+static const char *s_string_or_null(const config_t *config, const char *table, const char *key)
+{
+    const char *value = config_string(config, table, key, NULL);
+    return value != NULL && value[0] != '\0' ? value : NULL;
+}
+
+/* Creates `dir` and writes its absolute, resolved path into buf. */
+static int s_absolute_dir(char *buf, size_t size, const char *dir)
+{
+    int rc = home_mkdirs(dir);
+    if (rc != 0)
+        return rc;
+    char resolved[PATH_MAX];
+    if (realpath(dir, resolved) == NULL)
+        return failure_set(FAILURE_IO, "cannot resolve %s: %s", dir, strerror(errno));
+    int n = snprintf(buf, size, "%s", resolved);
+    if (n < 0 || (size_t)n >= size)
+        return failure_set(FAILURE_TOO_BIG, "workdir path too long: %s", resolved);
+    return 0;
+}
+
+int agent_job_workdir(char *buf, size_t size, const config_t *config, const char *specialist)
+{
+    const char *configured = config_specialist_workdir(config, specialist);
+    if (configured != NULL && configured[0] != '\0')
+        return s_absolute_dir(buf, size, configured);
+    char relative[256];
+    int n = snprintf(relative, sizeof relative, "specialists/%s/work", specialist);
+    if (n < 0 || (size_t)n >= sizeof relative)
+        return failure_set(FAILURE_TOO_BIG, "specialist name too long");
+    char dir[PATH_MAX];
+    int rc = home_path(dir, sizeof dir, relative);
+    return rc != 0 ? rc : s_absolute_dir(buf, size, dir);
+}
+
+int agent_job_settings_from_config(agent_job_settings_t *out, const config_t *config,
+                                   const char *specialist, const char *workdir)
+{
+    memset(out, 0, sizeof *out);
+    if (specialist_check_name(specialist) != 0)
+        return FAILURE_INVALID;
+    int rc = workdir != NULL ? s_absolute_dir(out->workdir, sizeof out->workdir, workdir)
+                             : agent_job_workdir(out->workdir, sizeof out->workdir, config,
+                                                 specialist);
+    if (rc != 0)
+        return rc;
+    size_t nallowed = 0, ndisallowed = 0;
+    if ((rc = s_fill_list(out->extra_args, &out->nextra, config, "agent", "args")) != 0 ||
+        (rc = s_fill_list(out->allowed_tools, &nallowed, config, "agent", "allowed_tools")) != 0 ||
+        (rc = s_fill_list(out->disallowed_tools, &ndisallowed, config, "agent",
+                          "disallowed_tools")) != 0)
+        return rc;
+
+    agent_settings_t *a = &out->agent;
+    a->specialist = specialist;
+    a->workdir = out->workdir;
+    a->command = s_string_or_null(config, "agent", "command");
+    a->extra_args = out->extra_args;
+    a->model = config_specialist_model(config, specialist);
+    a->permission_mode = s_string_or_null(config, "agent", "permission_mode");
+    a->allowed_tools = nallowed > 0 ? out->allowed_tools : NULL;
+    a->disallowed_tools = ndisallowed > 0 ? out->disallowed_tools : NULL;
+    a->max_turns = (int)config_int(config, "agent", "max_turns", 0);
+    a->max_budget_usd = config_double(config, "agent", "max_budget_usd", 0);
+    a->append_system_prompt = s_string_or_null(config, "agent", "append_system_prompt");
+    a->timeout_s = (int)config_specialist_timeout_s(config, specialist);
+    a->no_output_timeout_s = (int)config_int(config, "agent", "no_output_timeout", 0);
+    a->result_grace_ms = (int)config_int(config, "agent", "result_grace_ms", 0);
+    a->session_token_limit = config_int(config, "agent", "session_token_limit", 0);
+    return 0;
+}
+
+int agent_job_settings_add_arg(agent_job_settings_t *settings, const char *arg)
+{
+    if (settings->nextra >= AGENT_JOB_MAX_LIST)
+        return failure_set(FAILURE_TOO_BIG, "more than %d extra agent arguments",
+                           AGENT_JOB_MAX_LIST);
+    settings->extra_args[settings->nextra++] = arg;
+    settings->extra_args[settings->nextra] = NULL;
+    return 0;
+}
+
+/* The length of text cut to at most max bytes, not inside a UTF-8 sequence. */
+static size_t s_utf8_cut(const char *text, size_t max)
+{
+    size_t len = strlen(text);
+    if (len <= max)
+        return len;
+    while (max > 0 && ((unsigned char)text[max] & 0xC0) == 0x80)
+        max--;
+    return max;
+}
+
+static void s_on_progress(void *arg, const agent_progress_t *progress)
+{
+    specialist_ctx_t *ctx = arg;
+    switch (progress->kind) {
+    case AGENT_PROGRESS_TEXT: {
+        size_t len = s_utf8_cut(progress->text, AGENT_JOB_TEXT_MAX);
+        specialist_progressf(ctx, "agent", "%.*s", (int)len, progress->text);
+        break;
+    }
+    case AGENT_PROGRESS_TOOL:
+        specialist_progressf(ctx, "tool", "%s%s%s", progress->text,
+                             progress->detail[0] ? " " : "", progress->detail);
+        break;
+    case AGENT_PROGRESS_SESSION:
+        specialist_progressf(ctx, "session", "fresh session %s: %s", progress->detail,
+                             progress->text);
+        break;
+    }
+}
+
+static void s_result_fields(specialist_ctx_t *ctx, const agent_outcome_t *o)
+{
+    specialist_result_bool(ctx, "agent_ok", o->ok);
+    if (!o->ok)
+        specialist_result_str(ctx, "agent_error", o->error);
+    specialist_result_str(ctx, "session_id", o->session_id);
+    specialist_result_bool(ctx, "session_fresh", o->fresh);
+    if (o->fresh)
+        specialist_result_str(ctx, "session_fresh_reason", o->fresh_reason);
+    specialist_result_float(ctx, "cost_usd", o->cost_usd);
+    specialist_result_int(ctx, "input_tokens", o->input_tokens +
+                                                   o->cache_creation_input_tokens +
+                                                   o->cache_read_input_tokens);
+    specialist_result_int(ctx, "output_tokens", o->output_tokens);
+    specialist_result_int(ctx, "turns", o->num_turns);
+    specialist_result_int(ctx, "agent_duration_ms", o->wall_ms);
+}
+
+int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx, const agent_settings_t *settings,
+                  const char *prompt)
+{
+    *run_p = NULL;
+    const specialist_task_t *task = specialist_task(ctx);
+    agent_run_t *run = NULL;
+    int rc = agent_run_start(&run, settings, prompt, task->id, s_on_progress, ctx);
+    if (rc != 0) {
+        specialist_result_bool(ctx, "agent_ok", false);
+        specialist_result_str(ctx, "agent_error", failure_message());
+        return rc;
+    }
+    bool cancel_sent = false;
+    int watched = -1;
+    for (;;) {
+        if (!cancel_sent && specialist_cancelled(ctx)) {
+            agent_run_cancel(run);
+            cancel_sent = true;
+        }
+        int done = agent_run_step(run, AGENT_JOB_STEP_MS);
+        /* The pid changes when the runner starts a recovery rerun. */
+        int pid = agent_run_pid(run);
+        if (pid != watched) {
+            specialist_watch_child(ctx, pid > 0 ? pid : 0);
+            watched = pid;
+        }
+        if (done)
+            break;
+    }
+    specialist_watch_child(ctx, 0);
+    s_result_fields(ctx, agent_run_outcome(run));
+    *run_p = run;
+    return 0;
+}

@@ -1,0 +1,60 @@
+/* prompt: builds the prompt a specialist's agent gets for a task, from the template
+ * prompts/<specialist>.md (common/template.h), the context gatherers (common/context.h) and
+ * the role (common/roles.h).
+ *
+ * Where the templates are (prompt_dir()): [agent] prompts_dir in cloister.toml if set, else
+ * $CLOISTER_PROMPTS, else the directory the program was built with (services pass
+ * CLOISTER_PROMPTS_DIR, the source tree's prompts/, defined by their CMakeLists.txt).
+ *
+ * A template may start with an HTML comment `<!-- ... -->` documenting its placeholders;
+ * it is dropped before rendering. Rendering fails loudly on an unknown placeholder.
+ *
+ * Placeholders every template can use (filled by prompt_build() from the task):
+ *   task_id, task_title, issue, specialist, priority
+ *   description       payload.description, or "(no description given)"
+ *   acceptance        payload.acceptance as a "- [ ] item" checklist
+ *   task_text         payload.task (free text, e.g. from `pan specialists wake --task`)
+ *   role              the role section (roles.h)
+ *   workspace, branch, target (default "main"), pr_url, files_changed
+ *   repo_tree         the repository tree (fenced data, [context] tree_budget_chars)
+ *   relevant_files    files ranked by the task's keywords, with fenced excerpts
+ *                     ([context] relevant_files_limit, files_budget_chars)
+ *   active_tasks      the other active tasks from the broker's context (fenced data)
+ *   prior_attempts    the prior attempts of the issue (fenced data;
+ *                     [context] session_context_limit bounds both lists)
+ *   custom_instructions  [context] custom_instructions + .cloister/instructions.md
+ * The repository these are gathered from is payload.workspace, else the caller's `worktree`
+ * variable, else its `project` variable; without one the tree and files say so.
+ * Specialist-specific placeholders (diff, conflict_files, test_command, ...) come from the
+ * caller; each template's header comment lists the ones it needs. */
+#ifndef CLOISTER_PROMPT_H
+#define CLOISTER_PROMPT_H
+
+#include "config.h"
+#include "template.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Writes the prompts directory into buf (see above). `builtin` is the compiled-in default
+ * (may be NULL). Returns 0, FAILURE_NOT_FOUND when none is configured, or FAILURE_TOO_BIG. */
+int prompt_dir(char *buf, size_t size, const config_t *config, const char *builtin);
+
+/* Sets the common placeholders (listed above) in `vars` from `task_json` (the task as the
+ * skeleton gives it: specialist_task(ctx)->json, with payload and context; borrowed) and
+ * `config` (borrowed); a name the caller already set keeps the caller's value. Returns 0,
+ * or FAILURE_INVALID (a bad role override, an unknown role) or FAILURE_MEMORY with the
+ * reason in failure_message(). */
+int prompt_fill_vars(template_vars_t *vars, const config_t *config, const char *specialist,
+                     const json_t *task_json);
+
+/* Builds the prompt: loads <prompts_dir>/<specialist>.md, fills the common placeholders
+ * into `vars` (the caller's specialist-specific variables, which it keeps owning; NULL for
+ * none) as prompt_fill_vars() does, and renders. Returns 0 with *out a new string the
+ * caller frees, or FAILURE_NOT_FOUND (no template; the reason names the path),
+ * FAILURE_INVALID (an unknown placeholder: "prompts/x.md: unknown placeholder {{y}} at line
+ * N", or a bad role), FAILURE_IO, FAILURE_MEMORY; *out is then NULL. */
+int prompt_build(char **out, const config_t *config, const char *prompts_dir,
+                 const char *specialist, const json_t *task_json, template_vars_t *vars);
+
+#endif

@@ -1,0 +1,191 @@
+/* review_diff: the branch's changes against the merge base, with libgit2 (see
+ * review_diff.h). */
+#include "review_diff.h"
+
+#include "failure.h"
+#include "template.h"
+
+#include <git2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int s_git_failure(const char *what)
+{
+    const git_error *e = git_error_last();
+    return failure_set(FAILURE_GIT, "%s: %s", what, e && e->message ? e->message : "libgit2 error");
+}
+
+/* Resolves `name` to a commit id: refs/heads/<name>, refs/remotes/origin/<name>, then
+ * any revision ("" is HEAD). */
+static int s_resolve(git_oid *oid, git_repository *repo, const char *name)
+{
+    const char *spec = name[0] ? name : "HEAD";
+    char ref[1024];
+    const char *const prefixes[] = {"refs/heads/", "refs/remotes/origin/", ""};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        if (!name[0] && i < 2)
+            continue;
+        snprintf(ref, sizeof ref, "%s%s", prefixes[i], spec);
+        git_object *object = NULL;
+        if (git_revparse_single(&object, repo, ref) == 0) {
+            git_object *commit = NULL;
+            int rc = git_object_peel(&commit, object, GIT_OBJECT_COMMIT);
+            git_object_free(object);
+            if (rc == 0) {
+                git_oid_cpy(oid, git_object_id(commit));
+                git_object_free(commit);
+                return 0;
+            }
+        }
+    }
+    return failure_set(FAILURE_NOT_FOUND, "no branch or revision '%s'", spec);
+}
+
+static char s_status_letter(git_delta_t status)
+{
+    char letter = git_diff_status_char(status);
+    return letter == ' ' ? '?' : letter;
+}
+
+void review_diff_destroy(review_diff_t **self_p)
+{
+    if (self_p == NULL || *self_p == NULL)
+        return;
+    review_diff_t *self = *self_p;
+    for (size_t i = 0; i < self->nfiles; i++) {
+        free(self->files[i]);
+        free(self->paths[i]);
+    }
+    free(self->files);
+    free(self->paths);
+    free(self->patch);
+    free(self);
+    *self_p = NULL;
+}
+
+static int s_fill(review_diff_t *self, git_diff *diff, size_t budget)
+{
+    size_t n = git_diff_num_deltas(diff);
+    self->files = calloc(n ? n : 1, sizeof *self->files);
+    self->paths = calloc(n ? n : 1, sizeof *self->paths);
+    if (self->files == NULL || self->paths == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const git_diff_delta *delta = git_diff_get_delta(diff, i);
+        const char *path = delta->new_file.path ? delta->new_file.path : delta->old_file.path;
+        char *file = NULL;
+        char *copy = strdup(path);
+        if (copy == NULL || asprintf(&file, "%c %s", s_status_letter(delta->status), path) < 0) {
+            free(copy);
+            return failure_set(FAILURE_MEMORY, "out of memory");
+        }
+        self->files[i] = file;
+        self->paths[i] = copy;
+        self->nfiles++;
+    }
+    git_buf buf = {0};
+    if (git_diff_to_buf(&buf, diff, GIT_DIFF_FORMAT_PATCH) != 0)
+        return s_git_failure("formatting the diff");
+    size_t len = buf.size;
+    self->patch_full_len = len;
+    if (len > budget) {
+        /* Cut at a line end inside the budget. */
+        len = budget;
+        while (len > 0 && buf.ptr[len - 1] != '\n')
+            len--;
+        self->patch_truncated = true;
+    }
+    self->patch = strndup(buf.ptr ? buf.ptr : "", len);
+    git_buf_dispose(&buf);
+    return self->patch ? 0 : failure_set(FAILURE_MEMORY, "out of memory");
+}
+
+int review_diff_compute(review_diff_t **out, const char *repo_path, const char *branch,
+                        const char *target, size_t budget)
+{
+    *out = NULL;
+    git_libgit2_init();
+    git_repository *repo = NULL;
+    git_commit *base_commit = NULL, *head_commit = NULL;
+    git_tree *base_tree = NULL, *head_tree = NULL;
+    git_diff *diff = NULL;
+    review_diff_t *self = calloc(1, sizeof *self);
+    int rc;
+    if (self == NULL) {
+        rc = failure_set(FAILURE_MEMORY, "out of memory");
+        goto out;
+    }
+    if (git_repository_open_ext(&repo, repo_path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0) {
+        rc = failure_set(FAILURE_NOT_FOUND, "%s is not a git repository", repo_path);
+        goto out;
+    }
+    git_oid head, target_oid, base;
+    if ((rc = s_resolve(&head, repo, branch)) != 0 ||
+        (rc = s_resolve(&target_oid, repo, target)) != 0)
+        goto out;
+    if (git_merge_base(&base, repo, &head, &target_oid) != 0) {
+        rc = failure_set(FAILURE_NOT_FOUND, "'%s' and '%s' have no common ancestor",
+                         branch[0] ? branch : "HEAD", target);
+        goto out;
+    }
+    git_oid_tostr(self->base, sizeof self->base, &base);
+    git_oid_tostr(self->head, sizeof self->head, &head);
+    git_diff_options options;
+    git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION);
+    if (git_commit_lookup(&base_commit, repo, &base) != 0 ||
+        git_commit_lookup(&head_commit, repo, &head) != 0 ||
+        git_commit_tree(&base_tree, base_commit) != 0 ||
+        git_commit_tree(&head_tree, head_commit) != 0 ||
+        git_diff_tree_to_tree(&diff, repo, base_tree, head_tree, &options) != 0) {
+        rc = s_git_failure("diffing the branch");
+        goto out;
+    }
+    git_diff_find_options find;
+    git_diff_find_options_init(&find, GIT_DIFF_FIND_OPTIONS_VERSION);
+    if (git_diff_find_similar(diff, &find) != 0) {
+        rc = s_git_failure("finding renames");
+        goto out;
+    }
+    rc = s_fill(self, diff, budget);
+out:
+    git_diff_free(diff);
+    git_tree_free(base_tree);
+    git_tree_free(head_tree);
+    git_commit_free(base_commit);
+    git_commit_free(head_commit);
+    git_repository_free(repo);
+    if (rc == 0)
+        *out = self;
+    else
+        review_diff_destroy(&self);
+    git_libgit2_shutdown();
+    return rc;
+}
+
+char *review_diff_render(const review_diff_t *diff)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return NULL;
+    fprintf(f, "Files changed (%zu):\n", diff->nfiles);
+    for (size_t i = 0; i < diff->nfiles; i++)
+        fprintf(f, "- %s\n", diff->files[i]);
+    if (diff->nfiles == 0)
+        fputs("(no changes between the merge base and the branch)\n", f);
+    fputc('\n', f);
+    char *fenced = template_fence_data("unified diff of the branch", diff->patch);
+    if (fenced != NULL)
+        fputs(fenced, f);
+    free(fenced);
+    if (diff->patch_truncated)
+        fprintf(f, "(patch cut at %zu of %zu characters)\n", strlen(diff->patch),
+                diff->patch_full_len);
+    if (fclose(f) != 0 || fenced == NULL) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}

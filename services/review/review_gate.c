@@ -1,0 +1,121 @@
+/* review_gate: findings and the merge gate (see review_gate.h). */
+#include "review_gate.h"
+
+#include "failure.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const s_modes[] = {"strict", "normal", "yolo", "disabled"};
+
+int review_mode_parse(review_mode_t *mode, const char *text)
+{
+    for (int i = 0; i < 4; i++) {
+        if (text != NULL && strcmp(text, s_modes[i]) == 0) {
+            *mode = (review_mode_t)i;
+            return 0;
+        }
+    }
+    return failure_set(FAILURE_INVALID, "review mode '%s': expected strict|normal|yolo|disabled",
+                       text ? text : "");
+}
+
+const char *review_mode_name(review_mode_t mode)
+{
+    return s_modes[mode];
+}
+
+/* The severity word at the start of text (lowercased into buf); returns what follows the
+ * ':' or NULL when text does not start with "<word>:". */
+static const char *s_severity(const char *text, char *buf, size_t size)
+{
+    size_t n = 0;
+    while (isalpha((unsigned char)text[n]) && n + 1 < size) {
+        buf[n] = (char)tolower((unsigned char)text[n]);
+        n++;
+    }
+    buf[n] = '\0';
+    if (n == 0 || text[n] != ':')
+        return NULL;
+    return text + n + 1;
+}
+
+/* True when word (len bytes) looks like a path, optionally with :line. */
+static bool s_looks_like_location(const char *word, size_t len)
+{
+    bool dotted = false;
+    for (size_t i = 0; i < len; i++) {
+        if (word[i] == '/' || word[i] == '.')
+            dotted = true;
+        if ((unsigned char)word[i] < 0x21 || word[i] == '`' || word[i] == '"')
+            return false;
+    }
+    return dotted;
+}
+
+json_t *review_finding_parse(const char *text, const char *source, review_counts_t *counts)
+{
+    char word[16];
+    const char *rest = s_severity(text, word, sizeof word);
+    const char *severity = "warning";
+    if (rest != NULL && (strcmp(word, "error") == 0 || strcmp(word, "info") == 0 ||
+                         strcmp(word, "warning") == 0))
+        severity = strcmp(word, "error") == 0 ? "error" : strcmp(word, "info") == 0 ? "info" : "warning";
+    else if (rest != NULL && (strcmp(word, "critical") == 0 || strcmp(word, "high") == 0))
+        severity = "error";
+    if (rest == NULL)
+        rest = text;
+    while (*rest == ' ' || *rest == '\t')
+        rest++;
+    size_t len = strcspn(rest, " \t");
+    char file[1024] = "";
+    long line = 0;
+    const char *message = rest;
+    if (len > 0 && len < sizeof file && s_looks_like_location(rest, len)) {
+        memcpy(file, rest, len);
+        file[len] = '\0';
+        char *colon = strrchr(file, ':');
+        if (colon != NULL && colon[1] != '\0' && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+            line = strtol(colon + 1, NULL, 10);
+            *colon = '\0';
+        }
+        /* "src/a.c:12:" keeps a trailing colon on the path. */
+        size_t flen = strlen(file);
+        if (flen > 0 && file[flen - 1] == ':')
+            file[flen - 1] = '\0';
+        message = rest + len;
+        while (*message == ' ' || *message == '\t' || *message == '-')
+            message++;
+    }
+    if (strcmp(severity, "error") == 0)
+        counts->errors++;
+    else if (strcmp(severity, "warning") == 0)
+        counts->warnings++;
+    else
+        counts->infos++;
+    json_t *finding = json_pack("{s:s, s:s, s:I, s:s, s:s}", "severity", severity, "file", file,
+                                "line", (json_int_t)line, "message", message, "source", source);
+    if (finding == NULL) /* not UTF-8: keep the finding, not its text */
+        finding = json_pack("{s:s, s:s, s:I, s:s, s:s}", "severity", severity, "file", "",
+                            "line", (json_int_t)0, "message", "(finding text is not valid UTF-8)",
+                            "source", source);
+    return finding;
+}
+
+bool review_gate_open(review_mode_t mode, const char *verdict, const review_counts_t *counts)
+{
+    bool changes = verdict != NULL && strcasecmp(verdict, "CHANGES_REQUESTED") == 0;
+    switch (mode) {
+    case REVIEW_MODE_STRICT:
+        return verdict != NULL && strcasecmp(verdict, "APPROVED") == 0 && counts->errors == 0 &&
+               counts->warnings == 0;
+    case REVIEW_MODE_NORMAL:
+    case REVIEW_MODE_YOLO:
+        return !changes && counts->errors == 0;
+    case REVIEW_MODE_DISABLED:
+        return true;
+    }
+    return false;
+}

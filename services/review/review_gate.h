@@ -1,0 +1,48 @@
+/* review_gate: turns a review's verdict and findings into the merge gate.
+ *
+ * Findings are lines `<severity>: <path>[:<line>] <message>` (severity error, warning or
+ * info; anything else counts as a warning so an odd word never hides a problem; a finding
+ * without a location is kept with the whole text as its message).
+ *
+ * The gate, per review mode (the execution spec's table):
+ *   strict   open only when the verdict is APPROVED and there is no error and no warning;
+ *   normal   open unless the verdict is CHANGES_REQUESTED or there is an error;
+ *   yolo     like normal, and an open gate is merged automatically (the service chains a
+ *            merge-agent task);
+ *   disabled no review: open, approved without running the agent.
+ * In strict and normal mode an open gate still needs a person's approval (approval
+ * "manual"); in yolo and disabled it does not ("auto"). */
+#ifndef CLOISTER_REVIEW_GATE_H
+#define CLOISTER_REVIEW_GATE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+typedef enum {
+    REVIEW_MODE_STRICT,
+    REVIEW_MODE_NORMAL,
+    REVIEW_MODE_YOLO,
+    REVIEW_MODE_DISABLED
+} review_mode_t;
+
+typedef struct {
+    int errors;
+    int warnings;
+    int infos;
+} review_counts_t;
+
+/* Parses "strict" | "normal" | "yolo" | "disabled". Returns 0 or FAILURE_INVALID. */
+int review_mode_parse(review_mode_t *mode, const char *text);
+
+/* The mode's name. Static string. */
+const char *review_mode_name(review_mode_t mode);
+
+/* One finding as a new JSON object {severity, file, line, message, source} (file "" and
+ * line 0 when absent); the caller owns it. `source` is e.g. "agent" or "check". Counts it
+ * in *counts. Returns NULL only if memory runs out. */
+json_t *review_finding_parse(const char *text, const char *source, review_counts_t *counts);
+
+/* True when the gate is open (see above). `verdict` is the REVIEW_RESULT value. */
+bool review_gate_open(review_mode_t mode, const char *verdict, const review_counts_t *counts);
+
+#endif

@@ -1,0 +1,357 @@
+/* review_job: the review-agent's job (see review_job.h). */
+#include "review_job.h"
+
+#include "agent_job.h"
+#include "failure.h"
+#include "markers.h"
+#include "prompt.h"
+#include "review_diff.h"
+#include "session.h"
+#include "template.h"
+#include "testrun.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const s_verdicts[] = {"APPROVED", "CHANGES_REQUESTED", "COMMENTED", NULL};
+
+/* What one job gathers on its way; freed by s_job_free(). */
+typedef struct {
+    specialist_ctx_t *ctx;
+    const review_service_t *service;
+    const char *workspace;
+    const char *branch;
+    const char *target;
+    review_diff_t *diff;
+    char *checks_text;
+    json_t *findings; /* array */
+    json_t *checks;   /* array */
+    review_counts_t counts;
+    char *prompt;
+    agent_run_t *run;
+    markers_t *markers;
+} review_run_t;
+
+static void s_job_free(review_run_t *r)
+{
+    review_diff_destroy(&r->diff);
+    free(r->checks_text);
+    json_decref(r->findings);
+    json_decref(r->checks);
+    free(r->prompt);
+    agent_run_destroy(&r->run);
+    markers_destroy(&r->markers);
+}
+
+static const char *s_or(const char *value, const char *fallback)
+{
+    return value != NULL && value[0] != '\0' ? value : fallback;
+}
+
+/* The last `max` bytes of text, starting at a line. */
+static const char *s_tail(const char *text, size_t max)
+{
+    size_t len = strlen(text);
+    if (len <= max)
+        return text;
+    const char *start = text + len - max;
+    const char *newline = strchr(start, '\n');
+    return newline ? newline + 1 : start;
+}
+
+/* Runs [review] checks; fills r->checks, r->checks_text and check findings. */
+static int s_run_checks(review_run_t *r)
+{
+    const config_t *config = r->service->config;
+    size_t n = config_array_len(config, "review", "checks");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    int64_t timeout_s = config_int(config, "review", "check_timeout_s",
+                                   REVIEW_DEFAULT_CHECK_TIMEOUT_S);
+    int64_t lease_s = specialist_task(r->ctx)->timeout_s;
+    if (lease_s > 0 && lease_s < timeout_s)
+        timeout_s = lease_s;
+    for (size_t i = 0; i < n && !specialist_cancelled(r->ctx); i++) {
+        const char *command = config_array_string(config, "review", "checks", i);
+        if (command == NULL || command[0] == '\0')
+            continue;
+        specialist_progressf(r->ctx, "info", "check: %s", command);
+        testrun_options_t options = {
+            .command = command,
+            .dir = r->workspace,
+            .timeout_ms = timeout_s * 1000,
+            .output_cap = 64 * 1024,
+        };
+        testrun_result_t *result = NULL;
+        testrun_run(&result, &options);
+        if (result == NULL) {
+            fclose(f);
+            free(text);
+            return failure_set(FAILURE_MEMORY, "out of memory running a check");
+        }
+        bool passed = result->started && !result->timed_out && result->exit_code == 0;
+        const char *state = passed              ? "PASS"
+                            : !result->started  ? "ERROR (could not start)"
+                            : result->timed_out ? "ERROR (timed out)"
+                                                : "FAIL";
+        fprintf(f, "- `%s`: %s (exit code %d, %lld ms)\n", command, state, result->exit_code,
+                (long long)result->duration_ms);
+        specialist_progressf(r->ctx, "info", "check %s: %s", command, state);
+        if (!passed) {
+            char label[512];
+            snprintf(label, sizeof label, "output of the check `%.400s`", command);
+            char *fenced = template_fence_data(
+                label, s_tail(result->started ? result->output : result->error,
+                              REVIEW_CHECK_OUTPUT_QUOTE));
+            if (fenced != NULL)
+                fputs(fenced, f);
+            free(fenced);
+            char finding[600];
+            snprintf(finding, sizeof finding, "error: check `%.400s` failed: %s", command, state);
+            json_t *item = review_finding_parse(finding, "check", &r->counts);
+            if (item != NULL)
+                json_array_append_new(r->findings, item);
+        }
+        json_array_append_new(r->checks,
+                              json_pack("{s:s, s:s, s:i, s:I}", "command", command, "verdict",
+                                        passed ? "PASS" : "FAIL", "exit_code", result->exit_code,
+                                        (json_int_t)result->duration_ms));
+        testrun_result_destroy(&result);
+    }
+    if (n == 0)
+        fputs("(no checks configured)\n", f);
+    if (fclose(f) != 0) {
+        free(text);
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    }
+    r->checks_text = text;
+    return 0;
+}
+
+/* Chains the merge (yolo mode, gate open). */
+static void s_chain_merge(review_run_t *r)
+{
+    const specialist_task_t *task = specialist_task(r->ctx);
+    char id[600], group[4200], title[600];
+    snprintf(id, sizeof id, "merge-%s", task->id);
+    snprintf(group, sizeof group, "merge:%s:%s", r->workspace, r->target);
+    snprintf(title, sizeof title, "Merge %s into %s", s_or(r->branch, "HEAD"), r->target);
+    json_t *payload = json_pack("{s:s, s:s, s:s}", "workspace", r->workspace, "branch",
+                                r->branch, "target", r->target);
+    const char *issue = s_or(specialist_payload_str(r->ctx, "issueId"), task->issue);
+    if (payload != NULL && issue[0] != '\0')
+        json_object_set_new(payload, "issueId", json_string(issue));
+    const char *pr = specialist_payload_str(r->ctx, "prUrl");
+    if (payload != NULL && pr != NULL)
+        json_object_set_new(payload, "prUrl", json_string(pr));
+    json_t *submit = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o*}", "id", id, "specialist",
+                               "merge-agent", "priority", s_or(task->priority, "normal"),
+                               "source", REVIEW_SPECIALIST, "title", title, "group", group,
+                               "payload", payload);
+    if (submit != NULL && issue[0] != '\0')
+        json_object_set_new(submit, "issue", json_string(issue));
+    if (submit == NULL || specialist_result_next(r->ctx, submit) != 0) {
+        specialist_progressf(r->ctx, "info", "could not chain the merge: %s",
+                             submit ? failure_message() : "out of memory");
+    } else {
+        specialist_result_str(r->ctx, "merge_task", id);
+        specialist_progressf(r->ctx, "info", "approved in yolo mode: merge queued as %s", id);
+    }
+    json_decref(submit);
+}
+
+/* A list marker as a JSON array of its items. */
+static void s_result_list(review_run_t *r, const char *key, const char *result_key)
+{
+    size_t n = 0;
+    const char *const *items = markers_list(r->markers, key, &n);
+    json_t *array = json_array();
+    for (size_t i = 0; i < n && array != NULL; i++) {
+        json_t *item = json_string(items[i]);
+        if (item != NULL)
+            json_array_append_new(array, item);
+    }
+    if (array != NULL)
+        specialist_result_json(r->ctx, result_key, array);
+    json_decref(array);
+}
+
+static void s_history(review_run_t *r, const char *verdict, bool open, const char *error)
+{
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:s}", "task",
+                              specialist_task(r->ctx)->id, "workspace", s_or(r->workspace, ""),
+                              "mode", review_mode_name(r->service->mode), "verdict", verdict,
+                              "gate", open ? "open" : "blocked", "ok", error == NULL, "errors",
+                              r->counts.errors, "warnings", r->counts.warnings, "infos",
+                              r->counts.infos, "error", error ? error : "");
+    if (entry != NULL)
+        session_history_append(REVIEW_SPECIALIST, entry);
+    json_decref(entry);
+}
+
+/* Sets the gate and verdict fields. */
+static void s_gate(review_run_t *r, const char *verdict, bool open)
+{
+    review_mode_t mode = r->service->mode;
+    specialist_result_str(r->ctx, "REVIEW_RESULT", verdict);
+    specialist_result_str(r->ctx, "GATE", open ? "open" : "blocked");
+    specialist_result_str(r->ctx, "approval",
+                          mode == REVIEW_MODE_STRICT || mode == REVIEW_MODE_NORMAL ? "manual"
+                                                                                   : "auto");
+    specialist_result_str(r->ctx, "review_mode", review_mode_name(mode));
+    specialist_result_json(r->ctx, "FINDINGS", r->findings);
+    specialist_result_int(r->ctx, "errors", r->counts.errors);
+    specialist_result_int(r->ctx, "warnings", r->counts.warnings);
+    specialist_result_int(r->ctx, "infos", r->counts.infos);
+    specialist_progressf(r->ctx, "info", "review %s: gate %s (%d errors, %d warnings)", verdict,
+                         open ? "open" : "blocked", r->counts.errors, r->counts.warnings);
+}
+
+/* Fails the job: error text, history line. */
+static specialist_outcome_t s_fail(review_run_t *r, specialist_outcome_t outcome,
+                                   const char *error)
+{
+    specialist_result_error(r->ctx, "%s", error);
+    s_history(r, "", false, error);
+    return outcome;
+}
+
+static int s_build_prompt(review_run_t *r)
+{
+    template_vars_t *vars = template_vars_new();
+    char *diff_text = review_diff_render(r->diff);
+    json_t *files = json_array();
+    int rc = vars && diff_text && files ? 0 : failure_set(FAILURE_MEMORY, "out of memory");
+    for (size_t i = 0; rc == 0 && i < r->diff->nfiles; i++)
+        json_array_append_new(files, json_string(r->diff->paths[i]));
+    char *joined = NULL;
+    if (rc == 0) {
+        size_t len = 0;
+        FILE *f = open_memstream(&joined, &len);
+        for (size_t i = 0; f != NULL && i < r->diff->nfiles; i++)
+            fprintf(f, "%s%s", i ? ", " : "", r->diff->paths[i]);
+        if (f == NULL || fclose(f) != 0)
+            rc = failure_set(FAILURE_MEMORY, "out of memory");
+    }
+    if (rc == 0 && ((rc = template_vars_set(vars, "diff", diff_text)) != 0 ||
+                    (rc = template_vars_set(vars, "checks", r->checks_text)) != 0 ||
+                    (rc = template_vars_set(vars, "review_mode",
+                                            review_mode_name(r->service->mode))) != 0 ||
+                    (r->diff->nfiles > 0 &&
+                     (rc = template_vars_set(vars, "files_changed", joined)) != 0)))
+        rc = failure_set(rc, "prompt variables: %s", failure_message());
+    if (rc == 0) {
+        specialist_result_json(r->ctx, "files_changed", files);
+        rc = prompt_build(&r->prompt, r->service->config, r->service->prompts_dir,
+                          REVIEW_SPECIALIST, specialist_task(r->ctx)->json, vars);
+    }
+    free(joined);
+    json_decref(files);
+    free(diff_text);
+    template_vars_destroy(&vars);
+    return rc;
+}
+
+specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
+{
+    const review_service_t *service = job_arg;
+    review_run_t r = {
+        .ctx = ctx,
+        .service = service,
+        .workspace = specialist_payload_str(ctx, "workspace"),
+        .branch = s_or(specialist_payload_str(ctx, "branch"), ""),
+        .target = s_or(specialist_payload_str(ctx, "target"), "main"),
+        .findings = json_array(),
+        .checks = json_array(),
+    };
+    specialist_outcome_t outcome = SPECIALIST_FAILED;
+    char error[2048];
+    if (r.findings == NULL || r.checks == NULL) {
+        outcome = s_fail(&r, SPECIALIST_FAILED, "out of memory");
+        goto out;
+    }
+    if (service->mode == REVIEW_MODE_DISABLED) {
+        specialist_progress(ctx, "info", "review mode disabled: approved without a review");
+        s_gate(&r, "APPROVED", true);
+        s_history(&r, "APPROVED", true, NULL);
+        outcome = SPECIALIST_DONE;
+        goto out;
+    }
+    if (r.workspace == NULL || r.workspace[0] == '\0') {
+        outcome = s_fail(&r, SPECIALIST_FAILED, "payload.workspace is required");
+        goto out;
+    }
+    size_t budget = (size_t)config_int(service->config, "review", "diff_budget_chars",
+                                       REVIEW_DEFAULT_DIFF_BUDGET);
+    if (review_diff_compute(&r.diff, r.workspace, r.branch, r.target, budget) != 0) {
+        snprintf(error, sizeof error, "cannot diff %s against %s: %s", s_or(r.branch, "HEAD"),
+                 r.target, failure_message());
+        outcome = s_fail(&r, SPECIALIST_FAILED, error);
+        goto out;
+    }
+    specialist_progressf(ctx, "info", "diff %.12s..%.12s: %zu files changed", r.diff->base,
+                         r.diff->head, r.diff->nfiles);
+    specialist_result_str(ctx, "diff_base", r.diff->base);
+    specialist_result_str(ctx, "diff_head", r.diff->head);
+    if (s_run_checks(&r) != 0 || s_build_prompt(&r) != 0) {
+        snprintf(error, sizeof error, "%s", failure_message());
+        outcome = s_fail(&r, SPECIALIST_FAILED, error);
+        goto out;
+    }
+    specialist_result_json(ctx, "checks", r.checks);
+    if (specialist_cancelled(ctx))
+        goto out;
+
+    agent_job_settings_t settings;
+    if (agent_job_settings_from_config(&settings, service->config, REVIEW_SPECIALIST,
+                                       service->workdir) != 0 ||
+        agent_job_settings_add_arg(&settings, "--add-dir") != 0 ||
+        agent_job_settings_add_arg(&settings, r.workspace) != 0 ||
+        agent_job_run(&r.run, ctx, &settings.agent, r.prompt) != 0) {
+        snprintf(error, sizeof error, "cannot run the agent: %s", failure_message());
+        outcome = s_fail(&r, SPECIALIST_FAILED, error);
+        goto out;
+    }
+    const agent_outcome_t *o = agent_run_outcome(r.run);
+    if (o->cancelled)
+        goto out;
+    if (!o->ok) {
+        snprintf(error, sizeof error, "agent failed: %s", s_or(o->error, "unknown error"));
+        bool lock_busy = o->attempts == 0 && o->timed_out;
+        outcome = s_fail(&r, lock_busy ? SPECIALIST_RETRY : SPECIALIST_FAILED, error);
+        goto out;
+    }
+    int rc = markers_parse(&r.markers, o->result_text, "REVIEW_RESULT", NULL);
+    if (rc == FAILURE_MEMORY || (rc == 0 && (rc = markers_expect(r.markers, "REVIEW_RESULT",
+                                                                 s_verdicts)) != 0)) {
+        snprintf(error, sizeof error, "the agent's answer has no valid REVIEW_RESULT: %s",
+                 rc == FAILURE_NOT_FOUND ? "REVIEW_RESULT is missing" : failure_message());
+        outcome = s_fail(&r, SPECIALIST_FAILED, error);
+        goto out;
+    }
+    size_t n = 0;
+    const char *const *items = markers_list(r.markers, "FINDINGS", &n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *finding = review_finding_parse(items[i], "agent", &r.counts);
+        if (finding != NULL)
+            json_array_append_new(r.findings, finding);
+    }
+    const char *verdict = markers_get(r.markers, "REVIEW_RESULT");
+    bool open = review_gate_open(service->mode, verdict, &r.counts);
+    s_gate(&r, verdict, open);
+    s_result_list(&r, "FILES_REVIEWED", "FILES_REVIEWED");
+    const char *const keys[] = {"SECURITY_ISSUES", "PERFORMANCE_ISSUES", "NOTES"};
+    for (size_t i = 0; i < 3; i++)
+        specialist_result_str(ctx, keys[i], markers_get(r.markers, keys[i]));
+    if (open && service->mode == REVIEW_MODE_YOLO)
+        s_chain_merge(&r);
+    s_history(&r, verdict, open, NULL);
+    outcome = SPECIALIST_DONE;
+out:
+    s_job_free(&r);
+    return outcome;
+}

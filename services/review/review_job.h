@@ -1,0 +1,59 @@
+/* review_job: one review-agent task, run on the specialist skeleton.
+ *
+ * Payload: workspace (required: the repository to review), branch (default: its HEAD),
+ * target (default "main"), prUrl, issueId, description, acceptance, type, role, task,
+ * filesChanged (see common/prompt.h for how they reach the prompt).
+ *
+ * Steps:
+ *   1. mode = [review] mode. disabled: REVIEW_RESULT APPROVED, GATE open, no agent.
+ *   2. the diff of branch against its merge base with target (review_diff.h), cut to
+ *      [review] diff_budget_chars (default 30000);
+ *   3. [review] checks (array of shell commands, the user's own config) run one by one in
+ *      the workspace with common/testrun, each limited to [review] check_timeout_s (default
+ *      300, and never past the task's lease); a failing check is an error finding;
+ *   4. prompts/review-agent.md rendered (prompt.h) with diff, checks and review_mode;
+ *   5. the agent (agent_job.h) in the specialist's fixed workdir, with
+ *      `--add-dir <workspace>` so its tools may read the workspace;
+ *   6. the answer's REVIEW_RESULT block (required; APPROVED | CHANGES_REQUESTED |
+ *      COMMENTED) and FINDINGS, then the gate (review_gate.h); in yolo mode an open gate
+ *      chains the merge: next task id "merge-<task id>", specialist merge-agent, group
+ *      "merge:<workspace>:<target>", payload {workspace, branch, target, issueId, prUrl}.
+ *
+ * Result fields: REVIEW_RESULT, GATE (open|blocked), approval (auto|manual), review_mode,
+ * FINDINGS (array of {severity, file, line, message, source}), errors, warnings, infos,
+ * FILES_REVIEWED (array), SECURITY_ISSUES, PERFORMANCE_ISSUES, NOTES, files_changed
+ * (array), diff_base, diff_head, checks (array of {command, verdict, exit_code,
+ * duration_ms}), merge_task (when chained), plus agent_job's agent fields.
+ *
+ * Outcome: done when the review ran, whatever the verdict (it is in the result). failed
+ * when it could not: no workspace, no diff, an agent failure (crash, is_error, timeout:
+ * the error says which), or an answer without a valid REVIEW_RESULT. retry only when the
+ * agent never started because another run of review-agent held the session lock until
+ * the run's deadline (a transient, local condition); a crashed agent is not retried,
+ * since rerunning the same prompt tends to crash the same way and costs money. A line per
+ * job goes to specialists/review-agent/history.jsonl. */
+#ifndef CLOISTER_REVIEW_JOB_H
+#define CLOISTER_REVIEW_JOB_H
+
+#include "config.h"
+#include "review_gate.h"
+#include "specialist.h"
+
+#define REVIEW_SPECIALIST "review-agent"
+#define REVIEW_DEFAULT_DIFF_BUDGET 30000
+#define REVIEW_DEFAULT_CHECK_TIMEOUT_S 300
+/* Bytes of a check's output quoted in the prompt. */
+#define REVIEW_CHECK_OUTPUT_QUOTE 3000
+
+typedef struct {
+    const config_t *config;   /* borrowed */
+    review_mode_t mode;
+    const char *workdir;      /* the agent's workdir, or NULL for agent_job's default */
+    const char *prompts_dir;  /* borrowed */
+} review_service_t;
+
+/* The job function (specialist_job_fn) for specialist_run(); job_arg is a
+ * review_service_t. */
+specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg);
+
+#endif

@@ -1,0 +1,500 @@
+/* test_agent: the test-agent's job (see test_agent.h). */
+#include "test_agent.h"
+
+#include "agent_job.h"
+#include "clock.h"
+#include "failure.h"
+#include "log.h"
+#include "markers.h"
+#include "prompt.h"
+#include "session.h"
+#include "template.h"
+#include "test_suite.h"
+#include "testdetect.h"
+#include "testrun.h"
+
+#include <git2.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The least time worth giving the agent for a fix, in ms. */
+#define TEST_AGENT_MIN_FIX_MS 2000
+/* Time kept for the rerun after a fix: the first run's duration times 3/2, plus this. */
+#define TEST_AGENT_RERUN_SLACK_MS 1000
+
+/* Everything one job gathers on its way to the result. */
+typedef struct {
+    specialist_ctx_t *ctx;
+    const test_agent_t *agent;
+    char workspace[PATH_MAX];
+    testdetect_t detected;
+    int64_t deadline_ms; /* when the test runs and the fix must be over (clock_now_ms) */
+    int64_t tests_ms;    /* time spent in test runs */
+    char notes[2048];    /* sentences for NOTES, "; "-separated */
+    bool fix_attempted;
+    const char *fix_result; /* "SUCCESS", "FAILED" or "NOT_ATTEMPTED" */
+} test_job_t;
+
+/* Appends a sentence to the job's NOTES (control characters become spaces). */
+static void s_note(test_job_t *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void s_note(test_job_t *job, const char *fmt, ...)
+{
+    size_t len = strlen(job->notes);
+    if (len > 0 && len + 2 < sizeof job->notes) {
+        memcpy(job->notes + len, "; ", 3);
+        len += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(job->notes + len, sizeof job->notes - len, fmt, ap);
+    va_end(ap);
+    /* NOTES is one line: agent errors and output may bring line breaks. */
+    for (char *p = job->notes + len; *p; p++) {
+        if ((unsigned char)*p < 0x20)
+            *p = ' ';
+    }
+}
+
+/* The payload's boolean `key`, or `fallback` when absent or not a boolean. */
+static bool s_payload_bool(const specialist_task_t *task, const char *key, bool fallback)
+{
+    const json_t *value = json_object_get(task->payload_json, key);
+    return json_is_boolean(value) ? json_is_true(value) : fallback;
+}
+
+/* Checks the payload's workspace and stores its real path in job->workspace. Returns 0, or
+ * FAILURE_INVALID / FAILURE_NOT_FOUND with the reason. */
+static int s_resolve_workspace(test_job_t *job)
+{
+    const char *workspace = specialist_payload_str(job->ctx, "workspace");
+    if (workspace == NULL || workspace[0] == '\0')
+        return failure_set(FAILURE_INVALID, "the task's payload has no workspace");
+    if (workspace[0] != '/')
+        return failure_set(FAILURE_INVALID, "workspace %s is not an absolute path", workspace);
+    struct stat st;
+    if (stat(workspace, &st) != 0 || !S_ISDIR(st.st_mode))
+        return failure_set(FAILURE_NOT_FOUND, "workspace %s does not exist or is not a directory",
+                           workspace);
+    if (realpath(workspace, job->workspace) == NULL)
+        return failure_set(FAILURE_NOT_FOUND, "workspace %s cannot be resolved", workspace);
+    return 0;
+}
+
+/* When the workspace is in a git repository: reports its branch (`workspace_branch`) and
+ * notes when it is not the branch the task named. Never changes the repository. */
+static void s_check_branch(test_job_t *job)
+{
+    const char *wanted = specialist_payload_str(job->ctx, "branch");
+    git_repository *repo = NULL;
+    git_reference *head = NULL;
+    if (git_repository_open_ext(&repo, job->workspace, 0, NULL) != 0)
+        goto out; /* not a repository: nothing to compare */
+    const char *actual = "(detached HEAD)";
+    int rc = git_repository_head(&head, repo);
+    if (rc == 0 && git_reference_is_branch(head))
+        actual = git_reference_shorthand(head);
+    else if (rc == GIT_EUNBORNBRANCH)
+        actual = "(no commits yet)";
+    specialist_result_str(job->ctx, "workspace_branch", actual);
+    if (wanted != NULL && wanted[0] != '\0' && strcmp(wanted, actual) != 0)
+        s_note(job,
+               "the workspace is on %s, not on the requested branch %s: the tests ran on the "
+               "tree as it is (the test-agent never checks out)",
+               actual, wanted);
+out:
+    git_reference_free(head);
+    git_repository_free(repo);
+}
+
+/* The last `max` bytes of `text`, starting at a line (or at least a UTF-8 character). */
+static const char *s_tail(const char *text, size_t max)
+{
+    size_t len = strlen(text);
+    if (len <= max)
+        return text;
+    const char *start = text + len - max;
+    const char *nl = memchr(start, '\n', max);
+    if (nl != NULL && nl + 1 < text + len)
+        return nl + 1;
+    while (((unsigned char)*start & 0xC0) == 0x80)
+        start++;
+    return start;
+}
+
+/* The last non-empty line of the output, for error messages (into buf). */
+static const char *s_last_line(char *buf, size_t size, const char *output)
+{
+    size_t end = strlen(output);
+    while (end > 0 &&
+           (output[end - 1] == '\n' || output[end - 1] == ' ' || output[end - 1] == '\r'))
+        end--;
+    size_t start = end;
+    while (start > 0 && output[start - 1] != '\n')
+        start--;
+    size_t len = end - start < size - 1 ? end - start : size - 1;
+    memcpy(buf, output + start, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* Runs the test command once, bounded by the job's deadline. Returns the result (the
+ * caller owns it) or NULL when not even a result could be made (memory). */
+static testrun_result_t *s_run_tests(test_job_t *job)
+{
+    int64_t left = job->deadline_ms - clock_now_ms();
+    test_suite_options_t options = {
+        .command = job->detected.command,
+        .dir = job->workspace,
+        .timeout_ms = left > 1 ? left : 1,
+    };
+    specialist_progressf(job->ctx, "info", "running %s in %s", job->detected.command,
+                         job->workspace);
+    testrun_result_t *result = NULL;
+    test_suite_run(&result, job->ctx, &options);
+    if (result != NULL)
+        job->tests_ms += result->duration_ms;
+    return result;
+}
+
+static json_t *s_failures_json(const testrun_result_t *result)
+{
+    json_t *array = json_array();
+    for (size_t i = 0; i < result->nfailures; i++)
+        json_array_append_new(array, json_string(result->failures[i]));
+    return array;
+}
+
+/* Sets the result fields that describe a run. */
+static void s_report_run(test_job_t *job, const testrun_result_t *result)
+{
+    specialist_ctx_t *ctx = job->ctx;
+    specialist_result_str(ctx, "TEST_RESULT", testrun_verdict_name(testrun_verdict(result)));
+    const struct {
+        const char *key;
+        long value;
+    } counts[] = {{"TESTS_RUN", result->run},
+                  {"TESTS_PASSED", result->passed},
+                  {"TESTS_FAILED", result->failed},
+                  {"TESTS_SKIPPED", result->skipped}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        if (counts[i].value >= 0)
+            specialist_result_int(ctx, counts[i].key, counts[i].value);
+    }
+    json_t *failures = s_failures_json(result);
+    specialist_result_json(ctx, "FAILURES", failures);
+    json_decref(failures);
+    if (result->failures_truncated)
+        specialist_result_bool(ctx, "FAILURES_TRUNCATED", true);
+    if (result->started)
+        specialist_result_int(ctx, "exit_code", result->exit_code);
+    specialist_result_str(ctx, "output_tail",
+                          s_tail(result->output ? result->output : "", TEST_AGENT_OUTPUT_TAIL));
+}
+
+/* Why a run gave no verdict, as the task's error. Returns SPECIALIST_FAILED. */
+static specialist_outcome_t s_run_error(test_job_t *job, const testrun_result_t *result,
+                                        const char *when)
+{
+    specialist_ctx_t *ctx = job->ctx;
+    char last[300];
+    s_last_line(last, sizeof last, result->output ? result->output : "");
+    if (!result->started) {
+        specialist_result_error(ctx, "%scannot run the test command %s: %s", when,
+                                job->detected.command, result->error);
+    } else if (result->timed_out) {
+        specialist_result_error(ctx, "%stest command timed out after %.1f s (killed): %s", when,
+                                (double)result->duration_ms / 1000.0, job->detected.command);
+    } else if (result->exit_code < 0) {
+        specialist_result_error(ctx, "%stest command killed by signal %d: %s%s%s", when,
+                                result->term_signal, job->detected.command, last[0] ? ": " : "",
+                                last);
+    } else {
+        specialist_result_error(ctx,
+                                "%stest command exited with code %d without test results: "
+                                "%s%s%s",
+                                when, result->exit_code, job->detected.command, last[0] ? ": " : "",
+                                last);
+    }
+    return SPECIALIST_FAILED;
+}
+
+/* A one-sentence summary of a run for NOTES. */
+static void s_note_run(test_job_t *job, const testrun_result_t *result, const char *when)
+{
+    testrun_verdict_t verdict = testrun_verdict(result);
+    if (verdict == TESTRUN_PASS && result->run >= 0)
+        s_note(job, "%s%ld tests passed", when, result->passed >= 0 ? result->passed : result->run);
+    else if (verdict == TESTRUN_PASS)
+        s_note(job, "%sthe test command succeeded (no counts in its output)", when);
+    else if (verdict == TESTRUN_FAIL && result->failed >= 0)
+        s_note(job, "%s%ld of %ld tests failed", when, result->failed,
+               result->run >= 0 ? result->run : result->failed);
+    else if (verdict == TESTRUN_FAIL)
+        s_note(job, "%sthe tests failed (exit code %d)", when, result->exit_code);
+}
+
+/* The agent's own NOTES marker, if its answer has one, into the job's notes. */
+static void s_note_agent(test_job_t *job, const agent_outcome_t *outcome)
+{
+    markers_t *markers = NULL;
+    if (markers_parse_all(&markers, outcome->result_text) == 0) {
+        const char *notes = markers_get(markers, "NOTES");
+        if (notes != NULL && notes[0] != '\0')
+            s_note(job, "agent: %s", notes);
+    }
+    markers_destroy(&markers);
+}
+
+/* "TEST_RESULT FAIL: 2 of 3 tests failed", the failures and the output tail (fenced as
+ * data), for the prompt's {{test_results}}. Returns a new string (caller frees) or NULL. */
+static char *s_results_text(const testrun_result_t *result)
+{
+    char counts[200] = "";
+    if (result->run >= 0)
+        snprintf(counts, sizeof counts, " (%ld run, %ld passed, %ld failed)", result->run,
+                 result->passed, result->failed);
+    size_t size = 256;
+    for (size_t i = 0; i < result->nfailures; i++)
+        size += strlen(result->failures[i]) + 4;
+    char *failures = malloc(size);
+    if (failures == NULL)
+        return NULL;
+    size_t len = 0;
+    for (size_t i = 0; i < result->nfailures; i++)
+        len += (size_t)snprintf(failures + len, size - len, "- %s\n", result->failures[i]);
+    if (result->nfailures == 0)
+        len += (size_t)snprintf(failures + len, size - len, "(none named in the output)\n");
+    if (result->failures_truncated)
+        snprintf(failures + len, size - len, "- (more failures were reported)\n");
+    char *fenced =
+        template_fence_data("output of the test command (its last part)",
+                            s_tail(result->output ? result->output : "", TEST_AGENT_PROMPT_OUTPUT));
+    char *text = NULL;
+    if (fenced == NULL ||
+        asprintf(&text, "TEST_RESULT %s, exit code %d%s.\n\nFailing tests:\n%s\n%s",
+                 testrun_verdict_name(testrun_verdict(result)), result->exit_code, counts, failures,
+                 fenced) < 0)
+        text = NULL;
+    free(failures);
+    free(fenced);
+    return text;
+}
+
+/* Renders prompts/test-agent.md for a fix of the failing run into *prompt_p (caller
+ * frees). Returns 0 or a FAILURE_* code with the reason. */
+static int s_fix_prompt(char **prompt_p, test_job_t *job, const testrun_result_t *result)
+{
+    *prompt_p = NULL;
+    char dir[PATH_MAX];
+    int rc = prompt_dir(dir, sizeof dir, job->agent->config, CLOISTER_PROMPTS_DIR);
+    if (rc != 0)
+        return rc;
+    char *results = s_results_text(result);
+    char *policy = NULL;
+    if (asprintf(&policy,
+                 "Fix simple failures (under 5 minutes of work) by editing files under %s "
+                 "(use absolute paths: your working directory is elsewhere), then rerun "
+                 "`%s` in %s to check. If the fix is not simple, change nothing and explain "
+                 "why in NOTES.",
+                 job->workspace, job->detected.command, job->workspace) < 0)
+        policy = NULL;
+    template_vars_t *vars = template_vars_new();
+    if (results == NULL || policy == NULL || vars == NULL ||
+        template_vars_set(vars, "test_command", job->detected.command) != 0 ||
+        template_vars_set(vars, "test_detection", job->detected.reason) != 0 ||
+        template_vars_set(vars, "test_results", results) != 0 ||
+        template_vars_set(vars, "fix_policy", policy) != 0 ||
+        template_vars_set(vars, "workspace", job->workspace) != 0) {
+        rc = failure_set(FAILURE_MEMORY, "out of memory building the prompt");
+    } else {
+        rc = prompt_build(prompt_p, job->agent->config, dir, TEST_AGENT_SPECIALIST,
+                          specialist_task(job->ctx)->json, vars);
+    }
+    template_vars_destroy(&vars);
+    free(policy);
+    free(results);
+    return rc;
+}
+
+/* Lets the agent try to fix the failing tests in the workspace. Returns true when an
+ * attempt was made (whatever the agent achieved), false when none could be (the reason is
+ * in the notes). */
+static bool s_attempt_fix(test_job_t *job, const testrun_result_t *result)
+{
+    int64_t reserve = result->duration_ms * 3 / 2 + TEST_AGENT_RERUN_SLACK_MS;
+    int64_t budget = job->deadline_ms - clock_now_ms() - reserve;
+    if (budget < TEST_AGENT_MIN_FIX_MS) {
+        s_note(job, "no fix attempted: too little of the task's time left");
+        return false;
+    }
+    char *prompt = NULL;
+    if (s_fix_prompt(&prompt, job, result) != 0) {
+        s_note(job, "no fix attempted: cannot render the prompt: %s", failure_message());
+        return false;
+    }
+    agent_job_settings_t settings;
+    if (agent_job_settings_from_config(&settings, job->agent->config, TEST_AGENT_SPECIALIST,
+                                       NULL) != 0 ||
+        agent_job_settings_add_arg(&settings, "--add-dir") != 0 ||
+        agent_job_settings_add_arg(&settings, job->workspace) != 0) {
+        s_note(job, "no fix attempted: %s", failure_message());
+        free(prompt);
+        return false;
+    }
+    int budget_s = (int)(budget / 1000);
+    if (settings.agent.timeout_s == 0 || settings.agent.timeout_s > budget_s)
+        settings.agent.timeout_s = budget_s;
+    specialist_progressf(job->ctx, "info", "asking the agent to fix %zu failing test(s)",
+                         result->nfailures);
+    agent_run_t *run = NULL;
+    int rc = agent_job_run(&run, job->ctx, &settings.agent, prompt);
+    free(prompt);
+    if (rc != 0) {
+        s_note(job, "no fix attempted: %s", failure_message());
+        return false;
+    }
+    const agent_outcome_t *outcome = agent_run_outcome(run);
+    if (!outcome->ok)
+        s_note(job, "the agent's fix run failed: %s", outcome->error);
+    s_note_agent(job, outcome);
+    agent_run_destroy(&run);
+    return true;
+}
+
+/* One line in specialists/test-agent/history.jsonl for this job. */
+static void s_history(test_job_t *job, const char *verdict, specialist_outcome_t outcome)
+{
+    const specialist_task_t *task = specialist_task(job->ctx);
+    json_t *entry = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:b, s:s, s:I}", "kind", "job",
+                              "task", task->id, "attempt", (json_int_t)task->attempt, "workspace",
+                              job->workspace, "command", job->detected.command, "verdict", verdict,
+                              "outcome", outcome == SPECIALIST_DONE ? "done" : "failed",
+                              "fix_attempted", job->fix_attempted, "fix_result", job->fix_result,
+                              "tests_ms", (json_int_t)job->tests_ms);
+    if (entry != NULL && session_history_append(TEST_AGENT_SPECIALIST, entry) != 0)
+        log_warn("history: %s", failure_message());
+    json_decref(entry);
+}
+
+/* The margin kept back from a lease of lease_ms. */
+static int64_t s_margin_ms(int64_t lease_ms)
+{
+    int64_t margin = lease_ms / 10;
+    if (margin < TEST_AGENT_MARGIN_MIN_MS)
+        margin = TEST_AGENT_MARGIN_MIN_MS;
+    if (margin > TEST_AGENT_MARGIN_MAX_MS)
+        margin = TEST_AGENT_MARGIN_MAX_MS;
+    if (margin > lease_ms / 2)
+        margin = lease_ms / 2;
+    return margin;
+}
+
+specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
+{
+    const test_agent_t *agent = arg;
+    const specialist_task_t *task = specialist_task(ctx);
+    test_job_t *job = calloc(1, sizeof *job);
+    if (job == NULL) {
+        specialist_result_error(ctx, "out of memory");
+        return SPECIALIST_RETRY;
+    }
+    job->ctx = ctx;
+    job->agent = agent;
+    job->fix_result = "NOT_ATTEMPTED";
+    int64_t lease_ms = task->timeout_s * 1000;
+    job->deadline_ms = clock_now_ms() + lease_ms - s_margin_ms(lease_ms);
+
+    specialist_outcome_t outcome = SPECIALIST_FAILED;
+    const char *verdict = "ERROR";
+    testrun_result_t *result = NULL;
+    if (s_resolve_workspace(job) != 0) {
+        specialist_result_error(ctx, "%s", failure_message());
+        goto out;
+    }
+    s_check_branch(job);
+    const char *configured = config_specialist_test_command(agent->config, TEST_AGENT_SPECIALIST);
+    if (testdetect_find(&job->detected, job->workspace, configured) != 0) {
+        specialist_result_error(ctx, "%s", failure_message());
+        goto out;
+    }
+    if (job->detected.warning[0] != '\0')
+        s_note(job, "%s", job->detected.warning);
+    specialist_result_str(ctx, "TEST_COMMAND", job->detected.command);
+    specialist_result_str(ctx, "runner", testdetect_runner_name(job->detected.runner));
+    specialist_result_str(ctx, "detected_by", job->detected.reason);
+
+    result = s_run_tests(job);
+    if (result == NULL) {
+        specialist_result_error(ctx, "out of memory running the tests");
+        goto out;
+    }
+    if (specialist_cancelled(ctx)) {
+        specialist_result_error(ctx, "cancelled while the tests ran");
+        goto out;
+    }
+    s_report_run(job, result);
+    testrun_verdict_t first = testrun_verdict(result);
+    if (first == TESTRUN_ERROR) {
+        outcome = s_run_error(job, result, "");
+        goto out;
+    }
+    s_note_run(job, result, "");
+    bool fix_wanted = s_payload_bool(
+        task, "fix", config_bool(agent->config, "specialists.test-agent", "fix", false));
+    if (first == TESTRUN_FAIL && !fix_wanted)
+        s_note(job, "no fix requested");
+    if (first == TESTRUN_FAIL && fix_wanted && s_attempt_fix(job, result)) {
+        job->fix_attempted = true;
+        json_t *before = s_failures_json(result);
+        specialist_result_json(ctx, "FAILURES_BEFORE_FIX", before);
+        json_decref(before);
+        testrun_result_destroy(&result);
+        if (specialist_cancelled(ctx)) {
+            job->fix_result = "FAILED";
+            specialist_result_error(ctx, "cancelled during the fix attempt");
+            goto out;
+        }
+        result = s_run_tests(job);
+        if (result == NULL) {
+            job->fix_result = "FAILED";
+            specialist_result_error(ctx, "out of memory running the tests");
+            goto out;
+        }
+        if (specialist_cancelled(ctx)) {
+            job->fix_result = "FAILED";
+            specialist_result_error(ctx, "cancelled while the tests ran after the fix");
+            goto out;
+        }
+        s_report_run(job, result);
+        testrun_verdict_t second = testrun_verdict(result);
+        job->fix_result = second == TESTRUN_PASS ? "SUCCESS" : "FAILED";
+        if (second == TESTRUN_ERROR) {
+            outcome = s_run_error(job, result, "after the fix attempt: ");
+            goto out;
+        }
+        s_note_run(job, result, "after the fix: ");
+    }
+    verdict = testrun_verdict_name(testrun_verdict(result));
+    outcome = SPECIALIST_DONE;
+out:
+    if (outcome != SPECIALIST_DONE) {
+        verdict = "ERROR";
+        specialist_result_str(ctx, "TEST_RESULT", verdict);
+    }
+    specialist_result_bool(ctx, "FIX_ATTEMPTED", job->fix_attempted);
+    specialist_result_str(ctx, "FIX_RESULT", job->fix_result);
+    specialist_result_int(ctx, "duration_ms", job->tests_ms);
+    if (job->notes[0] != '\0')
+        specialist_result_str(ctx, "NOTES", job->notes);
+    s_history(job, verdict, outcome);
+    testrun_result_destroy(&result);
+    free(job);
+    return outcome;
+}

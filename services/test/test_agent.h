@@ -1,0 +1,64 @@
+/* test_agent: the job of the test-agent specialist (cloister-test): run a workspace's
+ * tests, report the verdict, and on request let the agent try a simple fix.
+ *
+ * A task's payload:
+ *   workspace  (string, required) an absolute path to the project directory;
+ *   branch     (string, optional) the branch the caller expects. The tests always run on
+ *              the workspace AS IT IS: the test-agent never checks out, stashes or resets
+ *              the user's tree. When the workspace is a git repository whose HEAD is not
+ *              that branch, NOTES says so (and `workspace_branch` names the actual one);
+ *   fix        (bool, optional) ask for a fix when tests fail; overrides the config.
+ *
+ * One job:
+ *  1. the test command: [specialists.test-agent] test_command when set, else detection
+ *     in the workspace (common/testdetect.h). A task cannot supply a command: the command
+ *     runs through a shell, so it only ever comes from the user's config or their files;
+ *  2. the run (test_suite.h), bounded by the task's lease minus a margin
+ *     (TEST_AGENT_MARGIN_*), so the service reports a timeout itself before the skeleton's
+ *     lease cancels the job; output streams as progress;
+ *  3. the verdict and counts (common/testrun.h);
+ *  4. when the verdict is FAIL and a fix was asked for (payload `fix`, else
+ *     [specialists.test-agent] fix, default false: an agent editing the user's working tree
+ *     must be opted into), the prompt prompts/test-agent.md is rendered with the command,
+ *     its output (fenced as data) and the failures, and the agent runs (common/agent_job.h)
+ *     in the specialist's fixed workdir with `--add-dir <workspace>`: one agent session
+ *     for every workspace, resumable across tasks, because the CLI finds a session by its
+ *     cwd (agent-cli.md §3.2, §5.4); the prompt names the workspace's absolute path. Then
+ *     the tests run again and FIX_RESULT says whether they pass now.
+ *
+ * Result fields: TEST_RESULT (PASS|FAIL|ERROR, of the last run), TESTS_RUN, TESTS_PASSED,
+ * TESTS_FAILED, TESTS_SKIPPED (each only when the output reveals it), FAILURES (array of
+ * "name - reason"), FAILURES_TRUNCATED (when more were reported than kept), TEST_COMMAND,
+ * runner, detected_by (what chose the command), exit_code, duration_ms (the test runs,
+ * summed), output_tail (the last TEST_AGENT_OUTPUT_TAIL bytes), FIX_ATTEMPTED,
+ * FIX_RESULT (SUCCESS|FAILED|NOT_ATTEMPTED), FAILURES_BEFORE_FIX (when a fix was
+ * attempted), workspace_branch (in a git repository), NOTES; the agent_job fields after a
+ * fix attempt.
+ *
+ * Outcome: `done` when the tests ran and gave a verdict (PASS or FAIL: the verdict is in
+ * the result); `failed` with a one-line `error` when they could not: no workspace, no test
+ * command ("no test command found in <dir>: ..."), a timeout, a crash without test output
+ * (TEST_RESULT ERROR). Also `failed` after a cancel. Each job appends one line to
+ * specialists/test-agent/history.jsonl. */
+#ifndef CLOISTER_TEST_AGENT_H
+#define CLOISTER_TEST_AGENT_H
+
+#include "config.h"
+#include "specialist.h"
+
+#define TEST_AGENT_SPECIALIST "test-agent"
+/* Time kept back from the task's lease: a tenth of it, within these bounds (ms). */
+#define TEST_AGENT_MARGIN_MIN_MS 500
+#define TEST_AGENT_MARGIN_MAX_MS 30000
+/* Bytes of output quoted in `output_tail` and in the prompt. */
+#define TEST_AGENT_OUTPUT_TAIL 4000
+#define TEST_AGENT_PROMPT_OUTPUT 12000
+
+typedef struct {
+    const config_t *config; /* borrowed for the service's life */
+} test_agent_t;
+
+/* The job (specialist_job_fn): `arg` is a test_agent_t (borrowed). See above. */
+specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg);
+
+#endif

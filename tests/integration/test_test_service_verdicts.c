@@ -1,0 +1,143 @@
+/* cloister-test against a real broker: a passing project ends done with TEST_RESULT PASS
+ * and its counts; a failing one ends done with TEST_RESULT FAIL and the failing tests
+ * named; no fix is attempted unless asked; a directory without tests, a missing workspace
+ * and a payload without one end failed with a clear reason; a git workspace on another
+ * branch than the task names is tested as it is (and left on its branch). */
+#include "test_test_service_harness.h"
+
+/* Runs a shell script in `dir`; returns its exit code. Its stdout goes to `out`. */
+static int s_sh(harness_t *h, const char *dir, const char *script, char *out, size_t size)
+{
+    char *argv[] = {"/bin/sh", "-c", (char *)script, "sh", (char *)dir, NULL};
+    return testenv_run(h->env, argv, out, size, 10000);
+}
+
+static void s_passing(harness_t *h)
+{
+    const char *dir = tsh_make_project(h, "pass", TSH_PYTEST_PASS, 0);
+    tsh_submit(h, "pass1", 30, "{\"workspace\": \"%s\"}", dir);
+    json_t *end = tsh_end(h, "pass1", 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "PASS");
+    CHECK_INT(tsh_result_int(end, "TESTS_RUN"), 3);
+    CHECK_INT(tsh_result_int(end, "TESTS_PASSED"), 3);
+    CHECK_INT(tsh_result_int(end, "TESTS_FAILED"), 0);
+    CHECK_INT((int)json_array_size(tsh_result(end, "FAILURES")), 0);
+    CHECK_STR(tsh_result_str(end, "TEST_COMMAND"), "make test");
+    CHECK_STR(tsh_result_str(end, "runner"), "make");
+    CHECK(json_is_false(tsh_result(end, "FIX_ATTEMPTED")));
+    CHECK_STR(tsh_result_str(end, "FIX_RESULT"), "NOT_ATTEMPTED");
+    CHECK(tsh_result_int(end, "duration_ms") >= 0);
+    CHECK(strstr(tsh_result_str(end, "NOTES"), "3 tests passed") != NULL);
+    /* The output streamed as progress. */
+    bool streamed = false;
+    for (int i = 0; (i = harness_find(h, i, "task.progress", "pass1")) >= 0; i++) {
+        if (strcmp(harness_field(h->events[i], "kind"), "output") == 0 &&
+            strstr(harness_field(h->events[i], "text"), "3 passed") != NULL)
+            streamed = true;
+    }
+    CHECK(streamed);
+    if (!streamed || strcmp(tsh_event(end), "task.done") != 0)
+        tsh_dump("pass1", end);
+}
+
+static void s_failing(harness_t *h)
+{
+    const char *dir = tsh_make_project(h, "fail", TSH_PYTEST_FAIL, 1);
+    tsh_submit(h, "fail1", 30, "{\"workspace\": \"%s\"}", dir);
+    json_t *end = tsh_end(h, "fail1", 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "FAIL");
+    CHECK_INT(tsh_result_int(end, "TESTS_RUN"), 3);
+    CHECK_INT(tsh_result_int(end, "TESTS_PASSED"), 1);
+    CHECK_INT(tsh_result_int(end, "TESTS_FAILED"), 2);
+    CHECK_INT((int)json_array_size(tsh_result(end, "FAILURES")), 2);
+    CHECK(tsh_failure_index(end, "FAILURES", "test_add - assert 3 == 4") >= 0);
+    CHECK(tsh_failure_index(end, "FAILURES", "test_div - ZeroDivisionError") >= 0);
+    CHECK_INT(tsh_result_int(end, "exit_code"), 2); /* make's own code for a failed recipe */
+    CHECK(json_is_false(tsh_result(end, "FIX_ATTEMPTED")));
+    CHECK_STR(tsh_result_str(end, "FIX_RESULT"), "NOT_ATTEMPTED");
+    CHECK(strstr(tsh_result_str(end, "NOTES"), "2 of 3 tests failed") != NULL);
+    CHECK(strstr(tsh_result_str(end, "NOTES"), "no fix requested") != NULL);
+    CHECK(strstr(tsh_result_str(end, "output_tail"), "short test summary") != NULL);
+}
+
+static void s_no_tests(harness_t *h)
+{
+    const char *dir = tsh_file(h, "empty", "README", "nothing to test\n");
+    tsh_submit(h, "none1", 30, "{\"workspace\": \"%s\"}", dir);
+    json_t *end = tsh_end(h, "none1", 10000);
+    CHECK_STR(tsh_event(end), "task.failed");
+    char expected[600];
+    snprintf(expected, sizeof expected, "no test command found in %s: ", dir);
+    CHECK(strstr(harness_field(end, "error"), expected) != NULL);
+    CHECK(strstr(harness_field(end, "error"), "Makefile check/test target") != NULL);
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "ERROR");
+    CHECK_STR(tsh_result_str(end, "FIX_RESULT"), "NOT_ATTEMPTED");
+    if (strstr(harness_field(end, "error"), expected) == NULL)
+        tsh_dump("none1", end);
+}
+
+static void s_bad_workspace(harness_t *h)
+{
+    tsh_submit(h, "gone1", 30, "{\"workspace\": \"%s/does-not-exist\"}", h->env->dir);
+    json_t *end = tsh_end(h, "gone1", 10000);
+    CHECK_STR(tsh_event(end), "task.failed");
+    CHECK(strstr(harness_field(end, "error"), "does-not-exist does not exist") != NULL);
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "ERROR");
+
+    tsh_submit(h, "nows1", 30, "{\"branch\": \"main\"}");
+    end = tsh_end(h, "nows1", 10000);
+    CHECK_STR(tsh_event(end), "task.failed");
+    CHECK_STR(harness_field(end, "error"), "the task's payload has no workspace");
+
+    tsh_submit(h, "rel1", 30, "{\"workspace\": \"pass\"}");
+    end = tsh_end(h, "rel1", 10000);
+    CHECK_STR(tsh_event(end), "task.failed");
+    CHECK_STR(harness_field(end, "error"), "workspace pass is not an absolute path");
+}
+
+static void s_other_branch(harness_t *h)
+{
+    const char *dir = tsh_make_project(h, "repo", TSH_PYTEST_PASS, 0);
+    char out[512];
+    CHECK_INT(s_sh(h, dir,
+                   "cd \"$1\" && git init -q -b main && git add -A && "
+                   "git -c user.name=t -c user.email=t@t commit -q -m init",
+                   out, sizeof out),
+              0);
+    tsh_submit(h, "branch1", 30, "{\"workspace\": \"%s\", \"branch\": \"feature\"}", dir);
+    json_t *end = tsh_end(h, "branch1", 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "PASS");
+    CHECK_STR(tsh_result_str(end, "workspace_branch"), "main");
+    CHECK(strstr(tsh_result_str(end, "NOTES"),
+                 "the workspace is on main, not on the requested branch feature") != NULL);
+    /* Still on main, nothing changed in the tree. */
+    CHECK_INT(s_sh(h, dir, "cd \"$1\" && git symbolic-ref --short HEAD && git status --porcelain",
+                   out, sizeof out),
+              0);
+    CHECK_STR(out, "main\n");
+
+    /* On the requested branch: no note about it. */
+    tsh_submit(h, "branch2", 30, "{\"workspace\": \"%s\", \"branch\": \"main\"}", dir);
+    end = tsh_end(h, "branch2", 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK(strstr(tsh_result_str(end, "NOTES"), "requested branch") == NULL);
+}
+
+int main(void)
+{
+    harness_t *h = harness_new("test-service-verdicts");
+    if (h == NULL)
+        return 1;
+    tsh_config(h, "");
+    tsh_service(h, "t1");
+    s_passing(h);
+    s_failing(h);
+    s_no_tests(h);
+    s_bad_workspace(h);
+    s_other_branch(h);
+    harness_destroy(&h);
+    return check_exit_code("test_test_service_verdicts");
+}

@@ -26,6 +26,7 @@ static const char *const s_usage =
     "  retry <id>\n"
     "  status [--json]\n"
     "  tests detect [DIR] [--json]\n"
+    "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
     "\n"
     "Endpoints come from the flags, else CLOISTER_CONTROL / CLOISTER_EVENTS / CLOISTER_IN,\n"
     "else [broker] in $PANOPTICON_HOME/cloister.toml, else tcp://127.0.0.1:5562/5561/5560.\n"
@@ -122,6 +123,8 @@ int main(int argc, char **argv)
         code = cmd_status(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "tests") == 0)
         code = cmd_tests(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "approve") == 0)
+        code = cmd_approve(&pan, argc - 1, argv + 1);
     else {
         fprintf(stderr, "pan: unknown command '%s'\n\n%s", command, s_usage);
         code = PAN_EXIT_USAGE;

@@ -74,5 +74,6 @@ int cmd_cancel(const pan_t *pan, int argc, char **argv);
 int cmd_retry(const pan_t *pan, int argc, char **argv);
 int cmd_status(const pan_t *pan, int argc, char **argv);
 int cmd_tests(const pan_t *pan, int argc, char **argv);
+int cmd_approve(const pan_t *pan, int argc, char **argv);
 
 #endif

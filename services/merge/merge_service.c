@@ -1,0 +1,576 @@
+/* merge_service: the merge-agent job (see merge_service.h for the contract).
+ *
+ * One task is one merge_job_t on the job thread's stack: the payload, the deadline, the
+ * callbacks' shared state (what the agent said and cost) and the engine's result. The
+ * engine drives; this file supplies its callbacks (progress, resolve, run_tests,
+ * cancelled), decides the outcome and writes the result fields and the history line. */
+#include "merge_service.h"
+
+#include "merge_engine.h"
+
+#include "agent_job.h"
+#include "clock.h"
+#include "failure.h"
+#include "log.h"
+#include "markers.h"
+#include "prompt.h"
+#include "session.h"
+#include "testdetect.h"
+#include "testrun.h"
+
+#include <git2.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Test output quoted in the notes when the tests fail. */
+#define S_TEST_TAIL 600
+
+struct merge_service_t {
+    const config_t *config; /* borrowed */
+    char workdir[AGENT_JOB_WORKDIR_SIZE];
+    char worktree_dir[AGENT_JOB_WORKDIR_SIZE + 16];
+    const char *remote;       /* [merge] remote (owned by the config) */
+    int push_retries;         /* [merge] push_retries */
+    const char *test_command; /* configured test command, or NULL to detect */
+};
+
+/* One merge. */
+typedef struct {
+    merge_service_t *service;
+    specialist_ctx_t *ctx;
+    const char *workspace, *source, *target, *remote, *issue;
+    int64_t deadline_ms;
+    bool agent_ran;   /* the agent was started (its result fields are set) */
+    char *agent_said; /* the agent's MERGE_RESULT ("" when it gave none) */
+} merge_job_t;
+
+int merge_service_new(merge_service_t **out, const config_t *config)
+{
+    *out = NULL;
+    merge_service_t *self = calloc(1, sizeof *self);
+    if (self == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    self->config = config;
+    int rc = agent_job_workdir(self->workdir, sizeof self->workdir, config,
+                               MERGE_SERVICE_SPECIALIST);
+    if (rc != 0) {
+        free(self);
+        return rc;
+    }
+    snprintf(self->worktree_dir, sizeof self->worktree_dir, "%s/merges", self->workdir);
+    self->remote = config_string(config, "merge", "remote", MERGE_ENGINE_DEFAULT_REMOTE);
+    self->push_retries = (int)config_int(config, "merge", "push_retries",
+                                         MERGE_ENGINE_DEFAULT_PUSH_RETRIES);
+    self->test_command = config_specialist_test_command(config, MERGE_SERVICE_SPECIALIST);
+    if (self->test_command == NULL || self->test_command[0] == '\0')
+        self->test_command = config_specialist_test_command(config, "test-agent");
+    if (self->test_command != NULL && self->test_command[0] == '\0')
+        self->test_command = NULL;
+    *out = self;
+    return 0;
+}
+
+void merge_service_destroy(merge_service_t **self_p)
+{
+    if (self_p == NULL || *self_p == NULL)
+        return;
+    free(*self_p);
+    *self_p = NULL;
+}
+
+const char *merge_service_workdir(const merge_service_t *self)
+{
+    return self->workdir;
+}
+
+/* ---- engine callbacks ------------------------------------------------------------------ */
+
+static void s_progress(const char *text, void *arg)
+{
+    merge_job_t *job = arg;
+    specialist_progress(job->ctx, "info", text);
+}
+
+static bool s_cancelled(void *arg)
+{
+    merge_job_t *job = arg;
+    return specialist_cancelled(job->ctx);
+}
+
+/* "a.c, b.c" of the n files, or NULL when out of memory (caller frees). */
+static char *s_join(const char *const *files, size_t n)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(files[i]) + 2;
+    char *text = malloc(len);
+    if (text == NULL)
+        return NULL;
+    text[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            strcat(text, ", ");
+        strcat(text, files[i]);
+    }
+    return text;
+}
+
+/* The test command for the project in `dir` (configured or detected), for the prompt. */
+static void s_prompt_test_command(const merge_job_t *job, const char *dir, char *buf,
+                                  size_t size)
+{
+    testdetect_t detect;
+    if (testdetect_find(&detect, dir, job->service->test_command) == 0)
+        snprintf(buf, size, "%s", detect.command);
+    else
+        snprintf(buf, size, "(none detected)");
+}
+
+/* The agent's run limit: the seconds left before the engine's deadline (at least 1). */
+static int s_seconds_left(const merge_job_t *job)
+{
+    int64_t left = job->deadline_ms - clock_now_ms();
+    return left >= 2000 ? (int)(left / 1000) : 1;
+}
+
+/* "- a.c\n- b.c" for the prompt, or NULL when out of memory (caller frees). */
+static char *s_file_lines(const char *const *files, size_t n)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(files[i]) + 3;
+    char *text = malloc(len);
+    if (text == NULL)
+        return NULL;
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++)
+        used += (size_t)sprintf(text + used, "%s- %s", i > 0 ? "\n" : "", files[i]);
+    text[used] = '\0';
+    return text;
+}
+
+/* Renders prompts/merge-agent.md for the conflicts `files` (n) in `worktree`. Returns 0
+ * and *out (caller frees), or a FAILURE_* with the reason. */
+static int s_render_prompt(merge_job_t *job, const char *worktree, const char *const *files,
+                           size_t n, char **out)
+{
+    *out = NULL;
+    char dir[PATH_MAX];
+    int rc = prompt_dir(dir, sizeof dir, job->service->config, CLOISTER_PROMPTS_DIR);
+    if (rc != 0)
+        return rc;
+    char test_command[sizeof ((testdetect_t *)0)->command];
+    s_prompt_test_command(job, worktree, test_command, sizeof test_command);
+    char *lines = s_file_lines(files, n);
+    template_vars_t *vars = template_vars_new();
+    if (lines == NULL || vars == NULL) {
+        free(lines);
+        template_vars_destroy(&vars);
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    }
+    const char *values[][2] = {
+        {"project", job->workspace},    {"source_branch", job->source},
+        {"target_branch", job->target}, {"conflict_files", lines},
+        {"issue", job->issue},          {"test_command", test_command},
+        {"worktree", worktree},
+    };
+    for (size_t i = 0; i < sizeof values / sizeof values[0] && rc == 0; i++)
+        if (values[i][1][0] != '\0')
+            rc = template_vars_set(vars, values[i][0], values[i][1]);
+    if (rc == 0)
+        rc = prompt_build(out, job->service->config, dir, MERGE_SERVICE_SPECIALIST,
+                          specialist_task(job->ctx)->json, vars);
+    template_vars_destroy(&vars);
+    free(lines);
+    return rc;
+}
+
+/* What the agent's answer says: its MERGE_RESULT (copied into job->agent_said) and its
+ * NOTES (a malloc'd note for the engine, or NULL). */
+static char *s_read_answer(merge_job_t *job, const char *text)
+{
+    markers_t *markers = NULL;
+    markers_parse(&markers, text, "MERGE_RESULT", NULL);
+    const char *said = markers ? markers_get(markers, "MERGE_RESULT") : NULL;
+    const char *notes = markers ? markers_get(markers, "NOTES") : NULL;
+    free(job->agent_said);
+    job->agent_said = strdup(said ? said : "");
+    char *note = NULL;
+    if (notes != NULL && notes[0] != '\0' && asprintf(&note, "agent: %s", notes) < 0)
+        note = NULL;
+    markers_destroy(&markers);
+    return note;
+}
+
+/* The engine's resolver: the agent resolves the conflicts in `worktree`. Returns 0 when
+ * the agent finished (the engine verifies), 1 when it gave up or failed. */
+static int s_resolve(const char *worktree, const char *const *files, size_t n,
+                     char **notes_out, void *arg)
+{
+    merge_job_t *job = arg;
+    char *prompt = NULL;
+    int rc = s_render_prompt(job, worktree, files, n, &prompt);
+    if (rc != 0) {
+        if (asprintf(notes_out, "cannot build the merge prompt: %s", failure_message()) < 0)
+            *notes_out = NULL;
+        return 1;
+    }
+    agent_job_settings_t settings;
+    rc = agent_job_settings_from_config(&settings, job->service->config,
+                                        MERGE_SERVICE_SPECIALIST, job->service->workdir);
+    if (rc == 0)
+        rc = agent_job_settings_add_arg(&settings, "--add-dir");
+    if (rc == 0)
+        rc = agent_job_settings_add_arg(&settings, worktree);
+    agent_run_t *run = NULL;
+    if (rc == 0) {
+        int left = s_seconds_left(job);
+        if (settings.agent.timeout_s <= 0 || settings.agent.timeout_s > left)
+            settings.agent.timeout_s = left;
+        job->agent_ran = true;
+        rc = agent_job_run(&run, job->ctx, &settings.agent, prompt);
+    }
+    free(prompt);
+    if (rc != 0) {
+        if (asprintf(notes_out, "cannot run the agent: %s", failure_message()) < 0)
+            *notes_out = NULL;
+        return 1;
+    }
+    const agent_outcome_t *outcome = agent_run_outcome(run);
+    int gave_up = 0;
+    if (!outcome->ok) {
+        const char *why = outcome->timed_out   ? "timed out"
+                          : outcome->cancelled ? "was stopped"
+                                               : "failed";
+        if (asprintf(notes_out, "the agent %s: %s", why, outcome->error) < 0)
+            *notes_out = NULL;
+        gave_up = 1;
+    } else {
+        *notes_out = s_read_answer(job, outcome->result_text);
+        if (strcmp(job->agent_said, "FAILURE") == 0)
+            gave_up = 1;
+    }
+    agent_run_destroy(&run);
+    return gave_up;
+}
+
+/* A short summary of a test run for the notes. Returns malloc'd text or NULL. */
+static char *s_test_summary(const char *command, const testrun_result_t *run,
+                            testrun_verdict_t verdict)
+{
+    char counts[128] = "";
+    if (run->passed >= 0 || run->failed >= 0)
+        snprintf(counts, sizeof counts, " (%ld passed, %ld failed)", run->passed, run->failed);
+    char how[320];
+    if (!run->started)
+        snprintf(how, sizeof how, "could not start: %s", run->error);
+    else if (run->timed_out)
+        snprintf(how, sizeof how, "timed out after %lld ms", (long long)run->duration_ms);
+    else if (run->term_signal != 0)
+        snprintf(how, sizeof how, "killed by signal %d", run->term_signal);
+    else
+        snprintf(how, sizeof how, "exit code %d", run->exit_code);
+    char *failures = run->nfailures > 0
+                         ? s_join((const char *const *)run->failures, run->nfailures)
+                         : NULL;
+    const char *tail = "";
+    if (verdict != TESTRUN_PASS && failures == NULL && run->output_len > 0)
+        tail = run->output_len > S_TEST_TAIL ? run->output + run->output_len - S_TEST_TAIL
+                                             : run->output;
+    char *text = NULL;
+    if (asprintf(&text, "tests `%s`: %s, %s%s%s%s%s%s", command, testrun_verdict_name(verdict),
+                 how, counts, failures ? "; failing: " : "", failures ? failures : "",
+                 tail[0] ? "; output: " : "", tail) < 0)
+        text = NULL;
+    free(failures);
+    return text;
+}
+
+/* The engine's test runner: the project's tests in the merged worktree. */
+static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void *arg)
+{
+    merge_job_t *job = arg;
+    testdetect_t detect;
+    int rc = testdetect_find(&detect, worktree, job->service->test_command);
+    if (rc == FAILURE_NOT_FOUND) {
+        specialist_progress(job->ctx, "info", "no test command found: TESTS SKIP");
+        if (asprintf(summary_out, "tests skipped: %s", failure_message()) < 0)
+            *summary_out = NULL;
+        return MERGE_TESTS_SKIP;
+    }
+    int64_t left = job->deadline_ms - clock_now_ms();
+    if (rc != 0 || left <= 0) {
+        if (asprintf(summary_out, "tests not run: %s",
+                     rc != 0 ? failure_message() : "no time left before the deadline") < 0)
+            *summary_out = NULL;
+        return MERGE_TESTS_FAIL;
+    }
+    specialist_progressf(job->ctx, "info", "running tests: %s (%s)", detect.command,
+                         detect.reason);
+    testrun_options_t options = {
+        .command = detect.command, .dir = worktree, .timeout_ms = left};
+    testrun_result_t *run = NULL;
+    testrun_run(&run, &options);
+    if (run == NULL) {
+        *summary_out = strdup("tests not run: out of memory");
+        return MERGE_TESTS_FAIL;
+    }
+    testrun_verdict_t verdict = testrun_verdict(run);
+    *summary_out = s_test_summary(detect.command, run, verdict);
+    testrun_result_destroy(&run);
+    /* An error (timeout, crash, no test output) is no evidence the merge works. */
+    return verdict == TESTRUN_PASS ? MERGE_TESTS_PASS : MERGE_TESTS_FAIL;
+}
+
+/* ---- did the merge reach the remote anyway? -------------------------------------------- */
+
+/* 1 when the target branch of the repository at `repo_path` -- on `remote_name` (fetched
+ * now), or the local branch when there is no such remote -- is `commit_hex` or contains
+ * it; 0 when not; a negative FAILURE_* when it cannot be told. */
+static int s_target_contains(const char *repo_path, const char *remote_name, const char *target,
+                             const char *commit_hex)
+{
+    git_libgit2_init();
+    git_repository *repo = NULL;
+    git_remote *remote = NULL;
+    char *spec = NULL, *ref = NULL;
+    git_oid commit, tip;
+    int rc = FAILURE_GIT;
+    if (git_oid_fromstr(&commit, commit_hex) < 0 ||
+        git_repository_open_ext(&repo, repo_path, 0, NULL) < 0)
+        goto out;
+    int found = git_remote_lookup(&remote, repo, remote_name);
+    if (found == 0) {
+        if (asprintf(&spec, "+refs/heads/%s:refs/remotes/%s/%s", target, remote_name,
+                     target) < 0 ||
+            asprintf(&ref, "refs/remotes/%s/%s", remote_name, target) < 0)
+            goto out;
+        git_strarray specs = {&spec, 1};
+        git_fetch_options opts;
+        git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
+        opts.update_fetchhead = 0;
+        opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+        if (git_remote_fetch(remote, &specs, &opts, "cloister merge-agent: check") < 0)
+            goto out;
+    } else if (found != GIT_ENOTFOUND || asprintf(&ref, "refs/heads/%s", target) < 0) {
+        goto out;
+    }
+    if (git_reference_name_to_id(&tip, repo, ref) < 0)
+        goto out;
+    rc = git_oid_equal(&tip, &commit) || git_graph_descendant_of(repo, &tip, &commit) == 1;
+out:
+    if (rc < 0) {
+        const git_error *e = git_error_last();
+        failure_set(FAILURE_GIT, "cannot read the target: %s",
+                    e && e->message ? e->message : "out of memory");
+    }
+    free(spec);
+    free(ref);
+    git_remote_free(remote);
+    git_repository_free(repo);
+    git_libgit2_shutdown();
+    return rc;
+}
+
+/* ---- outcome --------------------------------------------------------------------------- */
+
+static bool s_starts_with(const char *text, const char *prefix)
+{
+    return text != NULL && strncmp(text, prefix, strlen(prefix)) == 0;
+}
+
+/* Transient infrastructure trouble, worth another attempt later: the remote unreachable
+ * (the engine's transport failures), a repository busy with a fresh lock, I/O, memory. */
+static bool s_transient(int rc, const char *reason)
+{
+    static const char *const transport[] = {"cannot reach the remote",
+                                            "cannot list the remote's branches",
+                                            "fetch failed", "push failed"};
+    if (rc == FAILURE_IO || rc == FAILURE_MEMORY)
+        return true;
+    if (rc == FAILURE_STATE && s_starts_with(reason, "repository busy"))
+        return true;
+    if (rc != FAILURE_GIT)
+        return false;
+    for (size_t i = 0; i < sizeof transport / sizeof transport[0]; i++)
+        if (s_starts_with(reason, transport[i]))
+            return true;
+    return false;
+}
+
+static json_t *s_files_json(char **files, size_t n)
+{
+    json_t *array = json_array();
+    for (size_t i = 0; i < n && array != NULL; i++)
+        json_array_append_new(array, json_string(files[i]));
+    return array;
+}
+
+static const char *s_outcome_name(specialist_outcome_t outcome)
+{
+    return outcome == SPECIALIST_DONE ? "done" : outcome == SPECIALIST_RETRY ? "retry" : "failed";
+}
+
+/* Sets the result fields and the error. */
+static void s_report(merge_job_t *job, const merge_result_t *result)
+{
+    specialist_ctx_t *ctx = job->ctx;
+    merge_marker_t markers[MERGE_MARKER_COUNT];
+    if (merge_result_markers(result, markers) == 0) {
+        specialist_result_str(ctx, "MERGE_RESULT", markers[0].value);
+        specialist_result_str(ctx, "TESTS", markers[3].value);
+        specialist_result_str(ctx, "NOTES", markers[4].value);
+        merge_markers_clear(markers);
+    }
+    json_t *resolved = s_files_json(result->resolved_files, result->resolved_count);
+    json_t *failed = s_files_json(result->failed_files, result->failed_count);
+    specialist_result_json(ctx, "RESOLVED_FILES", resolved);
+    specialist_result_json(ctx, "FAILED_FILES", failed);
+    json_decref(resolved);
+    json_decref(failed);
+    specialist_result_str(ctx, "merge_commit", result->merge_commit);
+    specialist_result_str(ctx, "strategy", merge_strategy_name(result->strategy));
+    specialist_result_bool(ctx, "pushed", result->pushed);
+    specialist_result_int(ctx, "attempts", result->attempts);
+    specialist_result_str(ctx, "repository", job->workspace);
+    specialist_result_str(ctx, "source", job->source);
+    specialist_result_str(ctx, "target", job->target);
+    specialist_result_int(ctx, "preflight_ms", result->preflight_ms);
+    specialist_result_int(ctx, "analysis_ms", result->analysis_ms);
+    specialist_result_int(ctx, "resolve_ms", result->resolve_ms);
+    specialist_result_int(ctx, "tests_ms", result->tests_ms);
+    specialist_result_int(ctx, "push_ms", result->push_ms);
+    specialist_result_int(ctx, "total_ms", result->total_ms);
+    if (job->agent_said != NULL && job->agent_said[0] != '\0')
+        specialist_result_str(ctx, "agent_merge_result", job->agent_said);
+    if (!result->success)
+        specialist_result_error(ctx, "%s", result->reason ? result->reason : "merge failed");
+}
+
+/* Appends the merge's line to specialists/merge-agent/history.jsonl. */
+static void s_history(const merge_job_t *job, const merge_result_t *result,
+                      specialist_outcome_t outcome)
+{
+    const specialist_task_t *task = specialist_task(job->ctx);
+    json_t *entry = json_pack(
+        "{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:s?, "
+        "s:s?, s:i, s:I, s:b}",
+        "kind", "merge", "task", task->id, "attempt", (json_int_t)task->attempt, "issue",
+        job->issue, "repository", job->workspace, "source", job->source, "target", job->target,
+        "MERGE_RESULT", result->success ? "SUCCESS" : "FAILURE", "outcome",
+        s_outcome_name(outcome), "strategy", merge_strategy_name(result->strategy),
+        "merge_commit", result->merge_commit, "pushed", result->pushed, "TESTS",
+        merge_tests_name(result->tests), "resolved_files",
+        s_files_json(result->resolved_files, result->resolved_count), "failed_files",
+        s_files_json(result->failed_files, result->failed_count), "reason", result->reason,
+        "notes", result->notes, "attempts", result->attempts, "duration_ms",
+        (json_int_t)result->total_ms, "agent", job->agent_ran);
+    if (entry == NULL || session_history_append(MERGE_SERVICE_SPECIALIST, entry) != 0)
+        log_error("task %s: cannot append to the merge history: %s", task->id,
+                  entry ? failure_message() : "out of memory");
+    json_decref(entry);
+}
+
+/* Reads and checks the payload into job. Returns 0 or FAILURE_INVALID with the reason. */
+static int s_read_payload(merge_job_t *job)
+{
+    specialist_ctx_t *ctx = job->ctx;
+    const char *issue = specialist_payload_str(ctx, "issueId");
+    const char *remote = specialist_payload_str(ctx, "remote");
+    const char *target = specialist_payload_str(ctx, "target");
+    const char *workspace = specialist_payload_str(ctx, "workspace");
+    const char *source = specialist_payload_str(ctx, "branch");
+    job->workspace = workspace ? workspace : "";
+    job->source = source ? source : "";
+    job->target = target && target[0] ? target : MERGE_ENGINE_DEFAULT_TARGET;
+    job->remote = remote && remote[0] ? remote : job->service->remote;
+    job->issue = issue && issue[0] ? issue : specialist_task(ctx)->issue;
+    if (job->workspace[0] == '\0')
+        return failure_set(FAILURE_INVALID, "payload: 'workspace' (the repository) is required");
+    if (job->workspace[0] != '/')
+        return failure_set(FAILURE_INVALID, "payload: 'workspace' must be an absolute path, not '%s'",
+                           job->workspace);
+    if (job->source[0] == '\0')
+        return failure_set(FAILURE_INVALID, "payload: 'branch' (the source branch) is required");
+    return 0;
+}
+
+specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
+{
+    const specialist_task_t *task = specialist_task(ctx);
+    merge_job_t job = {.service = service, .ctx = ctx};
+    int64_t lease_ms = task->timeout_s * 1000;
+    int64_t margin = lease_ms / 10;
+    if (margin < MERGE_SERVICE_MARGIN_MIN_MS)
+        margin = MERGE_SERVICE_MARGIN_MIN_MS;
+    if (margin > MERGE_SERVICE_MARGIN_MAX_MS)
+        margin = MERGE_SERVICE_MARGIN_MAX_MS;
+    job.deadline_ms = clock_now_ms() + (lease_ms > 2 * margin ? lease_ms - margin : lease_ms / 2);
+
+    merge_result_t result;
+    memset(&result, 0, sizeof result);
+    int rc = s_read_payload(&job);
+    if (rc != 0) {
+        result.reason = strdup(failure_message());
+    } else {
+        if (task->group[0] == '\0')
+            specialist_progress(ctx, "info",
+                                "warning: this task has no group; merges into the same target "
+                                "may race (submit with group merge:<repository>:<target>)");
+        specialist_progressf(ctx, "info", "merging '%s' into '%s' of %s", job.source,
+                             job.target, job.workspace);
+        merge_request_t request;
+        merge_request_init(&request);
+        request.repo_path = job.workspace;
+        request.source_branch = job.source;
+        request.target_branch = job.target;
+        request.remote_name = job.remote;
+        request.push_retries = job.service->push_retries;
+        request.deadline_ms = job.deadline_ms;
+        request.worktree_dir = job.service->worktree_dir;
+        request.progress = s_progress;
+        request.resolve = s_resolve;
+        request.run_tests = s_run_tests;
+        request.cancelled = s_cancelled;
+        request.callback_arg = &job;
+        rc = merge_engine_run(&request, &result);
+    }
+
+    /* A merge that did happen is never reported as failed. */
+    if (rc != 0 && !result.pushed && result.merge_commit[0] != '\0' &&
+        (rc == FAILURE_TIMEOUT || rc == FAILURE_GIT || specialist_cancelled(ctx))) {
+        int contains = s_target_contains(job.workspace, job.remote, job.target,
+                                         result.merge_commit);
+        if (contains == 1) {
+            specialist_progressf(ctx, "info", "%s/%s already contains %s: the merge happened",
+                                 job.remote, job.target, result.merge_commit);
+            char *note = NULL;
+            if (asprintf(&note, "merged although the run ended with: %s",
+                         result.reason ? result.reason : "?") >= 0) {
+                free(result.reason);
+                result.reason = NULL;
+                free(result.notes);
+                result.notes = note;
+            }
+            result.success = true;
+            result.pushed = true;
+            rc = 0;
+        } else if (contains < 0) {
+            log_warn("task %s: %s", task->id, failure_message());
+        }
+    }
+
+    specialist_outcome_t outcome = SPECIALIST_DONE;
+    if (rc != 0)
+        outcome = s_transient(rc, result.reason) ? SPECIALIST_RETRY : SPECIALIST_FAILED;
+    s_report(&job, &result);
+    s_history(&job, &result, outcome);
+    log_info("task %s attempt %lld: %s (%s)%s%s", task->id, (long long)task->attempt,
+             s_outcome_name(outcome), merge_strategy_name(result.strategy),
+             result.reason ? ": " : "", result.reason ? result.reason : "");
+    merge_result_clear(&result);
+    free(job.agent_said);
+    return outcome;
+}

@@ -1,0 +1,224 @@
+/* pan approve: the seed's "Approve & Merge". Queues the merge of a reviewed issue.
+ *
+ *   pan approve <issue-or-task> [--force] [--priority P] [--json]
+ *
+ * The argument is a review task id, or an issue id. For an issue, the newest finished
+ * review of it is used: the stored `task.done/review-agent` events are replayed and the
+ * last one whose issue matches (case-insensitively) wins. The review task must be `done`
+ * and its result's REVIEW_RESULT must be APPROVED (--force skips that check, not the
+ * others). Its payload gives workspace, branch, target (default main) and issueId.
+ *
+ * The merge is submitted through `pan submit` (cmd_submit), so it gets the same payload
+ * and the serialisation group merge:<repository root>:<target>: id `merge-<review task
+ * id>` (a second approve of the same review changes nothing), specialist merge-agent,
+ * priority high. Prints a line saying what is merged, then the merge task's id (or, with
+ * --json, the task). */
+#include "pan.h"
+
+#include "failure.h"
+#include "msgjson.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const s_usage =
+    "pan approve <issue-or-review-task> [--force] [--priority urgent|high|normal|low] [--json]";
+
+/* Asks the broker for task `id`. Returns 0 with *task (caller owns), FAILURE_NOT_FOUND
+ * when the broker does not know it, or another FAILURE_* with the reason. */
+static int s_show_task(client_t *client, const char *id, json_t **task)
+{
+    *task = NULL;
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "show_task");
+    wire_put_str(writer, "id", id);
+    wire_msg_t *reply = NULL;
+    int rc = client_call(client, writer, &reply);
+    wire_writer_destroy(&writer);
+    if (rc != 0)
+        return rc;
+    const msgpack_object *data = wire_msg_object(reply, "data");
+    *task = data ? msgjson_from_object(data) : NULL;
+    wire_msg_destroy(&reply);
+    if (!json_is_object(*task)) {
+        json_decref(*task);
+        *task = NULL;
+        return failure_set(FAILURE_INVALID, "the broker's answer about task %s has no task", id);
+    }
+    return 0;
+}
+
+/* The newest review: replayed task.done/review-agent events, the last with the issue. */
+typedef struct {
+    const char *issue;
+    char task_id[256];
+} newest_review_t;
+
+static int s_on_review_done(const wire_msg_t *event, const void *raw, size_t len, void *arg)
+{
+    (void)raw;
+    (void)len;
+    newest_review_t *newest = arg;
+    const char *issue = wire_msg_str(event, "issue", "");
+    const char *task = wire_msg_str(event, "task", "");
+    if (task[0] != '\0' && strcasecmp(issue, newest->issue) == 0)
+        snprintf(newest->task_id, sizeof newest->task_id, "%s", task);
+    return 0;
+}
+
+/* Finds the id of the newest finished review of `issue` into newest->task_id ("" when
+ * there is none). Returns 0 or the replay's FAILURE_*. */
+static int s_find_review_of_issue(client_t *client, newest_review_t *newest)
+{
+    client_events_t *events = client_events_new(NULL, "task.done/review-agent");
+    if (events == NULL)
+        return FAILURE_MEMORY;
+    int rc = client_events_run(events, client, 0, false, NULL, s_on_review_done, newest);
+    client_events_destroy(&events);
+    return rc;
+}
+
+/* The exit code for a failed broker request (the reason is in failure_message()). */
+static int s_request_failed(int rc)
+{
+    return pan_fail(rc == FAILURE_TIMEOUT || rc == FAILURE_IO ? PAN_EXIT_UNREACHABLE
+                                                              : PAN_EXIT_ERROR,
+                    "%s", failure_message());
+}
+
+/* Looks up the review task `what` names (a task id, else an issue). Returns PAN_EXIT_OK
+ * with *review (caller owns), or an exit code after printing why. */
+static int s_find_review(const pan_t *pan, const char *what, json_t **review)
+{
+    *review = NULL;
+    client_t *client = client_new(pan->control_ep, pan->timeout_ms);
+    if (client == NULL)
+        return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    int code = PAN_EXIT_OK;
+    int rc = s_show_task(client, what, review);
+    if (rc == FAILURE_NOT_FOUND) {
+        newest_review_t newest = {.issue = what};
+        rc = s_find_review_of_issue(client, &newest);
+        if (rc == 0 && newest.task_id[0] == '\0')
+            code = pan_fail(PAN_EXIT_ERROR,
+                            "no finished review found for '%s' (neither a task id nor an issue "
+                            "with a done review-agent task)",
+                            what);
+        else if (rc == 0)
+            rc = s_show_task(client, newest.task_id, review);
+    }
+    if (code == PAN_EXIT_OK && rc != 0)
+        code = s_request_failed(rc);
+    client_destroy(&client);
+    return code;
+}
+
+/* Checks that `review` is a finished, approved review with what a merge needs. Returns
+ * PAN_EXIT_OK or PAN_EXIT_ERROR after printing why. */
+static int s_check_review(const json_t *review, bool force)
+{
+    const char *id = pan_json_str(review, "id", "?");
+    const char *specialist = pan_json_str(review, "specialist", "");
+    const char *state = pan_json_str(review, "state", "?");
+    if (strcmp(specialist, "review-agent") != 0)
+        return pan_fail(PAN_EXIT_ERROR, "task %s is a %s task, not a review-agent review", id,
+                        specialist[0] ? specialist : "?");
+    if (strcmp(state, "done") != 0)
+        return pan_fail(PAN_EXIT_ERROR, "review %s is %s, not finished: nothing to approve", id,
+                        state);
+    const char *verdict = pan_json_str(json_object_get(review, "result"), "REVIEW_RESULT", "");
+    if (strcasecmp(verdict, "APPROVED") != 0 && !force)
+        return pan_fail(PAN_EXIT_ERROR,
+                        "review %s says REVIEW_RESULT: %s, not APPROVED: not merging "
+                        "(--force merges anyway)",
+                        id, verdict[0] ? verdict : "(none)");
+    const json_t *payload = json_object_get(review, "payload");
+    if (pan_json_str(payload, "workspace", "")[0] == '\0' ||
+        pan_json_str(payload, "branch", "")[0] == '\0')
+        return pan_fail(PAN_EXIT_ERROR,
+                        "review %s has no workspace and branch in its payload: nothing to merge",
+                        id);
+    return PAN_EXIT_OK;
+}
+
+int cmd_approve(const pan_t *pan, int argc, char **argv)
+{
+    const char *what = NULL, *priority = "high";
+    bool force = false, json = false;
+    for (int i = 0; i < argc; i++) {
+        const char *value = NULL;
+        int found = pan_option(argc, argv, &i, "--priority", &value);
+        if (found < 0)
+            return pan_usage(s_usage, "--priority needs a value");
+        if (found > 0)
+            priority = value;
+        else if (strcmp(argv[i], "--force") == 0)
+            force = true;
+        else if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (argv[i][0] == '-')
+            return pan_usage(s_usage, "unknown option '%s'", argv[i]);
+        else if (what != NULL)
+            return pan_usage(s_usage, "unexpected argument '%s'", argv[i]);
+        else
+            what = argv[i];
+    }
+    if (what == NULL)
+        return pan_usage(s_usage, "approve which issue or review task?");
+    if (!pan_priority_valid(priority))
+        return pan_usage(s_usage, "invalid priority '%s' (urgent, high, normal, low)", priority);
+
+    json_t *review = NULL;
+    int code = s_find_review(pan, what, &review);
+    if (code == PAN_EXIT_OK)
+        code = s_check_review(review, force);
+    if (code != PAN_EXIT_OK) {
+        json_decref(review);
+        return code;
+    }
+    const json_t *payload = json_object_get(review, "payload");
+    const char *review_id = pan_json_str(review, "id", "");
+    const char *branch = pan_json_str(payload, "branch", "");
+    const char *target = pan_json_str(payload, "target", "main");
+    const char *issue = pan_json_str(payload, "issueId", pan_json_str(review, "issue", ""));
+    char *merge_id = NULL, *title = NULL;
+    if (asprintf(&merge_id, "merge-%s", review_id) < 0 ||
+        asprintf(&title, "Merge %s into %s", branch, target) < 0) {
+        free(merge_id);
+        json_decref(review);
+        return pan_fail(PAN_EXIT_ERROR, "out of memory");
+    }
+    if (!json)
+        printf("Approving review %s%s: merging '%s' into '%s' of %s\n", review_id,
+               force ? " (forced)" : "", branch, target,
+               pan_json_str(payload, "workspace", "?"));
+    char *submit_argv[24];
+    int n = 0;
+    const char *args[][2] = {
+        {"--workspace", pan_json_str(payload, "workspace", "")},
+        {"--branch", branch},
+        {"--target", target},
+        {"--issue", issue},
+        {"--id", merge_id},
+        {"--priority", priority},
+        {"--title", title},
+        {"--source", "pan approve"},
+    };
+    submit_argv[n++] = "merge-agent";
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+        if (args[i][1][0] == '\0')
+            continue;
+        submit_argv[n++] = (char *)args[i][0];
+        submit_argv[n++] = (char *)args[i][1];
+    }
+    if (json)
+        submit_argv[n++] = "--json";
+    submit_argv[n] = NULL;
+    code = cmd_submit(pan, n, submit_argv);
+    free(merge_id);
+    free(title);
+    json_decref(review);
+    return code;
+}

@@ -1,0 +1,755 @@
+/* test_merge_service: cloister-merge end to end. A real broker (worker_harness.h), real
+ * cloister-merge processes, fake-claude as the agent ([agent] command in a temporary
+ * cloister.toml), and real repositories made with the git CLI: a bare "remote", the user's
+ * clone (the task's workspace) and a second clone that plays other people pushing. Each
+ * scenario submits merge-agent tasks, watches the broker's events, and checks what reached
+ * the remote, that the user's clone is left clean, and the history lines. */
+#include "worker_harness.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/wait.h>
+
+static harness_t *s_h;
+static char s_remote[512], s_user[512], s_dev[512], s_workdir[512], s_wtdir[600];
+static char s_out[16384];
+
+/* ---- git -------------------------------------------------------------------------------- */
+
+/* Runs git with the NULL-terminated arguments in `dir`, stdout into s_out (trimmed).
+ * Returns the exit code. */
+static int s_git(const char *dir, ...)
+{
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = "git";
+    va_list args;
+    va_start(args, dir);
+    char *arg;
+    while ((arg = va_arg(args, char *)) != NULL && argc < 31)
+        argv[argc++] = arg;
+    va_end(args);
+    argv[argc] = NULL;
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(dir) != 0)
+            _exit(126);
+        dup2(fds[1], 1);
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 2);
+        close(fds[0]);
+        close(fds[1]);
+        execvp("git", argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t used = 0;
+    ssize_t n;
+    while ((n = read(fds[0], s_out + used, sizeof s_out - 1 - used)) > 0)
+        used += (size_t)n;
+    close(fds[0]);
+    s_out[used] = '\0';
+    while (used > 0 && (s_out[used - 1] == '\n' || s_out[used - 1] == ' '))
+        s_out[--used] = '\0';
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The commit `rev` names in `dir`, into buf (41 bytes; "" if none). */
+static void s_rev(const char *dir, const char *rev, char *buf)
+{
+    buf[0] = '\0';
+    if (s_git(dir, "rev-parse", "--verify", "-q", rev, NULL) == 0 && strlen(s_out) == 40)
+        memcpy(buf, s_out, 41);
+}
+
+static void s_commit(const char *dir, const char *file, const char *text, const char *msg)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    testenv_write_file(path, text);
+    s_git(dir, "add", file, NULL);
+    s_git(dir, "commit", "-q", "-m", msg, NULL);
+}
+
+/* A branch of the user's clone, made from main with one commit, pushed. */
+static void s_push_feature(const char *branch, const char *file, const char *text)
+{
+    s_git(s_user, "checkout", "-q", "-b", branch, "main", NULL);
+    s_commit(s_user, file, text, "feature work");
+    s_git(s_user, "push", "-q", "origin", branch, NULL);
+    s_git(s_user, "checkout", "-q", "main", NULL);
+}
+
+/* Someone else pushes a commit to main. */
+static void s_dev_push_main(const char *file, const char *text)
+{
+    s_git(s_dev, "pull", "-q", "origin", "main", NULL);
+    s_commit(s_dev, file, text, "work on main");
+    s_git(s_dev, "push", "-q", "origin", "main", NULL);
+}
+
+/* The remote's main. */
+static void s_remote_main(char *buf)
+{
+    s_rev(s_remote, "refs/heads/main", buf);
+}
+
+/* Number of merge commits on the remote's main. */
+static int s_remote_merges(void)
+{
+    s_git(s_remote, "rev-list", "--merges", "--count", "refs/heads/main", NULL);
+    return atoi(s_out);
+}
+
+/* True when the user's clone has a clean status on main at `head`, only its own worktree,
+ * no engine branch or ref, and the service's worktree directory is empty. */
+static bool s_user_clean(const char *head)
+{
+    bool ok = true;
+    char now[41];
+    s_rev(s_user, "HEAD", now);
+    if (strcmp(now, head) != 0) {
+        fprintf(stderr, "user HEAD moved: %s -> %s\n", head, now);
+        ok = false;
+    }
+    s_git(s_user, "status", "--porcelain", NULL);
+    if (s_out[0] != '\0') {
+        fprintf(stderr, "user tree changed: %s\n", s_out);
+        ok = false;
+    }
+    s_git(s_user, "worktree", "list", "--porcelain", NULL);
+    if (strstr(s_out, s_wtdir) != NULL) {
+        fprintf(stderr, "worktree left: %s\n", s_out);
+        ok = false;
+    }
+    s_git(s_user, "for-each-ref", "--format=%(refname)", NULL);
+    if (strstr(s_out, "cloister-merge") != NULL) {
+        fprintf(stderr, "ref left: %s\n", s_out);
+        ok = false;
+    }
+    DIR *d = opendir(s_wtdir);
+    struct dirent *entry;
+    while (d != NULL && (entry = readdir(d)) != NULL) {
+        if (entry->d_name[0] != '.') {
+            fprintf(stderr, "left in the worktree directory: %s\n", entry->d_name);
+            ok = false;
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+    return ok;
+}
+
+/* ---- the environment -------------------------------------------------------------------- */
+
+/* A broker, a cloister.toml (fake agent + `extra_config`), and the repositories: main with
+ * a.c, b.c and c.txt on the remote, the user's clone on main, a dev clone. */
+static void s_setup(const char *name, const char *extra_config)
+{
+    s_h = harness_new(name);
+    CHECK(s_h != NULL);
+    const char *dir = s_h->env->dir;
+    char path[700], config[2048];
+    snprintf(path, sizeof path, "%s/home", dir);
+    mkdir(path, 0700);
+    setenv("HOME", path, 1);
+    snprintf(path, sizeof path, "%s/claude", dir);
+    setenv("CLAUDE_CONFIG_DIR", path, 1);
+    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+    setenv("GIT_AUTHOR_NAME", "Test", 1);
+    setenv("GIT_AUTHOR_EMAIL", "test@example.com", 1);
+    setenv("GIT_COMMITTER_NAME", "Test", 1);
+    setenv("GIT_COMMITTER_EMAIL", "test@example.com", 1);
+    unsetenv("CLOISTER_AGENT_COMMAND");
+    unsetenv("FAKE_CLAUDE_ACTIONS");
+    unsetenv("FAKE_CLAUDE_SCENARIO");
+    unsetenv("FAKE_CLAUDE_DELAY_MS");
+    snprintf(path, sizeof path, "%s/fake.log", dir);
+    setenv("FAKE_CLAUDE_LOG", path, 1);
+    snprintf(config, sizeof config,
+             "[broker]\nretry_backoff_ms = 50\n\n[agent]\ncommand = \"%s\"\n\n%s\n",
+             testenv_bin("fake-claude"), extra_config ? extra_config : "");
+    snprintf(path, sizeof path, "%s/cloister.toml", s_h->env->home);
+    testenv_write_file(path, config);
+
+    snprintf(s_remote, sizeof s_remote, "%s/remote.git", dir);
+    snprintf(s_user, sizeof s_user, "%s/user", dir);
+    snprintf(s_dev, sizeof s_dev, "%s/dev", dir);
+    snprintf(s_workdir, sizeof s_workdir, "%s/specialists/merge-agent/work", s_h->env->home);
+    snprintf(s_wtdir, sizeof s_wtdir, "%s/merges", s_workdir);
+    s_git(dir, "init", "-q", "--bare", "-b", "main", s_remote, NULL);
+    s_git(dir, "clone", "-q", s_remote, s_user, NULL);
+    s_git(s_user, "checkout", "-q", "-b", "main", NULL);
+    s_commit(s_user, "a.c", "int a(void)\n{\n    return 1;\n}\n", "initial a");
+    s_commit(s_user, "b.c", "int b(void)\n{\n    return 2;\n}\n", "initial b");
+    s_commit(s_user, "c.txt", "notes\n", "initial c");
+    s_git(s_user, "push", "-q", "origin", "main", NULL);
+    s_git(dir, "clone", "-q", s_remote, s_dev, NULL);
+}
+
+/* Kills whatever fake-claude is still running in the test directory (an agent orphaned by
+ * a kill -9 of its service); returns how many there were. */
+static int s_kill_stray_agents(void)
+{
+    int found = 0;
+    DIR *proc = opendir("/proc");
+    struct dirent *entry;
+    while (proc != NULL && (entry = readdir(proc)) != NULL) {
+        pid_t pid = (pid_t)atoi(entry->d_name);
+        if (pid <= 0)
+            continue;
+        char path[64], cwd[1024];
+        snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+        char *cmdline = testenv_read_file(path);
+        snprintf(path, sizeof path, "/proc/%d/cwd", (int)pid);
+        ssize_t n = readlink(path, cwd, sizeof cwd - 1);
+        cwd[n > 0 ? n : 0] = '\0';
+        if (cmdline != NULL && strstr(cmdline, "fake-claude") != NULL &&
+            strncmp(cwd, s_h->env->dir, strlen(s_h->env->dir)) == 0 && !harness_pid_gone(pid)) {
+            found++;
+            kill(pid, SIGKILL);
+        }
+        free(cmdline);
+    }
+    if (proc != NULL)
+        closedir(proc);
+    return found;
+}
+
+static void s_teardown(void)
+{
+    s_kill_stray_agents();
+    harness_destroy(&s_h);
+}
+
+/* Starts cloister-merge instance `id` and waits until the broker announced it. */
+static pid_t s_start_merge(const char *id)
+{
+    char bind[600];
+    snprintf(bind, sizeof bind, "ipc://%s/%s.sock", s_h->env->dir, id);
+    char *argv[] = {(char *)testenv_bin("cloister-merge"),
+                    "--heartbeat-ms", HARNESS_HB,
+                    "--worker-id", (char *)id,
+                    "--bind", bind,
+                    "--grace-ms", "2000",
+                    NULL};
+    pid_t pid = testenv_spawn(s_h->env, id, argv);
+    CHECK(harness_wait_joined(s_h, id));
+    return pid;
+}
+
+/* PUSHes a merge-agent submit of `branch` into main (group set unless `group` is ""). */
+static void s_submit(const char *id, const char *branch, const char *group, int timeout_s,
+                     const char *issue)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "submit");
+    wire_put_str(w, "id", id);
+    wire_put_str(w, "specialist", "merge-agent");
+    wire_put_str(w, "title", id);
+    if (group[0] != '\0')
+        wire_put_str(w, "group", group);
+    if (timeout_s > 0)
+        wire_put_int(w, "timeout_s", timeout_s);
+    json_t *payload = json_pack("{s:s, s:s, s:s}", "workspace", s_user, "branch", branch,
+                                "target", "main");
+    if (issue != NULL)
+        json_object_set_new(payload, "issueId", json_string(issue));
+    msgjson_put(w, "payload", payload);
+    json_decref(payload);
+    size_t len = 0;
+    const void *data = wire_writer_data(w, &len);
+    CHECK(zmq_send(s_h->push, data, len, 0) == (int)len);
+    wire_writer_destroy(&w);
+}
+
+static const char *s_group(void)
+{
+    static char group[700];
+    snprintf(group, sizeof group, "merge:%s:main", s_user);
+    return group;
+}
+
+/* Waits for the end of task `id` (done or failed); returns the event or NULL. */
+static json_t *s_wait_end(const char *id, int timeout_ms)
+{
+    for (int waited = 0; waited <= timeout_ms; waited += 20) {
+        int i = harness_find(s_h, 0, "task.done", id);
+        if (i < 0)
+            i = harness_find(s_h, 0, "task.failed", id);
+        if (i >= 0)
+            return s_h->events[i];
+        harness_pump(s_h, 20);
+    }
+    fprintf(stderr, "task %s did not end\n", id);
+    return NULL;
+}
+
+static const char *s_result_str(const json_t *event, const char *key)
+{
+    const json_t *value = json_object_get(json_object_get(event, "result"), key);
+    return json_is_string(value) ? json_string_value(value) : "";
+}
+
+/* True when the result's array `key` holds `item`. */
+static bool s_result_has(const json_t *event, const char *key, const char *item)
+{
+    const json_t *array = json_object_get(json_object_get(event, "result"), key);
+    size_t i;
+    const json_t *value;
+    json_array_foreach(array, i, value)
+    {
+        if (json_is_string(value) && strcmp(json_string_value(value), item) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* True when some progress of task `id` contains `text`. */
+static bool s_progress_has(const char *id, const char *text)
+{
+    for (int i = 0; (i = harness_find(s_h, i, "task.progress", id)) >= 0; i++)
+        if (strstr(harness_field(s_h->events[i], "text"), text) != NULL)
+            return true;
+    return false;
+}
+
+/* Lines of the merge history with "kind":"merge" and, if `task` is not NULL, that task. */
+static int s_history_lines(const char *task)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/specialists/merge-agent/history.jsonl", s_h->env->home);
+    char *text = testenv_read_file(path);
+    int n = 0;
+    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        json_t *entry = json_loads(line, 0, NULL);
+        if (strcmp(harness_field(entry, "kind"), "merge") == 0 &&
+            (task == NULL || strcmp(harness_field(entry, "task"), task) == 0))
+            n++;
+        json_decref(entry);
+    }
+    free(text);
+    return n;
+}
+
+static const char *s_conflict_main = "int a(void)\n{\n    return 10;\n}\n";
+static const char *s_conflict_feature = "int a(void)\n{\n    return 20;\n}\n";
+
+/* ---- scenarios -------------------------------------------------------------------------- */
+
+static void test_fast_forward(void)
+{
+    s_setup("merge-svc-ff", NULL);
+    s_push_feature("feature/ff", "d.c", "int d;\n");
+    char feature[41], head[41], main_after[41];
+    s_rev(s_user, "feature/ff", feature);
+    s_rev(s_user, "HEAD", head);
+    s_start_merge("merge-1");
+    s_submit("ff-1", "feature/ff", s_group(), 0, "PAN-1");
+    json_t *end = s_wait_end("ff-1", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
+    CHECK_STR(s_result_str(end, "MERGE_RESULT"), "SUCCESS");
+    CHECK_STR(s_result_str(end, "strategy"), "fast-forward");
+    CHECK_STR(s_result_str(end, "TESTS"), "SKIP");
+    CHECK(json_is_true(json_object_get(json_object_get(end, "result"), "pushed")));
+    s_remote_main(main_after);
+    CHECK_STR(main_after, feature);
+    CHECK(s_progress_has("ff-1", "fetching"));
+    CHECK(s_progress_has("ff-1", "pushing"));
+    CHECK(s_user_clean(head));
+    CHECK_INT(s_history_lines("ff-1"), 1);
+
+    /* Submitting the same merge again under a new id: already merged, nothing pushed. */
+    s_submit("ff-2", "feature/ff", s_group(), 0, "PAN-1");
+    end = s_wait_end("ff-2", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
+    CHECK_STR(s_result_str(end, "strategy"), "up-to-date");
+    CHECK(json_is_false(json_object_get(json_object_get(end, "result"), "pushed")));
+    CHECK_INT(s_history_lines(NULL), 2);
+    s_teardown();
+}
+
+/* The fake agent's invocations, from FAKE_CLAUDE_LOG (caller frees). */
+static char *s_fake_log(void)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/fake.log", s_h->env->dir);
+    return testenv_read_file(path);
+}
+
+static void test_conflict_resolved(void)
+{
+    s_setup("merge-svc-resolve", NULL);
+    setenv("FAKE_CLAUDE_ACTIONS", "resolve-all theirs\nsay MERGE_RESULT: SUCCESS\n"
+                                  "say NOTES: kept the feature's value", 1);
+    s_push_feature("feature/x", "a.c", s_conflict_feature);
+    s_dev_push_main("a.c", s_conflict_main);
+    char head[41], before[41], after[41];
+    s_rev(s_user, "HEAD", head);
+    s_remote_main(before);
+    s_start_merge("merge-1");
+    s_submit("resolve-1", "feature/x", s_group(), 0, "PAN-2");
+    json_t *end = s_wait_end("resolve-1", 30000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
+    CHECK_STR(s_result_str(end, "MERGE_RESULT"), "SUCCESS");
+    CHECK_STR(s_result_str(end, "strategy"), "resolved");
+    CHECK(s_result_has(end, "RESOLVED_FILES", "a.c"));
+    CHECK(strstr(s_result_str(end, "NOTES"), "kept the feature's value") != NULL);
+    CHECK(json_is_number(json_object_get(json_object_get(end, "result"), "cost_usd")));
+    CHECK(s_progress_has("resolve-1", "conflicting file(s): a.c"));
+    s_remote_main(after);
+    CHECK(strcmp(after, before) != 0);
+    CHECK_STR(s_result_str(end, "merge_commit"), after);
+    CHECK_INT(s_remote_merges(), 1);
+    s_git(s_remote, "show", "refs/heads/main:a.c", NULL);
+    CHECK(strstr(s_out, "return 20;") != NULL && strstr(s_out, "<<<<<<<") == NULL);
+    CHECK(s_user_clean(head));
+
+    /* The agent ran in the fixed workdir with the worktree granted and named. */
+    char *log = s_fake_log();
+    json_t *first = log ? json_loads(log, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    CHECK(first != NULL);
+    CHECK_STR(harness_field(first, "cwd"), s_workdir);
+    char *argv_text = first ? json_dumps(json_object_get(first, "argv"), 0) : NULL;
+    CHECK(argv_text != NULL && strstr(argv_text, "\"--add-dir\"") != NULL);
+    CHECK(argv_text != NULL && strstr(argv_text, s_wtdir) != NULL);
+    CHECK(argv_text != NULL && strstr(argv_text, "--session-id") != NULL);
+    CHECK(strstr(harness_field(first, "stdin"), "feature/x") != NULL);
+    CHECK(strstr(harness_field(first, "stdin"), "- a.c") != NULL);
+    free(argv_text);
+    json_decref(first);
+    free(log);
+
+    /* A second conflicting merge resumes the same agent session. */
+    s_git(s_user, "fetch", "-q", "origin", NULL);
+    s_git(s_user, "checkout", "-q", "-b", "feature/y", "origin/main", NULL);
+    s_commit(s_user, "b.c", "int b(void)\n{\n    return 30;\n}\n", "feature y");
+    s_git(s_user, "push", "-q", "origin", "feature/y", NULL);
+    s_git(s_user, "checkout", "-q", "main", NULL);
+    s_dev_push_main("b.c", "int b(void)\n{\n    return 40;\n}\n");
+    s_submit("resolve-2", "feature/y", s_group(), 0, "PAN-3");
+    end = s_wait_end("resolve-2", 30000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
+    log = s_fake_log();
+    char *second = log ? strchr(log, '\n') : NULL;
+    CHECK(second != NULL && strstr(second, "\"--resume\"") != NULL);
+    CHECK_INT(s_remote_merges(), 2);
+    CHECK_INT(s_history_lines(NULL), 2);
+    free(log);
+    s_teardown();
+}
+
+static void test_conflict_unresolved(void)
+{
+    s_setup("merge-svc-unresolved", NULL);
+    /* The agent claims success but leaves the markers. */
+    setenv("FAKE_CLAUDE_ACTIONS", "say MERGE_RESULT: SUCCESS", 1);
+    s_push_feature("feature/x", "a.c", s_conflict_feature);
+    s_dev_push_main("a.c", s_conflict_main);
+    char head[41], before[41], after[41];
+    s_rev(s_user, "HEAD", head);
+    s_remote_main(before);
+    s_start_merge("merge-1");
+    s_submit("unresolved-1", "feature/x", s_group(), 0, NULL);
+    json_t *end = s_wait_end("unresolved-1", 30000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    CHECK_STR(s_result_str(end, "MERGE_RESULT"), "FAILURE");
+    CHECK(s_result_has(end, "FAILED_FILES", "a.c"));
+    CHECK(strstr(harness_field(end, "error"), "a.c") != NULL);
+    CHECK(json_is_false(json_object_get(json_object_get(end, "result"), "pushed")));
+    s_remote_main(after);
+    CHECK_STR(after, before);
+    CHECK(s_user_clean(head));
+
+    /* The agent says it failed: the resolver gives up, nothing pushed. */
+    setenv("FAKE_CLAUDE_ACTIONS", "say MERGE_RESULT: FAILURE\nsay NOTES: incompatible", 1);
+    pid_t pid = s_h->env->procs[s_h->env->nprocs - 1];
+    testenv_signal(pid, SIGTERM);
+    CHECK(testenv_wait(s_h->env, pid, 5000) >= 0);
+    s_start_merge("merge-2");
+    s_submit("unresolved-2", "feature/x", s_group(), 0, NULL);
+    end = s_wait_end("unresolved-2", 30000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    CHECK(strstr(harness_field(end, "error"), "gave up") != NULL);
+    CHECK_STR(s_result_str(end, "agent_merge_result"), "FAILURE");
+    s_remote_main(after);
+    CHECK_STR(after, before);
+    CHECK(s_user_clean(head));
+    CHECK_INT(s_history_lines(NULL), 2);
+    s_teardown();
+}
+
+static void test_tests_fail(void)
+{
+    s_setup("merge-svc-tests", "[specialists.merge-agent]\ntest_command = \"false\"\n");
+    s_push_feature("feature/x", "d.c", "int d;\n");
+    s_dev_push_main("e.c", "int e;\n"); /* a clean three-way merge */
+    char head[41], before[41], after[41];
+    s_rev(s_user, "HEAD", head);
+    s_remote_main(before);
+    s_start_merge("merge-1");
+    s_submit("tests-1", "feature/x", s_group(), 0, NULL);
+    json_t *end = s_wait_end("tests-1", 30000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    CHECK_STR(s_result_str(end, "TESTS"), "FAIL");
+    CHECK_STR(s_result_str(end, "strategy"), "clean");
+    CHECK(strstr(harness_field(end, "error"), "tests failed") != NULL);
+    CHECK(strstr(s_result_str(end, "NOTES"), "`false`") != NULL);
+    s_remote_main(after);
+    CHECK_STR(after, before);
+    CHECK(s_user_clean(head));
+    CHECK_INT(s_history_lines("tests-1"), 1);
+    s_teardown();
+}
+
+static void test_agent_hangs(void)
+{
+    s_setup("merge-svc-hang", NULL);
+    setenv("FAKE_CLAUDE_SCENARIO", "hang", 1);
+    s_push_feature("feature/x", "a.c", s_conflict_feature);
+    s_dev_push_main("a.c", s_conflict_main);
+    char head[41], before[41], after[41];
+    s_rev(s_user, "HEAD", head);
+    s_remote_main(before);
+    s_start_merge("merge-1");
+    int64_t start = clock_now_ms();
+    s_submit("hang-1", "feature/x", s_group(), 3, NULL);
+    json_t *end = s_wait_end("hang-1", 15000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    CHECK(clock_now_ms() - start < 10000);
+    CHECK(s_progress_has("hang-1", "conflicting file(s): a.c"));
+    CHECK(strstr(s_result_str(end, "NOTES"), "timed out") != NULL);
+    CHECK(s_result_has(end, "FAILED_FILES", "a.c"));
+    s_remote_main(after);
+    CHECK_STR(after, before);
+    CHECK(s_user_clean(head));
+    CHECK_INT(s_kill_stray_agents(), 0);
+    s_teardown();
+}
+
+static void test_hostile_branch_names(void)
+{
+    s_setup("merge-svc-names", NULL);
+    char head[41], before[41], marker[700], branch[900];
+    s_rev(s_user, "HEAD", head);
+    s_remote_main(before);
+    s_start_merge("merge-1");
+    snprintf(marker, sizeof marker, "%s/PWNED", s_h->env->dir);
+    /* A valid ref name that would run `touch` if it ever reached a shell. */
+    snprintf(branch, sizeof branch, "x';touch${IFS}%s;'", marker);
+    s_submit("names-1", branch, s_group(), 0, NULL);
+    s_submit("names-2", "feature; rm -rf ~", s_group(), 0, NULL);
+    s_submit("names-3", "\"quoted\" branch", s_group(), 0, NULL);
+    json_t *end = s_wait_end("names-1", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    CHECK(strstr(harness_field(end, "error"), "not found") != NULL);
+    end = s_wait_end("names-2", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    CHECK(strstr(harness_field(end, "error"), "invalid branch name") != NULL);
+    end = s_wait_end("names-3", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    CHECK(strstr(harness_field(end, "error"), "invalid branch name") != NULL);
+    struct stat st;
+    CHECK(stat(marker, &st) != 0);
+    char after[41];
+    s_remote_main(after);
+    CHECK_STR(after, before);
+    CHECK(s_user_clean(head));
+    CHECK_INT(s_history_lines(NULL), 3);
+
+    /* A payload without a branch, or with a relative workspace. */
+    harness_submit(s_h, "names-4", "merge-agent", NULL, 0, 0, "{\"workspace\": \"/nowhere\"}");
+    end = s_wait_end("names-4", 20000);
+    CHECK(end != NULL && strstr(harness_field(end, "error"), "'branch'") != NULL);
+    harness_submit(s_h, "names-5", "merge-agent", NULL, 0, 0,
+                   "{\"workspace\": \"user\", \"branch\": \"b\"}");
+    end = s_wait_end("names-5", 20000);
+    CHECK(end != NULL && strstr(harness_field(end, "error"), "absolute") != NULL);
+    s_teardown();
+}
+
+static void test_serialised_by_group(void)
+{
+    /* Slow tests make each merge take a while, so unserialised merges would overlap. */
+    s_setup("merge-svc-group", "[specialists.merge-agent]\ntest_command = \"sleep 1\"\n");
+    s_push_feature("feature/a", "d.c", "int d;\n");
+    s_push_feature("feature/b", "e.c", "int e;\n");
+    s_dev_push_main("f.c", "int f;\n");
+    char head[41];
+    s_rev(s_user, "HEAD", head);
+    s_start_merge("merge-1");
+    s_start_merge("merge-2");
+    s_submit("group-a", "feature/a", s_group(), 0, NULL);
+    s_submit("group-b", "feature/b", s_group(), 0, NULL);
+    json_t *a = s_wait_end("group-a", 30000);
+    json_t *b = s_wait_end("group-b", 30000);
+    CHECK(a != NULL && strcmp(harness_field(a, "event"), "task.done") == 0);
+    CHECK(b != NULL && strcmp(harness_field(b, "event"), "task.done") == 0);
+    int da = harness_find(s_h, 0, "task.dispatched", "group-a");
+    int db = harness_find(s_h, 0, "task.dispatched", "group-b");
+    int ea = harness_find(s_h, 0, "task.done", "group-a");
+    int eb = harness_find(s_h, 0, "task.done", "group-b");
+    CHECK(da >= 0 && db >= 0 && ea >= 0 && eb >= 0);
+    /* Whichever ran first finished before the other was dispatched. */
+    if (da < db)
+        CHECK(harness_int(s_h->events[ea], "seq") < harness_int(s_h->events[db], "seq"));
+    else
+        CHECK(harness_int(s_h->events[eb], "seq") < harness_int(s_h->events[da], "seq"));
+    CHECK_INT(s_git(s_remote, "merge-base", "--is-ancestor", "refs/heads/feature/a",
+                    "refs/heads/main", NULL),
+              0);
+    CHECK_INT(s_git(s_remote, "merge-base", "--is-ancestor", "refs/heads/feature/b",
+                    "refs/heads/main", NULL),
+              0);
+    CHECK_INT(s_remote_merges(), 2);
+    CHECK(s_user_clean(head));
+    CHECK_INT(s_history_lines(NULL), 2);
+    s_teardown();
+}
+
+static bool s_agent_started(void *arg)
+{
+    (void)arg;
+    char *log = s_fake_log();
+    bool started = log != NULL && log[0] != '\0';
+    free(log);
+    return started;
+}
+
+static void test_killed_mid_merge(void)
+{
+    s_setup("merge-svc-kill", NULL);
+    setenv("FAKE_CLAUDE_ACTIONS", "resolve-all theirs\nsay MERGE_RESULT: SUCCESS", 1);
+    setenv("FAKE_CLAUDE_DELAY_MS", "500", 1);
+    s_push_feature("feature/x", "a.c", s_conflict_feature);
+    s_dev_push_main("a.c", s_conflict_main);
+    char head[41];
+    s_rev(s_user, "HEAD", head);
+    pid_t first = s_start_merge("merge-1");
+    s_submit("kill-1", "feature/x", s_group(), 0, NULL);
+    CHECK(testenv_wait_until(s_agent_started, NULL, 15000));
+    kill(first, SIGKILL);
+    CHECK(testenv_wait(s_h->env, first, 5000) >= 0);
+    /* The agent it started lives on as an orphan, writing into a worktree the next run
+     * removes as stale; it is killed by s_teardown(). */
+    s_start_merge("merge-2");
+    json_t *end = s_wait_end("kill-1", 30000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
+    CHECK(end != NULL && harness_int(end, "attempt") == 2);
+    CHECK_STR(harness_field(end, "worker"), "merge-2");
+    CHECK_INT(s_remote_merges(), 1);
+    s_git(s_remote, "show", "refs/heads/main:a.c", NULL);
+    CHECK(strstr(s_out, "return 20;") != NULL);
+    CHECK(s_user_clean(head));
+    s_teardown();
+}
+
+/* Runs pan with the NULL-terminated arguments, stdout and stderr into s_out. */
+static int s_pan(const char *first, ...)
+{
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = "/bin/sh";
+    argv[argc++] = "-c";
+    argv[argc++] = "exec \"$0\" \"$@\" 2>&1";
+    argv[argc++] = (char *)testenv_bin("pan");
+    argv[argc++] = (char *)first;
+    va_list args;
+    va_start(args, first);
+    char *arg;
+    while ((arg = va_arg(args, char *)) != NULL && argc < 31)
+        argv[argc++] = arg;
+    va_end(args);
+    argv[argc] = NULL;
+    return testenv_run(s_h->env, argv, s_out, sizeof s_out, 20000);
+}
+
+/* Submits a review-agent task for `issue` and waits until it is done. */
+static void s_review(const char *id, const char *issue, const char *branch)
+{
+    char payload[1200];
+    snprintf(payload, sizeof payload,
+             "{\"workspace\": \"%s\", \"branch\": \"%s\", \"target\": \"main\", "
+             "\"issueId\": \"%s\"}",
+             s_user, branch, issue);
+    harness_submit(s_h, id, "review-agent", NULL, 0, 0, payload);
+    json_t *end = s_wait_end(id, 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
+}
+
+static void test_pan_approve(void)
+{
+    s_setup("merge-svc-approve", NULL);
+    s_push_feature("feature/ok", "d.c", "int d;\n");
+    char feature[41];
+    s_rev(s_user, "feature/ok", feature);
+    /* A review-agent that approves PAN-7 only (the task JSON, with its payload, is on the
+     * command's stdin). */
+    harness_worker(s_h, "review-1", "review-agent",
+                   "if grep -q PAN-7 ; then echo 'REVIEW_RESULT: APPROVED'; "
+                   "else echo 'REVIEW_RESULT: CHANGES_REQUESTED'; fi");
+    s_review("review-7", "PAN-7", "feature/ok");
+    s_review("review-8", "PAN-8", "feature/ok");
+
+    CHECK(s_pan("approve", "PAN-404", NULL) == 1);
+    CHECK(strstr(s_out, "no finished review found") != NULL);
+    CHECK(s_pan("approve", "PAN-8", NULL) == 1);
+    CHECK(strstr(s_out, "not APPROVED") != NULL);
+    CHECK(s_pan("task", "show", "merge-review-8", NULL) != 0);
+
+    CHECK(s_pan("approve", "pan-7", NULL) == 0);
+    CHECK(strstr(s_out, "merge-review-7") != NULL);
+    CHECK(s_pan("task", "show", "merge-review-7", "--json", NULL) == 0);
+    json_t *task = json_loads(s_out, 0, NULL);
+    CHECK_STR(harness_field(task, "specialist"), "merge-agent");
+    CHECK_STR(harness_field(task, "priority"), "high");
+    CHECK_STR(harness_field(task, "group"), s_group());
+    CHECK_STR(harness_field(json_object_get(task, "payload"), "branch"), "feature/ok");
+    json_decref(task);
+    /* Approving again (here by task id) queues nothing new. */
+    CHECK(s_pan("approve", "review-7", NULL) == 0);
+    CHECK(strstr(s_out, "merge-review-7") != NULL);
+
+    s_start_merge("merge-1");
+    json_t *end = s_wait_end("merge-review-7", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
+    char after[41];
+    s_remote_main(after);
+    CHECK_STR(after, feature);
+    CHECK_INT(harness_count(s_h, "task.dispatched", "merge-review-7"), 1);
+    CHECK_INT(s_history_lines(NULL), 1);
+    s_teardown();
+}
+
+/* Runs every scenario, or only those named on the command line. */
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        void (*run)(void);
+    } scenarios[] = {
+        {"fast_forward", test_fast_forward},
+        {"conflict_resolved", test_conflict_resolved},
+        {"conflict_unresolved", test_conflict_unresolved},
+        {"tests_fail", test_tests_fail},
+        {"agent_hangs", test_agent_hangs},
+        {"hostile_branch_names", test_hostile_branch_names},
+        {"serialised_by_group", test_serialised_by_group},
+        {"killed_mid_merge", test_killed_mid_merge},
+        {"pan_approve", test_pan_approve},
+    };
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
+        bool wanted = argc < 2;
+        for (int j = 1; j < argc; j++)
+            wanted = wanted || strcmp(argv[j], scenarios[i].name) == 0;
+        if (wanted)
+            scenarios[i].run();
+    }
+    return check_exit_code("test_merge_service");
+}

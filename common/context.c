@@ -52,10 +52,12 @@ int context_excluded_dir(const char *name)
 }
 
 /* Closes the stream and hands over its buffer, fenced as data when label is not NULL. */
-static int s_finish(char **out, FILE *f, char *buf, const char *label)
+static int s_finish(char **out, FILE *f, char **bufp, const char *label)
 {
     *out = NULL;
-    if (fclose(f) != 0 || buf == NULL) {
+    int closed = fclose(f); /* sets *bufp */
+    char *buf = *bufp;
+    if (closed != 0 || buf == NULL) {
         free(buf);
         return failure_set(FAILURE_MEMORY, "out of memory gathering context");
     }
@@ -107,7 +109,7 @@ int context_checklist(char **out, const json_t *acceptance)
     }
     if (items == 0)
         fputs("(no acceptance criteria given)\n", f);
-    return s_finish(out, f, buf, NULL);
+    return s_finish(out, f, &buf, NULL);
 }
 
 /* ---- walking the repository ---- */
@@ -183,7 +185,7 @@ int context_tree(char **out, const char *root, size_t budget)
         fputs("(empty)\n", walk.f);
     if (walk.cut)
         fprintf(walk.f, "(tree cut at %zu characters)\n", budget);
-    return s_finish(out, walk.f, buf, "repository tree");
+    return s_finish(out, walk.f, &buf, "repository tree");
 }
 
 /* ---- keywords ---- */
@@ -449,7 +451,7 @@ int context_relevant_files(char **out, const char *root, const char *text, size_
         fputs("(no files matched the task's keywords)\n", f);
     if (cut)
         fprintf(f, "(list cut at %zu characters)\n", budget);
-    rc = s_finish(out, f, buf, NULL);
+    rc = s_finish(out, f, &buf, NULL);
 out:
     for (size_t i = 0; i < list.n; i++)
         free(list.files[i].path);
@@ -510,7 +512,7 @@ int context_active_tasks(char **out, const json_t *context, size_t limit)
     }
     if (total > limit)
         fprintf(f, "(%zu more)\n", total - limit);
-    return s_finish(out, f, buf, "list of other active tasks");
+    return s_finish(out, f, &buf, "list of other active tasks");
 }
 
 int context_prior_attempts(char **out, const json_t *context, size_t limit)
@@ -553,7 +555,7 @@ int context_prior_attempts(char **out, const json_t *context, size_t limit)
         }
         fputc('\n', f);
     }
-    return s_finish(out, f, buf, "list of prior attempts");
+    return s_finish(out, f, &buf, "list of prior attempts");
 }
 
 /* ---- custom instructions ---- */
@@ -592,5 +594,5 @@ int context_custom_instructions(char **out, const config_t *config, const char *
     }
     if (parts == 0)
         fputs("(none)\n", f);
-    return s_finish(out, f, buf, NULL);
+    return s_finish(out, f, &buf, NULL);
 }

@@ -326,8 +326,9 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
         goto out;
     }
     int rc = markers_parse(&r.markers, o->result_text, "REVIEW_RESULT", NULL);
-    if (rc == FAILURE_MEMORY || (rc == 0 && (rc = markers_expect(r.markers, "REVIEW_RESULT",
-                                                                 s_verdicts)) != 0)) {
+    if (rc == 0)
+        rc = markers_expect(r.markers, "REVIEW_RESULT", s_verdicts);
+    if (rc != 0) {
         snprintf(error, sizeof error, "the agent's answer has no valid REVIEW_RESULT: %s",
                  rc == FAILURE_NOT_FOUND ? "REVIEW_RESULT is missing" : failure_message());
         outcome = s_fail(&r, SPECIALIST_FAILED, error);

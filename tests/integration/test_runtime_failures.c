@@ -1,0 +1,88 @@
+/* How cloister-review reports agents that misbehave, through the real broker and
+ * fake-claude: a hung agent (with a child of its own) stopped by the task's timeout leaves
+ * no process behind; an agent that crashes and one that reports is_error with exit code 0
+ * end the task failed with a clear error. Each case restarts the service, because
+ * fake-claude takes its scenario from the environment the service passes on. */
+#include "review_harness.h"
+
+static void test_hung_agent_times_out_without_orphans(review_env_t *r)
+{
+    /* The agent starts a long sleep (same process group) and waits for it. */
+    char actions[600];
+    snprintf(actions, sizeof actions, "%s/hang.actions", r->h->env->dir);
+    CHECK(testenv_write_file(actions, "run /bin/sleep 60\n") == 0);
+    setenv("FAKE_CLAUDE_ACTIONS", actions, 1);
+    pid_t svc = review_start(r, "review-hang");
+    review_submit(r, "hang", 2, NULL);
+    json_t *failed = harness_wait(r->h, "task.failed", "hang", 15000);
+    CHECK(failed != NULL);
+    if (failed != NULL)
+        CHECK(strstr(harness_field(failed, "error"), "timed out after 2 s") != NULL);
+    /* The agent and its sleep are gone (the service remains, idle). */
+    CHECK_INT(review_leftovers(r, svc, r->h->broker), 0);
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+}
+
+static void test_crash(review_env_t *r)
+{
+    setenv("FAKE_CLAUDE_SCENARIO", "crash", 1);
+    pid_t svc = review_start(r, "review-crash");
+    review_submit(r, "crash", 30, NULL);
+    json_t *failed = harness_wait(r->h, "task.failed", "crash", 15000);
+    CHECK(failed != NULL);
+    if (failed != NULL) {
+        const char *error = harness_field(failed, "error");
+        fprintf(stderr, "crash error: %s\n", error);
+        CHECK(strncmp(error, "agent failed: ", 14) == 0);
+        CHECK(strstr(error, "2") != NULL); /* the exit code */
+        CHECK(json_is_false(json_object_get(review_result(failed), "agent_ok")));
+    }
+    CHECK_INT(harness_count(r->h, "task.done", "crash"), 0);
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+}
+
+static void test_is_error_with_exit_0(review_env_t *r)
+{
+    setenv("FAKE_CLAUDE_SCENARIO", "exit0_on_error", 1);
+    pid_t svc = review_start(r, "review-exit0");
+    review_submit(r, "exit0", 30, NULL);
+    json_t *failed = harness_wait(r->h, "task.failed", "exit0", 15000);
+    CHECK(failed != NULL);
+    if (failed != NULL) {
+        const char *error = harness_field(failed, "error");
+        fprintf(stderr, "exit0 error: %s\n", error);
+        CHECK(strncmp(error, "agent failed: ", 14) == 0);
+        CHECK(strlen(error) > 14);
+    }
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+}
+
+static void test_answer_without_verdict(review_env_t *r)
+{
+    setenv("FAKE_CLAUDE_RESULT", "I had a look and it seems fine.", 1);
+    pid_t svc = review_start(r, "review-noverdict");
+    review_submit(r, "noverdict", 30, NULL);
+    json_t *failed = harness_wait(r->h, "task.failed", "noverdict", 15000);
+    CHECK(failed != NULL);
+    if (failed != NULL)
+        CHECK(strstr(harness_field(failed, "error"), "no valid REVIEW_RESULT") != NULL);
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+}
+
+int main(void)
+{
+    review_env_t *r = review_env_new("runtime-failures");
+    CHECK(r != NULL);
+    if (r != NULL) {
+        test_hung_agent_times_out_without_orphans(r);
+        test_crash(r);
+        test_is_error_with_exit_0(r);
+        test_answer_without_verdict(r);
+    }
+    review_env_destroy(&r);
+    return check_exit_code("test_runtime_failures");
+}

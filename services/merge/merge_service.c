@@ -53,16 +53,16 @@ int merge_service_new(merge_service_t **out, const config_t *config)
     if (self == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
     self->config = config;
-    int rc = agent_job_workdir(self->workdir, sizeof self->workdir, config,
-                               MERGE_SERVICE_SPECIALIST);
+    int rc =
+        agent_job_workdir(self->workdir, sizeof self->workdir, config, MERGE_SERVICE_SPECIALIST);
     if (rc != 0) {
         free(self);
         return rc;
     }
     snprintf(self->worktree_dir, sizeof self->worktree_dir, "%s/merges", self->workdir);
     self->remote = config_string(config, "merge", "remote", MERGE_ENGINE_DEFAULT_REMOTE);
-    self->push_retries = (int)config_int(config, "merge", "push_retries",
-                                         MERGE_ENGINE_DEFAULT_PUSH_RETRIES);
+    self->push_retries =
+        (int)config_int(config, "merge", "push_retries", MERGE_ENGINE_DEFAULT_PUSH_RETRIES);
     self->test_command = config_specialist_test_command(config, MERGE_SERVICE_SPECIALIST);
     if (self->test_command == NULL || self->test_command[0] == '\0')
         self->test_command = config_specialist_test_command(config, "test-agent");
@@ -118,8 +118,7 @@ static char *s_join(const char *const *files, size_t n)
 }
 
 /* The test command for the project in `dir` (configured or detected), for the prompt. */
-static void s_prompt_test_command(const merge_job_t *job, const char *dir, char *buf,
-                                  size_t size)
+static void s_prompt_test_command(const merge_job_t *job, const char *dir, char *buf, size_t size)
 {
     testdetect_t detect;
     if (testdetect_find(&detect, dir, job->service->test_command) == 0)
@@ -161,7 +160,7 @@ static int s_render_prompt(merge_job_t *job, const char *worktree, const char *c
     int rc = prompt_dir(dir, sizeof dir, job->service->config, CLOISTER_PROMPTS_DIR);
     if (rc != 0)
         return rc;
-    char test_command[sizeof ((testdetect_t *)0)->command];
+    char test_command[sizeof((testdetect_t *)0)->command];
     s_prompt_test_command(job, worktree, test_command, sizeof test_command);
     char *lines = s_file_lines(files, n);
     template_vars_t *vars = template_vars_new();
@@ -171,9 +170,8 @@ static int s_render_prompt(merge_job_t *job, const char *worktree, const char *c
         return failure_set(FAILURE_MEMORY, "out of memory");
     }
     const char *values[][2] = {
-        {"project", job->workspace},    {"source_branch", job->source},
-        {"target_branch", job->target}, {"conflict_files", lines},
-        {"issue", job->issue},          {"test_command", test_command},
+        {"project", job->workspace}, {"source_branch", job->source}, {"target_branch", job->target},
+        {"conflict_files", lines},   {"issue", job->issue},          {"test_command", test_command},
         {"worktree", worktree},
     };
     for (size_t i = 0; i < sizeof values / sizeof values[0] && rc == 0; i++)
@@ -206,8 +204,8 @@ static char *s_read_answer(merge_job_t *job, const char *text)
 
 /* The engine's resolver: the agent resolves the conflicts in `worktree`. Returns 0 when
  * the agent finished (the engine verifies), 1 when it gave up or failed. */
-static int s_resolve(const char *worktree, const char *const *files, size_t n,
-                     char **notes_out, void *arg)
+static int s_resolve(const char *worktree, const char *const *files, size_t n, char **notes_out,
+                     void *arg)
 {
     merge_job_t *job = arg;
     char *prompt = NULL;
@@ -218,8 +216,8 @@ static int s_resolve(const char *worktree, const char *const *files, size_t n,
         return 1;
     }
     agent_job_settings_t settings;
-    rc = agent_job_settings_from_config(&settings, job->service->config,
-                                        MERGE_SERVICE_SPECIALIST, job->service->workdir);
+    rc = agent_job_settings_from_config(&settings, job->service->config, MERGE_SERVICE_SPECIALIST,
+                                        job->service->workdir);
     if (rc == 0)
         rc = agent_job_settings_add_arg(&settings, "--add-dir");
     if (rc == 0)
@@ -272,16 +270,15 @@ static char *s_test_summary(const char *command, const testrun_result_t *run,
         snprintf(how, sizeof how, "killed by signal %d", run->term_signal);
     else
         snprintf(how, sizeof how, "exit code %d", run->exit_code);
-    char *failures = run->nfailures > 0
-                         ? s_join((const char *const *)run->failures, run->nfailures)
-                         : NULL;
+    char *failures =
+        run->nfailures > 0 ? s_join((const char *const *)run->failures, run->nfailures) : NULL;
     const char *tail = "";
     if (verdict != TESTRUN_PASS && failures == NULL && run->output_len > 0)
         tail = run->output_len > S_TEST_TAIL ? run->output + run->output_len - S_TEST_TAIL
                                              : run->output;
     char *text = NULL;
-    if (asprintf(&text, "tests `%s`: %s, %s%s%s%s%s%s", command, testrun_verdict_name(verdict),
-                 how, counts, failures ? "; failing: " : "", failures ? failures : "",
+    if (asprintf(&text, "tests `%s`: %s, %s%s%s%s%s%s", command, testrun_verdict_name(verdict), how,
+                 counts, failures ? "; failing: " : "", failures ? failures : "",
                  tail[0] ? "; output: " : "", tail) < 0)
         text = NULL;
     free(failures);
@@ -307,10 +304,8 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
             *summary_out = NULL;
         return MERGE_TESTS_FAIL;
     }
-    specialist_progressf(job->ctx, "info", "running tests: %s (%s)", detect.command,
-                         detect.reason);
-    testrun_options_t options = {
-        .command = detect.command, .dir = worktree, .timeout_ms = left};
+    specialist_progressf(job->ctx, "info", "running tests: %s (%s)", detect.command, detect.reason);
+    testrun_options_t options = {.command = detect.command, .dir = worktree, .timeout_ms = left};
     testrun_result_t *run = NULL;
     testrun_run(&run, &options);
     if (run == NULL) {
@@ -343,8 +338,7 @@ static int s_target_contains(const char *repo_path, const char *remote_name, con
         goto out;
     int found = git_remote_lookup(&remote, repo, remote_name);
     if (found == 0) {
-        if (asprintf(&spec, "+refs/heads/%s:refs/remotes/%s/%s", target, remote_name,
-                     target) < 0 ||
+        if (asprintf(&spec, "+refs/heads/%s:refs/remotes/%s/%s", target, remote_name, target) < 0 ||
             asprintf(&ref, "refs/remotes/%s/%s", remote_name, target) < 0)
             goto out;
         git_strarray specs = {&spec, 1};
@@ -386,8 +380,8 @@ static bool s_starts_with(const char *text, const char *prefix)
 static bool s_transient(int rc, const char *reason)
 {
     static const char *const transport[] = {"cannot reach the remote",
-                                            "cannot list the remote's branches",
-                                            "fetch failed", "push failed"};
+                                            "cannot list the remote's branches", "fetch failed",
+                                            "push failed"};
     if (rc == FAILURE_IO || rc == FAILURE_MEMORY)
         return true;
     if (rc == FAILURE_STATE && s_starts_with(reason, "repository busy"))
@@ -408,8 +402,15 @@ static json_t *s_files_json(char **files, size_t n)
     return array;
 }
 
-static const char *s_outcome_name(specialist_outcome_t outcome)
+/* What became of the merge, for the log and the history: the outcome, or "released" /
+ * "cancelled" when the skeleton drops the job's result (SIGTERM, a broker cancel). */
+static const char *s_outcome_name(const specialist_ctx_t *ctx, specialist_outcome_t outcome)
 {
+    specialist_cancel_t why = specialist_cancel_reason(ctx);
+    if (outcome != SPECIALIST_DONE && why == SPECIALIST_CANCEL_SHUTDOWN)
+        return "released";
+    if (outcome != SPECIALIST_DONE && why == SPECIALIST_CANCEL_REQUESTED)
+        return "cancelled";
     return outcome == SPECIALIST_DONE ? "done" : outcome == SPECIALIST_RETRY ? "retry" : "failed";
 }
 
@@ -460,13 +461,13 @@ static void s_history(const merge_job_t *job, const merge_result_t *result,
         "kind", "merge", "task", task->id, "attempt", (json_int_t)task->attempt, "issue",
         job->issue, "repository", job->workspace, "source", job->source, "target", job->target,
         "MERGE_RESULT", result->success ? "SUCCESS" : "FAILURE", "outcome",
-        s_outcome_name(outcome), "strategy", merge_strategy_name(result->strategy),
+        s_outcome_name(job->ctx, outcome), "strategy", merge_strategy_name(result->strategy),
         "merge_commit", result->merge_commit, "pushed", result->pushed, "TESTS",
         merge_tests_name(result->tests), "resolved_files",
         s_files_json(result->resolved_files, result->resolved_count), "failed_files",
-        s_files_json(result->failed_files, result->failed_count), "reason", result->reason,
-        "notes", result->notes, "attempts", result->attempts, "duration_ms",
-        (json_int_t)result->total_ms, "agent", job->agent_ran);
+        s_files_json(result->failed_files, result->failed_count), "reason", result->reason, "notes",
+        result->notes, "attempts", result->attempts, "duration_ms", (json_int_t)result->total_ms,
+        "agent", job->agent_ran);
     if (entry == NULL || session_history_append(MERGE_SERVICE_SPECIALIST, entry) != 0)
         log_error("task %s: cannot append to the merge history: %s", task->id,
                   entry ? failure_message() : "out of memory");
@@ -490,7 +491,8 @@ static int s_read_payload(merge_job_t *job)
     if (job->workspace[0] == '\0')
         return failure_set(FAILURE_INVALID, "payload: 'workspace' (the repository) is required");
     if (job->workspace[0] != '/')
-        return failure_set(FAILURE_INVALID, "payload: 'workspace' must be an absolute path, not '%s'",
+        return failure_set(FAILURE_INVALID,
+                           "payload: 'workspace' must be an absolute path, not '%s'",
                            job->workspace);
     if (job->source[0] == '\0')
         return failure_set(FAILURE_INVALID, "payload: 'branch' (the source branch) is required");
@@ -519,8 +521,8 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
             specialist_progress(ctx, "info",
                                 "warning: this task has no group; merges into the same target "
                                 "may race (submit with group merge:<repository>:<target>)");
-        specialist_progressf(ctx, "info", "merging '%s' into '%s' of %s", job.source,
-                             job.target, job.workspace);
+        specialist_progressf(ctx, "info", "merging '%s' into '%s' of %s", job.source, job.target,
+                             job.workspace);
         merge_request_t request;
         merge_request_init(&request);
         request.repo_path = job.workspace;
@@ -541,8 +543,8 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
     /* A merge that did happen is never reported as failed. */
     if (rc != 0 && !result.pushed && result.merge_commit[0] != '\0' &&
         (rc == FAILURE_TIMEOUT || rc == FAILURE_GIT || specialist_cancelled(ctx))) {
-        int contains = s_target_contains(job.workspace, job.remote, job.target,
-                                         result.merge_commit);
+        int contains =
+            s_target_contains(job.workspace, job.remote, job.target, result.merge_commit);
         if (contains == 1) {
             specialist_progressf(ctx, "info", "%s/%s already contains %s: the merge happened",
                                  job.remote, job.target, result.merge_commit);
@@ -568,7 +570,7 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
     s_report(&job, &result);
     s_history(&job, &result, outcome);
     log_info("task %s attempt %lld: %s (%s)%s%s", task->id, (long long)task->attempt,
-             s_outcome_name(outcome), merge_strategy_name(result.strategy),
+             s_outcome_name(ctx, outcome), merge_strategy_name(result.strategy),
              result.reason ? ": " : "", result.reason ? result.reason : "");
     merge_result_clear(&result);
     free(job.agent_said);

@@ -192,8 +192,7 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
     }
     if (!json)
         printf("Approving review %s%s: merging '%s' into '%s' of %s\n", review_id,
-               force ? " (forced)" : "", branch, target,
-               pan_json_str(payload, "workspace", "?"));
+               force ? " (forced)" : "", branch, target, pan_json_str(payload, "workspace", "?"));
     char *submit_argv[24];
     int n = 0;
     const char *args[][2] = {

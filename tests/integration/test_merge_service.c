@@ -234,10 +234,14 @@ static pid_t s_start_merge(const char *id)
     char bind[600];
     snprintf(bind, sizeof bind, "ipc://%s/%s.sock", s_h->env->dir, id);
     char *argv[] = {(char *)testenv_bin("cloister-merge"),
-                    "--heartbeat-ms", HARNESS_HB,
-                    "--worker-id", (char *)id,
-                    "--bind", bind,
-                    "--grace-ms", "2000",
+                    "--heartbeat-ms",
+                    HARNESS_HB,
+                    "--worker-id",
+                    (char *)id,
+                    "--bind",
+                    bind,
+                    "--grace-ms",
+                    "2000",
                     NULL};
     pid_t pid = testenv_spawn(s_h->env, id, argv);
     CHECK(harness_wait_joined(s_h, id));
@@ -257,8 +261,8 @@ static void s_submit(const char *id, const char *branch, const char *group, int 
         wire_put_str(w, "group", group);
     if (timeout_s > 0)
         wire_put_int(w, "timeout_s", timeout_s);
-    json_t *payload = json_pack("{s:s, s:s, s:s}", "workspace", s_user, "branch", branch,
-                                "target", "main");
+    json_t *payload =
+        json_pack("{s:s, s:s, s:s}", "workspace", s_user, "branch", branch, "target", "main");
     if (issue != NULL)
         json_object_set_new(payload, "issueId", json_string(issue));
     msgjson_put(w, "payload", payload);
@@ -338,6 +342,15 @@ static int s_history_lines(const char *task)
     return n;
 }
 
+/* Writes the fake agent's action script and points FAKE_CLAUDE_ACTIONS at it. */
+static void s_actions(const char *script)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/actions.txt", s_h->env->dir);
+    testenv_write_file(path, script);
+    setenv("FAKE_CLAUDE_ACTIONS", path, 1);
+}
+
 static const char *s_conflict_main = "int a(void)\n{\n    return 10;\n}\n";
 static const char *s_conflict_feature = "int a(void)\n{\n    return 20;\n}\n";
 
@@ -386,8 +399,8 @@ static char *s_fake_log(void)
 static void test_conflict_resolved(void)
 {
     s_setup("merge-svc-resolve", NULL);
-    setenv("FAKE_CLAUDE_ACTIONS", "resolve-all theirs\nsay MERGE_RESULT: SUCCESS\n"
-                                  "say NOTES: kept the feature's value", 1);
+    s_actions("resolve-all theirs\nsay MERGE_RESULT: SUCCESS\n"
+              "say NOTES: kept the feature's value");
     s_push_feature("feature/x", "a.c", s_conflict_feature);
     s_dev_push_main("a.c", s_conflict_main);
     char head[41], before[41], after[41];
@@ -449,7 +462,7 @@ static void test_conflict_unresolved(void)
 {
     s_setup("merge-svc-unresolved", NULL);
     /* The agent claims success but leaves the markers. */
-    setenv("FAKE_CLAUDE_ACTIONS", "say MERGE_RESULT: SUCCESS", 1);
+    s_actions("say MERGE_RESULT: SUCCESS");
     s_push_feature("feature/x", "a.c", s_conflict_feature);
     s_dev_push_main("a.c", s_conflict_main);
     char head[41], before[41], after[41];
@@ -468,7 +481,7 @@ static void test_conflict_unresolved(void)
     CHECK(s_user_clean(head));
 
     /* The agent says it failed: the resolver gives up, nothing pushed. */
-    setenv("FAKE_CLAUDE_ACTIONS", "say MERGE_RESULT: FAILURE\nsay NOTES: incompatible", 1);
+    s_actions("say MERGE_RESULT: FAILURE\nsay NOTES: incompatible");
     pid_t pid = s_h->env->procs[s_h->env->nprocs - 1];
     testenv_signal(pid, SIGTERM);
     CHECK(testenv_wait(s_h->env, pid, 5000) >= 0);
@@ -625,7 +638,7 @@ static bool s_agent_started(void *arg)
 static void test_killed_mid_merge(void)
 {
     s_setup("merge-svc-kill", NULL);
-    setenv("FAKE_CLAUDE_ACTIONS", "resolve-all theirs\nsay MERGE_RESULT: SUCCESS", 1);
+    s_actions("resolve-all theirs\nsay MERGE_RESULT: SUCCESS");
     setenv("FAKE_CLAUDE_DELAY_MS", "500", 1);
     s_push_feature("feature/x", "a.c", s_conflict_feature);
     s_dev_push_main("a.c", s_conflict_main);

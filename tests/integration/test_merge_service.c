@@ -587,6 +587,26 @@ static void test_hostile_branch_names(void)
     s_teardown();
 }
 
+static void test_remote_unreachable(void)
+{
+    s_setup("merge-svc-unreachable", NULL);
+    s_push_feature("feature/x", "d.c", "int d;\n");
+    char gone[700], payload[1200];
+    snprintf(gone, sizeof gone, "%s/moved-away.git", s_h->env->dir);
+    s_git(s_user, "remote", "set-url", "origin", gone, NULL);
+    s_start_merge("merge-1");
+    snprintf(payload, sizeof payload, "{\"workspace\": \"%s\", \"branch\": \"feature/x\"}", s_user);
+    harness_submit(s_h, "unreachable-1", "merge-agent", NULL, 0, 2, payload);
+    /* Transient: retried (a failure counted), then dead after max_attempts. */
+    json_t *dead = harness_wait(s_h, "task.dead", "unreachable-1", 20000);
+    CHECK(dead != NULL);
+    CHECK(harness_count(s_h, "task.retry", "unreachable-1") >= 1);
+    CHECK_INT(harness_count(s_h, "task.failed", "unreachable-1"), 0);
+    CHECK(dead != NULL && strstr(harness_field(dead, "error"), "remote") != NULL);
+    CHECK_INT(s_history_lines("unreachable-1"), 2);
+    s_teardown();
+}
+
 static void test_serialised_by_group(void)
 {
     /* Slow tests make each merge take a while, so unserialised merges would overlap. */
@@ -753,6 +773,7 @@ int main(int argc, char **argv)
         {"tests_fail", test_tests_fail},
         {"agent_hangs", test_agent_hangs},
         {"hostile_branch_names", test_hostile_branch_names},
+        {"remote_unreachable", test_remote_unreachable},
         {"serialised_by_group", test_serialised_by_group},
         {"killed_mid_merge", test_killed_mid_merge},
         {"pan_approve", test_pan_approve},

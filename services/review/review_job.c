@@ -119,7 +119,7 @@ static int s_run_checks(review_run_t *r)
         json_array_append_new(r->checks,
                               json_pack("{s:s, s:s, s:i, s:I}", "command", command, "verdict",
                                         passed ? "PASS" : "FAIL", "exit_code", result->exit_code,
-                                        (json_int_t)result->duration_ms));
+                                        "duration_ms", (json_int_t)result->duration_ms));
         testrun_result_destroy(&result);
     }
     if (n == 0)

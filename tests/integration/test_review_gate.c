@@ -1,0 +1,124 @@
+/* The review mode gate of cloister-review, through the real broker and fake-claude:
+ * yolo + APPROVED opens the gate and chains exactly one merge-agent task; normal with an
+ * error finding blocks it and chains nothing; strict blocks on a warning; disabled
+ * approves without running the agent. */
+#include "review_harness.h"
+
+/* Restarts the service with `mode` and the agent answering `answer`; runs task `id`;
+ * returns its task.done event (or NULL). */
+static json_t *s_review(review_env_t *r, const char *mode, const char *answer, const char *id)
+{
+    char extra[200];
+    snprintf(extra, sizeof extra, "[review]\nmode = \"%s\"\n", mode);
+    review_config(r, extra);
+    setenv("FAKE_CLAUDE_RESULT", answer, 1);
+    char worker[64];
+    snprintf(worker, sizeof worker, "review-%s", id);
+    pid_t svc = review_start(r, worker);
+    review_submit(r, id, 30, ",\"prUrl\":\"https://example.com/pr/7\"");
+    json_t *done = harness_wait(r->h, "task.done", id, 15000);
+    CHECK(done != NULL);
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+    return done;
+}
+
+static void test_yolo_chains_merge_once(review_env_t *r)
+{
+    json_t *done = s_review(r, "yolo",
+                            "Fine.\nREVIEW_RESULT: APPROVED\nFILES_REVIEWED: src/db.c\n"
+                            "FINDINGS:\n- warning: src/db.c:1 name the parameter better\n",
+                            "g1");
+    if (done == NULL)
+        return;
+    const json_t *result = review_result(done);
+    CHECK_STR(harness_field(result, "GATE"), "open");
+    CHECK_STR(harness_field(result, "approval"), "auto");
+    CHECK_STR(harness_field(result, "merge_task"), "merge-g1");
+    CHECK_INT(json_array_size(json_object_get(result, "FINDINGS")), 1);
+    CHECK_INT(harness_int(result, "warnings"), 1);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(result, "FILES_REVIEWED"), 0)),
+              "src/db.c");
+    json_t *queued = harness_wait(r->h, "task.queued", "merge-g1", 5000);
+    CHECK(queued != NULL);
+    if (queued != NULL) {
+        CHECK_STR(harness_field(queued, "specialist"), "merge-agent");
+        CHECK_STR(harness_field(queued, "parent"), "g1");
+        CHECK_STR(harness_field(queued, "issue"), "PAN-7");
+        char group[700];
+        snprintf(group, sizeof group, "merge:%s:main", r->repo);
+        CHECK_STR(harness_field(queued, "group"), group);
+    }
+    harness_pump(r->h, 300);
+    CHECK_INT(harness_count(r->h, "task.queued", "merge-g1"), 1);
+}
+
+static void test_normal_error_blocks(review_env_t *r)
+{
+    json_t *done = s_review(r, "normal",
+                            "REVIEW_RESULT: CHANGES_REQUESTED\nFILES_REVIEWED: src/db.c\n"
+                            "SECURITY_ISSUES: SQL injection in query\n"
+                            "FINDINGS:\n- error: src/db.c:1 SQL injection through name\n"
+                            "- info: src/db.c consider a prepared statement\n",
+                            "g2");
+    if (done == NULL)
+        return;
+    const json_t *result = review_result(done);
+    CHECK_STR(harness_field(result, "GATE"), "blocked");
+    CHECK_STR(harness_field(result, "REVIEW_RESULT"), "CHANGES_REQUESTED");
+    CHECK_STR(harness_field(result, "SECURITY_ISSUES"), "SQL injection in query");
+    const json_t *first = json_array_get(json_object_get(result, "FINDINGS"), 0);
+    CHECK_STR(harness_field(first, "severity"), "error");
+    CHECK_STR(harness_field(first, "file"), "src/db.c");
+    CHECK_INT(harness_int(first, "line"), 1);
+    CHECK_STR(harness_field(first, "message"), "SQL injection through name");
+    CHECK_INT(harness_int(result, "errors"), 1);
+    CHECK_INT(harness_int(result, "infos"), 1);
+    CHECK_STR(harness_field(result, "merge_task"), "");
+    harness_pump(r->h, 300);
+    CHECK_INT(harness_count(r->h, "task.queued", "merge-g2"), 0);
+}
+
+static void test_strict_warning_blocks(review_env_t *r)
+{
+    json_t *done = s_review(r, "strict",
+                            "REVIEW_RESULT: APPROVED\n"
+                            "FINDINGS:\n- warning: src/db.c:1 long line\n",
+                            "g3");
+    if (done == NULL)
+        return;
+    CHECK_STR(harness_field(review_result(done), "GATE"), "blocked");
+    CHECK_STR(harness_field(review_result(done), "approval"), "manual");
+}
+
+static void test_disabled_skips_agent(review_env_t *r)
+{
+    json_t *lines[16];
+    int before = review_log(r, lines, 16);
+    for (int i = 0; i < before; i++)
+        json_decref(lines[i]);
+    json_t *done = s_review(r, "disabled", "unused", "g4");
+    int after = review_log(r, lines, 16);
+    for (int i = 0; i < after; i++)
+        json_decref(lines[i]);
+    CHECK_INT(after, before);
+    if (done == NULL)
+        return;
+    CHECK_STR(harness_field(review_result(done), "REVIEW_RESULT"), "APPROVED");
+    CHECK_STR(harness_field(review_result(done), "GATE"), "open");
+    CHECK_INT(harness_count(r->h, "task.queued", "merge-g4"), 0);
+}
+
+int main(void)
+{
+    review_env_t *r = review_env_new("review-gate");
+    CHECK(r != NULL);
+    if (r != NULL) {
+        test_yolo_chains_merge_once(r);
+        test_normal_error_blocks(r);
+        test_strict_warning_blocks(r);
+        test_disabled_skips_agent(r);
+    }
+    review_env_destroy(&r);
+    return check_exit_code("test_review_gate");
+}

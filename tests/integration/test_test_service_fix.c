@@ -76,7 +76,7 @@ int main(void)
     setenv("HOME", path, 1);
     snprintf(path, sizeof path, "%s/claude", h->env->dir);
     setenv("CLAUDE_CONFIG_DIR", path, 1);
-    tsh_service(h, "t1");
+    pid_t service = tsh_service(h, "t1");
 
     /* The fix works. */
     tsh_submit(h, "fix1", 30, "{\"workspace\": \"%s\", \"fix\": true}", good_dir);
@@ -148,6 +148,11 @@ int main(void)
     CHECK(history != NULL && strstr(history, "\"task\":\"nofix\"") != NULL);
     CHECK(history != NULL && strstr(history, "\"fix_result\":\"SUCCESS\"") != NULL);
     free(history);
+
+    /* A clean shutdown after agent runs (under the sanitizer build: no leaks). */
+    kill(service, SIGTERM);
+    int status = testenv_wait(h->env, service, 5000);
+    CHECK(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     harness_destroy(&h);
     return check_exit_code("test_test_service_fix");
 }

@@ -153,7 +153,8 @@ static void s_tree(tree_walk_t *walk, const char *root, const char *rel, int dep
                           name) < (int)sizeof child_rel &&
                  s_join(child, sizeof child, root, child_rel) == 0;
         struct stat st;
-        if (!walk->cut && ok && lstat(child, &st) == 0) {
+        if (!walk->cut && ok && lstat(child, &st) == 0 &&
+            !(S_ISDIR(st.st_mode) && context_excluded_dir(name))) {
             int dir = S_ISDIR(st.st_mode);
             size_t line = (size_t)depth * 2 + strlen(name) + (dir ? 1 : 0) + 1;
             if (walk->used + line > walk->budget) {
@@ -161,7 +162,7 @@ static void s_tree(tree_walk_t *walk, const char *root, const char *rel, int dep
             } else {
                 fprintf(walk->f, "%*s%s%s\n", depth * 2, "", name, dir ? "/" : "");
                 walk->used += line;
-                if (dir && !context_excluded_dir(name))
+                if (dir)
                     s_tree(walk, root, child_rel, depth + 1);
             }
         }

@@ -223,8 +223,12 @@ int prompt_build(char **out, const config_t *config, const char *prompts_dir,
         return failure_set(FAILURE_TOO_BIG, "template path too long");
     char *template_text = NULL;
     int rc = template_load(path, &template_text);
-    if (rc != 0)
-        return failure_set(rc, "prompt template %s: %s", path, failure_message());
+    char reason[1024];
+    if (rc != 0) {
+        /* Copied: failure_set() must not read the buffer it writes. */
+        snprintf(reason, sizeof reason, "%s", failure_message());
+        return failure_set(rc, "prompt template %s: %s", path, reason);
+    }
     template_vars_t *own = NULL;
     if (vars == NULL && (vars = own = template_vars_new()) == NULL) {
         free(template_text);
@@ -237,11 +241,12 @@ int prompt_build(char **out, const config_t *config, const char *prompts_dir,
         int header_lines = 0;
         for (const char *p = template_text; p < body; p++)
             header_lines += *p == '\n';
+        snprintf(reason, sizeof reason, "%s", failure_message());
         if (rc != 0 && header_lines > 0)
             rc = failure_set(rc, "%s: %s (counted after the %d-line header comment)", path,
-                             failure_message(), header_lines);
+                             reason, header_lines);
         else if (rc != 0)
-            rc = failure_set(rc, "%s: %s", path, failure_message());
+            rc = failure_set(rc, "%s: %s", path, reason);
     }
     template_vars_destroy(&own);
     free(template_text);

@@ -243,7 +243,7 @@ static int s_build_prompt(review_run_t *r)
                                             review_mode_name(r->service->mode))) != 0 ||
                     (r->diff->nfiles > 0 &&
                      (rc = template_vars_set(vars, "files_changed", joined)) != 0)))
-        rc = failure_set(rc, "prompt variables: %s", failure_message());
+        rc = failure_set(rc, "cannot set the prompt variables");
     if (rc == 0) {
         specialist_result_json(r->ctx, "files_changed", files);
         rc = prompt_build(&r->prompt, r->service->config, r->service->prompts_dir,

@@ -3,6 +3,7 @@
  * loads the configuration and hands the rest to one command module. */
 #include "pan.h"
 
+#include "cmd_prompt.h"
 #include "failure.h"
 
 #include <czmq.h>
@@ -27,6 +28,7 @@ static const char *const s_usage =
     "  status [--json]\n"
     "  tests detect [DIR] [--json]\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
+    "  prompt <specialist> <task-id> [--prompts-dir DIR]\n"
     "\n"
     "Endpoints come from the flags, else CLOISTER_CONTROL / CLOISTER_EVENTS / CLOISTER_IN,\n"
     "else [broker] in $PANOPTICON_HOME/cloister.toml, else tcp://127.0.0.1:5562/5561/5560.\n"
@@ -125,6 +127,8 @@ int main(int argc, char **argv)
         code = cmd_tests(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "approve") == 0)
         code = cmd_approve(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "prompt") == 0)
+        code = cmd_prompt(&pan, argc - 1, argv + 1);
     else {
         fprintf(stderr, "pan: unknown command '%s'\n\n%s", command, s_usage);
         code = PAN_EXIT_USAGE;

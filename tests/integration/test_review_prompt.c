@@ -81,6 +81,34 @@ int main(void)
         CHECK_INT(json_array_size(json_object_get(result, "checks")), 2);
     }
     CHECK(review_stop(r, svc) == 0);
+
+    /* pan prompt prints what a task would get, without running anything. */
+    char out[65536];
+    char *review_argv[] = {(char *)testenv_bin("pan"), "prompt", "review-agent", "rp", NULL};
+    CHECK_INT(testenv_run(r->h->env, review_argv, out, sizeof out, 10000), 0);
+    CHECK(strstr(out, "- [ ] query takes a name\n") != NULL);
+    CHECK(strstr(out, "(computed when the review runs)") != NULL);
+    CHECK(strstr(out, "`echo lint-says-hello`") != NULL);
+    CHECK(strstr(out, "Always mention the llama.") != NULL);
+    char payload[1024];
+    snprintf(payload, sizeof payload, "{\"workspace\":\"%s\",\"branch\":\"feature\"}", r->repo);
+    harness_submit(r->h, "m1", "merge-agent", "normal", 60, 1, payload);
+    CHECK(harness_wait(r->h, "task.queued", "m1", 5000) != NULL);
+    char *merge_argv[] = {(char *)testenv_bin("pan"), "prompt", "merge-agent", "m1", NULL};
+    CHECK_INT(testenv_run(r->h->env, merge_argv, out, sizeof out, 10000), 0);
+    CHECK(strstr(out, "- Source branch: feature\n- Target branch: main\n") != NULL);
+    CHECK(strstr(out, "(computed when the merge runs)") != NULL);
+    CHECK(strstr(out, "MERGE_RESULT:") != NULL);
+    /* A template with an unknown placeholder fails loudly. */
+    char bad_dir[600], bad[700];
+    snprintf(bad_dir, sizeof bad_dir, "%s/badprompts", r->h->env->dir);
+    snprintf(bad, sizeof bad, "%s/merge-agent.md", bad_dir);
+    CHECK(testenv_write_file(bad, "{{no_such_thing}}\n") == 0);
+    char *bad_argv[] = {(char *)testenv_bin("pan"), "prompt", "merge-agent", "m1",
+                        "--prompts-dir", bad_dir, NULL};
+    CHECK_INT(testenv_run(r->h->env, bad_argv, out, sizeof out, 10000), 1);
+    char *missing_argv[] = {(char *)testenv_bin("pan"), "prompt", "merge-agent", "nope", NULL};
+    CHECK_INT(testenv_run(r->h->env, missing_argv, out, sizeof out, 10000), 1);
     review_env_destroy(&r);
     return check_exit_code("test_review_prompt");
 }

@@ -317,8 +317,8 @@ int64_t client_events_last_seq(const client_events_t *self)
 
 /* Hands one event to fn unless its seq was delivered already. Returns 1 when fn asked to
  * stop, else 0. */
-static int s_deliver(client_events_t *self, const wire_msg_t *event, const void *raw,
-                     size_t len, client_event_fn fn, void *arg)
+static int s_deliver(client_events_t *self, const wire_msg_t *event, const void *raw, size_t len,
+                     client_event_fn fn, void *arg)
 {
     int64_t seq = wire_msg_int(event, "seq", -1);
     if (seq <= self->last_seq)
@@ -330,8 +330,8 @@ static int s_deliver(client_events_t *self, const wire_msg_t *event, const void 
 /* Asks control for one page of events after self->last_seq and delivers them. Sets
  * *count to the number of events in the page. Returns 1 when fn asked to stop, 0, or a
  * negative FAILURE_* code. */
-static int s_replay_page(client_events_t *self, client_t *control, client_event_fn fn,
-                         void *arg, size_t *count)
+static int s_replay_page(client_events_t *self, client_t *control, client_event_fn fn, void *arg,
+                         size_t *count)
 {
     *count = 0;
     wire_writer_t *writer = wire_writer_new();
@@ -373,8 +373,7 @@ static int s_replay_page(client_events_t *self, client_t *control, client_event_
 }
 
 /* Replays every stored event after self->last_seq. Returns 1 (stop), 0, or an error. */
-static int s_replay_all(client_events_t *self, client_t *control, client_event_fn fn,
-                        void *arg)
+static int s_replay_all(client_events_t *self, client_t *control, client_event_fn fn, void *arg)
 {
     for (;;) {
         size_t count = 0;
@@ -398,9 +397,24 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
         return 0;
     if (self->sub == NULL)
         return failure_set(FAILURE_INVALID, "following events needs an events endpoint");
+    /* Until the first live event proves the subscription reached the broker, a few
+     * catch-up replays close the window in which an event could have been published
+     * before the broker knew about us (and no later event would reveal the gap). */
+    static const int64_t catchup_after_ms[] = {50, 250, 1000, 3000};
+    size_t catchups = replayed ? 0 : sizeof catchup_after_ms / sizeof catchup_after_ms[0];
+    int64_t started = clock_now_ms();
     bool live = false;
     for (;;) {
-        int ready = s_wait_readable(self->sub, -1, stop);
+        bool catching_up = !live && catchups < sizeof catchup_after_ms / sizeof catchup_after_ms[0];
+        int64_t deadline = catching_up ? started + catchup_after_ms[catchups] : -1;
+        int ready = s_wait_readable(self->sub, deadline, stop);
+        if (ready == 0 && (stop == NULL || !*stop) && catching_up) {
+            catchups++;
+            int rc = s_replay_all(self, control, fn, arg);
+            if (rc != 0)
+                return rc > 0 ? 0 : rc;
+            continue;
+        }
         if (ready == 0)
             return 0;
         if (ready < 0)

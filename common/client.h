@@ -8,9 +8,10 @@
  *   and client_task_encode() to push the same submit fire-and-forget to `in`.
  * - client_events_t: an events subscriber that replays what is stored, then follows the
  *   PUB stream. It subscribes BEFORE replaying and drops every event whose seq it has
- *   already delivered, so nothing is missed or doubled; when the first live event arrives
- *   it replays once more from the last delivered seq, which closes the window between the
- *   end of the replay and the moment the subscription reached the broker.
+ *   already delivered, so nothing is missed or doubled. A subscription reaches the broker
+ *   asynchronously, so until the first live event arrives the subscriber replays again
+ *   from the last delivered seq (at 50 ms, 250 ms, 1 s and 3 s, and when that first event
+ *   arrives): an event published in between is still delivered, in order.
  *
  * Not thread-safe: use one client_t / client_events_t per thread. */
 #ifndef CLOISTER_CLIENT_H
@@ -63,17 +64,17 @@ void client_new_id(char *buf, size_t size);
 /* A task to submit. Every pointer is borrowed; NULL / 0 leaves the field out so the
  * broker's default applies. */
 typedef struct {
-    const char *id;          /* the idempotency key; NULL: client_submit() makes a uuid */
-    const char *specialist;  /* required */
-    const char *priority;    /* urgent | high | normal | low */
+    const char *id;         /* the idempotency key; NULL: client_submit() makes a uuid */
+    const char *specialist; /* required */
+    const char *priority;   /* urgent | high | normal | low */
     const char *source;
     const char *title;
     const char *issue;
     const char *group;
     int max_attempts;
     int timeout_s;
-    int64_t not_before;      /* ms since the epoch */
-    const void *payload;     /* an encoded msgpack map (e.g. from a writer's start_map) */
+    int64_t not_before;  /* ms since the epoch */
+    const void *payload; /* an encoded msgpack map (e.g. from a writer's start_map) */
     size_t payload_len;
 } client_task_t;
 

@@ -22,7 +22,7 @@ static void s_on_signal(int signal_number)
 
 typedef struct {
     bool json;
-    int64_t limit;   /* 0: no limit */
+    int64_t limit; /* 0: no limit */
     int64_t printed;
 } events_out_t;
 
@@ -55,8 +55,8 @@ static void s_print_line(const wire_msg_t *event)
     printf("#%lld %s %s %s %s", (long long)wire_msg_int(event, "seq", 0), clock_text,
            wire_msg_str(event, "event", "?"), wire_msg_str(event, "specialist", "-"),
            wire_msg_str(event, "task", "-"));
-    static const char *const strings[] = {"priority", "state", "worker", "kind", "issue", "group",
-                                          "parent"};
+    static const char *const strings[] = {"priority", "state", "worker", "kind",
+                                          "issue",    "group", "parent"};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
         if (wire_msg_has(event, strings[i]))
             printf(" %s=%s", strings[i], wire_msg_str(event, strings[i], ""));
@@ -131,8 +131,8 @@ int cmd_events(const pan_t *pan, int argc, char **argv)
     sigaction(SIGTERM, &action, NULL);
 
     client_t *control = client_new(pan->control_ep, pan->timeout_ms);
-    client_events_t *events = control ? client_events_new(follow ? pan->events_ep : NULL, topic)
-                                      : NULL;
+    client_events_t *events =
+        control ? client_events_new(follow ? pan->events_ep : NULL, topic) : NULL;
     int code = PAN_EXIT_OK;
     if (events == NULL) {
         code = pan_fail(PAN_EXIT_ERROR, "%s", failure_message());

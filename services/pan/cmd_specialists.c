@@ -191,8 +191,7 @@ static void s_iso_time(char *buf, size_t size, int64_t wall_ms)
 {
     time_t seconds = (time_t)(wall_ms / 1000);
     struct tm tm;
-    if (gmtime_r(&seconds, &tm) == NULL ||
-        strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    if (gmtime_r(&seconds, &tm) == NULL || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
         snprintf(buf, size, "%lld", (long long)wall_ms);
 }
 
@@ -201,22 +200,22 @@ static void s_iso_time(char *buf, size_t size, int64_t wall_ms)
 static json_t *s_status_json(const pan_t *pan, const known_t *known, const char *name)
 {
     json_t *entry = s_broker_entry(known, name);
-    int64_t running = pan_json_int(entry, "running", 0), workers = pan_json_int(entry, "workers", 0);
+    int64_t running = pan_json_int(entry, "running", 0),
+            workers = pan_json_int(entry, "workers", 0);
     const char *state = running > 0 ? "running" : workers > 0 ? "idle" : "offline";
     char display[128];
     s_display_name(name, display, sizeof display);
-    json_t *status = json_pack("{s:s, s:s, s:s, s:b, s:b, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-                               "name", name, "displayName", display, "description",
-                               s_description(name), "enabled",
-                               config_specialist_enabled(pan->config, name), "autoWake",
-                               config_specialist_auto_wake(pan->config, name), "state", state,
-                               "isRunning", running > 0, "queued",
-                               (json_int_t)pan_json_int(entry, "queued", 0), "running",
-                               (json_int_t)running, "workers", (json_int_t)workers, "idleWorkers",
-                               (json_int_t)pan_json_int(entry, "idle_workers", 0), "done",
-                               (json_int_t)pan_json_int(entry, "done", 0), "failed",
-                               (json_int_t)pan_json_int(entry, "failed", 0), "dead",
-                               (json_int_t)pan_json_int(entry, "dead", 0));
+    json_t *status =
+        json_pack("{s:s, s:s, s:s, s:b, s:b, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name",
+                  name, "displayName", display, "description", s_description(name), "enabled",
+                  config_specialist_enabled(pan->config, name), "autoWake",
+                  config_specialist_auto_wake(pan->config, name), "state", state, "isRunning",
+                  running > 0, "queued", (json_int_t)pan_json_int(entry, "queued", 0), "running",
+                  (json_int_t)running, "workers", (json_int_t)workers, "idleWorkers",
+                  (json_int_t)pan_json_int(entry, "idle_workers", 0), "done",
+                  (json_int_t)pan_json_int(entry, "done", 0), "failed",
+                  (json_int_t)pan_json_int(entry, "failed", 0), "dead",
+                  (json_int_t)pan_json_int(entry, "dead", 0));
     session_state_t session;
     if (status != NULL && session_load(name, &session) == 0) {
         json_object_set_new(status, "sessionId", json_string(session.session_id));
@@ -250,7 +249,8 @@ static void s_print_status(const json_t *status, bool color)
     printf("  %s\n", pan_json_str(status, "description", ""));
     printf("  Status: %s\n", state);
     printf("  Queue: %lld queued, %lld running, %lld done, %lld failed, %lld dead\n",
-           (long long)pan_json_int(status, "queued", 0), (long long)pan_json_int(status, "running", 0),
+           (long long)pan_json_int(status, "queued", 0),
+           (long long)pan_json_int(status, "running", 0),
            (long long)pan_json_int(status, "done", 0), (long long)pan_json_int(status, "failed", 0),
            (long long)pan_json_int(status, "dead", 0));
     printf("  Workers: %lld (%lld idle)\n", (long long)pan_json_int(status, "workers", 0),
@@ -317,17 +317,12 @@ static json_t *s_queue_item(const json_t *task, int64_t now)
     int64_t created = pan_json_int(task, "created", now);
     char age[32];
     pan_format_age(age, sizeof age, now - created);
-    json_t *item = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:I, s:I}",
-                             "id", pan_json_str(task, "id", ""),
-                             "type", "task",
-                             "priority", pan_json_str(task, "priority", "normal"),
-                             "source", pan_json_str(task, "source", NULL),
-                             "issue", pan_json_str(task, "issue", NULL),
-                             "title", pan_json_str(task, "title", NULL),
-                             "createdAt", (json_int_t)created,
-                             "age", age,
-                             "ageMs", (json_int_t)(now - created),
-                             "attempt", (json_int_t)pan_json_int(task, "attempt", 0));
+    json_t *item = json_pack(
+        "{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:I, s:I}", "id", pan_json_str(task, "id", ""),
+        "type", "task", "priority", pan_json_str(task, "priority", "normal"), "source",
+        pan_json_str(task, "source", NULL), "issue", pan_json_str(task, "issue", NULL), "title",
+        pan_json_str(task, "title", NULL), "createdAt", (json_int_t)created, "age", age, "ageMs",
+        (json_int_t)(now - created), "attempt", (json_int_t)pan_json_int(task, "attempt", 0));
     json_t *payload = json_object_get(task, "payload");
     if (item != NULL)
         json_object_set_new(item, "payload",
@@ -340,7 +335,8 @@ static void s_print_item(size_t index, const json_t *item)
     char upper[16] = "";
     const char *priority = pan_json_str(item, "priority", "normal");
     for (size_t i = 0; priority[i] && i + 1 < sizeof upper; i++)
-        upper[i] = (char)(priority[i] >= 'a' && priority[i] <= 'z' ? priority[i] - 32 : priority[i]);
+        upper[i] =
+            (char)(priority[i] >= 'a' && priority[i] <= 'z' ? priority[i] - 32 : priority[i]);
     printf("%zu. %s\n", index, upper);
     printf("   ID: %s\n", pan_json_str(item, "id", ""));
     const json_t *payload = json_object_get(item, "payload");

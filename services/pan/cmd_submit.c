@@ -52,13 +52,20 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
         const char *name;
         const char **value;
     } options[] = {
-        {"--priority", &args->priority},     {"--issue", &args->issue},
-        {"--pr-url", &args->pr_url},         {"--workspace", &args->workspace},
-        {"--branch", &args->branch},         {"--target", &args->target},
-        {"--title", &args->title},           {"--id", &args->id},
-        {"--group", &args->group},           {"--source", &args->source},
-        {"--max-attempts", &args->max_attempts}, {"--timeout", &args->timeout},
-        {"--description", &args->description}, {"--payload", &args->payload},
+        {"--priority", &args->priority},
+        {"--issue", &args->issue},
+        {"--pr-url", &args->pr_url},
+        {"--workspace", &args->workspace},
+        {"--branch", &args->branch},
+        {"--target", &args->target},
+        {"--title", &args->title},
+        {"--id", &args->id},
+        {"--group", &args->group},
+        {"--source", &args->source},
+        {"--max-attempts", &args->max_attempts},
+        {"--timeout", &args->timeout},
+        {"--description", &args->description},
+        {"--payload", &args->payload},
     };
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
@@ -82,8 +89,10 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
     if (args->specialist == NULL)
         return pan_usage(s_usage, "which specialist? (review-agent, test-agent, merge-agent, ...)");
     if (!s_specialist_valid(args->specialist))
-        return pan_usage(s_usage, "invalid specialist name '%s' (lowercase letters, digits, '.', "
-                                  "'_', '-'; at most 64)", args->specialist);
+        return pan_usage(s_usage,
+                         "invalid specialist name '%s' (lowercase letters, digits, '.', "
+                         "'_', '-'; at most 64)",
+                         args->specialist);
     if (args->priority != NULL && !pan_priority_valid(args->priority))
         return pan_usage(s_usage, "invalid priority '%s' (urgent, high, normal, low)",
                          args->priority);
@@ -155,8 +164,8 @@ static json_t *s_payload(const submit_args_t *args, const char *workspace)
         const char *key;
         const char *value;
     } fields[] = {
-        {"prUrl", args->pr_url},   {"issueId", args->issue},   {"workspace", workspace},
-        {"branch", args->branch},  {"target", args->target},   {"description", args->description},
+        {"prUrl", args->pr_url},  {"issueId", args->issue}, {"workspace", workspace},
+        {"branch", args->branch}, {"target", args->target}, {"description", args->description},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i].value != NULL)

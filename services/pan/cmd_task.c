@@ -59,14 +59,13 @@ static void s_print_task(const json_t *task)
     printf("  %-12s %s\n", "Specialist:", pan_json_str(task, "specialist", "?"));
     printf("  %-12s %s\n", "State:", pan_json_str(task, "state", "?"));
     printf("  %-12s %s\n", "Priority:", pan_json_str(task, "priority", "normal"));
-    printf("  %-12s %lld of %lld (failures %lld)\n", "Attempt:",
-           (long long)pan_json_int(task, "attempt", 0),
+    printf("  %-12s %lld of %lld (failures %lld)\n",
+           "Attempt:", (long long)pan_json_int(task, "attempt", 0),
            (long long)pan_json_int(task, "max_attempts", 0),
            (long long)pan_json_int(task, "failures", 0));
     static const char *const text_fields[][2] = {
-        {"Title:", "title"},   {"Issue:", "issue"},   {"Source:", "source"},
-        {"Group:", "group"},   {"Worker:", "worker"}, {"Parent:", "parent"},
-        {"Error:", "error"},
+        {"Title:", "title"},   {"Issue:", "issue"},   {"Source:", "source"}, {"Group:", "group"},
+        {"Worker:", "worker"}, {"Parent:", "parent"}, {"Error:", "error"},
     };
     for (size_t i = 0; i < sizeof text_fields / sizeof text_fields[0]; i++) {
         const char *value = pan_json_str(task, text_fields[i][1], NULL);
@@ -113,8 +112,8 @@ int cmd_task(const pan_t *pan, int argc, char **argv)
 }
 
 /* cancel / retry: one request, one confirmation line. */
-static int s_change(const pan_t *pan, int argc, char **argv, const char *usage,
-                    const char *request, const char *verb)
+static int s_change(const pan_t *pan, int argc, char **argv, const char *usage, const char *request,
+                    const char *verb)
 {
     const char *id = NULL;
     int code = s_parse_id(argc, argv, usage, &id, NULL);
@@ -180,7 +179,8 @@ static void s_print_stats(const pan_t *pan, const json_t *stats)
         json_t *count;
         json_object_foreach(rejected, name, count)
         {
-            printf(" %s=%lld", name, json_is_integer(count) ? (long long)json_integer_value(count) : 0LL);
+            printf(" %s=%lld", name,
+                   json_is_integer(count) ? (long long)json_integer_value(count) : 0LL);
         }
         printf("\n");
     }

@@ -23,8 +23,8 @@ typedef struct {
     const char *control_ep; /* flag > env CLOISTER_* > config [broker] > default */
     const char *events_ep;
     const char *in_ep;
-    int timeout_ms;         /* deadline of each control request */
-    config_t *config;       /* loaded once by main; owned by main */
+    int timeout_ms;   /* deadline of each control request */
+    config_t *config; /* loaded once by main; owned by main */
 } pan_t;
 
 /* Sends `request` to the broker's control socket. On success returns PAN_EXIT_OK and

@@ -29,8 +29,8 @@ static void test_no_broker(testenv_t *env)
 
 static void test_submit_and_show(testenv_t *env)
 {
-    CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--title", "Review PR 7",
-                          "--issue", "PAN-7", "--pr-url", "https://example/pr/7", NULL),
+    CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--title", "Review PR 7", "--issue",
+                          "PAN-7", "--pr-url", "https://example/pr/7", NULL),
               0);
     harness_chomp(s_out);
     CHECK_INT(strlen(s_out), 36); /* a uuid */
@@ -53,12 +53,12 @@ static void test_submit_and_show(testenv_t *env)
 
 static void test_duplicate_id(testenv_t *env)
 {
-    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--id", "dup-1", "--title", "first",
-                          NULL),
-              0);
+    CHECK_INT(
+        harness_pan(env, s_out, "submit", "test-agent", "--id", "dup-1", "--title", "first", NULL),
+        0);
     CHECK_STR(s_out, "dup-1\n");
-    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--id", "dup-1", "--title",
-                          "second", "--json", NULL),
+    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--id", "dup-1", "--title", "second",
+                          "--json", NULL),
               0);
     json_t *task = harness_json(s_out);
     CHECK_STR(json_string_value(json_object_get(task, "id")), "dup-1");
@@ -87,8 +87,10 @@ static void test_queue_order(testenv_t *env)
 {
     CHECK_INT(harness_pan(env, s_out, "specialists", "queue", "merge-agent", NULL), 0);
     CHECK(strstr(s_out, "Queue is empty - no pending work") != NULL);
-    const char *order[][2] = {{"q-low", "low"},       {"q-normal-1", "normal"},
-                              {"q-urgent", "urgent"}, {"q-normal-2", "normal"},
+    const char *order[][2] = {{"q-low", "low"},
+                              {"q-normal-1", "normal"},
+                              {"q-urgent", "urgent"},
+                              {"q-normal-2", "normal"},
                               {"q-high", "high"}};
     for (size_t i = 0; i < 5; i++)
         CHECK_INT(harness_pan(env, s_out, "submit", "merge-agent", "--id", order[i][0],

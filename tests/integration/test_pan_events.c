@@ -10,6 +10,7 @@
 #include <czmq.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static char s_out[PAN_OUT_SIZE];
 
@@ -177,6 +178,16 @@ static void test_follow(testenv_t *env)
 
 /* ---- common/client: a late subscriber ---- */
 
+/* Set by SIGALRM: a test that waits for an event that never comes fails instead of
+ * hanging. */
+static volatile sig_atomic_t s_give_up;
+
+static void s_on_alarm(int signal_number)
+{
+    (void)signal_number;
+    s_give_up = 1;
+}
+
 typedef struct {
     testenv_t *env;
     client_t *submitter;
@@ -229,7 +240,11 @@ static void test_late_subscriber(testenv_t *env)
     client_events_t *events = client_events_new(env->events_ep, "task.queued/");
     CHECK(events != NULL);
     collected_t got = {.env = env, .submitter = client_new(env->control_ep, 3000)};
-    int rc = client_events_run(events, control, since, true, NULL, s_collect, &got);
+    signal(SIGALRM, s_on_alarm);
+    alarm(10);
+    int rc = client_events_run(events, control, since, true, &s_give_up, s_collect, &got);
+    alarm(0);
+    CHECK(!s_give_up);
     CHECK_INT(rc, 0);
     CHECK_INT(got.count, 4);
     const char *expected[] = {"late-a", "late-b", "late-c", "late-d"};

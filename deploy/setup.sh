@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs what Cloister needs to build (Debian packages only) when something is missing,
+# then configures and builds into $BUILD_DIR (default ./build). Safe to run again.
+#   usage: deploy/setup.sh [extra cmake arguments...]
+set -eu
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+
+packages="build-essential cmake pkg-config git libzmq3-dev libczmq-dev libmsgpack-dev \
+libgit2-dev libsqlite3-dev libjansson-dev uuid-dev"
+missing=""
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "setup: installing$missing"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+cmake -S . -B "$BUILD_DIR" -DCLOISTER_WERROR=ON "$@" >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)"

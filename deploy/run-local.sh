@@ -1,0 +1,371 @@
+#!/usr/bin/env bash
+# run-local.sh: runs the whole of Cloister on this machine and supervises it.
+#
+#   deploy/run-local.sh [--workers N] [--detach] [--no-setup]   start (foreground by default)
+#   deploy/run-local.sh stop                                     stop a running instance
+#   deploy/run-local.sh status                                   what is running
+#
+# Start runs deploy/setup.sh (installs the Debian packages if missing and builds into
+# ./build), then starts cloister-broker, waits until `pan status` answers, and starts N
+# (default 1) each of cloister-review, cloister-test and cloister-merge. It stays in the
+# foreground supervising them: a child that exits is restarted after a short backoff
+# (1 s, doubling up to 30 s while it keeps dying young). Ctrl-C / SIGTERM stops the
+# specialists, then the broker (SIGTERM, wait, then SIGKILL) and exits 0. --detach starts
+# the supervisor in the background and returns once everything is started.
+#
+# State: $PANOPTICON_HOME (default ~/.panopticon): logs/<name>.log, run/<name>.pid,
+# run/supervisor.pid. Endpoints: the services read [broker] in/events/control from
+# $PANOPTICON_HOME/cloister.toml, overridden by CLOISTER_IN / CLOISTER_EVENTS /
+# CLOISTER_CONTROL (default tcp://127.0.0.1:5560/5561/5562); this script only passes the
+# environment on.
+#
+# Environment: CLOISTER_SKIP_SETUP=1 (same as --no-setup), CLOISTER_BIN_DIR (the built
+# programs; default <repo>/$BUILD_DIR/bin, BUILD_DIR default build), CLOISTER_STOP_GRACE
+# (seconds between SIGTERM and SIGKILL, default 10), CLOISTER_START_TIMEOUT (seconds to wait
+# for the broker, default 30).
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SELF="$ROOT/deploy/run-local.sh"
+export PANOPTICON_HOME="${PANOPTICON_HOME:-$HOME/.panopticon}"
+BIN="${CLOISTER_BIN_DIR:-$ROOT/${BUILD_DIR:-build}/bin}"
+RUN_DIR="$PANOPTICON_HOME/run"
+LOG_DIR="$PANOPTICON_HOME/logs"
+STOP_GRACE="${CLOISTER_STOP_GRACE:-10}"
+START_TIMEOUT="${CLOISTER_START_TIMEOUT:-30}"
+
+usage() {
+    cat <<'EOF'
+usage: deploy/run-local.sh [--workers N] [--detach] [--no-setup]
+       deploy/run-local.sh stop
+       deploy/run-local.sh status
+Starts cloister-broker and N (default 1) each of cloister-review, cloister-test and
+cloister-merge under $PANOPTICON_HOME (default ~/.panopticon), restarts any that dies, and
+stops them all on Ctrl-C / SIGTERM. --detach runs the supervisor in the background.
+EOF
+}
+
+say() { printf 'run-local: %s\n' "$*"; }
+die() { printf 'run-local: %s\n' "$*" >&2; exit 1; }
+
+# True if `pid` is alive and its command line contains `what` (guards against pid reuse).
+is_ours() {
+    local pid=$1 what=$2 args
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    args=$(ps -o args= -p "$pid" 2>/dev/null) || return 1
+    case "$args" in *"$what"*) return 0 ;; esac
+    return 1
+}
+
+read_pid() { [ -f "$1" ] && head -n 1 "$1" 2>/dev/null; }
+
+# Sleeps without delaying the signal traps (wait returns as soon as a trapped signal comes).
+nap() {
+    sleep "$1" &
+    local sleeper=$!
+    wait "$sleeper" 2>/dev/null
+    kill "$sleeper" 2>/dev/null
+    wait "$sleeper" 2>/dev/null
+}
+
+broker_answers() { "$BIN/pan" --timeout-ms 1000 status >/dev/null 2>&1; }
+
+print_next_steps() {
+    local pan="$BIN/pan"
+    case "$pan" in "$ROOT"/*) pan=${pan#"$ROOT"/} ;; esac
+    cat <<EOF
+
+Cloister is running (state and config in $PANOPTICON_HOME, logs in $LOG_DIR).
+Next, from $ROOT (with the same PANOPTICON_HOME and CLOISTER_* environment):
+  $pan status
+  $pan specialists list
+  $pan submit test-agent --workspace /path/to/project --title "run the tests"
+  $pan events --follow
+Stop it with: deploy/run-local.sh stop${1:+   (or Ctrl-C here)}
+EOF
+}
+
+# ---- the supervisor -------------------------------------------------------------------
+
+names=()    # instance name, e.g. review-agent or review-agent-2 (logs/<name>.log)
+progs=()    # program in $BIN
+pids=()     # running pid, or "" while waiting to restart
+started=()  # $SECONDS when started
+failures=() # consecutive short-lived runs
+next_at=()  # $SECONDS when a stopped child may be restarted
+stopping=0
+
+add_child() {
+    names+=("$1")
+    progs+=("$2")
+    pids+=("")
+    started+=(0)
+    failures+=(0)
+    next_at+=(0)
+}
+
+start_child() {
+    local i=$1
+    # setsid: a child of its own, so Ctrl-C on the terminal reaches only the supervisor,
+    # which stops the specialists before the broker.
+    setsid "$BIN/${progs[i]}" </dev/null >>"$LOG_DIR/${names[i]}.log" 2>&1 &
+    pids[i]=$!
+    started[i]=$SECONDS
+    printf '%s\n' "${pids[i]}" >"$RUN_DIR/${names[i]}.pid"
+    say "started ${names[i]} (${progs[i]}, pid ${pids[i]}, log $LOG_DIR/${names[i]}.log)"
+}
+
+# Notices children that exited and schedules their restart.
+reap_children() {
+    local i rc ran delay
+    for i in "${!names[@]}"; do
+        [ -n "${pids[i]}" ] || continue
+        kill -0 "${pids[i]}" 2>/dev/null && continue
+        wait "${pids[i]}" 2>/dev/null
+        rc=$?
+        ran=$((SECONDS - started[i]))
+        if [ "$ran" -ge 30 ]; then failures[i]=0; fi
+        failures[i]=$((failures[i] + 1))
+        delay=$((1 << (failures[i] - 1)))
+        if [ "$delay" -gt 30 ]; then delay=30; fi
+        say "${names[i]} (pid ${pids[i]}) exited with status $rc after ${ran}s; restarting in ${delay}s"
+        pids[i]=""
+        rm -f "$RUN_DIR/${names[i]}.pid"
+        next_at[i]=$((SECONDS + delay))
+    done
+}
+
+restart_children() {
+    local i
+    for i in "${!names[@]}"; do
+        if [ -z "${pids[i]}" ] && [ "$SECONDS" -ge "${next_at[i]}" ]; then
+            start_child "$i"
+        fi
+    done
+}
+
+# Stops the children whose indexes are given: SIGTERM, up to $STOP_GRACE s, then SIGKILL.
+stop_children() {
+    local i deadline alive
+    for i in "$@"; do
+        [ -n "${pids[i]}" ] && kill -TERM "${pids[i]}" 2>/dev/null
+    done
+    deadline=$((SECONDS + STOP_GRACE))
+    while :; do
+        alive=0
+        for i in "$@"; do
+            [ -n "${pids[i]}" ] && kill -0 "${pids[i]}" 2>/dev/null && alive=1
+        done
+        [ "$alive" -eq 1 ] && [ "$SECONDS" -lt "$deadline" ] || break
+        nap 0.1
+    done
+    for i in "$@"; do
+        [ -n "${pids[i]}" ] || continue
+        if kill -0 "${pids[i]}" 2>/dev/null; then
+            say "${names[i]} (pid ${pids[i]}) did not stop within ${STOP_GRACE}s: SIGKILL"
+            kill -KILL "${pids[i]}" 2>/dev/null
+        fi
+        wait "${pids[i]}" 2>/dev/null
+        say "stopped ${names[i]}"
+        pids[i]=""
+        rm -f "$RUN_DIR/${names[i]}.pid"
+    done
+}
+
+supervise() {
+    local workers=$1 kind prog n i
+    trap 'stopping=1' TERM INT HUP
+    printf '%s\n' "$$" >"$RUN_DIR/supervisor.pid"
+    rm -f "$RUN_DIR/ready"
+
+    add_child broker cloister-broker
+    start_child 0
+    local deadline=$((SECONDS + START_TIMEOUT))
+    until broker_answers; do
+        if [ "$stopping" -eq 1 ] || ! kill -0 "${pids[0]}" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+            say "the broker did not come up; the end of $LOG_DIR/broker.log:"
+            tail -n 20 "$LOG_DIR/broker.log" 2>/dev/null
+            stop_children 0
+            rm -f "$RUN_DIR/supervisor.pid"
+            exit 1
+        fi
+        nap 0.2
+    done
+    say "broker answers (pan status)"
+
+    for kind in review:cloister-review test:cloister-test merge:cloister-merge; do
+        prog=${kind#*:}
+        for ((n = 1; n <= workers; n++)); do
+            if [ "$workers" -eq 1 ]; then
+                add_child "${kind%%:*}-agent" "$prog"
+            else
+                add_child "${kind%%:*}-agent-$n" "$prog"
+            fi
+            start_child $((${#names[@]} - 1))
+        done
+    done
+    : >"$RUN_DIR/ready"
+    print_next_steps foreground
+
+    while [ "$stopping" -eq 0 ]; do
+        reap_children
+        [ "$stopping" -eq 0 ] && restart_children
+        nap 0.5
+    done
+
+    say "stopping"
+    local specialists=()
+    for ((i = 1; i < ${#names[@]}; i++)); do specialists+=("$i"); done
+    [ "${#specialists[@]}" -gt 0 ] && stop_children "${specialists[@]}"
+    stop_children 0
+    rm -f "$RUN_DIR/ready" "$RUN_DIR/supervisor.pid"
+    say "all stopped"
+    exit 0
+}
+
+# ---- commands -------------------------------------------------------------------------
+
+# Prints the running supervisor's pid, or fails.
+running_supervisor() {
+    local pid
+    pid=$(read_pid "$RUN_DIR/supervisor.pid") || return 1
+    is_ours "$pid" run-local.sh || return 1
+    printf '%s\n' "$pid"
+}
+
+cmd_stop() {
+    local pid file name child waited=0
+    if pid=$(running_supervisor); then
+        say "stopping the supervisor (pid $pid)"
+        kill -TERM "$pid"
+        # The supervisor gives the specialists and then the broker STOP_GRACE each.
+        while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt $((2 * STOP_GRACE * 10 + 50)) ]; do
+            sleep 0.1
+            waited=$((waited + 1))
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            say "the supervisor did not stop: SIGKILL"
+            kill -KILL "$pid" 2>/dev/null
+        fi
+    else
+        say "no supervisor is running"
+    fi
+    # Children left behind by a supervisor that was killed.
+    for file in "$RUN_DIR"/*.pid; do
+        [ -f "$file" ] || continue
+        name=$(basename "$file" .pid)
+        child=$(read_pid "$file")
+        if [ "$name" != supervisor ] && is_ours "$child" cloister-; then
+            say "stopping leftover $name (pid $child)"
+            kill -TERM "$child" 2>/dev/null
+            sleep 1
+            kill -KILL "$child" 2>/dev/null
+        fi
+        rm -f "$file"
+    done
+    rm -f "$RUN_DIR/ready"
+    say "stopped"
+}
+
+cmd_status() {
+    local pid file name child
+    if pid=$(running_supervisor); then
+        say "supervisor running (pid $pid)"
+    else
+        say "no supervisor is running"
+    fi
+    for file in "$RUN_DIR"/*.pid; do
+        [ -f "$file" ] || continue
+        name=$(basename "$file" .pid)
+        [ "$name" = supervisor ] && continue
+        child=$(read_pid "$file")
+        if is_ours "$child" cloister-; then
+            say "$name running (pid $child)"
+        else
+            say "$name not running"
+        fi
+    done
+    [ -n "${pid:-}" ]
+}
+
+cmd_start() {
+    local workers=$1 detach=$2 setup=$3 file child pid waited=0
+    if pid=$(running_supervisor); then
+        die "already running (supervisor pid $pid); stop it with: deploy/run-local.sh stop"
+    fi
+    mkdir -p "$RUN_DIR" "$LOG_DIR" || die "cannot create $RUN_DIR and $LOG_DIR"
+    for file in "$RUN_DIR"/*.pid; do
+        [ -f "$file" ] || continue
+        child=$(read_pid "$file")
+        if [ "$(basename "$file")" != supervisor.pid ] && is_ours "$child" cloister-; then
+            die "$(basename "$file" .pid) (pid $child) still runs from an earlier start; run deploy/run-local.sh stop"
+        fi
+        rm -f "$file"
+    done
+    if [ "$setup" -eq 1 ]; then
+        say "building (deploy/setup.sh)"
+        "$ROOT/deploy/setup.sh" || die "deploy/setup.sh failed"
+    fi
+    for prog in cloister-broker cloister-review cloister-test cloister-merge pan; do
+        [ -x "$BIN/$prog" ] || die "$BIN/$prog is missing (run deploy/setup.sh, or set CLOISTER_BIN_DIR)"
+    done
+    if [ "$detach" -eq 0 ]; then
+        supervise "$workers"
+    fi
+
+    rm -f "$RUN_DIR/ready"
+    CLOISTER_BIN_DIR="$BIN" setsid "$BASH" "$SELF" __supervise "$workers" \
+        </dev/null >>"$LOG_DIR/supervisor.log" 2>&1 &
+    pid=$!
+    while [ ! -f "$RUN_DIR/ready" ]; do
+        if ! kill -0 "$pid" 2>/dev/null || [ "$waited" -ge $((START_TIMEOUT * 10 + 50)) ]; then
+            say "the supervisor did not start; the end of $LOG_DIR/supervisor.log:"
+            tail -n 20 "$LOG_DIR/supervisor.log" 2>/dev/null
+            kill -TERM "$pid" 2>/dev/null
+            exit 1
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    say "started in the background (supervisor pid $pid, log $LOG_DIR/supervisor.log)"
+    for file in "$RUN_DIR"/*.pid; do
+        [ -f "$file" ] || continue
+        name=$(basename "$file" .pid)
+        [ "$name" = supervisor ] || say "  $name: pid $(read_pid "$file"), log $LOG_DIR/$name.log"
+    done
+    print_next_steps
+}
+
+main() {
+    local command=start workers=1 detach=0 setup=1
+    [ "${CLOISTER_SKIP_SETUP:-0}" = 1 ] && setup=0
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        start | stop | status) command=$1 ;;
+        __supervise)
+            [ $# -eq 2 ] || die "internal: __supervise N"
+            mkdir -p "$RUN_DIR" "$LOG_DIR" || exit 1
+            supervise "$2"
+            ;;
+        --workers)
+            [ $# -ge 2 ] || die "--workers needs a number"
+            case "$2" in '' | *[!0-9]*) die "--workers needs a number from 1 to 16, not '$2'" ;; esac
+            [ "$2" -ge 1 ] && [ "$2" -le 16 ] || die "--workers needs a number from 1 to 16, not '$2'"
+            workers=$((10#$2))
+            shift
+            ;;
+        --detach | -d) detach=1 ;;
+        --no-setup) setup=0 ;;
+        -h | --help) usage; exit 0 ;;
+        *) usage >&2; die "unknown argument '$1'" ;;
+        esac
+        shift
+    done
+    case "$command" in
+    stop) cmd_stop ;;
+    status) cmd_status ;;
+    start) cmd_start "$workers" "$detach" "$setup" ;;
+    esac
+}
+
+main "$@"

@@ -416,7 +416,8 @@ int context_relevant_files(char **out, const char *root, const char *text, size_
     }
     for (size_t i = 0; i < list.n; i++)
         s_score(&list.files[i], root, words, nwords);
-    qsort(list.files, list.n, sizeof *list.files, s_by_score);
+    if (list.n > 0)
+        qsort(list.files, list.n, sizeof *list.files, s_by_score);
     size_t shown = 0, used = 0;
     int cut = 0;
     for (size_t i = 0; i < list.n && shown < limit && list.files[i].score > 0; i++) {

@@ -1,0 +1,184 @@
+/* test_deploy_local: deploy/run-local.sh end to end. Starts the whole system detached in a
+ * temporary PANOPTICON_HOME on ipc endpoints (setup skipped, the built programs from
+ * CLOISTER_BIN_DIR), checks every specialist has a worker, runs a test-agent task on a
+ * Makefile project to task.done, kills a service with SIGKILL and sees the supervisor
+ * restart it (a new worker joins), then `run-local.sh stop` and checks nothing is left. */
+#include "check.h"
+#include "pan_harness.h"
+#include "testenv.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEPLOY_MAX_PIDS 16
+
+typedef struct {
+    testenv_t *env;
+    char out[PAN_OUT_SIZE];
+    char worker_tag[64]; /* "-<pid>-", as in the worker id of a process */
+    pid_t killed;        /* the test-agent killed with SIGKILL */
+} deploy_t;
+
+static const char *s_script(void)
+{
+    return CLOISTER_SOURCE_DIR "/deploy/run-local.sh";
+}
+
+/* Runs the launcher with one argument; its stdout goes to `out`. */
+static int s_launcher(deploy_t *t, const char *command)
+{
+    char *argv[] = {"/bin/bash", (char *)s_script(), (char *)command, NULL};
+    return testenv_run(t->env, argv, t->out, sizeof t->out, 60000);
+}
+
+/* The pid in $PANOPTICON_HOME/run/<name>.pid, or 0. */
+static pid_t s_pid_of(const deploy_t *t, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/run/%s.pid", t->env->home, name);
+    char *text = testenv_read_file(path);
+    pid_t pid = text ? (pid_t)atol(text) : 0;
+    free(text);
+    return pid;
+}
+
+/* True while `pid` exists and is not a zombie. */
+static bool s_alive(pid_t pid)
+{
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
+        return false;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    char *stat = testenv_read_file(path);
+    if (stat == NULL)
+        return false;
+    const char *end = strrchr(stat, ')');
+    bool zombie = end != NULL && end[1] == ' ' && end[2] == 'Z';
+    free(stat);
+    return !zombie;
+}
+
+static bool s_all_have_workers(void *arg)
+{
+    deploy_t *t = arg;
+    if (harness_pan(t->env, t->out, "specialists", "list", "--json", NULL) != 0)
+        return false;
+    json_t *list = json_loads(t->out, 0, NULL);
+    int ready = 0;
+    size_t i;
+    json_t *entry;
+    json_array_foreach(list, i, entry)
+    {
+        const char *name = json_string_value(json_object_get(entry, "name"));
+        json_int_t workers = json_integer_value(json_object_get(entry, "workers"));
+        if (name && workers >= 1 &&
+            (strcmp(name, "review-agent") == 0 || strcmp(name, "test-agent") == 0 ||
+             strcmp(name, "merge-agent") == 0))
+            ready++;
+    }
+    json_decref(list);
+    return ready == 3;
+}
+
+static bool s_task_done(void *arg)
+{
+    deploy_t *t = arg;
+    if (harness_pan(t->env, t->out, "events", "--json", "--topic", "task.done/test-agent", NULL) !=
+        0)
+        return false;
+    return strstr(t->out, "\"task\":\"deploy-make-test\"") != NULL;
+}
+
+static bool s_worker_joined(void *arg)
+{
+    deploy_t *t = arg;
+    pid_t pid = s_pid_of(t, "test-agent");
+    if (pid <= 0 || pid == t->killed)
+        return false;
+    snprintf(t->worker_tag, sizeof t->worker_tag, "-%ld-", (long)pid);
+    if (harness_pan(t->env, t->out, "events", "--json", "--topic", "worker.joined/test-agent",
+                    NULL) != 0)
+        return false;
+    return strstr(t->out, t->worker_tag) != NULL;
+}
+
+int main(void)
+{
+    static deploy_t t;
+    t.env = testenv_new("deploy-local");
+    if (t.env == NULL)
+        return 1;
+    setenv("CLOISTER_SKIP_SETUP", "1", 1);
+    setenv("CLOISTER_BIN_DIR", CLOISTER_BIN_DIR, 1);
+    setenv("CLOISTER_STOP_GRACE", "5", 1);
+
+    /* Start detached: returns after printing what to do next. */
+    CHECK_INT(s_launcher(&t, "--detach"), 0);
+    CHECK(strstr(t.out, "pan events --follow") != NULL);
+    CHECK(strstr(t.out, "pan submit") != NULL);
+    pid_t pids[DEPLOY_MAX_PIDS] = {0};
+    int npids = 0;
+    const char *names[] = {"supervisor", "broker", "review-agent", "test-agent", "merge-agent"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        pids[npids] = s_pid_of(&t, names[i]);
+        if (!s_alive(pids[npids]))
+            fprintf(stderr, "%s is not running (pid %ld)\n", names[i], (long)pids[npids]);
+        CHECK(s_alive(pids[npids]));
+        npids++;
+    }
+    /* A second start is refused while the first runs. */
+    CHECK(s_launcher(&t, "--detach") != 0);
+
+    CHECK(testenv_wait_until(s_all_have_workers, &t, 10000));
+
+    /* A test-agent task on a Makefile project. */
+    char project[400], makefile[450];
+    snprintf(project, sizeof project, "%s/project", t.env->dir);
+    snprintf(makefile, sizeof makefile, "%s/Makefile", project);
+    CHECK_INT(testenv_write_file(makefile, "test:\n\t@echo deploy tests ran\n"), 0);
+    CHECK_INT(harness_pan(t.env, t.out, "submit", "test-agent", "--workspace", project, "--id",
+                          "deploy-make-test", "--title", "deploy smoke test", NULL),
+              0);
+    bool done = testenv_wait_until(s_task_done, &t, 10000);
+    CHECK(done);
+    if (done)
+        CHECK(strstr(t.out, "\"TEST_RESULT\":\"PASS\"") != NULL);
+    else
+        fprintf(stderr, "events: %s\n", t.out);
+
+    /* SIGKILL a service: the supervisor starts a new one, which joins the broker. */
+    pid_t killed = s_pid_of(&t, "test-agent");
+    t.killed = killed;
+    CHECK(killed > 0);
+    if (killed > 0)
+        kill(killed, SIGKILL);
+    bool joined = testenv_wait_until(s_worker_joined, &t, 10000);
+    CHECK(joined);
+    pid_t restarted = s_pid_of(&t, "test-agent");
+    CHECK(restarted != killed);
+    CHECK(s_alive(restarted));
+    if (restarted > 0 && restarted != killed && npids < DEPLOY_MAX_PIDS)
+        pids[npids++] = restarted;
+
+    /* Stop: every process gone, no pid file left. */
+    CHECK_INT(s_launcher(&t, "stop"), 0);
+    for (int i = 0; i < npids; i++) {
+        if (s_alive(pids[i]))
+            fprintf(stderr, "pid %ld still runs after stop\n", (long)pids[i]);
+        CHECK(!s_alive(pids[i]));
+    }
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        CHECK_INT(s_pid_of(&t, names[i]), 0);
+
+    /* Whatever failed above, leave nothing running. */
+    for (int i = 0; i < npids; i++) {
+        if (s_alive(pids[i]))
+            kill(pids[i], SIGKILL);
+    }
+    testenv_destroy(&t.env);
+    return check_exit_code("test_deploy_local");
+}

@@ -10,6 +10,8 @@
 #include "template.h"
 #include "testrun.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,6 +287,14 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
         outcome = s_fail(&r, SPECIALIST_FAILED, "payload.workspace is required");
         goto out;
     }
+    /* Absolute, for the agent's --add-dir and the checks' directory. */
+    char workspace[PATH_MAX];
+    if (realpath(r.workspace, workspace) == NULL) {
+        snprintf(error, sizeof error, "workspace %s: %s", r.workspace, strerror(errno));
+        outcome = s_fail(&r, SPECIALIST_FAILED, error);
+        goto out;
+    }
+    r.workspace = workspace;
     size_t budget = (size_t)config_int(service->config, "review", "diff_budget_chars",
                                        REVIEW_DEFAULT_DIFF_BUDGET);
     if (review_diff_compute(&r.diff, r.workspace, r.branch, r.target, budget) != 0) {

@@ -87,6 +87,27 @@ static void test_answer_without_verdict(review_env_t *r)
     review_clear_fake_env();
 }
 
+static void test_bad_workspace(review_env_t *r)
+{
+    pid_t svc = review_start(r, "review-badws");
+    harness_submit(r->h, "nows", "review-agent", "normal", 30, 1, "{\"branch\":\"feature\"}");
+    harness_submit(r->h, "badws", "review-agent", "normal", 30, 1,
+                   "{\"workspace\":\"/nonexistent/repo\",\"branch\":\"feature\"}");
+    char payload[700];
+    snprintf(payload, sizeof payload, "{\"workspace\":\"%s\",\"branch\":\"no-such\"}", r->repo);
+    harness_submit(r->h, "nobranch", "review-agent", "normal", 30, 1, payload);
+    json_t *failed = harness_wait(r->h, "task.failed", "nows", 10000);
+    CHECK(failed != NULL && strcmp(harness_field(failed, "error"),
+                                   "payload.workspace is required") == 0);
+    failed = harness_wait(r->h, "task.failed", "badws", 10000);
+    CHECK(failed != NULL &&
+          strstr(harness_field(failed, "error"), "/nonexistent/repo: No such file") != NULL);
+    failed = harness_wait(r->h, "task.failed", "nobranch", 10000);
+    CHECK(failed != NULL &&
+          strstr(harness_field(failed, "error"), "no branch or revision 'no-such'") != NULL);
+    CHECK(review_stop(r, svc) == 0);
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("runtime-failures");
@@ -96,6 +117,7 @@ int main(void)
         test_crash(r);
         test_is_error_with_exit_0(r);
         test_answer_without_verdict(r);
+        test_bad_workspace(r);
     }
     review_env_destroy(&r);
     return check_exit_code("test_runtime_failures");

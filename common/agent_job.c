@@ -72,9 +72,9 @@ int agent_job_settings_from_config(agent_job_settings_t *out, const config_t *co
     memset(out, 0, sizeof *out);
     if (specialist_check_name(specialist) != 0)
         return FAILURE_INVALID;
-    int rc = workdir != NULL ? s_absolute_dir(out->workdir, sizeof out->workdir, workdir)
-                             : agent_job_workdir(out->workdir, sizeof out->workdir, config,
-                                                 specialist);
+    int rc = workdir != NULL
+                 ? s_absolute_dir(out->workdir, sizeof out->workdir, workdir)
+                 : agent_job_workdir(out->workdir, sizeof out->workdir, config, specialist);
     if (rc != 0)
         return rc;
     size_t nallowed = 0, ndisallowed = 0;
@@ -134,8 +134,8 @@ static void s_on_progress(void *arg, const agent_progress_t *progress)
         break;
     }
     case AGENT_PROGRESS_TOOL:
-        specialist_progressf(ctx, "tool", "%s%s%s", progress->text,
-                             progress->detail[0] ? " " : "", progress->detail);
+        specialist_progressf(ctx, "tool", "%s%s%s", progress->text, progress->detail[0] ? " " : "",
+                             progress->detail);
         break;
     case AGENT_PROGRESS_SESSION:
         specialist_progressf(ctx, "session", "fresh session %s: %s", progress->detail,
@@ -154,9 +154,9 @@ static void s_result_fields(specialist_ctx_t *ctx, const agent_outcome_t *o)
     if (o->fresh)
         specialist_result_str(ctx, "session_fresh_reason", o->fresh_reason);
     specialist_result_float(ctx, "cost_usd", o->cost_usd);
-    specialist_result_int(ctx, "input_tokens", o->input_tokens +
-                                                   o->cache_creation_input_tokens +
-                                                   o->cache_read_input_tokens);
+    specialist_result_int(ctx, "input_tokens",
+                          o->input_tokens + o->cache_creation_input_tokens +
+                              o->cache_read_input_tokens);
     specialist_result_int(ctx, "output_tokens", o->output_tokens);
     specialist_result_int(ctx, "turns", o->num_turns);
     specialist_result_int(ctx, "agent_duration_ms", o->wall_ms);

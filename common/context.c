@@ -23,25 +23,27 @@
 #define CONTEXT_PATH_MAX 4096
 
 const char *const CONTEXT_EXCLUDED_DIRS[] = {
-    ".git",        ".hg",    ".svn",     "node_modules", "dist",       "build",
-    "out",         "target", "coverage", ".next",        ".nuxt",      "__pycache__",
-    ".venv",       "venv",   ".tox",     ".gradle",      ".cache",     ".pytest_cache",
-    ".mypy_cache", "vendor", "bower_components", NULL};
+    ".git",   ".hg",      ".svn",   "node_modules",  "dist",        "build",  "out",
+    "target", "coverage", ".next",  ".nuxt",         "__pycache__", ".venv",  "venv",
+    ".tox",   ".gradle",  ".cache", ".pytest_cache", ".mypy_cache", "vendor", "bower_components",
+    NULL};
 
 /* Words too common in task descriptions to find files by (words under 3 letters are
  * dropped anyway). */
 static const char *const s_stop_words[] = {
-    "the", "and", "for", "are", "but", "not", "you", "all", "any", "can", "has", "have", "had",
-    "its", "our", "out", "was", "were", "will", "with", "this", "that", "these", "those",
-    "from", "into", "onto", "when", "then", "than", "them", "they", "there", "their", "what",
-    "which", "who", "why", "how", "where", "each", "also", "only", "should", "must", "would",
-    "could", "shall", "may", "might", "does", "did", "done", "doing", "make", "makes", "made",
-    "use", "uses", "used", "using", "add", "adds", "added", "new", "get", "gets", "set",
-    "sets", "via", "per", "your", "able", "about", "after", "before", "again", "some", "such",
-    "very", "more", "most", "other", "same", "both", "just", "like", "over", "under", "while",
-    "been", "being", "because", "without", "within", "between", "instead", "task", "issue",
-    "work", "works", "need", "needs", "want", "yes", "one", "two", "now", "given", "ensure",
-    "properly", "correctly", NULL};
+    "the",   "and",    "for",      "are",       "but",    "not",     "you",     "all",    "any",
+    "can",   "has",    "have",     "had",       "its",    "our",     "out",     "was",    "were",
+    "will",  "with",   "this",     "that",      "these",  "those",   "from",    "into",   "onto",
+    "when",  "then",   "than",     "them",      "they",   "there",   "their",   "what",   "which",
+    "who",   "why",    "how",      "where",     "each",   "also",    "only",    "should", "must",
+    "would", "could",  "shall",    "may",       "might",  "does",    "did",     "done",   "doing",
+    "make",  "makes",  "made",     "use",       "uses",   "used",    "using",   "add",    "adds",
+    "added", "new",    "get",      "gets",      "set",    "sets",    "via",     "per",    "your",
+    "able",  "about",  "after",    "before",    "again",  "some",    "such",    "very",   "more",
+    "most",  "other",  "same",     "both",      "just",   "like",    "over",    "under",  "while",
+    "been",  "being",  "because",  "without",   "within", "between", "instead", "task",   "issue",
+    "work",  "works",  "need",     "needs",     "want",   "yes",     "one",     "two",    "now",
+    "given", "ensure", "properly", "correctly", NULL};
 
 int context_excluded_dir(const char *name)
 {
@@ -149,8 +151,8 @@ static void s_tree(tree_walk_t *walk, const char *root, const char *rel, int dep
     for (int i = 0; i < n; i++) {
         const char *name = entries[i]->d_name;
         char child_rel[CONTEXT_PATH_MAX], child[CONTEXT_PATH_MAX];
-        int ok = snprintf(child_rel, sizeof child_rel, "%s%s%s", rel, rel[0] ? "/" : "",
-                          name) < (int)sizeof child_rel &&
+        int ok = snprintf(child_rel, sizeof child_rel, "%s%s%s", rel, rel[0] ? "/" : "", name) <
+                     (int)sizeof child_rel &&
                  s_join(child, sizeof child, root, child_rel) == 0;
         struct stat st;
         if (!walk->cut && ok && lstat(child, &st) == 0 &&

@@ -48,9 +48,9 @@ int context_checklist(char **out, const json_t *acceptance);
 
 /* The directory tree under `root`, sorted, one entry per line, indented two spaces per
  * level, directories with a trailing '/', excluded directories left out entirely and
- * symlinked directories not entered; at most `budget` bytes of entries, then "(tree cut at N characters)". The
- * result is fenced as data. Returns 0, FAILURE_NOT_FOUND (root is not a directory) or
- * FAILURE_MEMORY. */
+ * symlinked directories not entered; at most `budget` bytes of entries, then "(tree cut at N
+ * characters)". The result is fenced as data. Returns 0, FAILURE_NOT_FOUND (root is not a
+ * directory) or FAILURE_MEMORY. */
 int context_tree(char **out, const char *root, size_t budget);
 
 /* The keywords of `text`: lowercase words of letters and digits (split at everything else,

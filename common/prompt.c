@@ -135,15 +135,15 @@ int prompt_fill_vars(template_vars_t *vars, const config_t *config, const char *
             0 ||
         (rc = s_set(vars, "specialist", specialist)) != 0 ||
         (rc = s_set(vars, "priority", s_str(task, "priority"))) != 0 ||
-        (rc = s_set(vars, "description", description[0] ? description : "(no description given)")) !=
-            0 ||
-        (rc = s_set(vars, "task_text", s_str(payload, "task")[0] ? s_str(payload, "task") : "(none)")) !=
-            0 ||
+        (rc = s_set(vars, "description",
+                    description[0] ? description : "(no description given)")) != 0 ||
+        (rc = s_set(vars, "task_text",
+                    s_str(payload, "task")[0] ? s_str(payload, "task") : "(none)")) != 0 ||
         (rc = s_set(vars, "workspace", repo ? repo : "(not given)")) != 0 ||
         (rc = s_set(vars, "branch", s_str(payload, "branch"))) != 0 ||
         (rc = s_set(vars, "target", target[0] ? target : "main")) != 0 ||
-        (rc = s_set(vars, "pr_url", s_str(payload, "prUrl")[0] ? s_str(payload, "prUrl") : "(none)")) !=
-            0)
+        (rc = s_set(vars, "pr_url",
+                    s_str(payload, "prUrl")[0] ? s_str(payload, "prUrl") : "(none)")) != 0)
         return rc;
 
     char *text = NULL;
@@ -243,8 +243,8 @@ int prompt_build(char **out, const config_t *config, const char *prompts_dir,
             header_lines += *p == '\n';
         snprintf(reason, sizeof reason, "%s", failure_message());
         if (rc != 0 && header_lines > 0)
-            rc = failure_set(rc, "%s: %s (counted after the %d-line header comment)", path,
-                             reason, header_lines);
+            rc = failure_set(rc, "%s: %s (counted after the %d-line header comment)", path, reason,
+                             header_lines);
         else if (rc != 0)
             rc = failure_set(rc, "%s: %s", path, reason);
     }

@@ -17,24 +17,21 @@ static const role_t s_roles[] = {
      "You implement a feature. Make the smallest complete change that meets every acceptance "
      "criterion, follow the project's existing patterns, and add tests for the new "
      "behaviour."},
-    {"fix",
-     "You fix a bug. Find the root cause before changing code, fix it there rather than "
-     "hiding the symptom, and add a test that fails without the fix."},
+    {"fix", "You fix a bug. Find the root cause before changing code, fix it there rather than "
+            "hiding the symptom, and add a test that fails without the fix."},
     {"refactor",
      "You refactor. Keep behaviour exactly the same, change structure only, and keep the "
      "existing tests passing without weakening them."},
-    {"test",
-     "You are the test specialist. Run the project's tests, read the failures carefully, "
-     "tell real defects from flaky or environmental failures, and fix only what is simple "
-     "and clearly safe."},
+    {"test", "You are the test specialist. Run the project's tests, read the failures carefully, "
+             "tell real defects from flaky or environmental failures, and fix only what is simple "
+             "and clearly safe."},
     {"document",
      "You write documentation. Be accurate to the code as it is, concise, and consistent "
      "with the project's existing documents."},
-    {"review",
-     "You are the code reviewer. Check correctness, tests, security (OWASP top 10: "
-     "injection, broken access control, secrets in code, unsafe deserialisation, ...), "
-     "performance, consistency with the project's patterns, and whether the change is "
-     "complete against its acceptance criteria. Be specific: name the file and line."},
+    {"review", "You are the code reviewer. Check correctness, tests, security (OWASP top 10: "
+               "injection, broken access control, secrets in code, unsafe deserialisation, ...), "
+               "performance, consistency with the project's patterns, and whether the change is "
+               "complete against its acceptance criteria. Be specific: name the file and line."},
     {"merge",
      "You are the merge specialist. You resolve merge conflicts so that the intent of both "
      "sides survives, keep the project's style, and never change files that have no "
@@ -136,12 +133,10 @@ int roles_resolve(char **text, char *name, const char *specialist, const char *t
     const char *chosen = NULL;
     if (role != NULL && role[0] != '\0') {
         if (!s_valid_name(role))
-            return failure_set(FAILURE_INVALID, "invalid role name '%.64s' (use [a-z0-9_-])",
-                               role);
+            return failure_set(FAILURE_INVALID, "invalid role name '%.64s' (use [a-z0-9_-])", role);
         chosen = role;
     }
-    for (size_t i = 0; chosen == NULL && specialist != NULL && i < COUNT(s_specialist_roles);
-         i++)
+    for (size_t i = 0; chosen == NULL && specialist != NULL && i < COUNT(s_specialist_roles); i++)
         if (strcmp(specialist, s_specialist_roles[i].specialist) == 0)
             chosen = s_specialist_roles[i].role;
     if (chosen == NULL)
@@ -154,8 +149,8 @@ int roles_resolve(char **text, char *name, const char *specialist, const char *t
     const char *builtin = roles_builtin(name);
     if (custom == NULL && builtin == NULL)
         return failure_set(FAILURE_NOT_FOUND,
-                           "unknown role '%s': no built-in role and no .cloister/roles/%s.md",
-                           name, name);
+                           "unknown role '%s': no built-in role and no .cloister/roles/%s.md", name,
+                           name);
     const type_role_t *kind = type != NULL && type[0] != '\0' ? s_type(type) : NULL;
     char source[128];
     if (custom != NULL)

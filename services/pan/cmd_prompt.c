@@ -15,8 +15,7 @@ static const char *const s_usage = "pan prompt <specialist> <task-id> [--prompts
 
 /* The test command the specialist would use for `workspace`, into buf. */
 static void s_test_command(char *buf, size_t size, char *reason, size_t reason_size,
-                           const config_t *config, const char *specialist,
-                           const char *workspace)
+                           const config_t *config, const char *specialist, const char *workspace)
 {
     testdetect_t found;
     const char *configured = config_specialist_test_command(config, specialist);
@@ -55,14 +54,13 @@ static char *s_review_checks(const config_t *config)
 }
 
 /* The specialist-specific placeholders that can be known without running the job. */
-static int s_specialist_vars(template_vars_t *vars, const config_t *config,
-                             const char *specialist, const json_t *payload)
+static int s_specialist_vars(template_vars_t *vars, const config_t *config, const char *specialist,
+                             const json_t *payload)
 {
     const char *workspace = pan_json_str(payload, "workspace", "");
     const char *target = pan_json_str(payload, "target", "");
     char command[4096], reason[512];
-    s_test_command(command, sizeof command, reason, sizeof reason, config, specialist,
-                   workspace);
+    s_test_command(command, sizeof command, reason, sizeof reason, config, specialist, workspace);
     int rc = 0;
     if (strcmp(specialist, "merge-agent") == 0) {
         const char *values[][2] = {
@@ -88,8 +86,7 @@ static int s_specialist_vars(template_vars_t *vars, const config_t *config,
     } else if (strcmp(specialist, "test-agent") == 0) {
         if ((rc = template_vars_set(vars, "test_command", command)) != 0 ||
             (rc = template_vars_set(vars, "test_detection", reason)) != 0 ||
-            (rc = template_vars_set(vars, "test_results",
-                                    "(produced when the tests run)")) != 0 ||
+            (rc = template_vars_set(vars, "test_results", "(produced when the tests run)")) != 0 ||
             (rc = template_vars_set(vars, "fix_policy",
                                     "(decided when the tests run: a fix is attempted only "
                                     "when asked for and the tests fail)")) != 0)
@@ -142,9 +139,9 @@ int cmd_prompt(const pan_t *pan, int argc, char **argv)
         json_object_set_new(task, "context", json_object());
     template_vars_t *vars = template_vars_new();
     char *prompt = NULL;
-    int rc = vars ? s_specialist_vars(vars, pan->config, specialist,
-                                      json_object_get(task, "payload"))
-                  : failure_set(FAILURE_MEMORY, "out of memory");
+    int rc =
+        vars ? s_specialist_vars(vars, pan->config, specialist, json_object_get(task, "payload"))
+             : failure_set(FAILURE_MEMORY, "out of memory");
     if (rc == 0)
         rc = prompt_build(&prompt, pan->config, dir, specialist, task, vars);
     if (rc == 0) {

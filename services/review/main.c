@@ -109,8 +109,7 @@ int main(int argc, char **argv)
         return SPECIALIST_EXIT_SETUP;
     }
     char prompts_dir[4096];
-    if (review_mode_parse(&service.mode, config_string(config, "review", "mode", "normal")) !=
-            0 ||
+    if (review_mode_parse(&service.mode, config_string(config, "review", "mode", "normal")) != 0 ||
         prompt_dir(prompts_dir, sizeof prompts_dir, config, CLOISTER_PROMPTS_DIR) != 0) {
         log_error("%s", failure_message());
         config_destroy(&config);

@@ -15,7 +15,7 @@ typedef struct {
     char **files; /* "M src/a.c" */
     char **paths; /* "src/a.c" (the new path) */
     size_t nfiles;
-    char *patch;  /* the unified patch, at most `budget` bytes */
+    char *patch; /* the unified patch, at most `budget` bytes */
     bool patch_truncated;
     size_t patch_full_len;
     char base[41]; /* the merge base, hex */

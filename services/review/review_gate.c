@@ -60,9 +60,11 @@ json_t *review_finding_parse(const char *text, const char *source, review_counts
     char word[16];
     const char *rest = s_severity(text, word, sizeof word);
     const char *severity = "warning";
-    if (rest != NULL && (strcmp(word, "error") == 0 || strcmp(word, "info") == 0 ||
-                         strcmp(word, "warning") == 0))
-        severity = strcmp(word, "error") == 0 ? "error" : strcmp(word, "info") == 0 ? "info" : "warning";
+    if (rest != NULL &&
+        (strcmp(word, "error") == 0 || strcmp(word, "info") == 0 || strcmp(word, "warning") == 0))
+        severity = strcmp(word, "error") == 0  ? "error"
+                   : strcmp(word, "info") == 0 ? "info"
+                                               : "warning";
     else if (rest != NULL && (strcmp(word, "critical") == 0 || strcmp(word, "high") == 0))
         severity = "error";
     if (rest == NULL)
@@ -77,7 +79,8 @@ json_t *review_finding_parse(const char *text, const char *source, review_counts
         memcpy(file, rest, len);
         file[len] = '\0';
         char *colon = strrchr(file, ':');
-        if (colon != NULL && colon[1] != '\0' && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+        if (colon != NULL && colon[1] != '\0' &&
+            strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
             line = strtol(colon + 1, NULL, 10);
             *colon = '\0';
         }
@@ -98,9 +101,9 @@ json_t *review_finding_parse(const char *text, const char *source, review_counts
     json_t *finding = json_pack("{s:s, s:s, s:I, s:s, s:s}", "severity", severity, "file", file,
                                 "line", (json_int_t)line, "message", message, "source", source);
     if (finding == NULL) /* not UTF-8: keep the finding, not its text */
-        finding = json_pack("{s:s, s:s, s:I, s:s, s:s}", "severity", severity, "file", "",
-                            "line", (json_int_t)0, "message", "(finding text is not valid UTF-8)",
-                            "source", source);
+        finding = json_pack("{s:s, s:s, s:I, s:s, s:s}", "severity", severity, "file", "", "line",
+                            (json_int_t)0, "message", "(finding text is not valid UTF-8)", "source",
+                            source);
     return finding;
 }
 

@@ -72,8 +72,8 @@ static int s_run_checks(review_run_t *r)
     FILE *f = open_memstream(&text, &len);
     if (f == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
-    int64_t timeout_s = config_int(config, "review", "check_timeout_s",
-                                   REVIEW_DEFAULT_CHECK_TIMEOUT_S);
+    int64_t timeout_s =
+        config_int(config, "review", "check_timeout_s", REVIEW_DEFAULT_CHECK_TIMEOUT_S);
     int64_t lease_s = specialist_task(r->ctx)->timeout_s;
     if (lease_s > 0 && lease_s < timeout_s)
         timeout_s = lease_s;
@@ -106,9 +106,9 @@ static int s_run_checks(review_run_t *r)
         if (!passed) {
             char label[512];
             snprintf(label, sizeof label, "output of the check `%.400s`", command);
-            char *fenced = template_fence_data(
-                label, s_tail(result->started ? result->output : result->error,
-                              REVIEW_CHECK_OUTPUT_QUOTE));
+            char *fenced =
+                template_fence_data(label, s_tail(result->started ? result->output : result->error,
+                                                  REVIEW_CHECK_OUTPUT_QUOTE));
             if (fenced != NULL)
                 fputs(fenced, f);
             free(fenced);
@@ -142,18 +142,18 @@ static void s_chain_merge(review_run_t *r)
     snprintf(id, sizeof id, "merge-%s", task->id);
     snprintf(group, sizeof group, "merge:%s:%s", r->workspace, r->target);
     snprintf(title, sizeof title, "Merge %s into %s", s_or(r->branch, "HEAD"), r->target);
-    json_t *payload = json_pack("{s:s, s:s, s:s}", "workspace", r->workspace, "branch",
-                                r->branch, "target", r->target);
+    json_t *payload = json_pack("{s:s, s:s, s:s}", "workspace", r->workspace, "branch", r->branch,
+                                "target", r->target);
     const char *issue = s_or(specialist_payload_str(r->ctx, "issueId"), task->issue);
     if (payload != NULL && issue[0] != '\0')
         json_object_set_new(payload, "issueId", json_string(issue));
     const char *pr = specialist_payload_str(r->ctx, "prUrl");
     if (payload != NULL && pr != NULL)
         json_object_set_new(payload, "prUrl", json_string(pr));
-    json_t *submit = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o*}", "id", id, "specialist",
-                               "merge-agent", "priority", s_or(task->priority, "normal"),
-                               "source", REVIEW_SPECIALIST, "title", title, "group", group,
-                               "payload", payload);
+    json_t *submit =
+        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o*}", "id", id, "specialist", "merge-agent",
+                  "priority", s_or(task->priority, "normal"), "source", REVIEW_SPECIALIST, "title",
+                  title, "group", group, "payload", payload);
     if (submit != NULL && issue[0] != '\0')
         json_object_set_new(submit, "issue", json_string(issue));
     if (submit == NULL || specialist_result_next(r->ctx, submit) != 0) {
@@ -184,12 +184,11 @@ static void s_result_list(review_run_t *r, const char *key, const char *result_k
 
 static void s_history(review_run_t *r, const char *verdict, bool open, const char *error)
 {
-    json_t *entry = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:s}", "task",
-                              specialist_task(r->ctx)->id, "workspace", s_or(r->workspace, ""),
-                              "mode", review_mode_name(r->service->mode), "verdict", verdict,
-                              "gate", open ? "open" : "blocked", "ok", error == NULL, "errors",
-                              r->counts.errors, "warnings", r->counts.warnings, "infos",
-                              r->counts.infos, "error", error ? error : "");
+    json_t *entry = json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:s}", "task", specialist_task(r->ctx)->id,
+        "workspace", s_or(r->workspace, ""), "mode", review_mode_name(r->service->mode), "verdict",
+        verdict, "gate", open ? "open" : "blocked", "ok", error == NULL, "errors", r->counts.errors,
+        "warnings", r->counts.warnings, "infos", r->counts.infos, "error", error ? error : "");
     if (entry != NULL)
         session_history_append(REVIEW_SPECIALIST, entry);
     json_decref(entry);
@@ -214,8 +213,7 @@ static void s_gate(review_run_t *r, const char *verdict, bool open)
 }
 
 /* Fails the job: error text, history line. */
-static specialist_outcome_t s_fail(review_run_t *r, specialist_outcome_t outcome,
-                                   const char *error)
+static specialist_outcome_t s_fail(review_run_t *r, specialist_outcome_t outcome, const char *error)
 {
     specialist_result_error(r->ctx, "%s", error);
     s_history(r, "", false, error);
@@ -239,12 +237,11 @@ static int s_build_prompt(review_run_t *r)
         if (f == NULL || fclose(f) != 0)
             rc = failure_set(FAILURE_MEMORY, "out of memory");
     }
-    if (rc == 0 && ((rc = template_vars_set(vars, "diff", diff_text)) != 0 ||
-                    (rc = template_vars_set(vars, "checks", r->checks_text)) != 0 ||
-                    (rc = template_vars_set(vars, "review_mode",
-                                            review_mode_name(r->service->mode))) != 0 ||
-                    (r->diff->nfiles > 0 &&
-                     (rc = template_vars_set(vars, "files_changed", joined)) != 0)))
+    if (rc == 0 &&
+        ((rc = template_vars_set(vars, "diff", diff_text)) != 0 ||
+         (rc = template_vars_set(vars, "checks", r->checks_text)) != 0 ||
+         (rc = template_vars_set(vars, "review_mode", review_mode_name(r->service->mode))) != 0 ||
+         (r->diff->nfiles > 0 && (rc = template_vars_set(vars, "files_changed", joined)) != 0)))
         rc = failure_set(rc, "cannot set the prompt variables");
     if (rc == 0) {
         specialist_result_json(r->ctx, "files_changed", files);

@@ -46,10 +46,10 @@
 #define REVIEW_CHECK_OUTPUT_QUOTE 3000
 
 typedef struct {
-    const config_t *config;   /* borrowed */
+    const config_t *config; /* borrowed */
     review_mode_t mode;
-    const char *workdir;      /* the agent's workdir, or NULL for agent_job's default */
-    const char *prompts_dir;  /* borrowed */
+    const char *workdir;     /* the agent's workdir, or NULL for agent_job's default */
+    const char *prompts_dir; /* borrowed */
 } review_service_t;
 
 /* The job function (specialist_job_fn) for specialist_run(); job_arg is a

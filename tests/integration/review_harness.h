@@ -122,11 +122,16 @@ static inline pid_t review_start(review_env_t *r, const char *id)
     char bind[600];
     snprintf(bind, sizeof bind, "ipc://%s/%s.sock", r->h->env->dir, id);
     char *argv[] = {(char *)testenv_bin("cloister-review"),
-                    "--heartbeat-ms", HARNESS_HB,
-                    "--worker-id", (char *)id,
-                    "--bind", bind,
-                    "--grace-ms", "3000",
-                    "--workdir", r->workdir,
+                    "--heartbeat-ms",
+                    HARNESS_HB,
+                    "--worker-id",
+                    (char *)id,
+                    "--bind",
+                    bind,
+                    "--grace-ms",
+                    "3000",
+                    "--workdir",
+                    r->workdir,
                     NULL};
     pid_t pid = testenv_spawn(r->h->env, id, argv);
     CHECK(harness_wait_joined(r->h, id));
@@ -142,8 +147,7 @@ static inline int review_stop(review_env_t *r, pid_t pid)
 
 /* Submits a review task for the feature branch; `extra` is more JSON payload members
  * (",\"k\":v" form, may be NULL). */
-static inline void review_submit(review_env_t *r, const char *id, int timeout_s,
-                                 const char *extra)
+static inline void review_submit(review_env_t *r, const char *id, int timeout_s, const char *extra)
 {
     char payload[4096];
     snprintf(payload, sizeof payload,

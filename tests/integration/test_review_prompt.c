@@ -20,7 +20,8 @@ int main(void)
 
     /* Another task, running on another specialist while the review happens. */
     char go[600];
-    snprintf(go, sizeof go, "for i in $(seq 400); do [ -f '%s/other.go' ] && break; sleep 0.05; done",
+    snprintf(go, sizeof go,
+             "for i in $(seq 400); do [ -f '%s/other.go' ] && break; sleep 0.05; done",
              r->h->env->dir);
     harness_worker(r->h, "other-1", "other-agent", go);
     harness_submit(r->h, "busy-1", "other-agent", "normal", 60, 1,
@@ -104,8 +105,8 @@ int main(void)
     snprintf(bad_dir, sizeof bad_dir, "%s/badprompts", r->h->env->dir);
     snprintf(bad, sizeof bad, "%s/merge-agent.md", bad_dir);
     CHECK(testenv_write_file(bad, "{{no_such_thing}}\n") == 0);
-    char *bad_argv[] = {(char *)testenv_bin("pan"), "prompt", "merge-agent", "m1",
-                        "--prompts-dir", bad_dir, NULL};
+    char *bad_argv[] = {
+        (char *)testenv_bin("pan"), "prompt", "merge-agent", "m1", "--prompts-dir", bad_dir, NULL};
     CHECK_INT(testenv_run(r->h->env, bad_argv, out, sizeof out, 10000), 1);
     char *missing_argv[] = {(char *)testenv_bin("pan"), "prompt", "merge-agent", "nope", NULL};
     CHECK_INT(testenv_run(r->h->env, missing_argv, out, sizeof out, 10000), 1);

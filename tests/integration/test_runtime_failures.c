@@ -97,8 +97,8 @@ static void test_bad_workspace(review_env_t *r)
     snprintf(payload, sizeof payload, "{\"workspace\":\"%s\",\"branch\":\"no-such\"}", r->repo);
     harness_submit(r->h, "nobranch", "review-agent", "normal", 30, 1, payload);
     json_t *failed = harness_wait(r->h, "task.failed", "nows", 10000);
-    CHECK(failed != NULL && strcmp(harness_field(failed, "error"),
-                                   "payload.workspace is required") == 0);
+    CHECK(failed != NULL &&
+          strcmp(harness_field(failed, "error"), "payload.workspace is required") == 0);
     failed = harness_wait(r->h, "task.failed", "badws", 10000);
     CHECK(failed != NULL &&
           strstr(harness_field(failed, "error"), "/nonexistent/repo: No such file") != NULL);

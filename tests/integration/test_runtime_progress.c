@@ -33,7 +33,8 @@ static void test_streaming_progress(review_env_t *r)
     /* Streamed, not batched: the tool event was published well before the end. */
     if (tool >= 0 && done_at >= 0)
         CHECK(harness_int(r->h->events[done_at], "time") -
-                  harness_int(r->h->events[tool], "time") >= 300);
+                  harness_int(r->h->events[tool], "time") >=
+              300);
     if (done != NULL) {
         CHECK_STR(harness_field(review_result(done), "REVIEW_RESULT"), "APPROVED");
         CHECK(harness_int(review_result(done), "turns") >= 1);

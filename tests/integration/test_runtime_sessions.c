@@ -64,8 +64,7 @@ static void test_fresh_resumed_fallback(void)
         if (done3 != NULL) {
             CHECK_STR(harness_field(review_result(done3), "session_id"), fresh);
             CHECK(json_is_true(json_object_get(review_result(done3), "session_fresh")));
-            CHECK_STR(harness_field(review_result(done3), "session_fresh_reason"),
-                      "context lost");
+            CHECK_STR(harness_field(review_result(done3), "session_fresh_reason"), "context lost");
         }
     }
     for (int i = 0; i < n; i++)

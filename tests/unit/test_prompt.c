@@ -14,12 +14,12 @@
 
 static json_t *s_task(const char *repo)
 {
-    json_t *task = json_pack(
-        "{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:[s, s], s:s}, s:{s:[], s:[]}}", "id", "t-1",
-        "title", "Fix session leak", "issue", "PAN-9", "priority", "high", "payload",
-        "description", "The session store leaks file handles.", "branch", "fix/leak",
-        "workspace", repo, "acceptance", "handles are closed", "a test covers it", "type", "bug",
-        "context", "active", "prior");
+    json_t *task =
+        json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:[s, s], s:s}, s:{s:[], s:[]}}", "id",
+                  "t-1", "title", "Fix session leak", "issue", "PAN-9", "priority", "high",
+                  "payload", "description", "The session store leaks file handles.", "branch",
+                  "fix/leak", "workspace", repo, "acceptance", "handles are closed",
+                  "a test covers it", "type", "bug", "context", "active", "prior");
     CHECK(task != NULL);
     return task;
 }
@@ -85,7 +85,7 @@ static void test_shipped_templates(json_t *task)
     CHECK(prompt_build(&out, NULL, dir, "merge-agent", task, vars) == FAILURE_INVALID);
     CHECK(strstr(failure_message(), "unknown placeholder") != NULL);
     const char *merge[][2] = {{"project", "/srv/repo"},       {"source_branch", "fix/leak"},
-                              {"target_branch", "main"},       {"conflict_files", "- src/a.c"},
+                              {"target_branch", "main"},      {"conflict_files", "- src/a.c"},
                               {"test_command", "make check"}, {"worktree", "/srv/wt"}};
     for (size_t i = 0; i < 6; i++)
         template_vars_set(vars, merge[i][0], merge[i][1]);

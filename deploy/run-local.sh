@@ -19,16 +19,18 @@
 # CLOISTER_CONTROL (default tcp://127.0.0.1:5560/5561/5562); this script only passes the
 # environment on.
 #
-# Environment: CLOISTER_SKIP_SETUP=1 (same as --no-setup), CLOISTER_BIN_DIR (the built
-# programs; default <repo>/$BUILD_DIR/bin, BUILD_DIR default build), CLOISTER_STOP_GRACE
-# (seconds between SIGTERM and SIGKILL, default 10), CLOISTER_START_TIMEOUT (seconds to wait
-# for the broker, default 30).
+# Environment: CLOISTER_SKIP_SETUP=1 (same as --no-setup); CLOISTER_BIN_DIR (the built
+# programs; default $BUILD_DIR/bin, BUILD_DIR as for deploy/setup.sh, default <repo>/build);
+# CLOISTER_STOP_GRACE (seconds between SIGTERM and SIGKILL, default 10);
+# CLOISTER_START_TIMEOUT (seconds to wait for the broker, default 30).
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SELF="$ROOT/deploy/run-local.sh"
 export PANOPTICON_HOME="${PANOPTICON_HOME:-$HOME/.panopticon}"
-BIN="${CLOISTER_BIN_DIR:-$ROOT/${BUILD_DIR:-build}/bin}"
+BUILD_DIR="${BUILD_DIR:-build}"
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
+BIN="${CLOISTER_BIN_DIR:-$BUILD_DIR/bin}"
 RUN_DIR="$PANOPTICON_HOME/run"
 LOG_DIR="$PANOPTICON_HOME/logs"
 STOP_GRACE="${CLOISTER_STOP_GRACE:-10}"

@@ -465,6 +465,16 @@ void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const 
 
 /* ---- dispatch ---- */
 
+/* The specialist skeleton gives a job 5 s after its timeout before it reports. */
+#define WORKER_TIMEOUT_GRACE_MS 5000
+
+int64_t broker_lease_deadline(const broker_t *self, const task_t *task, int64_t now)
+{
+    int64_t grace = WORKER_TIMEOUT_GRACE_MS +
+                    (int64_t)self->config.heartbeat_ms * self->config.heartbeat_misses;
+    return now + (int64_t)task->timeout_s * 1000 + grace;
+}
+
 static bool s_eligible(broker_t *self, const task_t *task, int64_t now_wall)
 {
     if (task->not_before > now_wall)
@@ -536,7 +546,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     task->worker = worker;
     task_set_text(&task->worker_id, worker->id);
     task->dispatched_at = clock_now_ms();
-    task->lease_until = task->dispatched_at + (int64_t)task->timeout_s * 1000;
+    task->lease_until = broker_lease_deadline(self, task, task->dispatched_at);
     task->updated = clock_wall_ms();
     task->prev = NULL;
     task->next = self->running;

@@ -109,7 +109,7 @@ static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_m
     if (its_own) {
         task->worker = worker;
         worker->task = task;
-        task->lease_until = clock_now_ms() + (int64_t)task->timeout_s * 1000;
+        task->lease_until = broker_lease_deadline(self, task, clock_now_ms());
         return;
     }
     task_t stale = {.id = (char *)held_id, .attempt = held_attempt};

@@ -80,6 +80,9 @@ struct broker_t {
 };
 
 /* broker.c */
+/* When a task dispatched now loses its lease: its timeout plus a grace that lets the
+ * worker's own timeout report (sent after its job's grace) arrive first. */
+int64_t broker_lease_deadline(const broker_t *self, const task_t *task, int64_t now);
 int broker_emit(broker_t *self, const char *event, const task_t *task, const event_extra_t *extra);
 void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason);
 void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len);

@@ -4,6 +4,8 @@
 #include "failure.h"
 #include "log.h"
 
+#include <msgpack.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +28,11 @@ static const char *s_migrations[] = {
     "  PRIMARY KEY (task, attempt)"
     ") WITHOUT ROWID;"
     "CREATE INDEX attempts_by_issue ON attempts(issue, specialist, finished);"
-    "CREATE TABLE events (seq INTEGER PRIMARY KEY, topic TEXT NOT NULL, body BLOB NOT NULL);"
+    /* One row per commit: the events of a loop iteration, each packed as
+     * [seq int][topic str][body bin], so an iteration costs one insert however many
+     * events it made. */
+    "CREATE TABLE events (first_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL,"
+    "  data BLOB NOT NULL);"
     "CREATE TABLE specialists (name TEXT PRIMARY KEY) WITHOUT ROWID;",
 };
 
@@ -66,16 +72,37 @@ static const char *s_sql[STMT_COUNT] = {
                             " worker, outcome, error, finished) VALUES (?,?,?,?,?,?,?,?)",
     [STMT_ATTEMPTS_FOR_ISSUE] = "SELECT attempt, task, outcome, error, finished FROM attempts"
                                 " WHERE issue=? AND specialist=? ORDER BY finished DESC LIMIT ?",
-    [STMT_EVENT_INSERT] = "INSERT INTO events (seq, topic, body) VALUES (?,?,?)",
-    [STMT_EVENTS_TRIM] = "DELETE FROM events WHERE seq <= ?",
-    [STMT_EVENTS_REPLAY] = "SELECT seq, topic, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+    [STMT_EVENT_INSERT] = "INSERT INTO events (first_seq, last_seq, data) VALUES (?,?,?)",
+    [STMT_EVENTS_TRIM] = "DELETE FROM events WHERE last_seq <= ?",
+    [STMT_EVENTS_REPLAY] = "SELECT last_seq, data FROM events WHERE last_seq > ? ORDER BY first_seq"
+                           " LIMIT 64",
     [STMT_SPECIALIST_INSERT] = "INSERT OR IGNORE INTO specialists (name) VALUES (?)",
 };
+
+/* WAL frames after which the checkpointer is woken. */
+#define CHECKPOINT_FRAMES 2000
+
+/* Checkpoints run on a thread of their own, over a second connection, so the broker's loop
+ * never pays for copying the WAL back into the database (PASSIVE: writers never wait). */
+typedef struct {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    sqlite3 *db;
+    bool requested;
+    bool stop;
+    bool running;
+} checkpointer_t;
 
 struct store_t {
     sqlite3 *db;
     sqlite3_stmt *stmt[STMT_COUNT];
     bool in_transaction;
+    checkpointer_t checkpointer;
+    /* events of the open transaction, written as one row by store_commit() */
+    msgpack_sbuffer events;
+    msgpack_packer events_packer;
+    int64_t events_first, events_last;
 };
 
 static int s_fail(store_t *self, const char *what)
@@ -125,6 +152,75 @@ static int s_migrate(store_t *self)
     return 0;
 }
 
+static void *s_checkpointer_main(void *arg)
+{
+    checkpointer_t *cp = arg;
+    pthread_mutex_lock(&cp->lock);
+    while (!cp->stop) {
+        while (!cp->requested && !cp->stop)
+            pthread_cond_wait(&cp->wake, &cp->lock);
+        if (cp->stop)
+            break;
+        cp->requested = false;
+        pthread_mutex_unlock(&cp->lock);
+        int log_frames = 0, copied = 0;
+        if (sqlite3_wal_checkpoint_v2(cp->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_frames,
+                                      &copied) != SQLITE_OK)
+            log_warn("store: checkpoint: %s", sqlite3_errmsg(cp->db));
+        pthread_mutex_lock(&cp->lock);
+    }
+    pthread_mutex_unlock(&cp->lock);
+    return NULL;
+}
+
+/* Called by SQLite after each commit with the WAL's size in frames. */
+static int s_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    (void)db;
+    (void)name;
+    checkpointer_t *cp = arg;
+    if (frames >= CHECKPOINT_FRAMES) {
+        pthread_mutex_lock(&cp->lock);
+        cp->requested = true;
+        pthread_cond_signal(&cp->wake);
+        pthread_mutex_unlock(&cp->lock);
+    }
+    return SQLITE_OK;
+}
+
+static int s_checkpointer_start(store_t *self, const char *path)
+{
+    checkpointer_t *cp = &self->checkpointer;
+    if (sqlite3_open_v2(path, &cp->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        return failure_set(FAILURE_STORE, "cannot open %s for checkpoints", path);
+    sqlite3_busy_timeout(cp->db, 5000);
+    pthread_mutex_init(&cp->lock, NULL);
+    pthread_cond_init(&cp->wake, NULL);
+    if (pthread_create(&cp->thread, NULL, s_checkpointer_main, cp) != 0)
+        return failure_set(FAILURE_STORE, "cannot start the checkpoint thread");
+    cp->running = true;
+    sqlite3_wal_hook(self->db, s_wal_hook, cp);
+    return 0;
+}
+
+static void s_checkpointer_stop(store_t *self)
+{
+    checkpointer_t *cp = &self->checkpointer;
+    if (cp->running) {
+        sqlite3_wal_hook(self->db, NULL, NULL);
+        pthread_mutex_lock(&cp->lock);
+        cp->stop = true;
+        pthread_cond_signal(&cp->wake);
+        pthread_mutex_unlock(&cp->lock);
+        pthread_join(cp->thread, NULL);
+        pthread_mutex_destroy(&cp->lock);
+        pthread_cond_destroy(&cp->wake);
+        cp->running = false;
+    }
+    sqlite3_close(cp->db);
+    cp->db = NULL;
+}
+
 int store_sync_parse(const char *text)
 {
     if (strcmp(text, "full") == 0)
@@ -142,6 +238,8 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
     store_t *self = calloc(1, sizeof *self);
     if (self == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
+    msgpack_sbuffer_init(&self->events);
+    msgpack_packer_init(&self->events_packer, &self->events, msgpack_sbuffer_write);
     int rc = 0;
     if (sqlite3_open_v2(path, &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
@@ -158,9 +256,11 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
         rc = s_exec(self, sync_pragma);
     if (rc == 0)
         rc = s_exec(self, "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;"
-                          " PRAGMA wal_autocheckpoint=4096");
+                          " PRAGMA wal_autocheckpoint=0");
     if (rc == 0)
         rc = s_migrate(self);
+    if (rc == 0)
+        rc = s_checkpointer_start(self, path);
     for (int i = 0; rc == 0 && i < STMT_COUNT; i++) {
         if (sqlite3_prepare_v3(self->db, s_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &self->stmt[i],
                                NULL) != SQLITE_OK)
@@ -180,9 +280,11 @@ void store_close(store_t **self_p)
     store_t *self = *self_p;
     if (self == NULL)
         return;
+    s_checkpointer_stop(self);
     for (int i = 0; i < STMT_COUNT; i++)
         sqlite3_finalize(self->stmt[i]);
     sqlite3_close(self->db);
+    msgpack_sbuffer_destroy(&self->events);
     free(self);
     *self_p = NULL;
 }
@@ -207,11 +309,30 @@ int store_begin(store_t *self)
     return rc;
 }
 
+static int s_flush_events(store_t *self)
+{
+    if (self->events.size == 0)
+        return 0;
+    sqlite3_stmt *stmt = self->stmt[STMT_EVENT_INSERT];
+    sqlite3_bind_int64(stmt, 1, self->events_first);
+    sqlite3_bind_int64(stmt, 2, self->events_last);
+    sqlite3_bind_blob(stmt, 3, self->events.data, (int)self->events.size, SQLITE_STATIC);
+    int rc = s_run(self, stmt, "recording events");
+    msgpack_sbuffer_clear(&self->events);
+    return rc;
+}
+
 int store_commit(store_t *self)
 {
     if (!self->in_transaction)
         return 0;
-    int rc = s_run(self, self->stmt[STMT_COMMIT], "commit");
+    int rc = s_flush_events(self);
+    if (rc != 0) {
+        self->in_transaction = false;
+        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    rc = s_run(self, self->stmt[STMT_COMMIT], "commit");
     self->in_transaction = false;
     if (rc != 0)
         sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
@@ -413,11 +534,16 @@ int store_attempts_for_issue(store_t *self, const char *issue, const char *speci
 
 int store_event_insert(store_t *self, int64_t seq, const char *topic, const void *body, size_t len)
 {
-    sqlite3_stmt *stmt = self->stmt[STMT_EVENT_INSERT];
-    sqlite3_bind_int64(stmt, 1, seq);
-    s_bind_text(stmt, 2, topic);
-    s_bind_blob(stmt, 3, body, len);
-    return s_run(self, stmt, "recording an event");
+    if (self->events.size == 0)
+        self->events_first = seq;
+    self->events_last = seq;
+    size_t topic_len = strlen(topic);
+    msgpack_pack_int64(&self->events_packer, seq);
+    msgpack_pack_str(&self->events_packer, topic_len);
+    msgpack_pack_str_body(&self->events_packer, topic, topic_len);
+    msgpack_pack_bin(&self->events_packer, len);
+    msgpack_pack_bin_body(&self->events_packer, body, len);
+    return 0;
 }
 
 int store_events_trim(store_t *self, int64_t upto)
@@ -427,30 +553,58 @@ int store_events_trim(store_t *self, int64_t upto)
     return s_run(self, stmt, "trimming events");
 }
 
+/* Walks one stored batch; returns how many events it delivered. */
+static int s_replay_batch(const char *data, size_t size, int64_t since, const char *prefix,
+                          int budget, void (*fn)(int64_t, const void *, size_t, void *), void *arg)
+{
+    size_t prefix_len = prefix ? strlen(prefix) : 0;
+    size_t offset = 0;
+    int delivered = 0;
+    msgpack_unpacked seq, topic, body;
+    msgpack_unpacked_init(&seq);
+    msgpack_unpacked_init(&topic);
+    msgpack_unpacked_init(&body);
+    while (delivered < budget &&
+           msgpack_unpack_next(&seq, data, size, &offset) == MSGPACK_UNPACK_SUCCESS &&
+           msgpack_unpack_next(&topic, data, size, &offset) == MSGPACK_UNPACK_SUCCESS &&
+           msgpack_unpack_next(&body, data, size, &offset) == MSGPACK_UNPACK_SUCCESS) {
+        if (seq.data.type != MSGPACK_OBJECT_POSITIVE_INTEGER || topic.data.type != MSGPACK_OBJECT_STR ||
+            body.data.type != MSGPACK_OBJECT_BIN)
+            break; /* not written by us: stop reading this batch */
+        if ((int64_t)seq.data.via.u64 <= since)
+            continue;
+        if (prefix_len > 0 && (topic.data.via.str.size < prefix_len ||
+                               memcmp(topic.data.via.str.ptr, prefix, prefix_len) != 0))
+            continue;
+        fn((int64_t)seq.data.via.u64, body.data.via.bin.ptr, body.data.via.bin.size, arg);
+        delivered++;
+    }
+    msgpack_unpacked_destroy(&seq);
+    msgpack_unpacked_destroy(&topic);
+    msgpack_unpacked_destroy(&body);
+    return delivered;
+}
+
 int store_events_replay(store_t *self, int64_t since, const char *prefix, int limit,
                         void (*fn)(int64_t seq, const void *body, size_t len, void *arg),
                         void *arg)
 {
     sqlite3_stmt *stmt = self->stmt[STMT_EVENTS_REPLAY];
-    size_t prefix_len = prefix ? strlen(prefix) : 0;
     int delivered = 0;
     int rc = 0;
-    /* The topic filter is applied here, so page through until `limit` matches are found. */
+    int64_t cursor = since;
     while (rc == 0 && delivered < limit) {
-        sqlite3_bind_int64(stmt, 1, since);
-        sqlite3_bind_int(stmt, 2, limit);
+        sqlite3_bind_int64(stmt, 1, cursor);
         int rows = 0;
         int step;
-        while ((step = sqlite3_step(stmt)) == SQLITE_ROW && delivered < limit) {
+        while (delivered < limit && (step = sqlite3_step(stmt)) == SQLITE_ROW) {
             rows++;
-            since = sqlite3_column_int64(stmt, 0);
-            const char *topic = (const char *)sqlite3_column_text(stmt, 1);
-            if (prefix_len > 0 && (topic == NULL || strncmp(topic, prefix, prefix_len) != 0))
-                continue;
-            fn(since, sqlite3_column_blob(stmt, 2), (size_t)sqlite3_column_bytes(stmt, 2), arg);
-            delivered++;
+            delivered += s_replay_batch(sqlite3_column_blob(stmt, 1),
+                                        (size_t)sqlite3_column_bytes(stmt, 1), since, prefix,
+                                        limit - delivered, fn, arg);
+            cursor = sqlite3_column_int64(stmt, 0);
         }
-        if (step != SQLITE_ROW && step != SQLITE_DONE)
+        if (delivered < limit && step != SQLITE_DONE)
             rc = s_fail(self, "replaying events");
         sqlite3_reset(stmt);
         if (rows == 0)
@@ -494,7 +648,7 @@ static int64_t s_scalar(store_t *self, const char *sql, const char *param)
 
 int64_t store_last_seq(store_t *self)
 {
-    return s_scalar(self, "SELECT COALESCE(MAX(seq), 0) FROM events", NULL);
+    return s_scalar(self, "SELECT COALESCE(MAX(last_seq), 0) FROM events", NULL);
 }
 
 int64_t store_max_order(store_t *self)

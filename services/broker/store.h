@@ -62,8 +62,10 @@ int store_attempts_for_issue(store_t *self, const char *issue, const char *speci
                                         const char *error, int64_t finished, void *arg),
                              void *arg);
 
+/* Adds an event to the open transaction; the transaction's events are written as one row
+ * when it commits (copied: `topic` and `body` are borrowed). */
 int store_event_insert(store_t *self, int64_t seq, const char *topic, const void *body, size_t len);
-/* Deletes events with seq <= `upto`. */
+/* Deletes stored batches whose events all have seq <= `upto`. */
 int store_events_trim(store_t *self, int64_t upto);
 /* Calls fn for events with seq > since whose topic starts with `prefix` (NULL = all),
  * oldest first, at most `limit`. */

@@ -165,7 +165,8 @@ static void test_lost_worker_and_lease(void)
     task = fakeworker_expect(w2, "task", 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "lease-1");
     wire_msg_destroy(&task);
-    wire_msg_t *cancel = fakeworker_expect(w2, "cancel", 3000, "lease-1", 1);
+    /* The lease is the timeout plus a grace (5 s + 3 heartbeats) for the worker's report. */
+    wire_msg_t *cancel = fakeworker_expect(w2, "cancel", 9000, "lease-1", 1);
     CHECK(cancel != NULL);
     wire_msg_destroy(&cancel);
     /* Once it reports idle it gets the task again, after the backoff. */

@@ -141,6 +141,87 @@ static int s_take_field(const wire_spec_t *spec, const wire_field_t *field,
     return 0;
 }
 
+/* Reads a big-endian unsigned integer of `width` bytes. */
+static uint64_t s_read_be(const unsigned char *at, int width)
+{
+    uint64_t value = 0;
+    for (int i = 0; i < width; i++)
+        value = value << 8 | at[i];
+    return value;
+}
+
+/* Walks the msgpack bytes without allocating, and refuses containers that claim more
+ * elements than bytes remain: msgpack-c allocates a container's elements up front, so a
+ * 7-byte message claiming four billion map entries must never reach it. */
+static int s_check_structure(const unsigned char *data, size_t len)
+{
+    uint64_t pending = 1; /* objects still to read */
+    size_t at = 0;
+    while (pending > 0) {
+        if (at >= len)
+            return failure_set(FAILURE_INVALID, "truncated msgpack message");
+        unsigned char byte = data[at++];
+        pending--;
+        uint64_t skip = 0, children = 0;
+        int width = 0;
+        if (byte <= 0x7f || byte >= 0xe0 || byte == 0xc0 || byte == 0xc2 || byte == 0xc3) {
+            /* a one-byte value */
+        } else if (byte >= 0x80 && byte <= 0x8f) {
+            children = 2u * (byte & 0x0f);
+        } else if (byte >= 0x90 && byte <= 0x9f) {
+            children = byte & 0x0f;
+        } else if (byte >= 0xa0 && byte <= 0xbf) {
+            skip = byte & 0x1f;
+        } else {
+            switch (byte) {
+            case 0xc4: case 0xd9: width = 1; break;                 /* bin8, str8 */
+            case 0xc5: case 0xda: width = 2; break;                 /* bin16, str16 */
+            case 0xc6: case 0xdb: width = 4; break;                 /* bin32, str32 */
+            case 0xc7: width = 1; skip = 1; break;                  /* ext8 (+type) */
+            case 0xc8: width = 2; skip = 1; break;                  /* ext16 */
+            case 0xc9: width = 4; skip = 1; break;                  /* ext32 */
+            case 0xca: skip = 4; break;
+            case 0xcb: skip = 8; break;
+            case 0xcc: case 0xd0: skip = 1; break;
+            case 0xcd: case 0xd1: skip = 2; break;
+            case 0xce: case 0xd2: skip = 4; break;
+            case 0xcf: case 0xd3: skip = 8; break;
+            case 0xd4: skip = 2; break;
+            case 0xd5: skip = 3; break;
+            case 0xd6: skip = 5; break;
+            case 0xd7: skip = 9; break;
+            case 0xd8: skip = 17; break;
+            case 0xdc: case 0xdd: case 0xde: case 0xdf: {           /* array/map 16/32 */
+                int count_width = (byte == 0xdc || byte == 0xde) ? 2 : 4;
+                if (len - at < (size_t)count_width)
+                    return failure_set(FAILURE_INVALID, "truncated msgpack message");
+                children = s_read_be(data + at, count_width) * (byte >= 0xde ? 2 : 1);
+                at += (size_t)count_width;
+                break;
+            }
+            default: return failure_set(FAILURE_INVALID, "malformed msgpack message");
+            }
+        }
+        if (width > 0) {
+            if (len - at < (size_t)width)
+                return failure_set(FAILURE_INVALID, "truncated msgpack message");
+            skip += s_read_be(data + at, width);
+            at += (size_t)width;
+        }
+        if (skip > len - at)
+            return failure_set(FAILURE_INVALID, "truncated msgpack message");
+        at += (size_t)skip;
+        pending += children;
+        if (pending > len - at)
+            return failure_set(FAILURE_INVALID,
+                               "malformed msgpack message: a container claims more elements "
+                               "than the message holds");
+    }
+    if (at != len)
+        return failure_set(FAILURE_INVALID, "%zu trailing bytes after the message", len - at);
+    return 0;
+}
+
 static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_t **out)
 {
     *out = NULL;
@@ -149,11 +230,13 @@ static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_
                            WIRE_MAX_MESSAGE);
     if (len == 0)
         return failure_set(FAILURE_INVALID, "empty message");
+    int rc = s_check_structure(data, len);
+    if (rc != 0)
+        return rc;
     wire_msg_t *self = calloc(1, sizeof *self);
     if (self == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
     msgpack_unpacked_init(&self->unpacked);
-    int rc = 0;
     self->buffer = malloc(len);
     if (self->buffer == NULL) {
         rc = failure_set(FAILURE_MEMORY, "out of memory");

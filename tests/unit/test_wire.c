@@ -121,6 +121,11 @@ static void test_refusals(void)
     const unsigned char garbage[] = {0xc1, 0xc1, 0xc1};
     s_decode_error(garbage, sizeof garbage, "malformed");
     s_decode_error("", 0, "empty");
+    /* A 7-byte map header claiming four billion entries is refused before any allocation. */
+    const unsigned char lying_map[] = {0xdf, 0xff, 0xff, 0xff, 0xff, 0xa1, 0x76};
+    s_decode_error(lying_map, sizeof lying_map, "claims more elements");
+    const unsigned char lying_string[] = {0x81, 0xa1, 0x76, 0xdb, 0x7f, 0xff, 0xff, 0xff, 'x'};
+    s_decode_error(lying_string, sizeof lying_string, "truncated");
 
     unsigned char *huge = calloc(1, WIRE_MAX_MESSAGE + 1);
     CHECK_INT(s_decode_error(huge, WIRE_MAX_MESSAGE + 1, "cap"), FAILURE_TOO_BIG);

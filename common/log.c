@@ -28,7 +28,8 @@ void log_init(const char *program, log_level_t level)
         s_level = LOG_LEVEL_ERROR;
 }
 
-static void s_log(log_level_t level, const char *tag, const char *fmt, va_list args)
+__attribute__((format(printf, 3, 0))) static void s_log(log_level_t level, const char *tag,
+                                                       const char *fmt, va_list args)
 {
     if (level < s_level)
         return;

@@ -15,8 +15,13 @@ json_t *msgjson_from_object(const msgpack_object *obj)
     case MSGPACK_OBJECT_NEGATIVE_INTEGER: return json_integer(obj->via.i64);
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64: return json_real(obj->via.f64);
-    case MSGPACK_OBJECT_STR: return json_stringn_nocheck(obj->via.str.ptr, obj->via.str.size);
-    case MSGPACK_OBJECT_BIN: return json_stringn_nocheck(obj->via.bin.ptr, obj->via.bin.size);
+    /* An empty string may come with no pointer at all. */
+    case MSGPACK_OBJECT_STR:
+        return obj->via.str.size ? json_stringn_nocheck(obj->via.str.ptr, obj->via.str.size)
+                                 : json_string("");
+    case MSGPACK_OBJECT_BIN:
+        return obj->via.bin.size ? json_stringn_nocheck(obj->via.bin.ptr, obj->via.bin.size)
+                                 : json_string("");
     case MSGPACK_OBJECT_ARRAY: {
         json_t *array = json_array();
         for (uint32_t i = 0; i < obj->via.array.size; i++)

@@ -60,7 +60,8 @@ const char *wire_obj_str(const msgpack_object *obj, char *buf, size_t size, cons
     }
     if (len >= size)
         len = size - 1;
-    memcpy(buf, ptr, len);
+    if (len > 0) /* an empty string may have no pointer at all */
+        memcpy(buf, ptr, len);
     buf[len] = '\0';
     return buf;
 }

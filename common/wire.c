@@ -578,6 +578,11 @@ void wire_elem_raw(wire_writer_t *self, const void *raw, size_t len)
     wire_put_raw(self, NULL, raw, len);
 }
 
+size_t wire_writer_size(const wire_writer_t *self)
+{
+    return self->sbuf.size;
+}
+
 const void *wire_writer_data(wire_writer_t *self, size_t *len)
 {
     while (self->depth > 0)

@@ -104,6 +104,9 @@ void wire_elem_str(wire_writer_t *self, const char *value);
 void wire_elem_int(wire_writer_t *self, int64_t value);
 void wire_elem_raw(wire_writer_t *self, const void *raw, size_t len);
 
+/* Bytes written so far (containers still open are counted as they stand). */
+size_t wire_writer_size(const wire_writer_t *self);
+
 /* Closes the top-level map and returns the encoded bytes, owned by the writer and valid
  * until the next start/destroy. */
 const void *wire_writer_data(wire_writer_t *self, size_t *len);

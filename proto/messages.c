@@ -124,6 +124,7 @@ static const wire_field_t s_replay[] = {
 
 static const wire_field_t s_reply[] = {
     {"ok", WIRE_BOOL, true, 0},
+    {"truncated", WIRE_BOOL, false, 0},
     {"error", WIRE_STR, false, LONG_TEXT_CAP},
     {"code", WIRE_STR, false, NAME_CAP},
     {"data", WIRE_ANY, false, 0},

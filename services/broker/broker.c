@@ -162,9 +162,9 @@ void broker_count_rejected(broker_t *self, const char *reason)
 void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason)
 {
     log_warn("%s%s%s: %s", event, task_id ? " " : "", task_id ? task_id : "", reason);
-    task_t stub = {.id = (char *)task_id, .state = TASK_CANCELLED, .priority = PRIORITY_NORMAL};
+    task_t rejected = {.id = (char *)task_id, .state = TASK_CANCELLED, .priority = PRIORITY_NORMAL};
     event_extra_t extra = {.error = reason};
-    broker_emit(self, event, task_id ? &stub : NULL, &extra);
+    broker_emit(self, event, task_id ? &rejected : NULL, &extra);
 }
 
 /* ---- queues and specialists ---- */

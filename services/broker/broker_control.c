@@ -12,6 +12,9 @@
 
 #define REPLAY_DEFAULT_LIMIT 1000
 #define REPLAY_MAX_LIMIT 10000
+/* A reply stays well under the message cap clients enforce; a long listing is cut there
+ * (replay: the client asks again from the last seq; list_queue: `truncated` is set). */
+#define REPLY_BUDGET (WIRE_MAX_MESSAGE - 256 * 1024)
 
 typedef struct {
     broker_t *broker;
@@ -181,10 +184,17 @@ static void s_list_queue(request_t *req, const wire_msg_t *msg)
     }
     wire_writer_t *w = s_reply_ok(req);
     wire_open_array(w, "data");
-    for (int p = 0; p < PRIORITY_COUNT; p++)
-        for (task_t *task = queue->head[p]; task; task = task->next)
-            broker_write_task(req->broker, w, NULL, task);
+    bool truncated = false;
+    for (int p = 0; p < PRIORITY_COUNT && !truncated; p++) {
+        for (task_t *task = queue->head[p]; task && !truncated; task = task->next) {
+            truncated = wire_writer_size(w) + task->payload_len > REPLY_BUDGET;
+            if (!truncated)
+                broker_write_task(req->broker, w, NULL, task);
+        }
+    }
     wire_close(w);
+    if (truncated)
+        wire_put_bool(w, "truncated", true);
     s_send(req);
 }
 
@@ -278,10 +288,13 @@ static void s_stats(request_t *req)
     s_send(req);
 }
 
-static void s_replay_one(int64_t seq, const void *body, size_t len, void *arg)
+static int s_replay_one(int64_t seq, const void *body, size_t len, void *arg)
 {
     (void)seq;
+    if (wire_writer_size(arg) + len > REPLY_BUDGET)
+        return 1;
     wire_elem_raw(arg, body, len);
+    return 0;
 }
 
 static void s_replay(request_t *req, const wire_msg_t *msg)

@@ -555,7 +555,8 @@ int store_events_trim(store_t *self, int64_t upto)
 
 /* Walks one stored batch; returns how many events it delivered. */
 static int s_replay_batch(const char *data, size_t size, int64_t since, const char *prefix,
-                          int budget, void (*fn)(int64_t, const void *, size_t, void *), void *arg)
+                          int budget, int (*fn)(int64_t, const void *, size_t, void *), void *arg,
+                          bool *stopped)
 {
     size_t prefix_len = prefix ? strlen(prefix) : 0;
     size_t offset = 0;
@@ -576,7 +577,10 @@ static int s_replay_batch(const char *data, size_t size, int64_t since, const ch
         if (prefix_len > 0 && (topic.data.via.str.size < prefix_len ||
                                memcmp(topic.data.via.str.ptr, prefix, prefix_len) != 0))
             continue;
-        fn((int64_t)seq.data.via.u64, body.data.via.bin.ptr, body.data.via.bin.size, arg);
+        if (fn((int64_t)seq.data.via.u64, body.data.via.bin.ptr, body.data.via.bin.size, arg) != 0) {
+            *stopped = true;
+            break;
+        }
         delivered++;
     }
     msgpack_unpacked_destroy(&seq);
@@ -586,25 +590,26 @@ static int s_replay_batch(const char *data, size_t size, int64_t since, const ch
 }
 
 int store_events_replay(store_t *self, int64_t since, const char *prefix, int limit,
-                        void (*fn)(int64_t seq, const void *body, size_t len, void *arg),
+                        int (*fn)(int64_t seq, const void *body, size_t len, void *arg),
                         void *arg)
 {
     sqlite3_stmt *stmt = self->stmt[STMT_EVENTS_REPLAY];
     int delivered = 0;
     int rc = 0;
     int64_t cursor = since;
-    while (rc == 0 && delivered < limit) {
+    bool stopped = false;
+    while (rc == 0 && delivered < limit && !stopped) {
         sqlite3_bind_int64(stmt, 1, cursor);
         int rows = 0;
         int step;
-        while (delivered < limit && (step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        while (delivered < limit && !stopped && (step = sqlite3_step(stmt)) == SQLITE_ROW) {
             rows++;
             delivered += s_replay_batch(sqlite3_column_blob(stmt, 1),
                                         (size_t)sqlite3_column_bytes(stmt, 1), since, prefix,
-                                        limit - delivered, fn, arg);
+                                        limit - delivered, fn, arg, &stopped);
             cursor = sqlite3_column_int64(stmt, 0);
         }
-        if (delivered < limit && step != SQLITE_DONE)
+        if (delivered < limit && !stopped && step != SQLITE_DONE)
             rc = s_fail(self, "replaying events");
         sqlite3_reset(stmt);
         if (rows == 0)

@@ -68,9 +68,9 @@ int store_event_insert(store_t *self, int64_t seq, const char *topic, const void
 /* Deletes stored batches whose events all have seq <= `upto`. */
 int store_events_trim(store_t *self, int64_t upto);
 /* Calls fn for events with seq > since whose topic starts with `prefix` (NULL = all),
- * oldest first, at most `limit`. */
+ * oldest first, at most `limit`; stops early when fn returns nonzero. */
 int store_events_replay(store_t *self, int64_t since, const char *prefix, int limit,
-                        void (*fn)(int64_t seq, const void *body, size_t len, void *arg),
+                        int (*fn)(int64_t seq, const void *body, size_t len, void *arg),
                         void *arg);
 
 int store_specialist_remember(store_t *self, const char *name);

@@ -7,12 +7,13 @@
  *   cloister-merge [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N]
  *                  [--grace-ms N] [--timeout S] [--worker-id ID]
  *
- * Configuration: $PANOPTICON_HOME/cloister.toml. [broker] in (unless --in or CLOISTER_IN),
- * [merge] remote (default origin) and push_retries, [specialists.merge-agent] timeout
- * (default 900 s: the lease of a task that carries no timeout_s; --timeout overrides),
- * model, workdir and test_command (else [specialists.test-agent] test_command, else
- * detection), and the [agent] settings (command, args, permission mode, ...; the
- * command may also come from CLOISTER_AGENT_COMMAND).
+ * Configuration: $PANOPTICON_HOME/cloister.toml. [broker] in (unless --in or CLOISTER_IN)
+ * and heartbeat_ms / heartbeat_misses (unless --heartbeat-ms), [merge] remote (default
+ * origin) and push_retries, [specialists.merge-agent] timeout (default 900 s: the lease of
+ * a task that carries no timeout_s; --timeout overrides), model, workdir and test_command
+ * (else [specialists.test-agent] test_command, else detection), and the [agent] settings
+ * (command, args, permission mode, ...; the command may also come from
+ * CLOISTER_AGENT_COMMAND).
  *
  * The agent's working directory. The agent CLI keys a session's transcript by its cwd
  * (shared/reference/agent-cli.md: always spawn a specialist in the same absolute cwd), and
@@ -40,99 +41,31 @@
 #include "failure.h"
 #include "log.h"
 #include "specialist.h"
+#include "specialist_args.h"
 
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static void s_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: cloister-merge [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N]\n"
-            "                      [--grace-ms N] [--timeout S] [--worker-id ID]\n"
-            "Runs merge-agent tasks: merges payload.branch into payload.target (default main)\n"
-            "of the repository of payload.workspace, resolving conflicts with the agent,\n"
-            "running the tests and pushing. Settings: $PANOPTICON_HOME/cloister.toml.\n");
-}
-
-static int s_usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, "cloister-merge: %s%s%s\n", what, arg ? " " : "", arg ? arg : "");
-    s_usage(stderr);
-    return 2;
-}
-
-static int s_parse_int(const char *text, int min, int max, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long value = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || value < min || value > max)
-        return -1;
-    *out = (int)value;
-    return 0;
-}
-
-/* Fills `skeleton` from the arguments. Returns -1 when parsing may go on to run, or an
- * exit code (0 after --help, 2 on a usage error). */
-static int s_parse_args(int argc, char **argv, specialist_config_t *skeleton)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            s_usage(stdout);
-            return 0;
-        }
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        bool known = strcmp(arg, "--in") == 0 || strcmp(arg, "--bind") == 0 ||
-                     strcmp(arg, "--advertise") == 0 || strcmp(arg, "--heartbeat-ms") == 0 ||
-                     strcmp(arg, "--grace-ms") == 0 || strcmp(arg, "--timeout") == 0 ||
-                     strcmp(arg, "--worker-id") == 0;
-        if (!known)
-            return s_usage_error("unknown option", arg);
-        if (value == NULL)
-            return s_usage_error("missing a value for", arg);
-        i++;
-        if (strcmp(arg, "--in") == 0) {
-            skeleton->in_endpoint = value;
-        } else if (strcmp(arg, "--bind") == 0) {
-            skeleton->bind_endpoint = value;
-        } else if (strcmp(arg, "--advertise") == 0) {
-            skeleton->advertise = value;
-        } else if (strcmp(arg, "--worker-id") == 0) {
-            skeleton->worker_id = value;
-        } else if (strcmp(arg, "--heartbeat-ms") == 0) {
-            if (s_parse_int(value, 10, 3600000, &skeleton->heartbeat_ms) != 0)
-                return s_usage_error("--heartbeat-ms expects 10..3600000, not", value);
-        } else if (strcmp(arg, "--timeout") == 0) {
-            if (s_parse_int(value, 1, 7 * 24 * 3600, &skeleton->default_timeout_s) != 0)
-                return s_usage_error("--timeout expects seconds (1..604800), not", value);
-        } else if (s_parse_int(value, 10, 3600000, &skeleton->grace_ms) != 0) {
-            return s_usage_error("--grace-ms expects 10..3600000, not", value);
-        }
-    }
-    return -1;
-}
+static const char s_usage[] =
+    "usage: cloister-merge [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N]\n"
+    "                      [--grace-ms N] [--timeout S] [--worker-id ID]\n"
+    "Runs merge-agent tasks: merges payload.branch into payload.target (default main)\n"
+    "of the repository of payload.workspace, resolving conflicts with the agent,\n"
+    "running the tests and pushing. Settings: $PANOPTICON_HOME/cloister.toml.\n";
 
 int main(int argc, char **argv)
 {
     log_init("cloister-merge", LOG_LEVEL_INFO);
     specialist_config_t skeleton = {.specialist = MERGE_SERVICE_SPECIALIST};
-    int code = s_parse_args(argc, argv, &skeleton);
-    if (code >= 0)
+    const specialist_args_t args = {
+        .program = "cloister-merge", .usage = s_usage, .timeout_flag = true};
+    int code;
+    if (!specialist_args_parse(&args, argc, argv, &skeleton, &code))
         return code;
 
     config_t *config = NULL;
     if (config_load(NULL, &config) != 0) {
-        log_error("%s", failure_message());
+        log_error("cannot load the configuration: %s", failure_message());
         return SPECIALIST_EXIT_SETUP;
     }
-    if (skeleton.in_endpoint == NULL)
-        skeleton.in_endpoint = config_string(config, "broker", "in", SPECIALIST_DEFAULT_IN);
-    if (skeleton.default_timeout_s == 0)
-        skeleton.default_timeout_s =
-            (int)config_specialist_timeout_s(config, MERGE_SERVICE_SPECIALIST);
+    specialist_args_apply_config(&skeleton, config);
     merge_service_t *service = NULL;
     if (merge_service_new(&service, config) != 0) {
         log_error("cannot set up the merge service: %s", failure_message());

@@ -25,41 +25,16 @@
 #include "prompt.h"
 #include "review_job.h"
 #include "specialist.h"
+#include "specialist_args.h"
 
-#include <errno.h>
 #include <git2.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-static void s_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: cloister-review [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N]\n"
-            "                       [--grace-ms N] [--worker-id ID] [--workdir DIR]\n"
-            "                       [--config FILE]\n"
-            "The review-agent: per task, reviews payload.branch of payload.workspace against\n"
-            "payload.target (default main) and reports REVIEW_RESULT, FINDINGS and GATE.\n");
-}
-
-static int s_usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, "cloister-review: %s%s%s\n", what, arg ? " " : "", arg ? arg : "");
-    s_usage(stderr);
-    return 2;
-}
-
-static int s_parse_int(const char *text, int min, int max, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long value = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || value < min || value > max)
-        return -1;
-    *out = (int)value;
-    return 0;
-}
+static const char s_usage[] =
+    "usage: cloister-review [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N]\n"
+    "                       [--grace-ms N] [--worker-id ID] [--workdir DIR]\n"
+    "                       [--config FILE]\n"
+    "The review-agent: per task, reviews payload.branch of payload.workspace against\n"
+    "payload.target (default main) and reports REVIEW_RESULT, FINDINGS and GATE.\n";
 
 int main(int argc, char **argv)
 {
@@ -67,41 +42,13 @@ int main(int argc, char **argv)
     specialist_config_t settings = {.specialist = REVIEW_SPECIALIST};
     const char *config_path = NULL;
     review_service_t service = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            s_usage(stdout);
-            return 0;
-        }
-        bool known = strcmp(arg, "--in") == 0 || strcmp(arg, "--bind") == 0 ||
-                     strcmp(arg, "--advertise") == 0 || strcmp(arg, "--heartbeat-ms") == 0 ||
-                     strcmp(arg, "--grace-ms") == 0 || strcmp(arg, "--worker-id") == 0 ||
-                     strcmp(arg, "--workdir") == 0 || strcmp(arg, "--config") == 0;
-        if (!known)
-            return s_usage_error("unknown option", arg);
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        if (value == NULL)
-            return s_usage_error("missing a value for", arg);
-        i++;
-        if (strcmp(arg, "--in") == 0) {
-            settings.in_endpoint = value;
-        } else if (strcmp(arg, "--bind") == 0) {
-            settings.bind_endpoint = value;
-        } else if (strcmp(arg, "--advertise") == 0) {
-            settings.advertise = value;
-        } else if (strcmp(arg, "--worker-id") == 0) {
-            settings.worker_id = value;
-        } else if (strcmp(arg, "--workdir") == 0) {
-            service.workdir = value;
-        } else if (strcmp(arg, "--config") == 0) {
-            config_path = value;
-        } else if (strcmp(arg, "--heartbeat-ms") == 0) {
-            if (s_parse_int(value, 10, 3600000, &settings.heartbeat_ms) != 0)
-                return s_usage_error("--heartbeat-ms expects 10..3600000, not", value);
-        } else if (s_parse_int(value, 10, 3600000, &settings.grace_ms) != 0) {
-            return s_usage_error("--grace-ms expects 10..3600000, not", value);
-        }
-    }
+    const specialist_args_option_t options[] = {
+        {"--workdir", &service.workdir}, {"--config", &config_path}, {NULL, NULL}};
+    const specialist_args_t args = {
+        .program = "cloister-review", .usage = s_usage, .options = options};
+    int code;
+    if (!specialist_args_parse(&args, argc, argv, &settings, &code))
+        return code;
 
     config_t *config = NULL;
     if (config_load(config_path, &config) != 0) {
@@ -117,16 +64,11 @@ int main(int argc, char **argv)
     }
     service.config = config;
     service.prompts_dir = prompts_dir;
-    if (settings.in_endpoint == NULL && getenv("CLOISTER_IN") == NULL)
-        settings.in_endpoint = config_string(config, "broker", "in", NULL);
-    if (settings.heartbeat_ms == 0)
-        settings.heartbeat_ms = (int)config_int(config, "broker", "heartbeat_ms", 0);
-    settings.heartbeat_misses = (int)config_int(config, "broker", "heartbeat_misses", 0);
-    settings.default_timeout_s = (int)config_specialist_timeout_s(config, REVIEW_SPECIALIST);
+    specialist_args_apply_config(&settings, config);
 
     git_libgit2_init();
     log_info("review mode %s, prompts in %s", review_mode_name(service.mode), prompts_dir);
-    int code = specialist_run(&settings, review_job, &service, NULL);
+    code = specialist_run(&settings, review_job, &service, NULL);
     git_libgit2_shutdown();
     config_destroy(&config);
     return code;

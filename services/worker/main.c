@@ -32,8 +32,8 @@
 #include "markers.h"
 #include "proc.h"
 #include "specialist.h"
+#include "specialist_args.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +48,7 @@
 #define WORKER_KILL_GRACE_MS 1000
 
 typedef struct {
-    char *const *argv;
+    char **argv; /* the command after "--", in main's argv */
 } worker_t;
 
 /* One command run. */
@@ -59,24 +59,13 @@ typedef struct {
     size_t cap;
 } worker_run_t;
 
-static void s_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: cloister-worker --specialist NAME [--in EP] [--bind EP] [--advertise EP]\n"
-            "                       [--heartbeat-ms N] [--timeout S] [--grace-ms N]\n"
-            "                       [--worker-id ID] -- CMD [ARGS...]\n"
-            "Runs CMD once per task of specialist NAME: the task as JSON on stdin, its fields\n"
-            "in CLOISTER_* variables, stdout lines as progress, `KEY: value` lines into the\n"
-            "result, `NEXT: {json submit}` lines as next tasks, exit 0 = done.\n");
-}
-
-/* Prints "cloister-worker: <what>" and the usage; returns the usage exit code (2). */
-static int s_usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, "cloister-worker: %s%s%s\n", what, arg ? " " : "", arg ? arg : "");
-    s_usage(stderr);
-    return 2;
-}
+static const char s_usage[] =
+    "usage: cloister-worker --specialist NAME [--in EP] [--bind EP] [--advertise EP]\n"
+    "                       [--heartbeat-ms N] [--timeout S] [--grace-ms N]\n"
+    "                       [--worker-id ID] -- CMD [ARGS...]\n"
+    "Runs CMD once per task of specialist NAME: the task as JSON on stdin, its fields\n"
+    "in CLOISTER_* variables, stdout lines as progress, `KEY: value` lines into the\n"
+    "result, `NEXT: {json submit}` lines as next tasks, exit 0 = done.\n";
 
 static void s_keep_text(worker_run_t *run, const char *line, size_t len)
 {
@@ -269,68 +258,19 @@ out:
     return outcome;
 }
 
-static int s_parse_int(const char *text, int min, int max, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long value = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || value < min || value > max)
-        return -1;
-    *out = (int)value;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     log_init("cloister-worker", LOG_LEVEL_INFO);
+    worker_t worker = {0};
+    const specialist_args_t args = {
+        .program = "cloister-worker",
+        .usage = s_usage,
+        .timeout_flag = true,
+        .command = &worker.argv,
+    };
     specialist_config_t config = {0};
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--") == 0)
-            break;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            s_usage(stdout);
-            return 0;
-        }
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        bool known = strcmp(arg, "--specialist") == 0 || strcmp(arg, "--in") == 0 ||
-                     strcmp(arg, "--bind") == 0 || strcmp(arg, "--advertise") == 0 ||
-                     strcmp(arg, "--heartbeat-ms") == 0 || strcmp(arg, "--timeout") == 0 ||
-                     strcmp(arg, "--grace-ms") == 0 || strcmp(arg, "--worker-id") == 0;
-        if (!known)
-            return s_usage_error("unknown option", arg);
-        if (value == NULL || strcmp(value, "--") == 0)
-            return s_usage_error("missing a value for", arg);
-        i++;
-        if (strcmp(arg, "--specialist") == 0) {
-            config.specialist = value;
-        } else if (strcmp(arg, "--in") == 0) {
-            config.in_endpoint = value;
-        } else if (strcmp(arg, "--bind") == 0) {
-            config.bind_endpoint = value;
-        } else if (strcmp(arg, "--advertise") == 0) {
-            config.advertise = value;
-        } else if (strcmp(arg, "--worker-id") == 0) {
-            config.worker_id = value;
-        } else if (strcmp(arg, "--heartbeat-ms") == 0) {
-            if (s_parse_int(value, 10, 3600000, &config.heartbeat_ms) != 0)
-                return s_usage_error("--heartbeat-ms expects 10..3600000, not", value);
-        } else if (strcmp(arg, "--timeout") == 0) {
-            if (s_parse_int(value, 1, 7 * 24 * 3600, &config.default_timeout_s) != 0)
-                return s_usage_error("--timeout expects seconds (1..604800), not", value);
-        } else if (s_parse_int(value, 10, 3600000, &config.grace_ms) != 0) {
-            return s_usage_error("--grace-ms expects 10..3600000, not", value);
-        }
-    }
-    if (config.specialist == NULL)
-        return s_usage_error("--specialist NAME is required", NULL);
-    if (specialist_check_name(config.specialist) != 0)
-        return s_usage_error(failure_message(), NULL);
-    if (i >= argc)
-        return s_usage_error("missing '--' before the command", NULL);
-    if (i + 1 >= argc)
-        return s_usage_error("missing the command after '--'", NULL);
-    worker_t worker = {.argv = &argv[i + 1]};
+    int code;
+    if (!specialist_args_parse(&args, argc, argv, &config, &code))
+        return code;
     return specialist_run(&config, s_job, &worker, NULL);
 }

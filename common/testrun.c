@@ -15,6 +15,7 @@
 
 #include "failure.h"
 #include "proc.h"
+#include "specialist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -763,31 +764,58 @@ static void s_tail_append(s_tail_t *tail, const char *data, size_t len)
     tail->len += len;
 }
 
+struct testrun_t {
+    proc_t *proc;          /* NULL when it could not start or watching it failed */
+    specialist_ctx_t *job; /* borrowed, or NULL */
+    testrun_line_fn *on_line;
+    void *on_line_arg;
+    s_tail_t tail;
+    int code;        /* why it did not start (or watching failed), or 0 */
+    char error[256]; /* the reason for `code` */
+    bool cancelled;
+    bool done; /* reaped, or never started */
+};
+
 static int s_on_line(void *arg, const char *line, size_t len)
 {
-    s_tail_t *tail = arg;
-    s_tail_append(tail, line, len);
-    s_tail_append(tail, "\n", 1);
+    testrun_t *self = arg;
+    s_tail_append(&self->tail, line, len);
+    s_tail_append(&self->tail, "\n", 1);
+    if (self->on_line)
+        self->on_line(self->on_line_arg, line, len);
     return 0;
 }
 
-int testrun_run(testrun_result_t **out, const testrun_options_t *options)
+/* The run has ended (reaped, never started, or given up on): the job no longer watches. */
+static void s_done(testrun_t *self)
 {
-    *out = NULL;
+    if (self->job && self->proc)
+        specialist_watch_child(self->job, 0);
+    self->done = true;
+}
+
+int testrun_start(testrun_t **run_p, const testrun_options_t *options)
+{
+    *run_p = NULL;
     if (!options || !options->command || !options->command[0])
         return failure_set(FAILURE_INVALID, "testrun: no test command");
     size_t cap = options->output_cap ? options->output_cap : TESTRUN_DEFAULT_OUTPUT_CAP;
-    testrun_result_t *r = s_result_new();
-    s_tail_t tail = {.buf = malloc(2 * cap + 1), .cap = cap};
+    testrun_t *self = calloc(1, sizeof *self);
     /* The shell merges stderr into stdout, so the two stay in order in one stream. */
     size_t script_len = strlen("exec 2>&1\n") + strlen(options->command) + 1;
     char *script = malloc(script_len);
-    if (!r || !tail.buf || !script) {
-        testrun_result_destroy(&r);
-        free(tail.buf);
+    if (self)
+        self->tail = (s_tail_t){.buf = malloc(2 * cap + 1), .cap = cap};
+    if (!self || !self->tail.buf || !script) {
+        if (self)
+            free(self->tail.buf);
+        free(self);
         free(script);
         return failure_set(FAILURE_MEMORY, "testrun: out of memory");
     }
+    self->job = options->job;
+    self->on_line = options->on_line;
+    self->on_line_arg = options->on_line_arg;
     snprintf(script, script_len, "exec 2>&1\n%s", options->command);
     char *argv[] = {"/bin/sh", "-c", script, NULL};
     /* Runners print plain, non-interactive output when they see CI and no colour. */
@@ -797,49 +825,133 @@ int testrun_run(testrun_result_t **out, const testrun_options_t *options)
         .cwd = options->dir,
         .env_set = env_set,
         .on_line = s_on_line,
-        .on_line_arg = &tail,
+        .on_line_arg = self,
         .timeout_ms = options->timeout_ms,
         .kill_grace_ms = options->kill_grace_ms,
         .max_line = cap,
     };
-    proc_t *proc = NULL;
-    int rc = proc_run(&proc, &po);
+    int rc = proc_start(&self->proc, &po);
     free(script);
+    *run_p = self;
     if (rc != 0) {
-        snprintf(r->error, sizeof r->error, "%s", failure_message());
-        free(tail.buf);
-        if (rc == FAILURE_MEMORY) {
-            testrun_result_destroy(&r);
-            return rc;
-        }
-        *out = r;
+        self->code = rc;
+        snprintf(self->error, sizeof self->error, "%s", failure_message());
+        s_done(self);
         return rc;
     }
-    const proc_status_t *st = proc_status(proc);
+    if (self->job)
+        specialist_watch_child(self->job, proc_pid(self->proc));
+    return 0;
+}
+
+int testrun_step(testrun_t *self, int timeout_ms)
+{
+    if (self->done)
+        return 1;
+    if (self->job && (timeout_ms < 0 || timeout_ms > TESTRUN_JOB_STEP_MS))
+        timeout_ms = TESTRUN_JOB_STEP_MS;
+    int rc = proc_step(self->proc, timeout_ms);
+    if (rc < 0) {
+        self->code = rc;
+        snprintf(self->error, sizeof self->error, "watching the test command failed: %s",
+                 failure_message());
+        s_done(self);
+        proc_destroy(&self->proc); /* kills the group */
+        return rc;
+    }
+    if (rc == 1) {
+        s_done(self);
+        return 1;
+    }
+    if (self->job && specialist_cancelled(self->job))
+        testrun_cancel(self);
+    return 0;
+}
+
+void testrun_cancel(testrun_t *self)
+{
+    if (self->done || self->cancelled)
+        return;
+    self->cancelled = true;
+    proc_stop(self->proc, PROC_STOP_REQUESTED);
+}
+
+pid_t testrun_pgid(const testrun_t *self)
+{
+    return self->done ? 0 : proc_pid(self->proc);
+}
+
+/* The result of a run that started and was reaped: its status, and the output (the tail
+ * buffer, which the result takes over) parsed. */
+static int s_result_from_proc(testrun_result_t **out, testrun_t *self)
+{
+    testrun_result_t *r = s_result_new();
+    if (!r)
+        return failure_set(FAILURE_MEMORY, "testrun: out of memory");
+    const proc_status_t *st = proc_status(self->proc);
     r->started = true;
     r->exit_code = st->exited ? st->exit_code : -1;
     r->term_signal = st->exited ? 0 : st->term_signal;
     r->timed_out = st->stopped_by == PROC_STOP_TIMEOUT;
+    r->cancelled = st->stopped_by == PROC_STOP_REQUESTED;
     r->duration_ms = st->duration_ms;
-    proc_destroy(&proc);
-
     /* Keep exactly the last `cap` bytes. */
-    size_t start = tail.len > cap ? tail.len - cap : 0;
-    if (start > 0)
-        tail.truncated = true;
-    memmove(tail.buf, tail.buf + start, tail.len - start);
-    tail.len -= start;
-    tail.buf[tail.len] = '\0';
-    r->output = tail.buf;
-    r->output_len = tail.len;
-    r->output_truncated = tail.truncated;
-    rc = s_parse_into(r, r->output, r->output_len);
+    s_tail_t *tail = &self->tail;
+    size_t start = tail->len > tail->cap ? tail->len - tail->cap : 0;
+    memmove(tail->buf, tail->buf + start, tail->len - start);
+    tail->len -= start;
+    tail->buf[tail->len] = '\0';
+    r->output = tail->buf;
+    r->output_len = tail->len;
+    r->output_truncated = tail->truncated || start > 0;
+    tail->buf = NULL;
+    int rc = s_parse_into(r, r->output, r->output_len);
     if (rc != 0) {
         testrun_result_destroy(&r);
         return rc;
     }
     *out = r;
     return 0;
+}
+
+int testrun_finish(testrun_t **self_p, testrun_result_t **out)
+{
+    *out = NULL;
+    testrun_t *self = *self_p;
+    *self_p = NULL;
+    testrun_cancel(self);
+    while (testrun_step(self, -1) == 0)
+        ;
+    int rc = self->code;
+    testrun_result_t *r = NULL;
+    if (rc != 0) {
+        /* Not started: no output, `error` says why. */
+        if (testrun_parse(&r, "", 0) == 0) {
+            snprintf(r->error, sizeof r->error, "%s", self->error);
+            failure_set(rc, "%s", self->error);
+        } else {
+            rc = FAILURE_MEMORY;
+        }
+    } else {
+        rc = s_result_from_proc(&r, self);
+    }
+    proc_destroy(&self->proc);
+    free(self->tail.buf);
+    free(self);
+    *out = r;
+    return rc;
+}
+
+int testrun_run(testrun_result_t **out, const testrun_options_t *options)
+{
+    *out = NULL;
+    testrun_t *run = NULL;
+    int rc = testrun_start(&run, options);
+    if (!run)
+        return rc;
+    while (testrun_step(run, -1) == 0)
+        ;
+    return testrun_finish(&run, out);
 }
 
 testrun_verdict_t testrun_verdict(const testrun_result_t *result)

@@ -1,9 +1,26 @@
 /* testrun: runs a project's test command with a time limit and reads its output.
  *
- * testrun_run() runs the command with `/bin/sh -c` in the project directory, in its own
- * process group (common/proc), stdout and stderr merged, keeping the last output_cap bytes.
- * On timeout the whole group gets SIGTERM, then SIGKILL after a grace period; when the
- * command ends, anything it left running in its group is killed too.
+ * A run executes the command with `/bin/sh -c` in the project directory, in its own
+ * process group (common/proc), stdout and stderr merged, CI=true NO_COLOR=1 FORCE_COLOR=0
+ * set, keeping the last output_cap bytes. On timeout or cancel the whole group gets
+ * SIGTERM, then SIGKILL after a grace period; when the command ends, anything it left
+ * running in its group is killed too.
+ *
+ * Driving it step by step lets a single thread stream the output, cancel the run and
+ * watch its process group; testrun_run() is the blocking convenience on top:
+ *
+ *     testrun_t *run = NULL;
+ *     testrun_start(&run, &options);           (run is NULL only on FAILURE_INVALID/MEMORY)
+ *     while (run && testrun_step(run, 100) == 0)
+ *         if (stop_wanted())
+ *             testrun_cancel(run);
+ *     testrun_result_t *result = NULL;
+ *     if (run)
+ *         testrun_finish(&run, &result);
+ *
+ * With options.job set the run belongs to that specialist job: its process group is
+ * registered with specialist_watch_child() while it runs, and testrun_step() cancels it
+ * once specialist_cancelled(job) — so testrun_run() stops promptly on a cancel too.
  *
  * testrun_parse() reads the counts and the failing tests out of the output of pytest,
  * jest, vitest, cargo test, go test, ctest and node's test runner (TAP or spec summary).
@@ -20,19 +37,33 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+typedef struct specialist_ctx_t specialist_ctx_t;
 
 #define TESTRUN_DEFAULT_OUTPUT_CAP (1024 * 1024)
 #define TESTRUN_MAX_FAILURES 100
 #define TESTRUN_MAX_FAILURE_LEN 400
+/* Longest wait of one testrun_step() when options.job is set: bounds a cancel's latency. */
+#define TESTRUN_JOB_STEP_MS 50
 
 typedef enum { TESTRUN_PASS, TESTRUN_FAIL, TESTRUN_ERROR } testrun_verdict_t;
 
+typedef struct testrun_t testrun_t;
+
+/* Called with each line of output (stdout and stderr merged) as it arrives, without the
+ * newline; `line` is NUL-terminated and valid during the call only. */
+typedef void(testrun_line_fn)(void *arg, const char *line, size_t len);
+
 typedef struct {
-    const char *command;   /* the shell command (configured or detected, see testdetect) */
-    const char *dir;       /* directory to run it in; NULL keeps ours */
-    int64_t timeout_ms;    /* wall-clock limit; 0 = none */
-    int64_t kill_grace_ms; /* SIGTERM → SIGKILL delay; 0 = proc's default */
-    size_t output_cap;     /* bytes of output kept (the tail); 0 = TESTRUN_DEFAULT_OUTPUT_CAP */
+    const char *command;      /* the shell command (configured or detected, see testdetect) */
+    const char *dir;          /* directory to run it in; NULL keeps ours */
+    int64_t timeout_ms;       /* wall-clock limit; 0 = none */
+    int64_t kill_grace_ms;    /* SIGTERM → SIGKILL delay; 0 = proc's default */
+    size_t output_cap;        /* bytes of output kept (the tail); 0 = TESTRUN_DEFAULT_OUTPUT_CAP */
+    testrun_line_fn *on_line; /* optional: streams the output, called from testrun_step() */
+    void *on_line_arg;
+    specialist_ctx_t *job; /* optional (borrowed): the job whose cancel stops the run */
 } testrun_options_t;
 
 typedef struct {
@@ -41,6 +72,7 @@ typedef struct {
     int exit_code;   /* exit status; -1 when it did not exit normally */
     int term_signal; /* signal that ended it, or 0 */
     bool timed_out;  /* killed because timeout_ms passed */
+    bool cancelled;  /* killed by testrun_cancel() (or the job's cancel) */
     int64_t duration_ms;
     char error[256]; /* why it could not start, or "" */
     /* What the output says. */
@@ -54,13 +86,42 @@ typedef struct {
     bool output_truncated; /* earlier output was dropped */
 } testrun_result_t;
 
-/* Runs options->command. The command is the user's own configured test_command or what
+/* Starts options->command. The command is the user's own configured test_command or what
  * testdetect found — never text from a task or an agent — which is why a shell is fine.
- * Sets *out to a new result the caller owns (free with testrun_result_destroy()) and
- * returns 0 when the command ran (whatever its exit code, and also when it timed out).
- * When it could not be started, *out is still set (started = false, error says why) and the
- * code is returned (FAILURE_NOT_FOUND, FAILURE_IO). FAILURE_INVALID for missing options,
- * FAILURE_MEMORY with *out NULL if allocation failed. Blocks until the command ends. */
+ * Options are not kept after the call (the job and the line callback's argument are
+ * borrowed for the run's life). Sets *run_p to a new run the caller owns, to end with
+ * testrun_finish(), and returns 0. When the command could not be started, *run_p is still
+ * set (testrun_step() returns 1 at once; testrun_finish() gives started = false and says
+ * why) and the code is returned (FAILURE_NOT_FOUND, FAILURE_IO). FAILURE_INVALID for
+ * missing options and FAILURE_MEMORY leave *run_p NULL. */
+int testrun_start(testrun_t **run_p, const testrun_options_t *options);
+
+/* Waits up to timeout_ms (-1 = until something happens; at most TESTRUN_JOB_STEP_MS with
+ * a job) and handles what happened: output lines (on_line is called), deadlines, the
+ * job's cancel, the end of the command. Returns 1 once the run has ended (and on every
+ * later call), 0 while it runs, or FAILURE_IO if watching the command failed (it is
+ * killed; testrun_finish() then reports it as not started). */
+int testrun_step(testrun_t *self, int timeout_ms);
+
+/* Begins stopping the command: SIGTERM to its group now, SIGKILL after the kill grace
+ * (driven by testrun_step()). No effect once the run has ended. */
+void testrun_cancel(testrun_t *self);
+
+/* The command's process group while it runs, 0 once it has ended (or never started). */
+pid_t testrun_pgid(const testrun_t *self);
+
+/* Ends the run: if the command still runs it is cancelled and waited for (up to the kill
+ * grace). Frees the run and nulls *self_p. Sets *out to a new result the caller owns (free
+ * with testrun_result_destroy()) and returns 0 when the command ran (whatever its exit
+ * code, also when it timed out or was cancelled); when it could not be started or watching
+ * it failed, *out is still set (started = false, error says why) and the code is returned;
+ * FAILURE_MEMORY with *out NULL if allocation failed. */
+int testrun_finish(testrun_t **self_p, testrun_result_t **out);
+
+/* Runs options->command to the end: testrun_start(), testrun_step() until it ended,
+ * testrun_finish(). Sets *out and returns as testrun_finish(); FAILURE_INVALID (missing
+ * options) and FAILURE_MEMORY leave *out NULL. Blocks until the command ends or, with
+ * options.job, until the job is cancelled. */
 int testrun_run(testrun_result_t **out, const testrun_options_t *options);
 
 /* Parses `len` bytes of runner output (need not be NUL-terminated) into a new result the

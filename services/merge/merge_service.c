@@ -305,7 +305,9 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
         return MERGE_TESTS_FAIL;
     }
     specialist_progressf(job->ctx, "info", "running tests: %s (%s)", detect.command, detect.reason);
-    testrun_options_t options = {.command = detect.command, .dir = worktree, .timeout_ms = left};
+    /* With the job attached, a cancel stops the tests. */
+    testrun_options_t options = {
+        .command = detect.command, .dir = worktree, .timeout_ms = left, .job = job->ctx};
     testrun_result_t *run = NULL;
     testrun_run(&run, &options);
     if (run == NULL) {

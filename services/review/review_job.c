@@ -87,6 +87,7 @@ static int s_run_checks(review_run_t *r)
             .dir = r->workspace,
             .timeout_ms = timeout_s * 1000,
             .output_cap = 64 * 1024,
+            .job = r->ctx, /* a cancel stops the check */
         };
         testrun_result_t *result = NULL;
         testrun_run(&result, &options);
@@ -99,6 +100,7 @@ static int s_run_checks(review_run_t *r)
         const char *state = passed              ? "PASS"
                             : !result->started  ? "ERROR (could not start)"
                             : result->timed_out ? "ERROR (timed out)"
+                            : result->cancelled ? "ERROR (cancelled)"
                                                 : "FAIL";
         fprintf(f, "- `%s`: %s (exit code %d, %lld ms)\n", command, state, result->exit_code,
                 (long long)result->duration_ms);

@@ -1,7 +1,10 @@
 /* Unit tests for common/testrun: output parsing from captured runner outputs
  * (tests/fixtures/testrun/), and real runs of small shell commands (pass, fail, timeout
- * with a background child, output cap, a command that cannot start). */
+ * with a background child, output cap, a command that cannot start), and the step-wise API
+ * (output streamed line by line while it runs, a cancel that kills the whole group
+ * promptly, finishing a run that still runs). */
 #include "check.h"
+#include "clock.h"
 #include "failure.h"
 #include "testenv.h"
 #include "testrun.h"
@@ -377,6 +380,149 @@ static void test_run_output_cap(testenv_t *env)
     testrun_result_destroy(&r);
 }
 
+/* Lines seen by the streaming callback. */
+typedef struct {
+    char text[4096];
+    size_t len;
+    size_t lines;
+} s_stream_t;
+
+static void s_stream_line(void *arg, const char *line, size_t len)
+{
+    s_stream_t *stream = arg;
+    if (stream->len + len + 1 < sizeof stream->text) {
+        memcpy(stream->text + stream->len, line, len);
+        stream->len += len;
+        stream->text[stream->len++] = '\n';
+        stream->text[stream->len] = '\0';
+    }
+    stream->lines++;
+}
+
+/* True once no process is left in group `pgid` (waits up to about two seconds). */
+static bool s_group_gone(pid_t pgid)
+{
+    for (int i = 0; i < 100; i++) {
+        if (kill(-pgid, 0) != 0 && errno == ESRCH)
+            return true;
+        testenv_sleep_ms(20);
+    }
+    return false;
+}
+
+static void test_step_streams(testenv_t *env)
+{
+    /* The first line arrives while the command still waits for a file we create later. */
+    char gate[512];
+    snprintf(gate, sizeof gate, "%s/gate", env->dir);
+    char command[1024];
+    snprintf(command, sizeof command,
+             "echo first; while [ ! -e '%s' ]; do sleep 0.02; done; echo second >&2", gate);
+    s_stream_t stream = {.len = 0};
+    testrun_options_t o = {.command = command,
+                           .dir = env->dir,
+                           .timeout_ms = 10000,
+                           .on_line = s_stream_line,
+                           .on_line_arg = &stream};
+    testrun_t *run = NULL;
+    CHECK_INT(testrun_start(&run, &o), 0);
+    if (!run)
+        return;
+    CHECK(testrun_pgid(run) > 0);
+    for (int i = 0; i < 200 && stream.lines == 0; i++)
+        CHECK_INT(testrun_step(run, 50), 0);
+    CHECK_STR(stream.text, "first\n");
+    CHECK_INT(testenv_write_file(gate, ""), 0);
+    int rc = 0;
+    for (int i = 0; i < 200 && (rc = testrun_step(run, 50)) == 0; i++)
+        ;
+    CHECK_INT(rc, 1);
+    CHECK_INT(testrun_step(run, 50), 1);
+    CHECK_INT(testrun_pgid(run), 0);
+    CHECK_STR(stream.text, "first\nsecond\n");
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_finish(&run, &r), 0);
+    CHECK(run == NULL);
+    if (r) {
+        CHECK(r->started);
+        CHECK_INT(r->exit_code, 0);
+        CHECK(!r->cancelled);
+        CHECK_STR(r->output, "first\nsecond\n");
+        testrun_result_destroy(&r);
+    }
+}
+
+static void test_step_cancel(testenv_t *env)
+{
+    /* A command with a background child that ignores nothing: both must go at once. */
+    testrun_options_t o = {.command = "sleep 100 & echo started; sleep 100",
+                           .dir = env->dir,
+                           .timeout_ms = 60000,
+                           .kill_grace_ms = 5000};
+    testrun_t *run = NULL;
+    CHECK_INT(testrun_start(&run, &o), 0);
+    if (!run)
+        return;
+    pid_t pgid = testrun_pgid(run);
+    CHECK(pgid > 0);
+    int64_t started = clock_now_ms();
+    testrun_cancel(run);
+    testrun_cancel(run); /* a second cancel changes nothing */
+    int rc = 0;
+    for (int i = 0; i < 100 && (rc = testrun_step(run, 50)) == 0; i++)
+        ;
+    CHECK_INT(rc, 1);
+    /* SIGTERM ended it: well before the kill grace or the timeout. */
+    CHECK(clock_now_ms() - started < 2000);
+    CHECK(s_group_gone(pgid));
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_finish(&run, &r), 0);
+    if (r) {
+        CHECK(r->started);
+        CHECK(r->cancelled);
+        CHECK(!r->timed_out);
+        CHECK_INT(r->exit_code, -1);
+        CHECK_INT(r->term_signal, SIGTERM);
+        CHECK_STR(testrun_verdict_name(testrun_verdict(r)), "ERROR");
+        testrun_result_destroy(&r);
+    }
+
+    /* A command that ignores SIGTERM: finishing a run that still runs kills it after the
+     * grace. */
+    o.command = "trap '' TERM; echo started; sleep 100";
+    o.kill_grace_ms = 200;
+    s_stream_t stream = {.len = 0};
+    o.on_line = s_stream_line;
+    o.on_line_arg = &stream;
+    CHECK_INT(testrun_start(&run, &o), 0);
+    if (!run)
+        return;
+    pgid = testrun_pgid(run);
+    for (int i = 0; i < 200 && stream.lines == 0; i++)
+        testrun_step(run, 50); /* the trap is set once "started" is out */
+    started = clock_now_ms();
+    CHECK_INT(testrun_finish(&run, &r), 0);
+    CHECK(clock_now_ms() - started < 3000);
+    CHECK(s_group_gone(pgid));
+    if (r) {
+        CHECK(r->cancelled);
+        CHECK_INT(r->term_signal, SIGKILL);
+        testrun_result_destroy(&r);
+    }
+
+    /* A command that cannot start: the run exists, ends at once, and says why. */
+    o.dir = "/nonexistent/cloister-dir";
+    CHECK(testrun_start(&run, &o) < 0);
+    CHECK(run != NULL);
+    if (run) {
+        CHECK_INT(testrun_step(run, 50), 1);
+        CHECK_INT(testrun_pgid(run), 0);
+        CHECK(testrun_finish(&run, &r) < 0);
+        CHECK(r != NULL && !r->started && r->error[0] != '\0');
+        testrun_result_destroy(&r);
+    }
+}
+
 int main(void)
 {
     test_pytest();
@@ -396,6 +542,8 @@ int main(void)
     test_run_fail(env);
     test_run_timeout(env);
     test_run_output_cap(env);
+    test_step_streams(env);
+    test_step_cancel(env);
     testenv_destroy(&env);
     return check_exit_code("test_testrun");
 }

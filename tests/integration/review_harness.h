@@ -10,6 +10,7 @@
 #ifndef CLOISTER_REVIEW_HARNESS_H
 #define CLOISTER_REVIEW_HARNESS_H
 
+#include "testgit.h"
 #include "worker_harness.h"
 
 #include <dirent.h>
@@ -65,7 +66,7 @@ static inline review_env_t *review_env_new(const char *name)
     const char *dir = r->h->env->dir;
     char path[600];
     snprintf(path, sizeof path, "%s/userhome", dir);
-    setenv("HOME", path, 1);
+    testgit_env(path);
     snprintf(path, sizeof path, "%s/claude", dir);
     setenv("CLAUDE_CONFIG_DIR", path, 1);
     snprintf(r->log, sizeof r->log, "%s/fake.log", dir);
@@ -75,18 +76,20 @@ static inline review_env_t *review_env_new(const char *name)
     snprintf(r->repo, sizeof r->repo, "%s/repo", dir);
     snprintf(r->workdir, sizeof r->workdir, "%s/agentwork", dir);
     review_config(r, NULL);
-    char script[2048];
-    snprintf(script, sizeof script,
-             "set -e; export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@x "
-             "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@x; "
-             "git init -q -b main '%s'; cd '%s'; mkdir -p src node_modules/dep; "
-             "printf 'int query(void) { return 0; }\\n' > src/db.c; "
-             "printf 'x\\n' > node_modules/dep/index.js; printf 'node_modules\\n' > .gitignore; "
-             "git add src/db.c .gitignore; git commit -q -m base; git checkout -q -b feature; "
-             "printf 'int query(const char *name) { return run(\"SELECT * WHERE n=\" name); }\\n' "
-             "> src/db.c; git commit -q -am 'query by name'; git checkout -q main",
-             r->repo, r->repo);
-    CHECK(review_sh(r, script));
+    /* main with src/db.c (node_modules/ is ignored), feature changing src/db.c. */
+    testgit_run(dir, "init", "-q", "-b", "main", r->repo, NULL);
+    snprintf(path, sizeof path, "%s/node_modules/dep/index.js", r->repo);
+    testenv_write_file(path, "x\n");
+    testgit_commit(r->repo, ".gitignore", "node_modules\n", "ignore node_modules");
+    testgit_commit(r->repo, "src/db.c", "int query(void) { return 0; }\n", "base");
+    testgit_run(r->repo, "checkout", "-q", "-b", "feature", NULL);
+    testgit_commit(r->repo, "src/db.c",
+                   "int query(const char *name) { return run(\"SELECT * WHERE n=\" name); }\n",
+                   "query by name");
+    CHECK(testgit_run(r->repo, "checkout", "-q", "main", NULL) == 0);
+    char feature[41];
+    testgit_rev(r->repo, "feature", feature);
+    CHECK(feature[0] != '\0');
     return r;
 }
 

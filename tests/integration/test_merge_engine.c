@@ -6,13 +6,12 @@
 #include "check.h"
 #include "merge_engine.h"
 #include "testenv.h"
+#include "testgit.h"
 
 #include "clock.h"
 #include "failure.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,59 +21,8 @@
 #include <unistd.h>
 
 static testenv_t *s_env;
-static char s_remote[512], s_user[512], s_dev[512], s_wtdir[512];
-static char s_out[8192];
-
-/* Runs git with the NULL-terminated arguments in `dir`, stdout into s_out (trimmed).
- * Returns the exit code. */
-static int s_git(const char *dir, ...)
-{
-    char *argv[32];
-    int argc = 0;
-    argv[argc++] = "git";
-    va_list args;
-    va_start(args, dir);
-    char *arg;
-    while ((arg = va_arg(args, char *)) != NULL && argc < 31)
-        argv[argc++] = arg;
-    va_end(args);
-    argv[argc] = NULL;
-    int fds[2];
-    if (pipe(fds) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (chdir(dir) != 0)
-            _exit(126);
-        dup2(fds[1], 1);
-        int devnull = open("/dev/null", O_WRONLY);
-        dup2(devnull, 2);
-        close(fds[0]);
-        close(fds[1]);
-        execvp("git", argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t used = 0;
-    ssize_t n;
-    while ((n = read(fds[0], s_out + used, sizeof s_out - 1 - used)) > 0)
-        used += (size_t)n;
-    close(fds[0]);
-    s_out[used] = '\0';
-    while (used > 0 && (s_out[used - 1] == '\n' || s_out[used - 1] == ' '))
-        s_out[--used] = '\0';
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* The commit id `rev` names in `dir`, into buf (41 bytes). */
-static void s_rev(const char *dir, const char *rev, char *buf)
-{
-    buf[0] = '\0';
-    if (s_git(dir, "rev-parse", "--verify", "-q", rev, NULL) == 0 && strlen(s_out) == 40)
-        memcpy(buf, s_out, 41);
-}
+static testgit_fixture_t s_repos;
+static char s_wtdir[512];
 
 static void s_write(const char *dir, const char *file, const char *text)
 {
@@ -90,13 +38,6 @@ static char *s_read(const char *dir, const char *file)
     return testenv_read_file(path);
 }
 
-static void s_commit(const char *dir, const char *file, const char *text, const char *msg)
-{
-    s_write(dir, file, text);
-    s_git(dir, "add", file, NULL);
-    s_git(dir, "commit", "-q", "-m", msg, NULL);
-}
-
 /* Fresh fixture: remote with main (a.c, b.c, c.txt), the user's clone on main, a dev
  * clone. */
 static void s_fixture(const char *name)
@@ -104,27 +45,9 @@ static void s_fixture(const char *name)
     s_env = testenv_new(name);
     char home[600];
     snprintf(home, sizeof home, "%s/gh", s_env->dir);
-    mkdir(home, 0700);
-    setenv("HOME", home, 1);
-    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-    setenv("GIT_AUTHOR_NAME", "Test", 1);
-    setenv("GIT_AUTHOR_EMAIL", "test@example.com", 1);
-    setenv("GIT_COMMITTER_NAME", "Test", 1);
-    setenv("GIT_COMMITTER_EMAIL", "test@example.com", 1);
-    snprintf(s_remote, sizeof s_remote, "%s/remote.git", s_env->dir);
-    snprintf(s_user, sizeof s_user, "%s/user", s_env->dir);
-    snprintf(s_dev, sizeof s_dev, "%s/dev", s_env->dir);
+    testgit_env(home);
     snprintf(s_wtdir, sizeof s_wtdir, "%s/specialists/merge-agent/worktrees", s_env->home);
-    s_git(s_env->dir, "init", "-q", "--bare", "-b", "main", s_remote, NULL);
-    s_git(s_env->dir, "clone", "-q", s_remote, s_user, NULL);
-    s_git(s_user, "checkout", "-q", "-b", "main", NULL);
-    s_write(s_user, "a.c", "int a(void)\n{\n    return 1;\n}\n");
-    s_write(s_user, "b.c", "int b(void)\n{\n    return 2;\n}\n");
-    s_write(s_user, "c.txt", "notes\n");
-    s_git(s_user, "add", ".", NULL);
-    s_git(s_user, "commit", "-q", "-m", "initial", NULL);
-    s_git(s_user, "push", "-q", "origin", "main", NULL);
-    s_git(s_env->dir, "clone", "-q", s_remote, s_dev, NULL);
+    testgit_fixture(&s_repos, s_env->dir);
 }
 
 static void s_teardown(void)
@@ -132,41 +55,25 @@ static void s_teardown(void)
     testenv_destroy(&s_env);
 }
 
-/* Pushes a feature branch from the user's clone that changes a.c, then returns to main. */
-static void s_push_feature(const char *branch, const char *file, const char *text)
-{
-    s_git(s_user, "checkout", "-q", "-b", branch, NULL);
-    s_commit(s_user, file, text, "feature work");
-    s_git(s_user, "push", "-q", "origin", branch, NULL);
-    s_git(s_user, "checkout", "-q", "main", NULL);
-}
-
-/* Another person pushes to main from the dev clone. */
-static void s_dev_push_main(const char *file, const char *text)
-{
-    s_git(s_dev, "pull", "-q", "origin", "main", NULL);
-    s_commit(s_dev, file, text, "work on main");
-    s_git(s_dev, "push", "-q", "origin", "main", NULL);
-}
-
 /* True when the service's worktree directory holds nothing and the user's repository has
  * only its own worktree, no engine branch or ref, and a clean status. */
 static bool s_repo_left_clean(void)
 {
     bool ok = true;
-    s_git(s_user, "worktree", "list", "--porcelain", NULL);
-    if (strstr(s_out, s_wtdir) != NULL) {
-        fprintf(stderr, "worktree left: %s\n", s_out);
+    testgit_run(s_repos.user, "worktree", "list", "--porcelain", NULL);
+    if (strstr(testgit_out(), s_wtdir) != NULL) {
+        fprintf(stderr, "worktree left: %s\n", testgit_out());
         ok = false;
     }
-    s_git(s_user, "for-each-ref", "--format=%(refname)", NULL);
-    if (strstr(s_out, "refs/heads/cloister-merge-") || strstr(s_out, "refs/cloister-merge/")) {
-        fprintf(stderr, "ref left: %s\n", s_out);
+    testgit_run(s_repos.user, "for-each-ref", "--format=%(refname)", NULL);
+    if (strstr(testgit_out(), "refs/heads/cloister-merge-") ||
+        strstr(testgit_out(), "refs/cloister-merge/")) {
+        fprintf(stderr, "ref left: %s\n", testgit_out());
         ok = false;
     }
-    s_git(s_user, "status", "--porcelain", NULL);
-    if (s_out[0] != '\0') {
-        fprintf(stderr, "user tree changed: %s\n", s_out);
+    testgit_run(s_repos.user, "status", "--porcelain", NULL);
+    if (testgit_out()[0] != '\0') {
+        fprintf(stderr, "user tree changed: %s\n", testgit_out());
         ok = false;
     }
     DIR *d = opendir(s_wtdir);
@@ -195,7 +102,7 @@ typedef struct {
     bool push_in_tests;        /* first run_tests call: someone pushes to main */
     bool cancel;
     int resolve_calls, tests_calls;
-    char tests_head[41];       /* HEAD of the worktree the tests ran in */
+    char tests_head[41]; /* HEAD of the worktree the tests ran in */
     char first_conflict[256];
 } s_calls_t;
 
@@ -211,8 +118,8 @@ static int s_resolve(const char *worktree_path, const char *const *files, size_t
     if (calls->outside_file)
         s_write(worktree_path, calls->outside_file, "changed by the agent\n");
     if (calls->commit_in_resolve) {
-        s_git(worktree_path, "add", "-A", NULL);
-        s_git(worktree_path, "commit", "-q", "--no-edit", NULL);
+        testgit_run(worktree_path, "add", "-A", NULL);
+        testgit_run(worktree_path, "commit", "-q", "--no-edit", NULL);
     }
     if (calls->cancel_in_resolve)
         calls->cancel = true;
@@ -226,9 +133,9 @@ static merge_tests_t s_run_tests(const char *worktree_path, char **summary_out, 
 {
     s_calls_t *calls = arg;
     calls->tests_calls++;
-    s_rev(worktree_path, "HEAD", calls->tests_head);
+    testgit_rev(worktree_path, "HEAD", calls->tests_head);
     if (calls->push_in_tests && calls->tests_calls == 1)
-        s_dev_push_main("c.txt", "someone else pushed meanwhile\n");
+        testgit_push_main(s_repos.dev, "c.txt", "someone else pushed meanwhile\n");
     *summary_out = strdup(calls->tests == MERGE_TESTS_FAIL ? "1 failed" : "3 passed");
     return calls->tests;
 }
@@ -241,7 +148,7 @@ static bool s_cancelled(void *arg)
 static void s_request(merge_request_t *req, const char *source, s_calls_t *calls)
 {
     merge_request_init(req);
-    req->repo_path = s_user;
+    req->repo_path = s_repos.user;
     req->source_branch = source;
     req->worktree_dir = s_wtdir;
     req->resolve = s_resolve;
@@ -253,9 +160,9 @@ static void s_request(merge_request_t *req, const char *source, s_calls_t *calls
 
 static int s_parent_count(const char *dir, const char *rev)
 {
-    s_git(dir, "rev-list", "--parents", "-n", "1", rev, NULL);
+    testgit_run(dir, "rev-list", "--parents", "-n", "1", rev, NULL);
     int words = 0;
-    for (char *c = s_out; *c; c++)
+    for (const char *c = testgit_out(); *c; c++)
         if (*c == ' ')
             words++;
     return words;
@@ -266,10 +173,10 @@ static int s_parent_count(const char *dir, const char *rev)
 static void test_fast_forward(void)
 {
     s_fixture("merge-ff");
-    s_push_feature("feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
+    testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
     char feature[41], user_head[41];
-    s_rev(s_user, "feature", feature);
-    s_rev(s_user, "HEAD", user_head);
+    testgit_rev(s_repos.user, "feature", feature);
+    testgit_rev(s_repos.user, "HEAD", user_head);
     s_calls_t calls = {.tests = MERGE_TESTS_PASS};
     merge_request_t req;
     s_request(&req, "feature", &calls);
@@ -282,11 +189,11 @@ static void test_fast_forward(void)
     CHECK_INT(calls.tests_calls, 1);
     CHECK_STR(calls.tests_head, feature);
     char remote_main[41];
-    s_rev(s_remote, "main", remote_main);
+    testgit_rev(s_repos.remote, "main", remote_main);
     CHECK_STR(remote_main, feature);
     /* main is checked out in the user's clone: their branch and tree stay as they were. */
     char local_main[41];
-    s_rev(s_user, "main", local_main);
+    testgit_rev(s_repos.user, "main", local_main);
     CHECK_STR(local_main, user_head);
     CHECK(res.notes && strstr(res.notes, "checked out"));
     CHECK(s_repo_left_clean());
@@ -300,10 +207,10 @@ static void test_fast_forward(void)
 static void test_clean_merge_and_idempotence(void)
 {
     s_fixture("merge-clean");
-    s_push_feature("feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
-    s_dev_push_main("b.c", "int b(void)\n{\n    return 20;\n}\n");
+    testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
+    testgit_push_main(s_repos.dev, "b.c", "int b(void)\n{\n    return 20;\n}\n");
     char user_head[41];
-    s_rev(s_user, "HEAD", user_head);
+    testgit_rev(s_repos.user, "HEAD", user_head);
     s_calls_t calls = {.tests = MERGE_TESTS_PASS};
     merge_request_t req;
     s_request(&req, "feature", &calls);
@@ -314,20 +221,20 @@ static void test_clean_merge_and_idempotence(void)
     CHECK(res.pushed);
     CHECK_INT(res.attempts, 1);
     char remote_main[41];
-    s_rev(s_remote, "main", remote_main);
+    testgit_rev(s_repos.remote, "main", remote_main);
     CHECK_STR(remote_main, res.merge_commit);
     CHECK_STR(calls.tests_head, res.merge_commit);
-    CHECK_INT(s_parent_count(s_remote, "main"), 2);
-    s_git(s_remote, "log", "-1", "--format=%s", "main", NULL);
-    CHECK_STR(s_out, "Merge branch 'feature' into main");
-    s_git(s_remote, "show", "main:a.c", NULL);
-    CHECK(strstr(s_out, "return 10") != NULL);
-    s_git(s_remote, "show", "main:b.c", NULL);
-    CHECK(strstr(s_out, "return 20") != NULL);
+    CHECK_INT(s_parent_count(s_repos.remote, "main"), 2);
+    testgit_run(s_repos.remote, "log", "-1", "--format=%s", "main", NULL);
+    CHECK_STR(testgit_out(), "Merge branch 'feature' into main");
+    testgit_run(s_repos.remote, "show", "main:a.c", NULL);
+    CHECK(strstr(testgit_out(), "return 10") != NULL);
+    testgit_run(s_repos.remote, "show", "main:b.c", NULL);
+    CHECK(strstr(testgit_out(), "return 20") != NULL);
     char after[41];
-    s_rev(s_user, "HEAD", after);
+    testgit_rev(s_repos.user, "HEAD", after);
     CHECK_STR(after, user_head);
-    char *a = s_read(s_user, "a.c");
+    char *a = s_read(s_repos.user, "a.c");
     CHECK(a && strstr(a, "return 1;") != NULL);
     free(a);
     CHECK(s_repo_left_clean());
@@ -342,7 +249,8 @@ static void test_clean_merge_and_idempotence(void)
     char leftover[700], name[64];
     snprintf(name, sizeof name, "cloister-merge-%ld-1", (long)dead);
     snprintf(leftover, sizeof leftover, "%s/%s", s_wtdir, name);
-    CHECK_INT(s_git(s_user, "worktree", "add", "-q", "--detach", leftover, "main", NULL), 0);
+    CHECK_INT(
+        testgit_run(s_repos.user, "worktree", "add", "-q", "--detach", leftover, "main", NULL), 0);
     calls.tests_calls = 0;
     CHECK_INT(merge_engine_run(&req, &res), 0);
     CHECK(res.success);
@@ -354,7 +262,7 @@ static void test_clean_merge_and_idempotence(void)
     CHECK(stat(leftover, &st) != 0);
     CHECK(s_repo_left_clean());
     char again[41];
-    s_rev(s_remote, "main", again);
+    testgit_rev(s_repos.remote, "main", again);
     CHECK_STR(again, remote_main);
     merge_result_clear(&res);
     s_teardown();
@@ -364,8 +272,8 @@ static void test_clean_merge_and_idempotence(void)
 static void s_conflict_fixture(const char *name)
 {
     s_fixture(name);
-    s_push_feature("feature", "a.c", "int a(void)\n{\n    return 100;\n}\n");
-    s_dev_push_main("a.c", "int a(void)\n{\n    return 200;\n}\n");
+    testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 100;\n}\n");
+    testgit_push_main(s_repos.dev, "a.c", "int a(void)\n{\n    return 200;\n}\n");
 }
 
 static void test_conflict_resolved(void)
@@ -382,9 +290,9 @@ static void test_conflict_resolved(void)
     CHECK_STR(calls.first_conflict, "a.c");
     CHECK_INT(res.resolved_count, 1);
     CHECK(res.resolved_count == 1 && strcmp(res.resolved_files[0], "a.c") == 0);
-    CHECK_INT(s_parent_count(s_remote, "main"), 2);
-    s_git(s_remote, "show", "main:a.c", NULL);
-    CHECK(strstr(s_out, "return 300") != NULL);
+    CHECK_INT(s_parent_count(s_repos.remote, "main"), 2);
+    testgit_run(s_repos.remote, "show", "main:a.c", NULL);
+    CHECK(strstr(testgit_out(), "return 300") != NULL);
     CHECK_STR(calls.tests_head, res.merge_commit);
     char *text = merge_result_render(&res);
     CHECK(text && strstr(text, "RESOLVED_FILES: a.c\n") && strstr(text, "kept both changes"));
@@ -395,13 +303,14 @@ static void test_conflict_resolved(void)
 
     /* The resolver commits the merge itself: accepted after the same checks. */
     s_conflict_fixture("merge-agent-commit");
-    calls = (s_calls_t){.tests = MERGE_TESTS_PASS, .commit_in_resolve = true,
+    calls = (s_calls_t){.tests = MERGE_TESTS_PASS,
+                        .commit_in_resolve = true,
                         .resolved_text = "int a(void)\n{\n    return 300;\n}\n"};
     s_request(&req, "feature", &calls);
     CHECK_INT(merge_engine_run(&req, &res), 0);
     CHECK(res.success);
     CHECK(res.notes && strstr(res.notes, "resolver's own merge commit"));
-    CHECK_INT(s_parent_count(s_remote, "main"), 2);
+    CHECK_INT(s_parent_count(s_repos.remote, "main"), 2);
     CHECK(s_repo_left_clean());
     merge_result_clear(&res);
     s_teardown();
@@ -412,8 +321,8 @@ static void s_check_refused(const char *name, s_calls_t calls, const char *reaso
 {
     s_conflict_fixture(name);
     char remote_before[41], user_head[41];
-    s_rev(s_remote, "main", remote_before);
-    s_rev(s_user, "HEAD", user_head);
+    testgit_rev(s_repos.remote, "main", remote_before);
+    testgit_rev(s_repos.user, "HEAD", user_head);
     merge_request_t req;
     s_request(&req, "feature", &calls);
     merge_result_t res;
@@ -427,8 +336,8 @@ static void s_check_refused(const char *name, s_calls_t calls, const char *reaso
         CHECK(res.failed_count >= 1 && strcmp(res.failed_files[0], failed_file) == 0);
     CHECK_INT(calls.tests_calls, 0);
     char remote_after[41], user_after[41];
-    s_rev(s_remote, "main", remote_after);
-    s_rev(s_user, "HEAD", user_after);
+    testgit_rev(s_repos.remote, "main", remote_after);
+    testgit_rev(s_repos.user, "HEAD", user_after);
     CHECK_STR(remote_after, remote_before);
     CHECK_STR(user_after, user_head);
     CHECK(s_repo_left_clean());
@@ -446,16 +355,19 @@ static void test_conflict_refusals(void)
                     "conflict markers remain in a.c", "a.c");
     /* The resolver fixes a.c but also edits b.c. */
     s_check_refused("merge-outside",
-                    (s_calls_t){.tests = MERGE_TESTS_PASS, .outside_file = "b.c",
+                    (s_calls_t){.tests = MERGE_TESTS_PASS,
+                                .outside_file = "b.c",
                                 .resolved_text = "int a(void) { return 3; }\n"},
                     "agent modified files outside the conflict: b.c", "b.c");
     /* Cancelled, then out of time, while the agent works. */
     s_check_refused("merge-cancel",
-                    (s_calls_t){.tests = MERGE_TESTS_PASS, .cancel_in_resolve = true,
+                    (s_calls_t){.tests = MERGE_TESTS_PASS,
+                                .cancel_in_resolve = true,
                                 .resolved_text = "int a(void) { return 3; }\n"},
                     "cancelled during conflict resolution", NULL);
     s_check_refused("merge-deadline",
-                    (s_calls_t){.tests = MERGE_TESTS_PASS, .expire_in_resolve = true,
+                    (s_calls_t){.tests = MERGE_TESTS_PASS,
+                                .expire_in_resolve = true,
                                 .resolved_text = "int a(void) { return 3; }\n"},
                     "deadline passed during conflict resolution", NULL);
 }
@@ -463,10 +375,10 @@ static void test_conflict_refusals(void)
 static void test_tests_fail(void)
 {
     s_fixture("merge-testfail");
-    s_push_feature("feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
-    s_dev_push_main("b.c", "int b(void)\n{\n    return 20;\n}\n");
+    testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
+    testgit_push_main(s_repos.dev, "b.c", "int b(void)\n{\n    return 20;\n}\n");
     char before[41];
-    s_rev(s_remote, "main", before);
+    testgit_rev(s_repos.remote, "main", before);
     s_calls_t calls = {.tests = MERGE_TESTS_FAIL};
     merge_request_t req;
     s_request(&req, "feature", &calls);
@@ -477,7 +389,7 @@ static void test_tests_fail(void)
     CHECK_INT(res.tests, MERGE_TESTS_FAIL);
     CHECK(res.reason && strstr(res.reason, "tests failed"));
     char after[41];
-    s_rev(s_remote, "main", after);
+    testgit_rev(s_repos.remote, "main", after);
     CHECK_STR(after, before);
     CHECK(s_repo_left_clean());
     char *text = merge_result_render(&res);
@@ -490,8 +402,8 @@ static void test_tests_fail(void)
 static void test_remote_moves(void)
 {
     s_fixture("merge-moves");
-    s_push_feature("feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
-    s_dev_push_main("b.c", "int b(void)\n{\n    return 20;\n}\n");
+    testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
+    testgit_push_main(s_repos.dev, "b.c", "int b(void)\n{\n    return 20;\n}\n");
     s_calls_t calls = {.tests = MERGE_TESTS_PASS, .push_in_tests = true};
     merge_request_t req;
     s_request(&req, "feature", &calls);
@@ -502,11 +414,13 @@ static void test_remote_moves(void)
     CHECK_INT(res.attempts, 2);
     CHECK_INT(calls.tests_calls, 2);
     char dev_main[41], remote_main[41];
-    s_rev(s_dev, "main", dev_main);
-    s_rev(s_remote, "main", remote_main);
+    testgit_rev(s_repos.dev, "main", dev_main);
+    testgit_rev(s_repos.remote, "main", remote_main);
     CHECK_STR(remote_main, res.merge_commit);
-    CHECK_INT(s_git(s_remote, "merge-base", "--is-ancestor", dev_main, "main", NULL), 0);
-    CHECK_INT(s_git(s_remote, "merge-base", "--is-ancestor", "feature", "main", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.remote, "merge-base", "--is-ancestor", dev_main, "main", NULL),
+              0);
+    CHECK_INT(testgit_run(s_repos.remote, "merge-base", "--is-ancestor", "feature", "main", NULL),
+              0);
     CHECK(s_repo_left_clean());
     merge_result_clear(&res);
     s_teardown();
@@ -524,9 +438,9 @@ static void test_source_missing(void)
     CHECK_STR(res.reason, "source branch 'no-such-branch' not found locally or on origin");
     merge_result_clear(&res);
     /* A branch that exists only locally (never pushed) is used. */
-    s_git(s_user, "checkout", "-q", "-b", "local-only", NULL);
-    s_commit(s_user, "c.txt", "local\n", "local work");
-    s_git(s_user, "checkout", "-q", "main", NULL);
+    testgit_run(s_repos.user, "checkout", "-q", "-b", "local-only", NULL);
+    testgit_commit(s_repos.user, "c.txt", "local\n", "local work");
+    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
     s_request(&req, "local-only", &calls);
     CHECK_INT(merge_engine_run(&req, &res), 0);
     CHECK_INT(res.strategy, MERGE_STRATEGY_FAST_FORWARD);
@@ -537,16 +451,17 @@ static void test_source_missing(void)
 static void test_stale_lock(void)
 {
     s_fixture("merge-lock");
-    s_push_feature("feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
+    testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
     char lock[700];
-    snprintf(lock, sizeof lock, "%s/.git/index.lock", s_user);
+    snprintf(lock, sizeof lock, "%s/.git/index.lock", s_repos.user);
     testenv_write_file(lock, "");
     s_calls_t calls = {.tests = MERGE_TESTS_PASS};
     merge_request_t req;
     s_request(&req, "feature", &calls);
     merge_result_t res;
     CHECK_INT(merge_engine_run(&req, &res), FAILURE_STATE);
-    CHECK(res.reason && strstr(res.reason, "repository busy: ") && strstr(res.reason, "index.lock is locked"));
+    CHECK(res.reason && strstr(res.reason, "repository busy: ") &&
+          strstr(res.reason, "index.lock is locked"));
     CHECK(!res.pushed);
     CHECK(access(lock, F_OK) == 0);
     merge_result_clear(&res);
@@ -571,8 +486,14 @@ static void test_branch_names(void)
     CHECK_INT(chdir(s_env->dir), 0);
     char canary[700];
     snprintf(canary, sizeof canary, "%s/canary", s_env->dir);
-    const char *invalid[] = {"x; touch canary", "x\" && touch canary; \"", "a b",
-                             "feat;rm -rf canary", "x`touch canary`", "-x", "x..y", ""};
+    const char *invalid[] = {"x; touch canary",
+                             "x\" && touch canary; \"",
+                             "a b",
+                             "feat;rm -rf canary",
+                             "x`touch canary`",
+                             "-x",
+                             "x..y",
+                             ""};
     s_calls_t calls = {.tests = MERGE_TESTS_PASS};
     merge_request_t req;
     merge_result_t res;
@@ -589,13 +510,13 @@ static void test_branch_names(void)
 
     /* Valid for git although a shell would run it: it must simply merge. */
     const char *weird = "feat/it's;touch${IFS}canary";
-    s_push_feature(weird, "a.c", "int a(void)\n{\n    return 7;\n}\n");
-    s_dev_push_main("b.c", "int b(void)\n{\n    return 8;\n}\n");
+    testgit_push_branch(s_repos.user, weird, "a.c", "int a(void)\n{\n    return 7;\n}\n");
+    testgit_push_main(s_repos.dev, "b.c", "int b(void)\n{\n    return 8;\n}\n");
     s_request(&req, weird, &calls);
     CHECK_INT(merge_engine_run(&req, &res), 0);
     CHECK_INT(res.strategy, MERGE_STRATEGY_CLEAN);
-    s_git(s_remote, "log", "-1", "--format=%s", "main", NULL);
-    CHECK_STR(s_out, "Merge branch 'feat/it's;touch${IFS}canary' into main");
+    testgit_run(s_repos.remote, "log", "-1", "--format=%s", "main", NULL);
+    CHECK_STR(testgit_out(), "Merge branch 'feat/it's;touch${IFS}canary' into main");
     merge_result_clear(&res);
     CHECK(access(canary, F_OK) != 0);
     CHECK(s_repo_left_clean());
@@ -608,29 +529,29 @@ static void test_branch_names(void)
 static void test_local_and_worktree(void)
 {
     s_fixture("merge-local");
-    s_git(s_user, "remote", "remove", "origin", NULL);
-    s_git(s_user, "checkout", "-q", "-b", "feature", NULL);
-    s_commit(s_user, "a.c", "int a(void) { return 5; }\n", "feature");
+    testgit_run(s_repos.user, "remote", "remove", "origin", NULL);
+    testgit_run(s_repos.user, "checkout", "-q", "-b", "feature", NULL);
+    testgit_commit(s_repos.user, "a.c", "int a(void) { return 5; }\n", "feature");
     s_calls_t calls = {.tests = MERGE_TESTS_SKIP};
     merge_request_t req;
     merge_result_t res;
-    s_git(s_user, "checkout", "-q", "main", NULL);
+    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
     s_request(&req, "feature", &calls);
     CHECK_INT(merge_engine_run(&req, &res), FAILURE_STATE);
     CHECK(res.reason && strstr(res.reason, "is checked out"));
     merge_result_clear(&res);
 
-    s_git(s_user, "checkout", "-q", "feature", NULL);
+    testgit_run(s_repos.user, "checkout", "-q", "feature", NULL);
     char wt[700], feature[41];
     snprintf(wt, sizeof wt, "%s/user-wt", s_env->dir);
-    s_git(s_user, "worktree", "add", "-q", "--detach", wt, "feature", NULL);
-    s_rev(s_user, "feature", feature);
+    testgit_run(s_repos.user, "worktree", "add", "-q", "--detach", wt, "feature", NULL);
+    testgit_rev(s_repos.user, "feature", feature);
     req.repo_path = wt;
     CHECK_INT(merge_engine_run(&req, &res), 0);
     CHECK(res.pushed);
     CHECK_INT(res.strategy, MERGE_STRATEGY_FAST_FORWARD);
     char main_now[41];
-    s_rev(s_user, "main", main_now);
+    testgit_rev(s_repos.user, "main", main_now);
     CHECK_STR(main_now, feature);
     merge_result_clear(&res);
     s_teardown();

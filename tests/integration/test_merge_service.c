@@ -4,107 +4,29 @@
  * clone (the task's workspace) and a second clone that plays other people pushing. Each
  * scenario submits merge-agent tasks, watches the broker's events, and checks what reached
  * the remote, that the user's clone is left clean, and the history lines. */
+#include "testgit.h"
 #include "worker_harness.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <sys/wait.h>
 
 static harness_t *s_h;
-static char s_remote[512], s_user[512], s_dev[512], s_workdir[512], s_wtdir[600];
-static char s_out[16384];
+static testgit_fixture_t s_repos;
+static char s_workdir[512], s_wtdir[600];
 
 /* ---- git -------------------------------------------------------------------------------- */
-
-/* Runs git with the NULL-terminated arguments in `dir`, stdout into s_out (trimmed).
- * Returns the exit code. */
-static int s_git(const char *dir, ...)
-{
-    char *argv[32];
-    int argc = 0;
-    argv[argc++] = "git";
-    va_list args;
-    va_start(args, dir);
-    char *arg;
-    while ((arg = va_arg(args, char *)) != NULL && argc < 31)
-        argv[argc++] = arg;
-    va_end(args);
-    argv[argc] = NULL;
-    int fds[2];
-    if (pipe(fds) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (chdir(dir) != 0)
-            _exit(126);
-        dup2(fds[1], 1);
-        int devnull = open("/dev/null", O_WRONLY);
-        dup2(devnull, 2);
-        close(fds[0]);
-        close(fds[1]);
-        execvp("git", argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t used = 0;
-    ssize_t n;
-    while ((n = read(fds[0], s_out + used, sizeof s_out - 1 - used)) > 0)
-        used += (size_t)n;
-    close(fds[0]);
-    s_out[used] = '\0';
-    while (used > 0 && (s_out[used - 1] == '\n' || s_out[used - 1] == ' '))
-        s_out[--used] = '\0';
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* The commit `rev` names in `dir`, into buf (41 bytes; "" if none). */
-static void s_rev(const char *dir, const char *rev, char *buf)
-{
-    buf[0] = '\0';
-    if (s_git(dir, "rev-parse", "--verify", "-q", rev, NULL) == 0 && strlen(s_out) == 40)
-        memcpy(buf, s_out, 41);
-}
-
-static void s_commit(const char *dir, const char *file, const char *text, const char *msg)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    testenv_write_file(path, text);
-    s_git(dir, "add", file, NULL);
-    s_git(dir, "commit", "-q", "-m", msg, NULL);
-}
-
-/* A branch of the user's clone, made from main with one commit, pushed. */
-static void s_push_feature(const char *branch, const char *file, const char *text)
-{
-    s_git(s_user, "checkout", "-q", "-b", branch, "main", NULL);
-    s_commit(s_user, file, text, "feature work");
-    s_git(s_user, "push", "-q", "origin", branch, NULL);
-    s_git(s_user, "checkout", "-q", "main", NULL);
-}
-
-/* Someone else pushes a commit to main. */
-static void s_dev_push_main(const char *file, const char *text)
-{
-    s_git(s_dev, "pull", "-q", "origin", "main", NULL);
-    s_commit(s_dev, file, text, "work on main");
-    s_git(s_dev, "push", "-q", "origin", "main", NULL);
-}
 
 /* The remote's main. */
 static void s_remote_main(char *buf)
 {
-    s_rev(s_remote, "refs/heads/main", buf);
+    testgit_rev(s_repos.remote, "refs/heads/main", buf);
 }
 
 /* Number of merge commits on the remote's main. */
 static int s_remote_merges(void)
 {
-    s_git(s_remote, "rev-list", "--merges", "--count", "refs/heads/main", NULL);
-    return atoi(s_out);
+    testgit_run(s_repos.remote, "rev-list", "--merges", "--count", "refs/heads/main", NULL);
+    return atoi(testgit_out());
 }
 
 /* True when the user's clone has a clean status on main at `head`, only its own worktree,
@@ -113,24 +35,24 @@ static bool s_user_clean(const char *head)
 {
     bool ok = true;
     char now[41];
-    s_rev(s_user, "HEAD", now);
+    testgit_rev(s_repos.user, "HEAD", now);
     if (strcmp(now, head) != 0) {
         fprintf(stderr, "user HEAD moved: %s -> %s\n", head, now);
         ok = false;
     }
-    s_git(s_user, "status", "--porcelain", NULL);
-    if (s_out[0] != '\0') {
-        fprintf(stderr, "user tree changed: %s\n", s_out);
+    testgit_run(s_repos.user, "status", "--porcelain", NULL);
+    if (testgit_out()[0] != '\0') {
+        fprintf(stderr, "user tree changed: %s\n", testgit_out());
         ok = false;
     }
-    s_git(s_user, "worktree", "list", "--porcelain", NULL);
-    if (strstr(s_out, s_wtdir) != NULL) {
-        fprintf(stderr, "worktree left: %s\n", s_out);
+    testgit_run(s_repos.user, "worktree", "list", "--porcelain", NULL);
+    if (strstr(testgit_out(), s_wtdir) != NULL) {
+        fprintf(stderr, "worktree left: %s\n", testgit_out());
         ok = false;
     }
-    s_git(s_user, "for-each-ref", "--format=%(refname)", NULL);
-    if (strstr(s_out, "cloister-merge") != NULL) {
-        fprintf(stderr, "ref left: %s\n", s_out);
+    testgit_run(s_repos.user, "for-each-ref", "--format=%(refname)", NULL);
+    if (strstr(testgit_out(), "cloister-merge") != NULL) {
+        fprintf(stderr, "ref left: %s\n", testgit_out());
         ok = false;
     }
     DIR *d = opendir(s_wtdir);
@@ -157,15 +79,9 @@ static void s_setup(const char *name, const char *extra_config)
     const char *dir = s_h->env->dir;
     char path[700], config[2048];
     snprintf(path, sizeof path, "%s/home", dir);
-    mkdir(path, 0700);
-    setenv("HOME", path, 1);
+    testgit_env(path);
     snprintf(path, sizeof path, "%s/claude", dir);
     setenv("CLAUDE_CONFIG_DIR", path, 1);
-    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-    setenv("GIT_AUTHOR_NAME", "Test", 1);
-    setenv("GIT_AUTHOR_EMAIL", "test@example.com", 1);
-    setenv("GIT_COMMITTER_NAME", "Test", 1);
-    setenv("GIT_COMMITTER_EMAIL", "test@example.com", 1);
     unsetenv("CLOISTER_AGENT_COMMAND");
     unsetenv("FAKE_CLAUDE_ACTIONS");
     unsetenv("FAKE_CLAUDE_SCENARIO");
@@ -178,19 +94,9 @@ static void s_setup(const char *name, const char *extra_config)
     snprintf(path, sizeof path, "%s/cloister.toml", s_h->env->home);
     testenv_write_file(path, config);
 
-    snprintf(s_remote, sizeof s_remote, "%s/remote.git", dir);
-    snprintf(s_user, sizeof s_user, "%s/user", dir);
-    snprintf(s_dev, sizeof s_dev, "%s/dev", dir);
     snprintf(s_workdir, sizeof s_workdir, "%s/specialists/merge-agent/work", s_h->env->home);
     snprintf(s_wtdir, sizeof s_wtdir, "%s/merges", s_workdir);
-    s_git(dir, "init", "-q", "--bare", "-b", "main", s_remote, NULL);
-    s_git(dir, "clone", "-q", s_remote, s_user, NULL);
-    s_git(s_user, "checkout", "-q", "-b", "main", NULL);
-    s_commit(s_user, "a.c", "int a(void)\n{\n    return 1;\n}\n", "initial a");
-    s_commit(s_user, "b.c", "int b(void)\n{\n    return 2;\n}\n", "initial b");
-    s_commit(s_user, "c.txt", "notes\n", "initial c");
-    s_git(s_user, "push", "-q", "origin", "main", NULL);
-    s_git(dir, "clone", "-q", s_remote, s_dev, NULL);
+    testgit_fixture(&s_repos, dir);
 }
 
 /* Kills whatever fake-claude is still running in the test directory (an agent orphaned by
@@ -262,7 +168,7 @@ static void s_submit(const char *id, const char *branch, const char *group, int 
     if (timeout_s > 0)
         wire_put_int(w, "timeout_s", timeout_s);
     json_t *payload =
-        json_pack("{s:s, s:s, s:s}", "workspace", s_user, "branch", branch, "target", "main");
+        json_pack("{s:s, s:s, s:s}", "workspace", s_repos.user, "branch", branch, "target", "main");
     if (issue != NULL)
         json_object_set_new(payload, "issueId", json_string(issue));
     msgjson_put(w, "payload", payload);
@@ -276,7 +182,7 @@ static void s_submit(const char *id, const char *branch, const char *group, int 
 static const char *s_group(void)
 {
     static char group[700];
-    snprintf(group, sizeof group, "merge:%s:main", s_user);
+    snprintf(group, sizeof group, "merge:%s:main", s_repos.user);
     return group;
 }
 
@@ -359,10 +265,10 @@ static const char *s_conflict_feature = "int a(void)\n{\n    return 20;\n}\n";
 static void test_fast_forward(void)
 {
     s_setup("merge-svc-ff", NULL);
-    s_push_feature("feature/ff", "d.c", "int d;\n");
+    testgit_push_branch(s_repos.user, "feature/ff", "d.c", "int d;\n");
     char feature[41], head[41], main_after[41];
-    s_rev(s_user, "feature/ff", feature);
-    s_rev(s_user, "HEAD", head);
+    testgit_rev(s_repos.user, "feature/ff", feature);
+    testgit_rev(s_repos.user, "HEAD", head);
     s_start_merge("merge-1");
     s_submit("ff-1", "feature/ff", s_group(), 0, "PAN-1");
     json_t *end = s_wait_end("ff-1", 20000);
@@ -401,10 +307,10 @@ static void test_conflict_resolved(void)
     s_setup("merge-svc-resolve", NULL);
     s_actions("resolve-all theirs\nsay MERGE_RESULT: SUCCESS\n"
               "say NOTES: kept the feature's value");
-    s_push_feature("feature/x", "a.c", s_conflict_feature);
-    s_dev_push_main("a.c", s_conflict_main);
+    testgit_push_branch(s_repos.user, "feature/x", "a.c", s_conflict_feature);
+    testgit_push_main(s_repos.dev, "a.c", s_conflict_main);
     char head[41], before[41], after[41];
-    s_rev(s_user, "HEAD", head);
+    testgit_rev(s_repos.user, "HEAD", head);
     s_remote_main(before);
     s_start_merge("merge-1");
     s_submit("resolve-1", "feature/x", s_group(), 0, "PAN-2");
@@ -420,8 +326,8 @@ static void test_conflict_resolved(void)
     CHECK(strcmp(after, before) != 0);
     CHECK_STR(s_result_str(end, "merge_commit"), after);
     CHECK_INT(s_remote_merges(), 1);
-    s_git(s_remote, "show", "refs/heads/main:a.c", NULL);
-    CHECK(strstr(s_out, "return 20;") != NULL && strstr(s_out, "<<<<<<<") == NULL);
+    testgit_run(s_repos.remote, "show", "refs/heads/main:a.c", NULL);
+    CHECK(strstr(testgit_out(), "return 20;") != NULL && strstr(testgit_out(), "<<<<<<<") == NULL);
     CHECK(s_user_clean(head));
 
     /* The agent ran in the fixed workdir with the worktree granted and named. */
@@ -440,12 +346,12 @@ static void test_conflict_resolved(void)
     free(log);
 
     /* A second conflicting merge resumes the same agent session. */
-    s_git(s_user, "fetch", "-q", "origin", NULL);
-    s_git(s_user, "checkout", "-q", "-b", "feature/y", "origin/main", NULL);
-    s_commit(s_user, "b.c", "int b(void)\n{\n    return 30;\n}\n", "feature y");
-    s_git(s_user, "push", "-q", "origin", "feature/y", NULL);
-    s_git(s_user, "checkout", "-q", "main", NULL);
-    s_dev_push_main("b.c", "int b(void)\n{\n    return 40;\n}\n");
+    testgit_run(s_repos.user, "fetch", "-q", "origin", NULL);
+    testgit_run(s_repos.user, "checkout", "-q", "-b", "feature/y", "origin/main", NULL);
+    testgit_commit(s_repos.user, "b.c", "int b(void)\n{\n    return 30;\n}\n", "feature y");
+    testgit_run(s_repos.user, "push", "-q", "origin", "feature/y", NULL);
+    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    testgit_push_main(s_repos.dev, "b.c", "int b(void)\n{\n    return 40;\n}\n");
     s_submit("resolve-2", "feature/y", s_group(), 0, "PAN-3");
     end = s_wait_end("resolve-2", 30000);
     CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
@@ -463,10 +369,10 @@ static void test_conflict_unresolved(void)
     s_setup("merge-svc-unresolved", NULL);
     /* The agent claims success but leaves the markers. */
     s_actions("say MERGE_RESULT: SUCCESS");
-    s_push_feature("feature/x", "a.c", s_conflict_feature);
-    s_dev_push_main("a.c", s_conflict_main);
+    testgit_push_branch(s_repos.user, "feature/x", "a.c", s_conflict_feature);
+    testgit_push_main(s_repos.dev, "a.c", s_conflict_main);
     char head[41], before[41], after[41];
-    s_rev(s_user, "HEAD", head);
+    testgit_rev(s_repos.user, "HEAD", head);
     s_remote_main(before);
     s_start_merge("merge-1");
     s_submit("unresolved-1", "feature/x", s_group(), 0, NULL);
@@ -501,10 +407,10 @@ static void test_conflict_unresolved(void)
 static void test_tests_fail(void)
 {
     s_setup("merge-svc-tests", "[specialists.merge-agent]\ntest_command = \"false\"\n");
-    s_push_feature("feature/x", "d.c", "int d;\n");
-    s_dev_push_main("e.c", "int e;\n"); /* a clean three-way merge */
+    testgit_push_branch(s_repos.user, "feature/x", "d.c", "int d;\n");
+    testgit_push_main(s_repos.dev, "e.c", "int e;\n"); /* a clean three-way merge */
     char head[41], before[41], after[41];
-    s_rev(s_user, "HEAD", head);
+    testgit_rev(s_repos.user, "HEAD", head);
     s_remote_main(before);
     s_start_merge("merge-1");
     s_submit("tests-1", "feature/x", s_group(), 0, NULL);
@@ -525,10 +431,10 @@ static void test_agent_hangs(void)
 {
     s_setup("merge-svc-hang", NULL);
     setenv("FAKE_CLAUDE_SCENARIO", "hang", 1);
-    s_push_feature("feature/x", "a.c", s_conflict_feature);
-    s_dev_push_main("a.c", s_conflict_main);
+    testgit_push_branch(s_repos.user, "feature/x", "a.c", s_conflict_feature);
+    testgit_push_main(s_repos.dev, "a.c", s_conflict_main);
     char head[41], before[41], after[41];
-    s_rev(s_user, "HEAD", head);
+    testgit_rev(s_repos.user, "HEAD", head);
     s_remote_main(before);
     s_start_merge("merge-1");
     int64_t start = clock_now_ms();
@@ -550,7 +456,7 @@ static void test_hostile_branch_names(void)
 {
     s_setup("merge-svc-names", NULL);
     char head[41], before[41], marker[700], branch[900];
-    s_rev(s_user, "HEAD", head);
+    testgit_rev(s_repos.user, "HEAD", head);
     s_remote_main(before);
     s_start_merge("merge-1");
     snprintf(marker, sizeof marker, "%s/PWNED", s_h->env->dir);
@@ -590,12 +496,13 @@ static void test_hostile_branch_names(void)
 static void test_remote_unreachable(void)
 {
     s_setup("merge-svc-unreachable", NULL);
-    s_push_feature("feature/x", "d.c", "int d;\n");
+    testgit_push_branch(s_repos.user, "feature/x", "d.c", "int d;\n");
     char gone[700], payload[1200];
     snprintf(gone, sizeof gone, "%s/moved-away.git", s_h->env->dir);
-    s_git(s_user, "remote", "set-url", "origin", gone, NULL);
+    testgit_run(s_repos.user, "remote", "set-url", "origin", gone, NULL);
     s_start_merge("merge-1");
-    snprintf(payload, sizeof payload, "{\"workspace\": \"%s\", \"branch\": \"feature/x\"}", s_user);
+    snprintf(payload, sizeof payload, "{\"workspace\": \"%s\", \"branch\": \"feature/x\"}",
+             s_repos.user);
     harness_submit(s_h, "unreachable-1", "merge-agent", NULL, 0, 2, payload);
     /* Transient: retried (a failure counted), then dead after max_attempts. */
     json_t *dead = harness_wait(s_h, "task.dead", "unreachable-1", 20000);
@@ -611,11 +518,11 @@ static void test_serialised_by_group(void)
 {
     /* Slow tests make each merge take a while, so unserialised merges would overlap. */
     s_setup("merge-svc-group", "[specialists.merge-agent]\ntest_command = \"sleep 1\"\n");
-    s_push_feature("feature/a", "d.c", "int d;\n");
-    s_push_feature("feature/b", "e.c", "int e;\n");
-    s_dev_push_main("f.c", "int f;\n");
+    testgit_push_branch(s_repos.user, "feature/a", "d.c", "int d;\n");
+    testgit_push_branch(s_repos.user, "feature/b", "e.c", "int e;\n");
+    testgit_push_main(s_repos.dev, "f.c", "int f;\n");
     char head[41];
-    s_rev(s_user, "HEAD", head);
+    testgit_rev(s_repos.user, "HEAD", head);
     s_start_merge("merge-1");
     s_start_merge("merge-2");
     s_submit("group-a", "feature/a", s_group(), 0, NULL);
@@ -634,11 +541,11 @@ static void test_serialised_by_group(void)
         CHECK(harness_int(s_h->events[ea], "seq") < harness_int(s_h->events[db], "seq"));
     else
         CHECK(harness_int(s_h->events[eb], "seq") < harness_int(s_h->events[da], "seq"));
-    CHECK_INT(s_git(s_remote, "merge-base", "--is-ancestor", "refs/heads/feature/a",
-                    "refs/heads/main", NULL),
+    CHECK_INT(testgit_run(s_repos.remote, "merge-base", "--is-ancestor", "refs/heads/feature/a",
+                          "refs/heads/main", NULL),
               0);
-    CHECK_INT(s_git(s_remote, "merge-base", "--is-ancestor", "refs/heads/feature/b",
-                    "refs/heads/main", NULL),
+    CHECK_INT(testgit_run(s_repos.remote, "merge-base", "--is-ancestor", "refs/heads/feature/b",
+                          "refs/heads/main", NULL),
               0);
     CHECK_INT(s_remote_merges(), 2);
     CHECK(s_user_clean(head));
@@ -660,10 +567,10 @@ static void test_killed_mid_merge(void)
     s_setup("merge-svc-kill", NULL);
     s_actions("resolve-all theirs\nsay MERGE_RESULT: SUCCESS");
     setenv("FAKE_CLAUDE_DELAY_MS", "500", 1);
-    s_push_feature("feature/x", "a.c", s_conflict_feature);
-    s_dev_push_main("a.c", s_conflict_main);
+    testgit_push_branch(s_repos.user, "feature/x", "a.c", s_conflict_feature);
+    testgit_push_main(s_repos.dev, "a.c", s_conflict_main);
     char head[41];
-    s_rev(s_user, "HEAD", head);
+    testgit_rev(s_repos.user, "HEAD", head);
     pid_t first = s_start_merge("merge-1");
     s_submit("kill-1", "feature/x", s_group(), 0, NULL);
     CHECK(testenv_wait_until(s_agent_started, NULL, 15000));
@@ -677,13 +584,16 @@ static void test_killed_mid_merge(void)
     CHECK(end != NULL && harness_int(end, "attempt") == 2);
     CHECK_STR(harness_field(end, "worker"), "merge-2");
     CHECK_INT(s_remote_merges(), 1);
-    s_git(s_remote, "show", "refs/heads/main:a.c", NULL);
-    CHECK(strstr(s_out, "return 20;") != NULL);
+    testgit_run(s_repos.remote, "show", "refs/heads/main:a.c", NULL);
+    CHECK(strstr(testgit_out(), "return 20;") != NULL);
     CHECK(s_user_clean(head));
     s_teardown();
 }
 
-/* Runs pan with the NULL-terminated arguments, stdout and stderr into s_out. */
+/* pan's output (s_pan). */
+static char s_pan_out[16384];
+
+/* Runs pan with the NULL-terminated arguments, stdout and stderr into s_pan_out. */
 static int s_pan(const char *first, ...)
 {
     char *argv[32];
@@ -700,7 +610,7 @@ static int s_pan(const char *first, ...)
         argv[argc++] = arg;
     va_end(args);
     argv[argc] = NULL;
-    return testenv_run(s_h->env, argv, s_out, sizeof s_out, 20000);
+    return testenv_run(s_h->env, argv, s_pan_out, sizeof s_pan_out, 20000);
 }
 
 /* Submits a review-agent task for `issue` and waits until it is done. */
@@ -710,7 +620,7 @@ static void s_review(const char *id, const char *issue, const char *branch)
     snprintf(payload, sizeof payload,
              "{\"workspace\": \"%s\", \"branch\": \"%s\", \"target\": \"main\", "
              "\"issueId\": \"%s\"}",
-             s_user, branch, issue);
+             s_repos.user, branch, issue);
     harness_submit(s_h, id, "review-agent", NULL, 0, 0, payload);
     json_t *end = s_wait_end(id, 20000);
     CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
@@ -719,9 +629,9 @@ static void s_review(const char *id, const char *issue, const char *branch)
 static void test_pan_approve(void)
 {
     s_setup("merge-svc-approve", NULL);
-    s_push_feature("feature/ok", "d.c", "int d;\n");
+    testgit_push_branch(s_repos.user, "feature/ok", "d.c", "int d;\n");
     char feature[41];
-    s_rev(s_user, "feature/ok", feature);
+    testgit_rev(s_repos.user, "feature/ok", feature);
     /* A review-agent that approves PAN-7 only (the task JSON, with its payload, is on the
      * command's stdin). */
     harness_worker(s_h, "review-1", "review-agent",
@@ -731,15 +641,15 @@ static void test_pan_approve(void)
     s_review("review-8", "PAN-8", "feature/ok");
 
     CHECK(s_pan("approve", "PAN-404", NULL) == 1);
-    CHECK(strstr(s_out, "no finished review found") != NULL);
+    CHECK(strstr(s_pan_out, "no finished review found") != NULL);
     CHECK(s_pan("approve", "PAN-8", NULL) == 1);
-    CHECK(strstr(s_out, "not APPROVED") != NULL);
+    CHECK(strstr(s_pan_out, "not APPROVED") != NULL);
     CHECK(s_pan("task", "show", "merge-review-8", NULL) != 0);
 
     CHECK(s_pan("approve", "pan-7", NULL) == 0);
-    CHECK(strstr(s_out, "merge-review-7") != NULL);
+    CHECK(strstr(s_pan_out, "merge-review-7") != NULL);
     CHECK(s_pan("task", "show", "merge-review-7", "--json", NULL) == 0);
-    json_t *task = json_loads(s_out, 0, NULL);
+    json_t *task = json_loads(s_pan_out, 0, NULL);
     CHECK_STR(harness_field(task, "specialist"), "merge-agent");
     CHECK_STR(harness_field(task, "priority"), "high");
     CHECK_STR(harness_field(task, "group"), s_group());
@@ -747,7 +657,7 @@ static void test_pan_approve(void)
     json_decref(task);
     /* Approving again (here by task id) queues nothing new. */
     CHECK(s_pan("approve", "review-7", NULL) == 0);
-    CHECK(strstr(s_out, "merge-review-7") != NULL);
+    CHECK(strstr(s_pan_out, "merge-review-7") != NULL);
 
     s_start_merge("merge-1");
     json_t *end = s_wait_end("merge-review-7", 20000);

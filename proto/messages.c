@@ -150,6 +150,7 @@ static const wire_field_t s_event[] = {
     {"error", WIRE_STR, false, LONG_TEXT_CAP},
     {"not_before", WIRE_INT, false, 0},
     {"result", WIRE_MAP, false, 0},
+    {"result_omitted", WIRE_BOOL, false, 0},
 };
 
 #define SPEC(name, fields) {name, fields, sizeof fields / sizeof fields[0]}

@@ -100,6 +100,8 @@ static void s_outbox_discard(broker_t *self)
 
 /* ---- events ---- */
 
+#define EVENT_RESULT_CAP (1024 * 1024)
+
 int broker_emit(broker_t *self, const char *event, const task_t *task, const event_extra_t *extra)
 {
     int rc = store_begin(self->store);
@@ -138,7 +140,11 @@ int broker_emit(broker_t *self, const char *event, const task_t *task, const eve
         wire_put_str(w, "kind", extra->kind);
         wire_put_str(w, "text", extra->text);
         wire_put_str(w, "error", extra->error);
-        wire_put_raw(w, "result", extra->result, extra->result_len);
+        /* An event must stay far below the message cap; a huge result is only in the store. */
+        if (extra->result_len <= EVENT_RESULT_CAP)
+            wire_put_raw(w, "result", extra->result, extra->result_len);
+        else
+            wire_put_bool(w, "result_omitted", true);
     }
     size_t len;
     const void *body = wire_writer_data(w, &len);
@@ -189,15 +195,17 @@ bool broker_specialist_known(broker_t *self, const char *name)
 
 /* ---- task transitions ---- */
 
-/* Removes a running task from its worker, its group and the running list. */
+/* Removes a running task from its worker, its group and the running list. The group stays
+ * locked when the worker was told to stop and has not yet said it did (held_group). */
 void broker_task_detach(broker_t *self, task_t *task)
 {
     if (task->state != TASK_RUNNING)
         return;
-    if (task->worker != NULL && task->worker->task == task)
-        task->worker->task = NULL;
+    worker_t *worker = task->worker;
+    if (worker != NULL && worker->task == task)
+        worker->task = NULL;
     task->worker = NULL;
-    if (task->group)
+    if (task->group && !(worker != NULL && worker->held_group != NULL))
         zhashx_delete(self->groups, task->group);
     if (task->prev)
         task->prev->next = task->next;
@@ -207,6 +215,19 @@ void broker_task_detach(broker_t *self, task_t *task)
         task->next->prev = task->prev;
     task->prev = task->next = NULL;
     self->running_count--;
+    /* Not running any more; the caller sets the next state. */
+    task->state = TASK_CANCELLED;
+}
+
+void broker_worker_idle(broker_t *self, worker_t *worker)
+{
+    worker->draining = false;
+    worker->idle_since = clock_now_ms();
+    if (worker->held_group != NULL) {
+        zhashx_delete(self->groups, worker->held_group);
+        free(worker->held_group);
+        worker->held_group = NULL;
+    }
 }
 
 static int64_t s_backoff_ms(const broker_t *self, int failures)
@@ -252,23 +273,27 @@ int broker_task_finish(broker_t *self, task_t *task, task_state_t state, const c
     return rc;
 }
 
-int broker_task_requeue(broker_t *self, task_t *task, bool count_failure, const char *reason)
+int broker_task_requeue(broker_t *self, task_t *task, const char *outcome, bool count_failure,
+                        const char *reason)
 {
-    if (task->state == TASK_RUNNING && task->issue != NULL) {
-        int rc = store_attempt_insert(self->store, task, task->queue->name,
-                                      count_failure ? "lost" : "released", reason, clock_wall_ms());
+    if (outcome != NULL && task->state == TASK_RUNNING && task->issue != NULL) {
+        int rc = store_attempt_insert(self->store, task, task->queue->name, outcome, reason,
+                                      clock_wall_ms());
         if (rc != 0)
             return rc;
     }
-    broker_task_detach(self, task);
-    if (count_failure)
+    if (count_failure && task->failures + 1 >= task->max_attempts) {
         task->failures++;
-    if (count_failure && task->failures >= task->max_attempts) {
         char why[512];
         snprintf(why, sizeof why, "gave up after %d failed attempts; last error: %s",
                  task->failures, reason);
         return broker_task_finish(self, task, TASK_DEAD, why, NULL, 0);
     }
+    if (task->state == TASK_QUEUED)
+        queue_remove(task->queue, task);
+    broker_task_detach(self, task);
+    if (count_failure)
+        task->failures++;
     task->state = TASK_QUEUED;
     task->not_before = count_failure ? clock_wall_ms() + s_backoff_ms(self, task->failures) : 0;
     task->updated = clock_wall_ms();
@@ -295,13 +320,18 @@ void broker_send_cancel(broker_t *self, worker_t *worker, task_t *task, const ch
     const void *data = wire_writer_data(w, &len);
     broker_outbox_worker(self, worker->id, data, len);
     worker->draining = true;
+    worker->draining_since = clock_now_ms();
+    if (task == worker->task && task->group != NULL && worker->held_group == NULL)
+        worker->held_group = strdup(task->group);
 }
 
 int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, const char *reason)
 {
     int rc = 0;
+    bool lost = strcmp(event, "worker.lost") == 0;
     if (worker->task != NULL)
-        rc = broker_task_requeue(self, worker->task, strcmp(event, "worker.lost") == 0, reason);
+        rc = broker_task_requeue(self, worker->task, lost ? "lost" : "released", lost, reason);
+    broker_worker_idle(self, worker); /* frees any group it held */
     if (rc == 0) {
         event_extra_t extra = {.worker = worker->id, .error = reason,
                                .specialist = worker->queue->name};
@@ -314,7 +344,7 @@ int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, cons
 
 /* ---- submit ---- */
 
-static bool s_valid_specialist_name(const char *name)
+bool broker_valid_specialist_name(const char *name)
 {
     size_t len = strlen(name);
     if (len == 0 || len > 64)
@@ -329,19 +359,39 @@ static bool s_valid_specialist_name(const char *name)
     return true;
 }
 
-/* Copies payload.filesChanged out of the raw payload for session context. */
-static void s_take_files(task_t *task, const msgpack_object *payload)
+/* A payload leaves room in the 4 MiB task message for the session context. */
+#define TASK_PAYLOAD_CAP (2 * 1024 * 1024)
+
+/* Files listed in the session context are capped: context is a hint, not a copy. */
+#define FILES_CONTEXT_CAP 4096
+
+void broker_task_take_files(task_t *task)
 {
-    const msgpack_object *files = wire_map_get(payload, "filesChanged");
-    if (files == NULL || files->type != MSGPACK_OBJECT_ARRAY)
+    free(task->files);
+    task->files = NULL;
+    task->files_len = 0;
+    if (task->payload == NULL)
         return;
-    msgpack_sbuffer sbuf;
-    msgpack_sbuffer_init(&sbuf);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
-    msgpack_pack_object(&pk, *files);
-    task->files_len = sbuf.size;
-    task->files = msgpack_sbuffer_release(&sbuf);
+    msgpack_unpacked unpacked;
+    msgpack_unpacked_init(&unpacked);
+    size_t offset = 0;
+    if (msgpack_unpack_next(&unpacked, task->payload, task->payload_len, &offset) ==
+        MSGPACK_UNPACK_SUCCESS) {
+        const msgpack_object *files = wire_map_get(&unpacked.data, "filesChanged");
+        if (files != NULL && files->type == MSGPACK_OBJECT_ARRAY) {
+            msgpack_sbuffer sbuf;
+            msgpack_sbuffer_init(&sbuf);
+            msgpack_packer pk;
+            msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
+            msgpack_pack_object(&pk, *files);
+            if (sbuf.size <= FILES_CONTEXT_CAP) {
+                task->files_len = sbuf.size;
+                task->files = msgpack_sbuffer_release(&sbuf);
+            }
+            msgpack_sbuffer_destroy(&sbuf);
+        }
+    }
+    msgpack_unpacked_destroy(&unpacked);
 }
 
 int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, task_t **out,
@@ -359,7 +409,7 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
         *out = existing;
         return 0;
     }
-    if (!s_valid_specialist_name(specialist))
+    if (!broker_valid_specialist_name(specialist))
         return failure_set(FAILURE_INVALID,
                            "invalid specialist name '%s' (lowercase letters, digits, '-', '_', '.')",
                            specialist);
@@ -405,10 +455,18 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
                                                           sizeof issue, NULL)));
     size_t payload_len;
     const void *raw = wire_msg_raw(msg, "payload", &payload_len);
+    if (payload_len > TASK_PAYLOAD_CAP) {
+        task_destroy(&task);
+        self->next_order--;
+        return failure_set(FAILURE_TOO_BIG,
+                           "payload of %zu bytes is over the %d-byte cap (the task must fit in "
+                           "the message sent to its worker)",
+                           payload_len, TASK_PAYLOAD_CAP);
+    }
     if (raw != NULL) {
         task->payload = s_copy(raw, payload_len);
         task->payload_len = payload_len;
-        s_take_files(task, payload);
+        broker_task_take_files(task);
     }
     /* The insert is the idempotency check: an id the store knows (a finished task) is
      * left alone and the existing task is returned. */
@@ -435,7 +493,8 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     return broker_emit(self, "task.queued", task, NULL);
 }
 
-void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const task_t *task)
+void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const task_t *task,
+                       bool with_result)
 {
     (void)self;
     wire_open_map(w, key);
@@ -459,7 +518,12 @@ void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const 
     if (task->not_before > 0)
         wire_put_int(w, "not_before", task->not_before);
     wire_put_raw(w, "payload", task->payload, task->payload_len);
-    wire_put_raw(w, "result", task->result, task->result_len);
+    if (with_result && task->result_len > 0) {
+        if (wire_writer_size(w) + task->result_len < WIRE_MAX_MESSAGE - 64 * 1024)
+            wire_put_raw(w, "result", task->result, task->result_len);
+        else
+            wire_put_bool(w, "result_omitted", true);
+    }
     wire_close(w);
 }
 
@@ -583,6 +647,12 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     s_write_context(self, w, task);
     size_t len;
     const void *data = wire_writer_data(w, &len);
+    if (len > WIRE_MAX_MESSAGE) {
+        char reason[128];
+        snprintf(reason, sizeof reason, "the task message is %zu bytes, over the %d-byte cap", len,
+                 WIRE_MAX_MESSAGE);
+        return broker_task_finish(self, task, TASK_FAILED, reason, NULL, 0);
+    }
     broker_outbox_worker(self, worker->id, data, len);
     return 0;
 }
@@ -658,23 +728,26 @@ static int s_check_leases(broker_t *self, int64_t now)
         task_t *next = task->next;
         if (task->worker == NULL && now >= self->orphan_deadline) {
             /* Recovered after a restart and its worker never came back. */
-            rc = broker_task_requeue(self, task, false, "its worker did not return after a broker restart");
+            rc = broker_task_requeue(self, task, "lost", false,
+                                     "its worker did not return after a broker restart");
         } else if (task->worker != NULL && now >= task->lease_until) {
             char reason[128];
             snprintf(reason, sizeof reason, "lease of %d s expired", task->timeout_s);
             broker_send_cancel(self, task->worker, task, reason);
-            rc = broker_task_requeue(self, task, true, reason);
+            rc = broker_task_requeue(self, task, "expired", true, reason);
         }
         task = next;
     }
     return rc;
 }
 
+/* Trims the stored events to the retention, at most once per 1024 new events. */
 static int s_trim_events(broker_t *self)
 {
     int64_t upto = self->last_seq - self->config.event_retention;
-    if (upto <= 0 || self->last_seq % 1024 != 0)
+    if (upto <= 0 || upto - self->trimmed_upto < 1024)
         return 0;
+    self->trimmed_upto = upto;
     int rc = store_begin(self->store);
     return rc ? rc : store_events_trim(self->store, upto);
 }
@@ -804,6 +877,7 @@ static void s_worker_destroy(void **item)
     if (worker == NULL)
         return;
     zmq_close(worker->push);
+    free(worker->held_group);
     free(worker->id);
     free(worker->endpoint);
     free(worker);
@@ -834,6 +908,7 @@ static void s_recover_task(task_t *task, void *arg)
         return;
     }
     task->queue = queue;
+    broker_task_take_files(task);
     zhashx_insert(self->tasks, task->id, task);
     if (task->state == TASK_QUEUED) {
         queue_insert(queue, task);

@@ -50,7 +50,7 @@ static wire_writer_t *s_reply_ok(request_t *req)
 static void s_reply_task(request_t *req, const task_t *task)
 {
     wire_writer_t *w = s_reply_ok(req);
-    broker_write_task(req->broker, w, "data", task);
+    broker_write_task(req->broker, w, "data", task, true);
     s_send(req);
 }
 
@@ -59,10 +59,12 @@ static void s_submit(request_t *req, const wire_msg_t *msg)
     task_t *task = NULL;
     bool loaded = false, created = false;
     int rc = broker_submit(req->broker, msg, NULL, &task, &loaded, &created);
-    if (rc != 0) {
+    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG) {
         broker_count_rejected(req->broker, "invalid submit");
         broker_emit_rejected(req->broker, "task.rejected", wire_msg_str(msg, "id", NULL),
                              failure_message());
+    }
+    if (rc != 0) {
         s_reply_error(req, rc, failure_message());
         return;
     }
@@ -115,18 +117,25 @@ static void s_cancel(request_t *req, const wire_msg_t *msg)
     }
     if (task->worker != NULL)
         broker_send_cancel(self, task->worker, task, "cancelled by a user");
-    task_t *copy = task_new(task->id);
-    copy->queue = task->queue;
-    copy->priority = task->priority;
-    copy->attempt = task->attempt;
-    copy->state = TASK_CANCELLED;
-    if (store_begin(self->store) != 0 ||
-        broker_task_finish(self, task, TASK_CANCELLED, "cancelled by a user", NULL, 0) != 0) {
-        s_reply_error(req, FAILURE_STORE, failure_message());
-    } else {
-        s_reply_task(req, copy);
+    int rc = store_begin(self->store);
+    if (rc == 0) {
+        /* The reply shows the task as it ends; it is written before the task is freed. */
+        wire_writer_t *w = s_reply_ok(req);
+        task_state_t was = task->state;
+        task->state = TASK_CANCELLED;
+        broker_write_task(self, w, "data", task, false);
+        task->state = was;
+        size_t len;
+        const void *data = wire_writer_data(w, &len);
+        void *reply = malloc(len);
+        memcpy(reply, data, len);
+        rc = broker_task_finish(self, task, TASK_CANCELLED, "cancelled by a user", NULL, 0);
+        if (rc == 0)
+            broker_outbox_reply(self, req->envelope, reply, len);
+        free(reply);
     }
-    task_destroy(&copy);
+    if (rc != 0)
+        s_reply_error(req, rc, failure_message());
 }
 
 static void s_retry(request_t *req, const wire_msg_t *msg)
@@ -165,6 +174,7 @@ static void s_retry(request_t *req, const wire_msg_t *msg)
         task_destroy(&task);
         return;
     }
+    broker_task_take_files(task);
     zhashx_insert(self->tasks, task->id, task);
     queue_insert(task->queue, task);
     event_extra_t extra = {.text = "retried by a user"};
@@ -189,7 +199,7 @@ static void s_list_queue(request_t *req, const wire_msg_t *msg)
         for (task_t *task = queue->head[p]; task && !truncated; task = task->next) {
             truncated = wire_writer_size(w) + task->payload_len > REPLY_BUDGET;
             if (!truncated)
-                broker_write_task(req->broker, w, NULL, task);
+                broker_write_task(req->broker, w, NULL, task, false);
         }
     }
     wire_close(w);

@@ -99,17 +99,21 @@ static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_m
     int held_attempt = (int)wire_msg_int(msg, "attempt", 0);
     if (held_id == NULL) {
         if (worker->task != NULL)
-            broker_task_requeue(self, worker->task, false, "its worker restarted without it");
-        worker->draining = false;
+            broker_task_requeue(self, worker->task, "released", false,
+                                "its worker restarted without it");
+        broker_worker_idle(self, worker);
         return;
     }
     task_t *task = zhashx_lookup(self->tasks, held_id);
     bool its_own = task != NULL && task->state == TASK_RUNNING && task->attempt == held_attempt &&
                    task->worker_id != NULL && strcmp(task->worker_id, worker->id) == 0;
     if (its_own) {
+        /* Reattached after a broker restart: the lease starts again. A worker that is
+         * already attached keeps its lease, however often it says hello. */
+        if (task->worker == NULL)
+            task->lease_until = broker_lease_deadline(self, task, clock_now_ms());
         task->worker = worker;
         worker->task = task;
-        task->lease_until = broker_lease_deadline(self, task, clock_now_ms());
         return;
     }
     task_t stale = {.id = (char *)held_id, .attempt = held_attempt};
@@ -119,7 +123,7 @@ static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_m
 static void s_handle_hello(broker_t *self, const wire_msg_t *msg)
 {
     const char *specialist = wire_msg_str(msg, "specialist", "");
-    if (specialist[0] == '\0' || strlen(specialist) > 64 || strchr(specialist, '/') != NULL) {
+    if (!broker_valid_specialist_name(specialist)) {
         s_reject_message(self, "bad hello", "hello: invalid specialist name");
         return;
     }
@@ -144,22 +148,31 @@ static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
     int64_t now = clock_now_ms();
     worker->last_seen = now;
     const char *held = wire_msg_str(msg, "task", NULL);
+    int64_t held_attempt = wire_msg_int(msg, "attempt", 0);
+    task_t *task = worker->task;
     if (held == NULL) {
-        if (worker->draining) {
-            worker->draining = false;
+        /* An idle heartbeat proves the worker stopped only if it was sent after the cancel:
+         * one arriving within a heartbeat interval may have crossed it. */
+        if (worker->draining && now - worker->draining_since >= self->config.heartbeat_ms)
+            broker_worker_idle(self, worker);
+        /* It is idle but we think it runs a task: the task message was lost (or the worker
+         * cannot take it). Give the message time to arrive before concluding that; it
+         * counts as a failure so such a task ends up dead rather than bouncing for ever. */
+        if (task != NULL && now - task->dispatched_at > 2L * self->config.heartbeat_ms) {
+            broker_task_requeue(self, task, "undelivered", true, "the worker never received it");
             worker->idle_since = now;
         }
-        /* It is idle but we think it runs a task: the task message was lost. Give the
-         * message time to arrive before concluding that. */
-        task_t *task = worker->task;
-        if (task != NULL && now - task->dispatched_at > 2L * self->config.heartbeat_ms)
-            broker_task_requeue(self, task, false, "the worker never received it");
         return;
     }
-    if (worker->task == NULL && !worker->draining) {
-        task_t stale = {.id = (char *)held, .attempt = (int)wire_msg_int(msg, "attempt", 0)};
-        broker_send_cancel(self, worker, &stale, "the task is no longer assigned to this worker");
-    }
+    bool same = task != NULL && strcmp(task->id, held) == 0 && task->attempt == held_attempt;
+    if (same || (task == NULL && worker->draining))
+        return;
+    /* It works on something we did not give it (or no longer do): hand back what we think
+     * it runs, and tell it to stop the other. */
+    if (task != NULL)
+        broker_task_requeue(self, task, "undelivered", false, "its worker was busy with another task");
+    task_t stale = {.id = (char *)held, .attempt = (int)held_attempt};
+    broker_send_cancel(self, worker, &stale, "the task is no longer assigned to this worker");
 }
 
 static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
@@ -230,11 +243,11 @@ static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, 
     if (task->worker != NULL && strcmp(task->worker->id, worker_id) != 0)
         broker_send_cancel(self, task->worker, task, "finished by an earlier attempt");
     worker_t *sender = zhashx_lookup(self->workers, worker_id);
-    if (sender != NULL) {
+    if (sender != NULL && sender->task == task)
         sender->idle_since = clock_now_ms();
-        sender->draining = false;
-    }
-    task->attempt = (int)wire_msg_int(msg, "attempt", task->attempt);
+    int64_t attempt = wire_msg_int(msg, "attempt", task->attempt);
+    if (attempt > task->attempt)
+        task->attempt = (int)attempt;
     task_set_text(&task->worker_id, worker_id);
     if (store_begin(self->store) != 0 ||
         (task->issue != NULL && store_attempt_insert(self->store, task, task->queue->name, outcome,
@@ -243,7 +256,7 @@ static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, 
         return;
     }
     if (strcmp(outcome, "retry") == 0) {
-        broker_task_requeue(self, task, true, error ? error : "the worker asked for a retry");
+        broker_task_requeue(self, task, NULL, true, error ? error : "the worker asked for a retry");
         return;
     }
     size_t result_len;
@@ -272,9 +285,14 @@ static void s_handle_result(broker_t *self, const wire_msg_t *msg)
     if (worker != NULL)
         worker->last_seen = clock_now_ms();
     task_t *task = zhashx_lookup(self->tasks, wire_msg_str(msg, "task", ""));
+    int64_t attempt = wire_msg_int(msg, "attempt", 0);
     /* Not active: finished already (a resent result) or unknown. Either way the worker
-     * must stop resending, so acknowledge. */
-    if (task != NULL)
+     * must stop resending, so acknowledge. A `retry` only counts for the attempt that is
+     * running: a resent or late one must not requeue (or count) twice. */
+    bool applies = task != NULL && attempt >= 1 && attempt <= INT32_MAX &&
+                   (strcmp(outcome, "retry") != 0 ||
+                    (task->state == TASK_RUNNING && task->attempt == attempt));
+    if (applies)
         s_apply_result(self, task, msg, outcome);
     s_send_ack(self, worker_id, wire_msg_str(msg, "task", ""), wire_msg_int(msg, "attempt", 0));
 }
@@ -289,7 +307,9 @@ static void s_handle_release(broker_t *self, const wire_msg_t *msg)
         task->attempt != wire_msg_int(msg, "attempt", 0))
         return;
     worker->draining = true;
-    broker_task_requeue(self, task, false, wire_msg_str(msg, "reason", "released by its worker"));
+    worker->draining_since = clock_now_ms();
+    broker_task_requeue(self, task, "released", false,
+                        wire_msg_str(msg, "reason", "released by its worker"));
 }
 
 static void s_handle_bye(broker_t *self, const wire_msg_t *msg)

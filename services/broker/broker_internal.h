@@ -18,6 +18,9 @@ typedef struct worker_t {
     void *push;          /* raw zmq PUSH socket connected to the worker's PULL */
     task_t *task;        /* what it runs, or NULL */
     bool draining;       /* told to stop a task; no new task until it reports idle */
+    int64_t draining_since; /* monotonic ms when it was told */
+    char *held_group;    /* while draining: the group of the task it was told to stop, kept
+                            locked until it is idle, so no second task of the group runs */
     int64_t last_seen;   /* monotonic ms */
     int64_t idle_since;  /* monotonic ms, for fair dispatch */
 } worker_t;
@@ -62,6 +65,7 @@ struct broker_t {
     size_t running_count;
     int64_t next_order;
     int64_t last_seq;
+    int64_t trimmed_upto; /* events up to here are trimmed */
     int64_t dead_count;
     int64_t orphan_deadline; /* after a restart: running tasks without a worker until then */
 
@@ -93,10 +97,19 @@ void broker_count_rejected(broker_t *self, const char *reason);
 void broker_send_cancel(broker_t *self, worker_t *worker, task_t *task, const char *reason);
 
 /* Task transitions (broker.c). Each writes the store and emits its event. */
-int broker_task_requeue(broker_t *self, task_t *task, bool count_failure, const char *reason);
+/* Puts a queued or running task back in its queue (at its original place). `outcome`, if
+ * not NULL, records the attempt that ended ("lost", "expired", "released", ...). A counted
+ * failure past max_attempts makes the task dead instead. */
+int broker_task_requeue(broker_t *self, task_t *task, const char *outcome, bool count_failure,
+                        const char *reason);
 int broker_task_finish(broker_t *self, task_t *task, task_state_t state, const char *error,
                        const void *result, size_t result_len);
 void broker_task_detach(broker_t *self, task_t *task);
+/* The worker is idle again: it may take tasks, and the group it held is free. */
+void broker_worker_idle(broker_t *self, worker_t *worker);
+bool broker_valid_specialist_name(const char *name);
+/* Copies payload.filesChanged into task->files (for session context), if small. */
+void broker_task_take_files(task_t *task);
 int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, const char *reason);
 
 /* Validates a submit (a decoded "submit" message or next-task) and, if new, commits it
@@ -105,8 +118,11 @@ int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, cons
 int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, task_t **out,
                   bool *loaded, bool *created);
 
-/* Writes the task as a map (for replies) into the writer under `key`. */
-void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const task_t *task);
+/* Writes the task as a map (for replies) into the writer under `key`, with its payload
+ * (capped at submit) and, if `with_result`, its result when that keeps the reply under the
+ * message cap (`result_omitted` says it did not). */
+void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const task_t *task,
+                       bool with_result);
 
 /* broker_in.c */
 void broker_handle_in(broker_t *self, const void *data, size_t len);

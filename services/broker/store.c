@@ -98,6 +98,10 @@ struct store_t {
     sqlite3 *db;
     sqlite3_stmt *stmt[STMT_COUNT];
     bool in_transaction;
+    /* A statement of the open transaction failed: the commit must not happen, even if
+     * SQLite kept the rest of the transaction (it only undoes the failing statement). */
+    bool failed;
+    char failure[256];
     checkpointer_t checkpointer;
     /* events of the open transaction, written as one row by store_commit() */
     msgpack_sbuffer events;
@@ -107,7 +111,11 @@ struct store_t {
 
 static int s_fail(store_t *self, const char *what)
 {
-    return failure_set(FAILURE_STORE, "%s: %s", what, sqlite3_errmsg(self->db));
+    int rc = failure_set(FAILURE_STORE, "%s: %s", what, sqlite3_errmsg(self->db));
+    if (!self->failed)
+        snprintf(self->failure, sizeof self->failure, "%s", failure_message());
+    self->failed = true;
+    return rc;
 }
 
 static int s_exec(store_t *self, const char *sql)
@@ -303,6 +311,7 @@ int store_begin(store_t *self)
 {
     if (self->in_transaction)
         return 0;
+    self->failed = false;
     int rc = s_run(self, self->stmt[STMT_BEGIN], "begin");
     if (rc == 0)
         self->in_transaction = true;
@@ -326,8 +335,10 @@ int store_commit(store_t *self)
 {
     if (!self->in_transaction)
         return 0;
-    int rc = s_flush_events(self);
+    int rc = self->failed ? failure_set(FAILURE_STORE, "not committing: %s", self->failure)
+                          : s_flush_events(self);
     if (rc != 0) {
+        msgpack_sbuffer_clear(&self->events);
         self->in_transaction = false;
         sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
         return rc;

@@ -261,6 +261,186 @@ static void test_restart_keeps_running_task(pid_t *broker)
     fakeworker_destroy(&worker);
 }
 
+
+static int64_t s_stat(const char *key)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "stats");
+    wire_msg_t *reply = NULL;
+    int64_t value = -1;
+    if (client_call(s_client, w, &reply) == 0) {
+        const msgpack_object *obj = wire_map_get(wire_msg_object(reply, "data"), key);
+        if (obj != NULL && obj->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            value = (int64_t)obj->via.u64;
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    return value;
+}
+
+static int64_t s_task_int(const char *id, const char *key)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "show_task");
+    wire_put_str(w, "id", id);
+    wire_msg_t *reply = NULL;
+    int64_t value = -1;
+    if (client_call(s_client, w, &reply) == 0) {
+        const msgpack_object *obj = wire_map_get(wire_msg_object(reply, "data"), key);
+        if (obj != NULL && obj->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            value = (int64_t)obj->via.u64;
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    return value;
+}
+
+/* A task going dead while another runs must not disturb the other (the running list and
+ * its lease); a retry result sent twice counts once and queues the task once. */
+static void test_dead_and_duplicate_retry(void)
+{
+    fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "dup-agent", "dup-w1");
+    fakeworker_t *w2 = fakeworker_new(s_env->dir, s_env->in_ep, "dup-agent", "dup-w2");
+    fakeworker_hello(w1, NULL, 0);
+    fakeworker_hello(w2, NULL, 0);
+    testenv_sleep_ms(100);
+    client_task_t keep = {.id = "dup-keep", .specialist = "dup-agent"};
+    client_task_t once = {.id = "dup-once", .specialist = "dup-agent", .max_attempts = 1};
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_submit(s_client, &keep, NULL, 0, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_msg_t *t1 = fakeworker_expect(w1, "task", 3000, NULL, 0);
+    CHECK_INT(client_submit(s_client, &once, NULL, 0, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_msg_t *t2 = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(t1), "dup-keep");
+    CHECK_STR(s_task_id(t2), "dup-once");
+    fakeworker_result(w2, "dup-once", 1, "retry", "flaky", NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(w2, "ack", 3000, NULL, 0);
+    wire_msg_destroy(&ack);
+    char state[32];
+    CHECK_STR(testbroker_state(s_client, "dup-once", state, sizeof state), "dead");
+    fakeworker_heartbeat(w1, "dup-keep", 1);
+    CHECK_INT(s_stat("running"), 1);
+    CHECK_STR(testbroker_state(s_client, "dup-keep", state, sizeof state), "running");
+
+    /* The same retry twice (a resend crossing its ack): one failure, queued once. */
+    client_task_t twice = {.id = "dup-twice", .specialist = "dup-agent", .max_attempts = 5};
+    CHECK_INT(client_submit(s_client, &twice, NULL, 0, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_msg_t *t3 = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(t3), "dup-twice");
+    fakeworker_result(w2, "dup-twice", 1, "retry", "flaky", NULL, 0);
+    fakeworker_result(w2, "dup-twice", 1, "retry", "flaky", NULL, 0);
+    for (int i = 0; i < 2; i++) {
+        ack = fakeworker_expect(w2, "ack", 3000, NULL, 0);
+        CHECK(ack != NULL);
+        wire_msg_destroy(&ack);
+    }
+    CHECK_INT(s_task_int("dup-twice", "failures"), 1);
+    char queue[256];
+    CHECK_STR(testbroker_queue(s_client, "dup-agent", queue, sizeof queue), "dup-twice");
+    fakeworker_result(w1, "dup-keep", 1, "done", NULL, NULL, 0);
+    wire_msg_destroy(&t1);
+    wire_msg_destroy(&t2);
+    wire_msg_destroy(&t3);
+    fakeworker_bye(w1);
+    fakeworker_bye(w2);
+    fakeworker_destroy(&w1);
+    fakeworker_destroy(&w2);
+    wire_writer_t *cancel = wire_writer_new();
+    wire_writer_start(cancel, "cancel_task");
+    wire_put_str(cancel, "id", "dup-twice");
+    CHECK_INT(client_call(s_client, cancel, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&cancel);
+}
+
+/* A worker that never takes what it is sent (it only says it is idle): each dispatch counts
+ * as a failure, so the task ends dead instead of bouncing for ever. */
+static void test_undelivered_ends_dead(void)
+{
+    fakeworker_t *deaf = fakeworker_new(s_env->dir, s_env->in_ep, "deaf-agent", "deaf-w1");
+    fakeworker_hello(deaf, NULL, 0);
+    testenv_sleep_ms(100);
+    client_task_t task = {.id = "deaf-1", .specialist = "deaf-agent", .max_attempts = 2};
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_submit(s_client, &task, NULL, 0, &reply), 0);
+    wire_msg_destroy(&reply);
+    char state[32] = "";
+    for (int i = 0; i < 100 && strcmp(state, "dead") != 0; i++) {
+        fakeworker_heartbeat(deaf, NULL, 0);
+        testenv_sleep_ms(50);
+        testbroker_state(s_client, "deaf-1", state, sizeof state);
+    }
+    CHECK_STR(state, "dead");
+    fakeworker_bye(deaf);
+    fakeworker_destroy(&deaf);
+}
+
+/* A worker that says it works on something else than what it was given: the given task
+ * goes back to the queue and the worker is told to stop the other. Meanwhile a group
+ * stays locked while a cancelled worker has not stopped. */
+static void test_heartbeat_mismatch_and_group_while_draining(void)
+{
+    fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "odd-agent", "odd-w1");
+    fakeworker_hello(w1, NULL, 0);
+    testenv_sleep_ms(100);
+    CHECK_INT(testbroker_submit(s_client, "odd-1", "odd-agent", NULL, NULL), 0);
+    wire_msg_t *task = fakeworker_expect(w1, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "odd-1");
+    wire_msg_destroy(&task);
+    fakeworker_heartbeat(w1, "something-else", 4);
+    wire_msg_t *cancel = fakeworker_expect(w1, "cancel", 3000, "something-else", 4);
+    CHECK_STR(cancel ? wire_msg_str(cancel, "task", "") : "", "something-else");
+    wire_msg_destroy(&cancel);
+    char state[32];
+    CHECK_STR(testbroker_state(s_client, "odd-1", state, sizeof state), "queued");
+    /* Once idle it gets odd-1 back. */
+    task = fakeworker_expect(w1, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "odd-1");
+    wire_msg_destroy(&task);
+    fakeworker_result(w1, "odd-1", 2, "done", NULL, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(w1, "ack", 3000, NULL, 0);
+    wire_msg_destroy(&ack);
+
+    fakeworker_t *w2 = fakeworker_new(s_env->dir, s_env->in_ep, "odd-agent", "odd-w2");
+    CHECK_INT(testbroker_submit(s_client, "grp-1", "odd-agent", NULL, "merge:/r:main"), 0);
+    task = fakeworker_expect(w1, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "grp-1");
+    wire_msg_destroy(&task);
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "cancel_task");
+    wire_put_str(w, "id", "grp-1");
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_call(s_client, w, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    CHECK_INT(testbroker_submit(s_client, "grp-2", "odd-agent", NULL, "merge:/r:main"), 0);
+    fakeworker_hello(w2, NULL, 0);
+    /* w1 has not stopped grp-1 yet (it still reports it): grp-2 must wait. */
+    cancel = fakeworker_expect(w1, "cancel", 3000, "grp-1", 1);
+    CHECK(cancel != NULL);
+    wire_msg_destroy(&cancel);
+    task = NULL;
+    for (int i = 0; i < 8 && task == NULL; i++) {
+        fakeworker_heartbeat(w1, "grp-1", 1);
+        task = fakeworker_expect(w2, "task", 100, NULL, 0);
+    }
+    CHECK(task == NULL);
+    wire_msg_destroy(&task);
+    fakeworker_heartbeat(w1, NULL, 0); /* stopped */
+    task = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    if (task == NULL)
+        task = fakeworker_expect(w1, "task", 1000, NULL, 0);
+    CHECK_STR(s_task_id(task), "grp-2");
+    wire_msg_destroy(&task);
+    fakeworker_bye(w1);
+    fakeworker_bye(w2);
+    fakeworker_destroy(&w1);
+    fakeworker_destroy(&w2);
+}
+
 int main(void)
 {
     s_env = testenv_new("broker-flow");
@@ -276,6 +456,9 @@ int main(void)
         /* Custom specialists exist once a worker announced them. */
         test_lost_worker_and_lease();
         test_retry_to_dead_and_back();
+        test_dead_and_duplicate_retry();
+        test_undelivered_ends_dead();
+        test_heartbeat_mismatch_and_group_while_draining();
         test_restart_keeps_running_task(&broker);
     }
     client_destroy(&s_client);

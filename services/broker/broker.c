@@ -180,9 +180,8 @@ queue_t *broker_queue(broker_t *self, const char *name, bool create)
     queue_t *queue = zhashx_lookup(self->queues, name);
     if (queue != NULL || !create)
         return queue;
-    int timeout = strcmp(name, "merge-agent") == 0 ? self->config.merge_timeout_s
-                                                   : self->config.default_timeout_s;
-    queue = queue_new(name, timeout);
+    queue = queue_new(name, (int)config_specialist_timeout_s(self->config.config, name),
+                      (int)config_specialist_max_attempts(self->config.config, name));
     if (queue != NULL)
         zhashx_insert(self->queues, name, queue);
     return queue;
@@ -423,11 +422,11 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     if (priority < 0)
         return failure_set(FAILURE_INVALID, "invalid priority '%s' (urgent, high, normal, low)",
                            priority_text);
-    int64_t max_attempts = wire_msg_int(msg, "max_attempts", self->config.max_attempts);
+    queue_t *queue = broker_queue(self, specialist, false);
+    int64_t max_attempts = wire_msg_int(msg, "max_attempts", queue->default_max_attempts);
     if (max_attempts < 1 || max_attempts > 100)
         return failure_set(FAILURE_INVALID, "max_attempts %lld is outside 1..100",
                            (long long)max_attempts);
-    queue_t *queue = broker_queue(self, specialist, false);
     int64_t timeout = wire_msg_int(msg, "timeout_s", queue->default_timeout_s);
     if (timeout < 1 || timeout > 7 * 24 * 3600)
         return failure_set(FAILURE_INVALID, "timeout_s %lld is outside 1..604800",

@@ -9,6 +9,7 @@
 #ifndef CLOISTER_BROKER_H
 #define CLOISTER_BROKER_H
 
+#include "config.h"
 #include "store.h"
 
 #include <signal.h>
@@ -22,11 +23,11 @@ typedef struct {
     int heartbeat_ms;      /* ping interval; workers are lost after heartbeat_misses */
     int heartbeat_misses;
     int64_t event_retention; /* events kept for replay */
-    int max_attempts;        /* default per task */
     int retry_backoff_ms;    /* base of the exponential backoff */
-    int default_timeout_s;   /* lease for specialists without their own */
-    int merge_timeout_s;     /* lease for merge-agent */
-    const char *const *specialists; /* extra known specialist names (NULL-terminated) */
+    /* cloister.toml (borrowed, outlives the broker): per specialist `timeout` and
+     * `max_attempts` defaults, and the declared [specialists.<name>] are known names. */
+    const config_t *config;
+    const char *const *specialists; /* the declared names (NULL-terminated) */
 } broker_config_t;
 
 typedef struct broker_t broker_t;

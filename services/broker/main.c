@@ -148,10 +148,8 @@ int main(int argc, char **argv)
         .heartbeat_ms = heartbeat_ms ? (int)heartbeat_ms : (int)config_int(config, "broker", "heartbeat_ms", 1000),
         .heartbeat_misses = misses ? (int)misses : (int)config_int(config, "broker", "heartbeat_misses", 3),
         .event_retention = retention ? retention : config_int(config, "broker", "event_retention", 100000),
-        .max_attempts = (int)config_int(config, "broker", "max_attempts", 3),
         .retry_backoff_ms = (int)config_int(config, "broker", "retry_backoff_ms", 1000),
-        .default_timeout_s = (int)config_specialist_timeout_s(config, "review-agent"),
-        .merge_timeout_s = (int)config_specialist_timeout_s(config, "merge-agent"),
+        .config = config,
         .specialists = specialists,
     };
 

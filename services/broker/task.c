@@ -73,13 +73,14 @@ void task_set_text(char **field, const char *value)
     *field = value ? strdup(value) : NULL;
 }
 
-queue_t *queue_new(const char *name, int default_timeout_s)
+queue_t *queue_new(const char *name, int default_timeout_s, int default_max_attempts)
 {
     queue_t *self = calloc(1, sizeof *self);
     if (self == NULL)
         return NULL;
     self->name = strdup(name);
     self->default_timeout_s = default_timeout_s;
+    self->default_max_attempts = default_max_attempts;
     return self;
 }
 

@@ -60,6 +60,7 @@ typedef struct queue_t {
     task_t *head[PRIORITY_COUNT], *tail[PRIORITY_COUNT];
     size_t depth[PRIORITY_COUNT];
     int default_timeout_s;
+    int default_max_attempts;
     size_t done, failed, dead; /* since start */
 } queue_t;
 
@@ -78,7 +79,7 @@ void task_destroy(task_t **self_p);
 /* Replaces *field with a copy of value (NULL clears it). */
 void task_set_text(char **field, const char *value);
 
-queue_t *queue_new(const char *name, int default_timeout_s);
+queue_t *queue_new(const char *name, int default_timeout_s, int default_max_attempts);
 void queue_destroy(queue_t **self_p);
 
 /* Inserts a queued task at its place (by order) in its priority's list. */

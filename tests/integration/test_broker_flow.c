@@ -441,15 +441,39 @@ static void test_heartbeat_mismatch_and_group_while_draining(void)
     fakeworker_destroy(&w2);
 }
 
+/* A specialist declared in cloister.toml is known, with its own timeout and attempts. */
+static void test_config_defaults(void)
+{
+    CHECK_INT(testbroker_submit(s_client, "conf-1", "conf-agent", NULL, NULL), 0);
+    CHECK_INT(s_task_int("conf-1", "timeout_s"), 42);
+    CHECK_INT(s_task_int("conf-1", "max_attempts"), 7);
+    CHECK_INT(testbroker_submit(s_client, "conf-2", "merge-agent", NULL, NULL), 0);
+    CHECK_INT(s_task_int("conf-2", "timeout_s"), 900);
+    wire_writer_t *w = wire_writer_new();
+    wire_msg_t *reply = NULL;
+    const char *ids[] = {"conf-1", "conf-2"};
+    for (int i = 0; i < 2; i++) {
+        wire_writer_start(w, "cancel_task");
+        wire_put_str(w, "id", ids[i]);
+        CHECK_INT(client_call(s_client, w, &reply), 0);
+        wire_msg_destroy(&reply);
+    }
+    wire_writer_destroy(&w);
+}
+
 int main(void)
 {
     s_env = testenv_new("broker-flow");
     if (s_env == NULL)
         return 1;
+    char config[512];
+    snprintf(config, sizeof config, "%s/cloister.toml", s_env->home);
+    testenv_write_file(config, "[specialists.conf-agent]\ntimeout = 42\nmax_attempts = 7\n");
     pid_t broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
     CHECK(broker > 0);
     s_client = testbroker_client(s_env);
     if (broker > 0) {
+        test_config_defaults();
         test_priority_at_dispatch();
         test_group_serialisation();
         test_chained_exactly_once();

@@ -41,14 +41,17 @@ edit() {
   git add "$1"
 }
 
+# pick_file: sets $picked to a random file. (Not echoed through $(...): bash reseeds RANDOM
+# in subshells, which would make the history differ from run to run.)
 pick_file() {
   local names=(f*.txt)
-  echo "${names[RANDOM % ${#names[@]}]}"
+  picked=${names[RANDOM % ${#names[@]}]}
 }
 
 for ((m = 0; m < merges; m++)); do
   for ((c = 0; c < 5; c++)); do
-    f=$(pick_file)
+    pick_file
+    f=$picked
     edit "$f" $((RANDOM % nlines)) "main $m.$c"
     commit -m "main $m.$c"
   done
@@ -56,14 +59,16 @@ for ((m = 0; m < merges; m++)); do
   conflict_file=""
   conflict_line=0
   for ((c = 0; c < 4; c++)); do
-    f=$(pick_file)
+    pick_file
+    f=$picked
     line=$((RANDOM % nlines))
     edit "$f" "$line" "topic $m.$c"
     if [ $c -eq 0 ]; then conflict_file=$f; conflict_line=$line; fi
     commit -m "topic $m.$c"
   done
   if ((RANDOM % 20 == 0)); then
-    f=$(pick_file)
+    pick_file
+    f=$picked
     git mv "$f" "renamed-$m-$f"
     commit -m "topic $m rename"
   fi

@@ -441,6 +441,51 @@ static void test_heartbeat_mismatch_and_group_while_draining(void)
     fakeworker_destroy(&w2);
 }
 
+/* Progress of the running attempt becomes an event; a release gives the task back at once
+ * without counting a failure, and the worker gets it again once it is idle. */
+static void test_progress_and_release(void)
+{
+    fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "rel-agent", "rel-w1");
+    fakeworker_hello(worker, NULL, 0);
+    testenv_sleep_ms(100);
+    CHECK_INT(testbroker_submit(s_client, "rel-1", "rel-agent", NULL, NULL), 0);
+    wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "rel-1");
+    wire_msg_destroy(&task);
+    fakeworker_progress(worker, "rel-1", 1, "halfway there");
+    fakeworker_progress(worker, "rel-1", 7, "from an attempt that is not running");
+    fakeworker_release(worker, "rel-1", 1);
+    testenv_sleep_ms(100);
+    char state[32];
+    CHECK_STR(testbroker_state(s_client, "rel-1", state, sizeof state), "queued");
+    CHECK_INT(s_task_int("rel-1", "failures"), 0);
+    task = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "rel-1");
+    CHECK_INT(task ? wire_msg_int(task, "attempt", 0) : 0, 2);
+    wire_msg_destroy(&task);
+    fakeworker_result(worker, "rel-1", 2, "done", NULL, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(worker, "ack", 3000, NULL, 0);
+    wire_msg_destroy(&ack);
+
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "replay");
+    wire_put_int(w, "since", 0);
+    wire_put_str(w, "topic", "task.progress/rel-agent");
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_call(s_client, w, &reply), 0);
+    const msgpack_object *events = reply ? wire_msg_object(reply, "data") : NULL;
+    CHECK(events != NULL && events->type == MSGPACK_OBJECT_ARRAY && events->via.array.size == 1);
+    if (events != NULL && events->type == MSGPACK_OBJECT_ARRAY && events->via.array.size == 1) {
+        char text[64];
+        CHECK_STR(wire_obj_str(wire_map_get(&events->via.array.ptr[0], "text"), text, sizeof text, ""),
+                  "halfway there");
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    fakeworker_bye(worker);
+    fakeworker_destroy(&worker);
+}
+
 /* A specialist declared in cloister.toml is known, with its own timeout and attempts. */
 static void test_config_defaults(void)
 {
@@ -481,6 +526,7 @@ int main(void)
         test_lost_worker_and_lease();
         test_retry_to_dead_and_back();
         test_dead_and_duplicate_retry();
+        test_progress_and_release();
         test_undelivered_ends_dead();
         test_heartbeat_mismatch_and_group_while_draining();
         test_restart_keeps_running_task(&broker);

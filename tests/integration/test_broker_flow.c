@@ -262,10 +262,12 @@ static void test_restart_keeps_running_task(pid_t *broker)
 }
 
 
-static int64_t s_stat(const char *key)
+/* An integer field of a control reply's data: `type` with an optional task `id`. */
+static int64_t s_reply_int(const char *type, const char *id, const char *key)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "stats");
+    wire_writer_start(w, type);
+    wire_put_str(w, "id", id);
     wire_msg_t *reply = NULL;
     int64_t value = -1;
     if (client_call(s_client, w, &reply) == 0) {
@@ -278,21 +280,14 @@ static int64_t s_stat(const char *key)
     return value;
 }
 
+static int64_t s_stat(const char *key)
+{
+    return s_reply_int("stats", NULL, key);
+}
+
 static int64_t s_task_int(const char *id, const char *key)
 {
-    wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "show_task");
-    wire_put_str(w, "id", id);
-    wire_msg_t *reply = NULL;
-    int64_t value = -1;
-    if (client_call(s_client, w, &reply) == 0) {
-        const msgpack_object *obj = wire_map_get(wire_msg_object(reply, "data"), key);
-        if (obj != NULL && obj->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-            value = (int64_t)obj->via.u64;
-    }
-    wire_msg_destroy(&reply);
-    wire_writer_destroy(&w);
-    return value;
+    return s_reply_int("show_task", id, key);
 }
 
 /* A task going dead while another runs must not disturb the other (the running list and

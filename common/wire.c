@@ -9,16 +9,21 @@
 
 typedef struct {
     const msgpack_object *obj; /* NULL when absent or nil */
-    char *str;                 /* WIRE_STR: NUL-terminated copy */
-    char *raw;                 /* WIRE_MAP/ARRAY/ANY: re-encoded bytes */
+    char *str;                 /* WIRE_STR: NUL-terminated copy (in the message's strings) */
+    char *raw;                 /* WIRE_MAP/ARRAY/ANY: re-encoded bytes, made by the first
+                                  wire_msg_raw() (values live outside the struct, so a const
+                                  message can still fill them in) */
     size_t raw_len;
 } wire_value_t;
 
+/* One allocation holds the struct and the copy of the input (`buffer` points right after
+ * the struct); the string fields share a second one (`strings`). */
 struct wire_msg_t {
     const wire_spec_t *spec;
-    char *buffer; /* our copy of the input: decoded objects may point into it */
+    char *buffer; /* our copy of the input: decoded objects point into it */
     msgpack_unpacked unpacked;
     wire_value_t *values; /* one per spec field */
+    char *strings;        /* every string field, NUL-terminated, back to back */
 };
 
 /* ---- decoding ---- */
@@ -27,8 +32,13 @@ static bool s_key_is(const msgpack_object *key, const char *name)
 {
     if (key->type != MSGPACK_OBJECT_STR)
         return false;
-    size_t len = strlen(name);
-    return key->via.str.size == len && memcmp(key->via.str.ptr, name, len) == 0;
+    /* Compared byte by byte so a mismatch costs no strlen of the name. */
+    const char *ptr = key->via.str.ptr;
+    uint32_t size = key->via.str.size;
+    for (uint32_t i = 0; i < size; i++)
+        if (name[i] == '\0' || name[i] != ptr[i])
+            return false;
+    return name[size] == '\0';
 }
 
 const msgpack_object *wire_map_get(const msgpack_object *map, const char *key)
@@ -113,9 +123,16 @@ static int s_encode_object(const msgpack_object *obj, char **out, size_t *len)
     return 0;
 }
 
-/* Checks one declared field and fills `value`. */
+/* The length of a string field's object (str or bin). */
+static size_t s_str_len(const msgpack_object *obj)
+{
+    return obj->type == MSGPACK_OBJECT_STR ? obj->via.str.size : obj->via.bin.size;
+}
+
+/* Checks one declared field and records its object in `value`; adds the bytes a string
+ * field needs (with its NUL) to *string_bytes. */
 static int s_take_field(const wire_spec_t *spec, const wire_field_t *field,
-                        const msgpack_object *obj, wire_value_t *value)
+                        const msgpack_object *obj, wire_value_t *value, size_t *string_bytes)
 {
     if (obj == NULL || obj->type == MSGPACK_OBJECT_NIL) {
         if (field->required)
@@ -128,16 +145,32 @@ static int s_take_field(const wire_spec_t *spec, const wire_field_t *field,
                            s_type_name(field->type));
     value->obj = obj;
     if (field->type == WIRE_STR) {
-        size_t len = obj->type == MSGPACK_OBJECT_STR ? obj->via.str.size : obj->via.bin.size;
+        size_t len = s_str_len(obj);
         if (field->max_len > 0 && len > field->max_len)
             return failure_set(FAILURE_TOO_BIG, "%s: field '%s' is %zu bytes, over its cap of %zu",
                                spec->type, field->name, len, field->max_len);
-        value->str = malloc(len + 1);
-        if (value->str == NULL)
-            return failure_set(FAILURE_MEMORY, "out of memory");
-        wire_obj_str(obj, value->str, len + 1, "");
-    } else if (field->type == WIRE_MAP || field->type == WIRE_ARRAY || field->type == WIRE_ANY) {
-        return s_encode_object(obj, &value->raw, &value->raw_len);
+        *string_bytes += len + 1;
+    }
+    return 0;
+}
+
+/* Copies every string field into one block (after s_take_field checked them all). */
+static int s_copy_strings(wire_msg_t *self, size_t string_bytes)
+{
+    if (string_bytes == 0)
+        return 0;
+    self->strings = malloc(string_bytes);
+    if (self->strings == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    char *at = self->strings;
+    for (size_t i = 0; i < self->spec->nfields; i++) {
+        wire_value_t *value = &self->values[i];
+        if (value->obj == NULL || self->spec->fields[i].type != WIRE_STR)
+            continue;
+        size_t len = s_str_len(value->obj);
+        value->str = at;
+        wire_obj_str(value->obj, at, len + 1, "");
+        at += len + 1;
     }
     return 0;
 }
@@ -234,15 +267,12 @@ static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_
     int rc = s_check_structure(data, len);
     if (rc != 0)
         return rc;
-    wire_msg_t *self = calloc(1, sizeof *self);
+    wire_msg_t *self = malloc(sizeof *self + len);
     if (self == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
+    memset(self, 0, sizeof *self);
     msgpack_unpacked_init(&self->unpacked);
-    self->buffer = malloc(len);
-    if (self->buffer == NULL) {
-        rc = failure_set(FAILURE_MEMORY, "out of memory");
-        goto out;
-    }
+    self->buffer = (char *)(self + 1);
     memcpy(self->buffer, data, len);
     size_t offset = 0;
     msgpack_unpack_return ret = msgpack_unpack_next(&self->unpacked, self->buffer, len, &offset);
@@ -296,10 +326,14 @@ static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_
         rc = failure_set(FAILURE_MEMORY, "out of memory");
         goto out;
     }
+    size_t string_bytes = 0;
     for (size_t i = 0; i < self->spec->nfields && rc == 0; i++) {
         const wire_field_t *field = &self->spec->fields[i];
-        rc = s_take_field(self->spec, field, wire_map_get(root, field->name), &self->values[i]);
+        rc = s_take_field(self->spec, field, wire_map_get(root, field->name), &self->values[i],
+                          &string_bytes);
     }
+    if (rc == 0)
+        rc = s_copy_strings(self, string_bytes);
 out:
     if (rc != 0) {
         wire_msg_destroy(&self);
@@ -325,15 +359,13 @@ void wire_msg_destroy(wire_msg_t **self_p)
     if (self == NULL)
         return;
     if (self->values != NULL) {
-        for (size_t i = 0; i < self->spec->nfields; i++) {
-            free(self->values[i].str);
+        for (size_t i = 0; i < self->spec->nfields; i++)
             free(self->values[i].raw);
-        }
         free(self->values);
     }
+    free(self->strings);
     msgpack_unpacked_destroy(&self->unpacked);
-    free(self->buffer);
-    free(self);
+    free(self); /* and the buffer that follows it */
     *self_p = NULL;
 }
 
@@ -342,6 +374,7 @@ const char *wire_msg_type(const wire_msg_t *self)
     return self->spec->type;
 }
 
+/* The value of a present field, or NULL. */
 static const wire_value_t *s_value(const wire_msg_t *self, const char *field)
 {
     for (size_t i = 0; i < self->spec->nfields; i++)
@@ -399,9 +432,21 @@ double wire_msg_float(const wire_msg_t *self, const char *field, double fallback
 
 const void *wire_msg_raw(const wire_msg_t *self, const char *field, size_t *len)
 {
-    const wire_value_t *value = s_value(self, field);
-    *len = value && value->raw ? value->raw_len : 0;
-    return value ? value->raw : NULL;
+    *len = 0;
+    for (size_t i = 0; i < self->spec->nfields; i++) {
+        if (strcmp(self->spec->fields[i].name, field) != 0)
+            continue;
+        wire_type_t type = self->spec->fields[i].type;
+        wire_value_t *value = &self->values[i];
+        if (value->obj == NULL || (type != WIRE_MAP && type != WIRE_ARRAY && type != WIRE_ANY))
+            return NULL;
+        /* Re-encoded on first use: most readers never ask for most raw fields. */
+        if (value->raw == NULL && s_encode_object(value->obj, &value->raw, &value->raw_len) != 0)
+            return NULL;
+        *len = value->raw_len;
+        return value->raw;
+    }
+    return NULL;
 }
 
 const msgpack_object *wire_msg_object(const wire_msg_t *self, const char *field)

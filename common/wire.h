@@ -52,7 +52,8 @@ bool wire_msg_bool(const wire_msg_t *self, const char *field, bool fallback);
 double wire_msg_float(const wire_msg_t *self, const char *field, double fallback);
 
 /* A map/array/any field as raw msgpack bytes owned by the message; *len gets the size.
- * NULL (and *len = 0) if absent. */
+ * NULL (and *len = 0) if absent. The bytes are encoded on the first call for the field
+ * (so one message must not be read from two threads at once). */
 const void *wire_msg_raw(const wire_msg_t *self, const char *field, size_t *len);
 
 /* The decoded msgpack object of a field (for walking nested maps), or NULL. Valid while

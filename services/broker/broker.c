@@ -22,23 +22,9 @@ static const char *const s_builtin_specialists[] = {"review-agent", "test-agent"
 
 /* ---- outbox ---- */
 
-static void s_outbox_push(broker_t *self, outbox_item_t item)
-{
-    if (self->outbox_len == self->outbox_cap) {
-        size_t cap = self->outbox_cap ? self->outbox_cap * 2 : 256;
-        outbox_item_t *grown = realloc(self->outbox, cap * sizeof *grown);
-        if (grown == NULL) {
-            log_error("out of memory queueing an outgoing message");
-            free(item.target);
-            free(item.data);
-            zmsg_destroy(&item.envelope);
-            return;
-        }
-        self->outbox = grown;
-        self->outbox_cap = cap;
-    }
-    self->outbox[self->outbox_len++] = item;
-}
+/* An arena grown past this is released after a flush, so one burst of huge messages does
+ * not keep its memory for ever. */
+#define OUTBOX_ARENA_KEEP (4 * 1024 * 1024)
 
 static void *s_copy(const void *data, size_t len)
 {
@@ -48,59 +34,136 @@ static void *s_copy(const void *data, size_t len)
     return copy;
 }
 
+/* Makes room for `more` bytes in the arena. */
+static bool s_outbox_reserve(broker_t *self, size_t more)
+{
+    if (self->outbox_bytes_cap - self->outbox_used >= more)
+        return true;
+    size_t cap = self->outbox_bytes_cap ? self->outbox_bytes_cap : 64 * 1024;
+    while (cap - self->outbox_used < more)
+        cap *= 2;
+    char *grown = realloc(self->outbox_bytes, cap);
+    if (grown == NULL)
+        return false;
+    self->outbox_bytes = grown;
+    self->outbox_bytes_cap = cap;
+    return true;
+}
+
+/* Queues `item` with copies of its target (NUL-terminated; may be NULL) and data. Takes
+ * the item's envelope. */
+static void s_outbox_push(broker_t *self, outbox_item_t item, const char *target,
+                          size_t target_len, const void *data, size_t len)
+{
+    if (self->outbox_len == self->outbox_cap) {
+        size_t cap = self->outbox_cap ? self->outbox_cap * 2 : 256;
+        outbox_item_t *grown = realloc(self->outbox, cap * sizeof *grown);
+        if (grown == NULL)
+            goto no_memory;
+        self->outbox = grown;
+        self->outbox_cap = cap;
+    }
+    size_t need = (target ? target_len + 1 : 0) + len;
+    if (!s_outbox_reserve(self, need))
+        goto no_memory;
+    item.target_at = self->outbox_used;
+    item.target_len = target ? target_len : 0;
+    if (target != NULL) {
+        memcpy(self->outbox_bytes + self->outbox_used, target, target_len);
+        self->outbox_bytes[self->outbox_used + target_len] = '\0';
+        self->outbox_used += target_len + 1;
+    }
+    item.data_at = self->outbox_used;
+    item.len = len;
+    if (len > 0)
+        memcpy(self->outbox_bytes + self->outbox_used, data, len);
+    self->outbox_used += len;
+    self->outbox[self->outbox_len++] = item;
+    return;
+no_memory:
+    log_error("out of memory queueing an outgoing message");
+    zmsg_destroy(&item.envelope);
+}
+
 void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len)
 {
-    outbox_item_t item = {.kind = OUTBOX_WORKER, .target = strdup(worker_id),
-                          .data = s_copy(data, len), .len = len};
-    s_outbox_push(self, item);
+    outbox_item_t item = {.kind = OUTBOX_WORKER};
+    s_outbox_push(self, item, worker_id, strlen(worker_id), data, len);
 }
 
 void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len)
 {
-    outbox_item_t item = {.kind = OUTBOX_REPLY, .envelope = zmsg_dup(envelope),
-                          .data = s_copy(data, len), .len = len};
-    s_outbox_push(self, item);
+    outbox_item_t item = {.kind = OUTBOX_REPLY, .envelope = zmsg_dup(envelope)};
+    s_outbox_push(self, item, NULL, 0, data, len);
+}
+
+/* Empties the outbox (after its items were sent or dropped). */
+static void s_outbox_clear(broker_t *self)
+{
+    for (size_t i = 0; i < self->outbox_len; i++)
+        zmsg_destroy(&self->outbox[i].envelope);
+    self->outbox_len = 0;
+    self->outbox_used = 0;
+    if (self->outbox_bytes_cap > OUTBOX_ARENA_KEEP) {
+        free(self->outbox_bytes);
+        self->outbox_bytes = NULL;
+        self->outbox_bytes_cap = 0;
+    }
 }
 
 static void s_outbox_flush(broker_t *self)
 {
     for (size_t i = 0; i < self->outbox_len; i++) {
         outbox_item_t *item = &self->outbox[i];
+        const char *target = self->outbox_bytes + item->target_at;
+        const char *data = self->outbox_bytes + item->data_at;
         if (item->kind == OUTBOX_PUBLISH) {
-            zmq_send(self->events, item->target, strlen(item->target), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-            zmq_send(self->events, item->data, item->len, ZMQ_DONTWAIT);
+            zmq_send(self->events, target, item->target_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            zmq_send(self->events, data, item->len, ZMQ_DONTWAIT);
         } else if (item->kind == OUTBOX_WORKER) {
-            worker_t *worker = zhashx_lookup(self->workers, item->target);
-            if (worker != NULL && zmq_send(worker->push, item->data, item->len, ZMQ_DONTWAIT) < 0)
+            worker_t *worker = zhashx_lookup(self->workers, target);
+            if (worker != NULL && zmq_send(worker->push, data, item->len, ZMQ_DONTWAIT) < 0)
                 log_warn("could not send to worker %s: %s", worker->id, zmq_strerror(errno));
         } else {
             for (zframe_t *frame = zmsg_first(item->envelope); frame;
                  frame = zmsg_next(item->envelope))
                 zmq_send(self->control, zframe_data(frame), zframe_size(frame),
                          ZMQ_SNDMORE | ZMQ_DONTWAIT);
-            zmq_send(self->control, item->data, item->len, ZMQ_DONTWAIT);
+            zmq_send(self->control, data, item->len, ZMQ_DONTWAIT);
         }
-        free(item->target);
-        free(item->data);
-        zmsg_destroy(&item->envelope);
     }
-    self->outbox_len = 0;
+    s_outbox_clear(self);
 }
 
 /* Drops everything queued for after the commit (the commit failed). */
 static void s_outbox_discard(broker_t *self)
 {
-    for (size_t i = 0; i < self->outbox_len; i++) {
-        free(self->outbox[i].target);
-        free(self->outbox[i].data);
-        zmsg_destroy(&self->outbox[i].envelope);
-    }
-    self->outbox_len = 0;
+    s_outbox_clear(self);
 }
 
 /* ---- events ---- */
 
 #define EVENT_RESULT_CAP (1024 * 1024)
+
+/* Writes "<event>/<specialist>" into buf (truncated to size - 1 bytes, NUL-terminated)
+ * and returns its length. */
+static size_t s_topic(char *buf, size_t size, const char *event, const char *specialist)
+{
+    size_t event_len = strlen(event);
+    size_t specialist_len = specialist ? strlen(specialist) : 0;
+    size_t at = 0;
+    size_t take = event_len < size - 1 ? event_len : size - 1;
+    memcpy(buf, event, take);
+    at = take;
+    if (at < size - 1)
+        buf[at++] = '/';
+    take = specialist_len < size - 1 - at ? specialist_len : size - 1 - at;
+    if (take > 0)
+        memcpy(buf + at, specialist, take);
+    at += take;
+    buf[at] = '\0';
+    return at;
+}
 
 int broker_emit(broker_t *self, const char *event, const task_t *task, const event_extra_t *extra)
 {
@@ -149,13 +212,12 @@ int broker_emit(broker_t *self, const char *event, const task_t *task, const eve
     size_t len;
     const void *body = wire_writer_data(w, &len);
     char topic[256];
-    snprintf(topic, sizeof topic, "%s/%s", event, specialist ? specialist : "");
-    rc = store_event_insert(self->store, seq, topic, body, len);
+    size_t topic_len = s_topic(topic, sizeof topic, event, specialist);
+    rc = store_event_insert(self->store, seq, topic, topic_len, body, len);
     if (rc != 0)
         return rc;
-    outbox_item_t item = {.kind = OUTBOX_PUBLISH, .target = strdup(topic),
-                          .data = s_copy(body, len), .len = len};
-    s_outbox_push(self, item);
+    outbox_item_t item = {.kind = OUTBOX_PUBLISH};
+    s_outbox_push(self, item, topic, topic_len, body, len);
     return 0;
 }
 
@@ -623,7 +685,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
 
     int rc = store_begin(self->store);
     if (rc == 0)
-        rc = store_task_update(self->store, task, NULL, 0);
+        rc = store_task_dispatched(self->store, task);
     if (rc == 0)
         rc = broker_emit(self, "task.dispatched", task, NULL);
     if (rc != 0)
@@ -1011,6 +1073,7 @@ void broker_destroy(broker_t **self_p)
         return;
     s_outbox_discard(self);
     free(self->outbox);
+    free(self->outbox_bytes);
     zhashx_destroy(&self->workers); /* closes worker sockets before the context */
     if (self->in)
         zmq_close(self->in);

@@ -25,15 +25,18 @@ typedef struct worker_t {
     int64_t idle_since;  /* monotonic ms, for fair dispatch */
 } worker_t;
 
-/* Something to send once the current transaction is committed. */
+/* Something to send once the current transaction is committed. Its bytes live in the
+ * outbox arena (broker_t.outbox_bytes), one buffer shared by every pending item, so
+ * queueing a message costs no allocation of its own. */
 typedef enum { OUTBOX_PUBLISH, OUTBOX_WORKER, OUTBOX_REPLY } outbox_kind_t;
 
 typedef struct {
     outbox_kind_t kind;
-    char *target;      /* PUBLISH: topic; WORKER: worker id */
+    size_t target_at;  /* PUBLISH: topic; WORKER: NUL-terminated worker id (arena offsets) */
+    size_t target_len;
     zmsg_t *envelope; /* REPLY: every frame before the request body (identity, REQ's
                          request id and empty delimiter), sent back in front of the reply */
-    void *data;
+    size_t data_at;   /* arena offset of the message */
     size_t len;
 } outbox_item_t;
 
@@ -71,6 +74,8 @@ struct broker_t {
 
     outbox_item_t *outbox;
     size_t outbox_len, outbox_cap;
+    char *outbox_bytes; /* arena holding every pending item's target and data */
+    size_t outbox_used, outbox_bytes_cap;
     wire_writer_t *writer; /* scratch for building messages */
 
     int64_t next_ping, next_check;

@@ -42,6 +42,7 @@ enum {
     STMT_TASK_INSERT,
     STMT_TASK_UPDATE,
     STMT_TASK_UPDATE_RESULT,
+    STMT_TASK_DISPATCHED,
     STMT_TASK_LOAD,
     STMT_ATTEMPT_INSERT,
     STMT_ATTEMPTS_FOR_ISSUE,
@@ -67,6 +68,8 @@ static const char *s_sql[STMT_COUNT] = {
     [STMT_TASK_UPDATE_RESULT] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5,"
                                 " error=?6, not_before=?7, updated=?8, max_attempts=?9, result=?10"
                                 " WHERE rid=?1",
+    [STMT_TASK_DISPATCHED] = "UPDATE tasks SET state=?2, attempt=?3, worker=?4, updated=?5"
+                              " WHERE rid=?1",
     [STMT_TASK_LOAD] = "SELECT " TASK_COLUMNS " FROM tasks WHERE id=?",
     [STMT_ATTEMPT_INSERT] = "INSERT OR REPLACE INTO attempts (task, attempt, specialist, issue,"
                             " worker, outcome, error, finished) VALUES (?,?,?,?,?,?,?,?)",
@@ -419,6 +422,17 @@ int store_task_update(store_t *self, const task_t *task, const void *result, siz
     return s_run(self, stmt, "updating a task");
 }
 
+int store_task_dispatched(store_t *self, const task_t *task)
+{
+    sqlite3_stmt *stmt = self->stmt[STMT_TASK_DISPATCHED];
+    sqlite3_bind_int64(stmt, 1, task->rowid);
+    s_bind_text(stmt, 2, task_state_name(task->state));
+    sqlite3_bind_int(stmt, 3, task->attempt);
+    s_bind_text(stmt, 4, task->worker_id);
+    sqlite3_bind_int64(stmt, 5, task->updated);
+    return s_run(self, stmt, "updating a dispatched task");
+}
+
 static char *s_column_text(sqlite3_stmt *stmt, int column)
 {
     const unsigned char *text = sqlite3_column_text(stmt, column);
@@ -543,12 +557,12 @@ int store_attempts_for_issue(store_t *self, const char *issue, const char *speci
     return rc;
 }
 
-int store_event_insert(store_t *self, int64_t seq, const char *topic, const void *body, size_t len)
+int store_event_insert(store_t *self, int64_t seq, const char *topic, size_t topic_len,
+                       const void *body, size_t len)
 {
     if (self->events.size == 0)
         self->events_first = seq;
     self->events_last = seq;
-    size_t topic_len = strlen(topic);
     msgpack_pack_int64(&self->events_packer, seq);
     msgpack_pack_str(&self->events_packer, topic_len);
     msgpack_pack_str_body(&self->events_packer, topic, topic_len);

@@ -42,6 +42,9 @@ int store_task_insert(store_t *self, task_t *task, bool *inserted);
 /* Writes the mutable columns: state, attempt, failures, worker, error, not_before,
  * updated, and the result (NULL keeps the stored one). */
 int store_task_update(store_t *self, const task_t *task, const void *result, size_t result_len);
+/* Writes only what a dispatch changes: state, attempt, worker and updated (every other
+ * column already matches the task). */
+int store_task_dispatched(store_t *self, const task_t *task);
 
 /* Loads one task by id into a new task_t (specialist and result filled). Returns 0,
  * FAILURE_NOT_FOUND or FAILURE_STORE. The caller owns *out. */
@@ -63,8 +66,10 @@ int store_attempts_for_issue(store_t *self, const char *issue, const char *speci
                              void *arg);
 
 /* Adds an event to the open transaction; the transaction's events are written as one row
- * when it commits (copied: `topic` and `body` are borrowed). */
-int store_event_insert(store_t *self, int64_t seq, const char *topic, const void *body, size_t len);
+ * when it commits (copied: `topic`, of
+ * `topic_len` bytes, and `body` are borrowed). */
+int store_event_insert(store_t *self, int64_t seq, const char *topic, size_t topic_len,
+                       const void *body, size_t len);
 /* Deletes stored batches whose events all have seq <= `upto`. */
 int store_events_trim(store_t *self, int64_t upto);
 /* Calls fn for events with seq > since whose topic starts with `prefix` (NULL = all),

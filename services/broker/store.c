@@ -76,7 +76,9 @@ static const char *s_sql[STMT_COUNT] = {
     [STMT_ATTEMPTS_FOR_ISSUE] = "SELECT attempt, task, outcome, error, finished FROM attempts"
                                 " WHERE issue=? AND specialist=? ORDER BY finished DESC LIMIT ?",
     [STMT_EVENT_INSERT] = "INSERT INTO events (first_seq, last_seq, data) VALUES (?,?,?)",
-    [STMT_EVENTS_TRIM] = "DELETE FROM events WHERE last_seq <= ?",
+    /* first_seq <= last_seq: the first condition adds nothing but lets SQLite walk the
+     * primary key instead of scanning the table. */
+    [STMT_EVENTS_TRIM] = "DELETE FROM events WHERE first_seq <= ?1 AND last_seq <= ?1",
     [STMT_EVENTS_REPLAY] = "SELECT last_seq, data FROM events WHERE last_seq > ? ORDER BY first_seq"
                            " LIMIT 64",
     [STMT_SPECIALIST_INSERT] = "INSERT OR IGNORE INTO specialists (name) VALUES (?)",
@@ -202,7 +204,8 @@ static int s_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 static int s_checkpointer_start(store_t *self, const char *path)
 {
     checkpointer_t *cp = &self->checkpointer;
-    if (sqlite3_open_v2(path, &cp->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+    if (sqlite3_open_v2(path, &cp->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK)
         return failure_set(FAILURE_STORE, "cannot open %s for checkpoints", path);
     sqlite3_busy_timeout(cp->db, 5000);
     pthread_mutex_init(&cp->lock, NULL);
@@ -251,9 +254,15 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
         return failure_set(FAILURE_MEMORY, "out of memory");
     msgpack_sbuffer_init(&self->events);
     msgpack_packer_init(&self->events_packer, &self->events, msgpack_sbuffer_write);
+    /* No global memory statistics (they take a mutex on every allocation); refused, and
+     * harmless, once SQLite is initialised. */
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     int rc = 0;
-    if (sqlite3_open_v2(path, &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
+    /* NOMUTEX: each connection is only ever used by one thread at a time (this one by the
+     * broker's loop, the checkpointer's by its thread). */
+    if (sqlite3_open_v2(path, &self->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
         rc = failure_set(FAILURE_STORE, "cannot open %s: %s", path,
                          self->db ? sqlite3_errmsg(self->db) : "out of memory");
         goto out;

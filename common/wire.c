@@ -503,13 +503,79 @@ static void s_open(wire_writer_t *self, unsigned char marker)
     msgpack_sbuffer_write(&self->sbuf, (const char *)header, sizeof header);
 }
 
+/* Makes room for `more` bytes at the end of the buffer and returns where they go, or NULL
+ * when out of memory (the bytes are then dropped, as msgpack_sbuffer_write does). Strings
+ * are written through here in one step rather than a packer call per header and body. */
+static char *s_reserve(wire_writer_t *self, size_t more)
+{
+    msgpack_sbuffer *sbuf = &self->sbuf;
+    if (sbuf->alloc - sbuf->size < more) {
+        size_t alloc = sbuf->alloc ? sbuf->alloc * 2 : MSGPACK_SBUFFER_INIT_SIZE;
+        while (alloc - sbuf->size < more)
+            alloc *= 2;
+        char *grown = realloc(sbuf->data, alloc);
+        if (grown == NULL)
+            return NULL;
+        sbuf->data = grown;
+        sbuf->alloc = alloc;
+    }
+    return sbuf->data + sbuf->size;
+}
+
+/* The largest msgpack string header. */
+#define STR_HEADER_MAX 5
+
+/* Writes a msgpack string (the same encoding as msgpack_pack_str + _str_body) at `at`;
+ * returns the bytes written. */
+static size_t s_write_str(char *at, const char *value, size_t len)
+{
+    unsigned char *header = (unsigned char *)at;
+    size_t header_len;
+    if (len < 32) {
+        header[0] = (unsigned char)(0xa0 | len);
+        header_len = 1;
+    } else if (len < 256) {
+        header[0] = 0xd9;
+        header[1] = (unsigned char)len;
+        header_len = 2;
+    } else if (len < 65536) {
+        header[0] = 0xda;
+        header[1] = (unsigned char)(len >> 8);
+        header[2] = (unsigned char)len;
+        header_len = 3;
+    } else {
+        header[0] = 0xdb;
+        header[1] = (unsigned char)(len >> 24);
+        header[2] = (unsigned char)(len >> 16);
+        header[3] = (unsigned char)(len >> 8);
+        header[4] = (unsigned char)len;
+        header_len = 5;
+    }
+    if (len > 0)
+        memcpy(at + header_len, value, len);
+    return header_len + len;
+}
+
+/* Writes a map key (nothing when key is NULL, i.e. inside an array) followed by a string
+ * value (nothing when value is NULL). */
+static void s_key_str(wire_writer_t *self, const char *key, const char *value, size_t len)
+{
+    size_t key_len = key ? strlen(key) : 0;
+    size_t need = (key ? STR_HEADER_MAX + key_len : 0) + (value ? STR_HEADER_MAX + len : 0);
+    char *at = s_reserve(self, need);
+    if (at == NULL)
+        return;
+    size_t written = 0;
+    if (key != NULL)
+        written += s_write_str(at, key, key_len);
+    if (value != NULL)
+        written += s_write_str(at + written, value, len);
+    self->sbuf.size += written;
+}
+
 static void s_key(wire_writer_t *self, const char *key)
 {
-    if (key == NULL)
-        return;
-    size_t len = strlen(key);
-    msgpack_pack_str(&self->pk, len);
-    msgpack_pack_str_body(&self->pk, key, len);
+    s_key_str(self, key, NULL, 0);
 }
 
 void wire_writer_start_map(wire_writer_t *self)
@@ -544,9 +610,8 @@ void wire_put_strn(wire_writer_t *self, const char *key, const char *value, size
 {
     if (value == NULL)
         return;
-    s_entry(self, key);
-    msgpack_pack_str(&self->pk, len);
-    msgpack_pack_str_body(&self->pk, value, len);
+    self->stack[self->depth - 1].count++;
+    s_key_str(self, key, value, len);
 }
 
 void wire_put_str(wire_writer_t *self, const char *key, const char *value)

@@ -21,12 +21,18 @@ typedef struct {
 struct wire_msg_t {
     const wire_spec_t *spec;
     char *buffer; /* our copy of the input: decoded objects point into it */
-    msgpack_unpacked unpacked;
+    msgpack_zone zone; /* holds the decoded objects */
+    bool zone_ready;
+    msgpack_object root;
     wire_value_t *values; /* one per spec field */
     char *strings;        /* every string field, NUL-terminated, back to back */
 };
 
 /* ---- decoding ---- */
+
+/* First chunk of a message's zone: enough for the objects of a typical message, and
+ * small enough for malloc's small bins. Bigger messages grow the zone as needed. */
+#define WIRE_ZONE_CHUNK 768
 
 static bool s_key_is(const msgpack_object *key, const char *name)
 {
@@ -271,22 +277,28 @@ static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_
     if (self == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
     memset(self, 0, sizeof *self);
-    msgpack_unpacked_init(&self->unpacked);
     self->buffer = (char *)(self + 1);
     memcpy(self->buffer, data, len);
+    /* A zone of our own with a small first chunk: msgpack_unpack_next() would make an
+     * 8 KiB one per message, a large allocation that makes malloc consolidate its bins. */
+    if (!msgpack_zone_init(&self->zone, WIRE_ZONE_CHUNK)) {
+        rc = failure_set(FAILURE_MEMORY, "out of memory");
+        goto out;
+    }
+    self->zone_ready = true;
     size_t offset = 0;
-    msgpack_unpack_return ret = msgpack_unpack_next(&self->unpacked, self->buffer, len, &offset);
+    msgpack_unpack_return ret = msgpack_unpack(self->buffer, len, &offset, &self->zone, &self->root);
+    if (ret == MSGPACK_UNPACK_EXTRA_BYTES) {
+        rc = failure_set(FAILURE_INVALID, "%zu trailing bytes after the message", len - offset);
+        goto out;
+    }
     if (ret != MSGPACK_UNPACK_SUCCESS) {
         rc = failure_set(FAILURE_INVALID, ret == MSGPACK_UNPACK_CONTINUE
                                               ? "truncated msgpack message"
                                               : "malformed msgpack message");
         goto out;
     }
-    if (offset != len) {
-        rc = failure_set(FAILURE_INVALID, "%zu trailing bytes after the message", len - offset);
-        goto out;
-    }
-    const msgpack_object *root = &self->unpacked.data;
+    const msgpack_object *root = &self->root;
     if (root->type != MSGPACK_OBJECT_MAP) {
         rc = failure_set(FAILURE_INVALID, "a message must be a msgpack map");
         goto out;
@@ -364,7 +376,8 @@ void wire_msg_destroy(wire_msg_t **self_p)
         free(self->values);
     }
     free(self->strings);
-    msgpack_unpacked_destroy(&self->unpacked);
+    if (self->zone_ready)
+        msgpack_zone_destroy(&self->zone);
     free(self); /* and the buffer that follows it */
     *self_p = NULL;
 }

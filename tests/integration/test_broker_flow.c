@@ -19,6 +19,45 @@ static const char *s_task_id(wire_msg_t *task)
     return task ? wire_msg_str(task, "id", "") : "(none)";
 }
 
+/* Waits until the broker counts `n` workers of `specialist` (their hellos are processed). */
+static void s_wait_workers(const char *specialist, int64_t n)
+{
+    int64_t workers = 0;
+    for (int i = 0; i < 250 && workers < n; i++) {
+        wire_writer_t *w = wire_writer_new();
+        wire_writer_start(w, "list_specialists");
+        wire_msg_t *reply = NULL;
+        if (client_call(s_client, w, &reply) == 0) {
+            const msgpack_object *list = wire_msg_object(reply, "data");
+            for (uint32_t j = 0; list && j < list->via.array.size; j++) {
+                char name[64];
+                const msgpack_object *item = &list->via.array.ptr[j];
+                const msgpack_object *count = wire_map_get(item, "workers");
+                if (strcmp(wire_obj_str(wire_map_get(item, "name"), name, sizeof name, ""),
+                           specialist) == 0 && count != NULL)
+                    workers = (int64_t)count->via.u64;
+            }
+        }
+        wire_msg_destroy(&reply);
+        wire_writer_destroy(&w);
+        if (workers < n)
+            testenv_sleep_ms(20);
+    }
+    CHECK(workers >= n);
+}
+
+/* Waits until task `id` is in `state` (up to 5 s); returns whether it got there. */
+static bool s_wait_state(const char *id, const char *state)
+{
+    char now[32] = "";
+    for (int i = 0; i < 250 && strcmp(now, state) != 0; i++) {
+        testbroker_state(s_client, id, now, sizeof now);
+        if (strcmp(now, state) != 0)
+            testenv_sleep_ms(20);
+    }
+    return strcmp(now, state) == 0;
+}
+
 /* Waits for a task, checks its id, reports done, and waits for the ack. */
 static void s_run_expecting(fakeworker_t *worker, const char *expected_id)
 {
@@ -141,7 +180,7 @@ static void test_lost_worker_and_lease(void)
     fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "lease-agent", "lease-w1");
     fakeworker_t *w2 = fakeworker_new(s_env->dir, s_env->in_ep, "lease-agent", "lease-w2");
     fakeworker_hello(w1, NULL, 0);
-    testenv_sleep_ms(100);
+    s_wait_workers("lease-agent", 1);
     CHECK_INT(testbroker_submit(s_client, "lost-1", "lease-agent", NULL, NULL), 0);
     wire_msg_t *task = fakeworker_expect(w1, "task", 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "lost-1");
@@ -187,7 +226,7 @@ static void test_retry_to_dead_and_back(void)
 {
     fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "flaky-agent", "flaky-w1");
     fakeworker_hello(worker, NULL, 0);
-    testenv_sleep_ms(100);
+    s_wait_workers("flaky-agent", 1);
     client_task_t flaky = {.id = "flaky-1", .specialist = "flaky-agent", .max_attempts = 2,
                            .issue = "PAN-9"};
     wire_msg_t *reply = NULL;
@@ -238,7 +277,7 @@ static void test_restart_keeps_running_task(pid_t *broker)
 {
     fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "restart-agent", "restart-w1");
     fakeworker_hello(worker, NULL, 0);
-    testenv_sleep_ms(100);
+    s_wait_workers("restart-agent", 1);
     CHECK_INT(testbroker_submit(s_client, "r-1", "restart-agent", NULL, NULL), 0);
     wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "r-1");
@@ -298,7 +337,7 @@ static void test_dead_and_duplicate_retry(void)
     fakeworker_t *w2 = fakeworker_new(s_env->dir, s_env->in_ep, "dup-agent", "dup-w2");
     fakeworker_hello(w1, NULL, 0);
     fakeworker_hello(w2, NULL, 0);
-    testenv_sleep_ms(100);
+    s_wait_workers("dup-agent", 2);
     client_task_t keep = {.id = "dup-keep", .specialist = "dup-agent"};
     client_task_t once = {.id = "dup-once", .specialist = "dup-agent", .max_attempts = 1};
     wire_msg_t *reply = NULL;
@@ -357,7 +396,7 @@ static void test_undelivered_ends_dead(void)
 {
     fakeworker_t *deaf = fakeworker_new(s_env->dir, s_env->in_ep, "deaf-agent", "deaf-w1");
     fakeworker_hello(deaf, NULL, 0);
-    testenv_sleep_ms(100);
+    s_wait_workers("deaf-agent", 1);
     client_task_t task = {.id = "deaf-1", .specialist = "deaf-agent", .max_attempts = 2};
     wire_msg_t *reply = NULL;
     CHECK_INT(client_submit(s_client, &task, NULL, 0, &reply), 0);
@@ -380,7 +419,7 @@ static void test_heartbeat_mismatch_and_group_while_draining(void)
 {
     fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "odd-agent", "odd-w1");
     fakeworker_hello(w1, NULL, 0);
-    testenv_sleep_ms(100);
+    s_wait_workers("odd-agent", 1);
     CHECK_INT(testbroker_submit(s_client, "odd-1", "odd-agent", NULL, NULL), 0);
     wire_msg_t *task = fakeworker_expect(w1, "task", 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "odd-1");
@@ -442,7 +481,7 @@ static void test_progress_and_release(void)
 {
     fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "rel-agent", "rel-w1");
     fakeworker_hello(worker, NULL, 0);
-    testenv_sleep_ms(100);
+    s_wait_workers("rel-agent", 1);
     CHECK_INT(testbroker_submit(s_client, "rel-1", "rel-agent", NULL, NULL), 0);
     wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "rel-1");
@@ -450,9 +489,7 @@ static void test_progress_and_release(void)
     fakeworker_progress(worker, "rel-1", 1, "halfway there");
     fakeworker_progress(worker, "rel-1", 7, "from an attempt that is not running");
     fakeworker_release(worker, "rel-1", 1);
-    testenv_sleep_ms(100);
-    char state[32];
-    CHECK_STR(testbroker_state(s_client, "rel-1", state, sizeof state), "queued");
+    CHECK(s_wait_state("rel-1", "queued"));
     CHECK_INT(s_task_int("rel-1", "failures"), 0);
     task = fakeworker_expect(worker, "task", 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "rel-1");

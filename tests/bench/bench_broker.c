@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 typedef struct {
@@ -53,11 +54,10 @@ static void *s_submitter(void *arg)
     int64_t start = clock_now_us();
     for (int i = 0; i < b->tasks && !b->stop; i++) {
         if (b->rate > 0) {
+            /* Sleep until the submit is due (no busy wait: the broker needs the core). */
             int64_t due = start + (int64_t)i * 1000000 / b->rate;
-            int64_t wait = due - clock_now_us();
-            if (wait > 0)
-                testenv_sleep_ms((int)(wait / 1000));
-            while (clock_now_us() < due) {
+            struct timespec at = {(time_t)(due / 1000000), (long)(due % 1000000) * 1000};
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) != 0) {
             }
         }
         char id[32];

@@ -691,11 +691,6 @@ void wire_elem_str(wire_writer_t *self, const char *value)
     wire_put_str(self, NULL, value ? value : "");
 }
 
-void wire_elem_int(wire_writer_t *self, int64_t value)
-{
-    wire_put_int(self, NULL, value);
-}
-
 void wire_elem_raw(wire_writer_t *self, const void *raw, size_t len)
 {
     wire_put_raw(self, NULL, raw, len);

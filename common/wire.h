@@ -102,7 +102,6 @@ void wire_close(wire_writer_t *self);
 
 /* Elements of the innermost open array. */
 void wire_elem_str(wire_writer_t *self, const char *value);
-void wire_elem_int(wire_writer_t *self, int64_t value);
 void wire_elem_raw(wire_writer_t *self, const void *raw, size_t len);
 
 /* Bytes written so far (containers still open are counted as they stand). */

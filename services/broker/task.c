@@ -33,11 +33,6 @@ int task_state_parse(const char *text)
     return -1;
 }
 
-bool task_state_terminal(task_state_t state)
-{
-    return state != TASK_QUEUED && state != TASK_RUNNING;
-}
-
 task_t *task_new(const char *id)
 {
     task_t *self = calloc(1, sizeof *self);

@@ -70,7 +70,6 @@ const char *priority_name(priority_t priority);
 const char *task_state_name(task_state_t state);
 /* Returns -1 for an unknown name. */
 int task_state_parse(const char *text);
-bool task_state_terminal(task_state_t state);
 
 /* A new task with a copy of `id`; every other field zeroed. Caller owns it. */
 task_t *task_new(const char *id);

@@ -380,7 +380,11 @@ static int s_spawn(agent_run_t *run)
     argv[n] = NULL;
 
     snprintf(agent_id, sizeof agent_id, "PANOPTICON_AGENT_ID=%s", set->specialist);
-    const char *env_remove[] = {"CLAUDECODE", "CLAUDE_CODE_*", NULL};
+    /* Exactly what Claude Code sets for its own children (agent-cli.md §1): not every
+     * CLAUDE_CODE_* variable, since CLAUDE_CODE_OAUTH_TOKEN, CLAUDE_CODE_USE_BEDROCK and
+     * friends are how the CLI is logged in or pointed at a provider. */
+    const char *env_remove[] = {"CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_CHILD_SESSION",
+                                "CLAUDE_CODE_ENTRYPOINT", NULL};
     const char *env_set[] = {agent_id, NULL};
     int64_t now = clock_now_ms();
     proc_options_t options = {

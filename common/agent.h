@@ -14,7 +14,8 @@
  *        [--max-turns N] [--max-budget-usd X] [--permission-mode M]
  *        [--allowedTools a,b] [--disallowedTools c,d] [--append-system-prompt <text>]
  *        (--session-id <uuid> | --resume <uuid>)
- *      the prompt on stdin then EOF; env = ours minus CLAUDECODE and CLAUDE_CODE_*, plus
+ *      the prompt on stdin then EOF; env = ours minus what Claude Code sets for its children (CLAUDECODE,
+ *      CLAUDE_CODE_SESSION_ID, CLAUDE_CODE_CHILD_SESSION, CLAUDE_CODE_ENTRYPOINT), plus
  *      PANOPTICON_AGENT_ID=<specialist>;
  *   4. parses stdout NDJSON by key: each assistant text block and tool_use becomes a
  *      progress callback as its line arrives; the last `result` event is the outcome;

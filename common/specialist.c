@@ -732,9 +732,24 @@ static void s_finish_job(loop_t *loop)
     loop->grace_deadline = 0;
 }
 
+/* True (and the job's result taken) if the job has already returned. */
+static bool s_take_finished_job(loop_t *loop)
+{
+    if (loop->ctx == NULL)
+        return false;
+    pthread_mutex_lock(&loop->ctx->lock);
+    bool finished = loop->ctx->finished;
+    pthread_mutex_unlock(&loop->ctx->lock);
+    if (finished)
+        s_finish_job(loop);
+    return finished;
+}
+
 /* The cancelled job did not return within its grace period. */
 static void s_job_stuck(loop_t *loop, int64_t now)
 {
+    if (s_take_finished_job(loop))
+        return; /* it returned just before the deadline was checked */
     specialist_ctx_t *ctx = loop->ctx;
     log_error("task %s: the job did not stop within %d ms; giving up on this process",
               ctx->task.id, loop->grace_ms);
@@ -762,15 +777,8 @@ static void s_job_stuck(loop_t *loop, int64_t now)
  * its child and leave the thread behind (stuck). */
 static void s_give_up_job(loop_t *loop)
 {
-    if (loop->ctx == NULL || loop->stuck)
+    if (loop->ctx == NULL || loop->stuck || s_take_finished_job(loop))
         return;
-    pthread_mutex_lock(&loop->ctx->lock);
-    bool finished = loop->ctx->finished;
-    pthread_mutex_unlock(&loop->ctx->lock);
-    if (finished) {
-        s_finish_job(loop);
-        return;
-    }
     log_error("task %s: the job did not stop before leaving", loop->ctx->task.id);
     s_ctx_kill_child(loop->ctx);
     loop->stuck = true;
@@ -913,11 +921,16 @@ static void s_drain_pull(loop_t *loop, int64_t now)
     }
 }
 
-/* SIGTERM/SIGINT: release and leave; a second one leaves at once. */
+/* SIGTERM/SIGINT: release and leave; a second one leaves at once. Signals read in one go
+ * (SIGTERM and SIGINT sent together) count as one: only a later signal escalates. */
 static void s_on_signal(loop_t *loop, int64_t now)
 {
     struct signalfd_siginfo info;
+    bool counted = false;
     while (read(loop->signal_fd, &info, sizeof info) == (ssize_t)sizeof info) {
+        if (counted)
+            continue;
+        counted = true;
         loop->signals++;
         if (loop->signals > 1) {
             log_warn("second signal: leaving now");
@@ -928,6 +941,8 @@ static void s_on_signal(loop_t *loop, int64_t now)
             return;
         }
         log_info("signal %u: shutting down", info.ssi_signo);
+        /* A job that has just returned keeps its result: it is sent, not released. */
+        s_take_finished_job(loop);
         specialist_ctx_t *ctx = loop->ctx;
         if (ctx != NULL && !s_ctx_muted(ctx)) {
             s_ctx_cancel(ctx, SPECIALIST_CANCEL_SHUTDOWN, true);

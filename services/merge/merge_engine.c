@@ -1058,7 +1058,11 @@ int merge_engine_run(const merge_request_t *request, merge_result_t *result)
     for (int attempt = 1; rc == 0 && attempt <= retries + 1; attempt++) {
         result->attempts = attempt;
         s_clear_attempt(&job);
+        /* Nothing of a rejected attempt may leak into this one's result. */
         result->strategy = MERGE_STRATEGY_NONE;
+        result->tests = MERGE_TESTS_SKIP;
+        result->merge_commit[0] = '\0';
+        memset(&job.merge_oid, 0, sizeof job.merge_oid);
         rc = s_attempt(&job);
         if (rc != S_RETRY)
             break;

@@ -656,6 +656,10 @@ static void test_env_scrubbed(void)
     setenv("CLAUDECODE", "1", 1);
     setenv("CLAUDE_CODE_ENTRYPOINT", "x", 1);
     setenv("CLAUDE_CODE_SESSION_ID", "y", 1);
+    setenv("CLAUDE_CODE_CHILD_SESSION", "z", 1);
+    /* How the CLI is logged in or pointed at a provider: these must reach it. */
+    setenv("CLAUDE_CODE_OAUTH_TOKEN", "token", 1);
+    setenv("CLAUDE_CODE_USE_BEDROCK", "1", 1);
     agent_settings_t set = s_settings("env-agent");
     agent_run_t *run = NULL;
     CHECK_INT(agent_run(&run, &set, "go", "t1", NULL, NULL), 0);
@@ -682,13 +686,20 @@ static void test_env_scrubbed(void)
     char *text = testenv_read_file(env_out);
     CHECK(text != NULL);
     CHECK(text && strstr(text, "CLAUDECODE=") == NULL);
-    CHECK(text && strstr(text, "CLAUDE_CODE_") == NULL);
+    CHECK(text && strstr(text, "CLAUDE_CODE_ENTRYPOINT=") == NULL);
+    CHECK(text && strstr(text, "CLAUDE_CODE_SESSION_ID=") == NULL);
+    CHECK(text && strstr(text, "CLAUDE_CODE_CHILD_SESSION=") == NULL);
+    CHECK(text && strstr(text, "CLAUDE_CODE_OAUTH_TOKEN=token\n") != NULL);
+    CHECK(text && strstr(text, "CLAUDE_CODE_USE_BEDROCK=1\n") != NULL);
     CHECK(text && strstr(text, "PANOPTICON_AGENT_ID=env-agent2\n") != NULL);
     CHECK(text && strstr(text, "CLAUDE_CONFIG_DIR=") != NULL); /* not a CLAUDE_CODE_ name */
     free(text);
     unsetenv("CLAUDECODE");
     unsetenv("CLAUDE_CODE_ENTRYPOINT");
     unsetenv("CLAUDE_CODE_SESSION_ID");
+    unsetenv("CLAUDE_CODE_CHILD_SESSION");
+    unsetenv("CLAUDE_CODE_OAUTH_TOKEN");
+    unsetenv("CLAUDE_CODE_USE_BEDROCK");
 }
 
 static void test_rotation_and_cwd(void)

@@ -39,6 +39,9 @@ extern char **environ;
 /* Without a pidfd we cannot poll for the leader's exit; check at least this often. */
 #define PROC_FALLBACK_TICK_MS 50
 #define PROC_READ_CHUNK 65536
+/* Reads per pipe per step: a child writing without pause must not keep us from checking
+ * its deadlines (the rest is read at the next step, poll says it is there). */
+#define PROC_READS_PER_STEP 16
 
 struct proc_t {
     pid_t pid;
@@ -411,7 +414,7 @@ static void s_append_line(proc_t *self, const char *data, size_t len)
 static void s_read_stdout(proc_t *self)
 {
     char chunk[PROC_READ_CHUNK];
-    for (;;) {
+    for (int reads = 0; reads < PROC_READS_PER_STEP; reads++) {
         ssize_t n = read(self->out_fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;
@@ -438,7 +441,7 @@ static void s_read_stdout(proc_t *self)
 static void s_read_stderr(proc_t *self)
 {
     char chunk[PROC_READ_CHUNK];
-    for (;;) {
+    for (int reads = 0; reads < PROC_READS_PER_STEP; reads++) {
         ssize_t n = read(self->err_fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;

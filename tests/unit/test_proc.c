@@ -233,6 +233,37 @@ static void test_timeout_kills_group(void)
     proc_destroy(&proc);
 }
 
+/* Counts lines, slowly (like parsing JSON), so a flooding child always has more ready. */
+static int s_count_line(void *arg, const char *line, size_t len)
+{
+    (void)line;
+    (void)len;
+    (*(size_t *)arg)++;
+    int64_t until = clock_now_us() + 20;
+    while (clock_now_us() < until) {
+    }
+    return 0;
+}
+
+/* A child that writes without pause still meets its deadline: reading is bounded per step. */
+static void test_flood_meets_deadline(void)
+{
+    char *argv[] = {"sh", "-c", "exec yes '{\"type\":\"x\"}'", NULL};
+    size_t lines = 0;
+    proc_options_t opt = {.argv = argv, .timeout_ms = 500, .kill_grace_ms = 1000,
+                          .on_line = s_count_line, .on_line_arg = &lines};
+    proc_t *proc = NULL;
+    int64_t t0 = clock_now_ms();
+    CHECK_INT(proc_start(&proc, &opt), 0);
+    while (proc_step(proc, -1) == 0) {
+    }
+    int64_t took = clock_now_ms() - t0;
+    CHECK_INT(proc_status(proc)->stopped_by, PROC_STOP_TIMEOUT);
+    CHECK(took < 2000);
+    CHECK(lines > 1000);
+    proc_destroy(&proc);
+}
+
 static void test_term_ignored_then_kill(void)
 {
     /* The whole group ignores SIGTERM: SIGKILL follows after the grace period. */
@@ -421,6 +452,7 @@ int main(void)
     test_env_scrub_and_set();
     test_cwd();
     test_timeout_kills_group();
+    test_flood_meets_deadline();
     test_term_ignored_then_kill();
     test_no_output_watchdog();
     test_exit_codes_and_signals();

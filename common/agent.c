@@ -65,6 +65,7 @@ struct agent_run_t {
     json_t *result;       /* the last `result` event of this attempt */
     int64_t result_at_ms; /* when it arrived; 0 = not yet */
     bool result_stop_sent;
+    int64_t context_tokens; /* input side of this attempt's latest API call; 0 = none seen */
     char cli_version[SESSION_VERSION_SIZE];
 
     /* The outcome and the strings it points to. */
@@ -203,9 +204,34 @@ static void s_tool_summary(char *out, size_t size, json_t *input)
     free(dumped);
 }
 
+static int64_t s_usage_int(json_t *usage, const char *key)
+{
+    json_t *v = json_object_get(usage, key);
+    return json_is_number(v) ? (int64_t)json_number_value(v) : 0;
+}
+
+/* input + cache creation + cache read of a `usage` object: what the call read as input,
+ * i.e. the size of the conversation it was given. */
+static int64_t s_usage_input_side(json_t *usage)
+{
+    return s_usage_int(usage, "input_tokens") +
+           s_usage_int(usage, "cache_creation_input_tokens") +
+           s_usage_int(usage, "cache_read_input_tokens");
+}
+
 static void s_on_assistant(agent_run_t *run, json_t *event)
 {
-    json_t *content = json_object_get(json_object_get(event, "message"), "content");
+    json_t *message = json_object_get(event, "message");
+    /* Each assistant message is one API call, and its usage is that call's alone: the input
+     * side of the latest one is the conversation's current size. A subagent's calls
+     * (parent_tool_use_id set) have their own context, and synthetic error messages carry
+     * zero usage: neither replaces it. */
+    json_t *parent = json_object_get(event, "parent_tool_use_id");
+    int64_t context = s_usage_input_side(json_object_get(message, "usage"));
+    if ((parent == NULL || json_is_null(parent)) && context > 0)
+        run->context_tokens = context;
+
+    json_t *content = json_object_get(message, "content");
     size_t i;
     json_t *block;
     json_array_foreach(content, i, block)
@@ -295,9 +321,9 @@ static int s_choose_session(agent_run_t *run)
     } else if (strcmp(run->state.cwd, set->workdir) != 0) {
         snprintf(reason, sizeof reason, "cwd changed");
     } else if (set->session_token_limit > 0 &&
-               run->state.input_tokens >= set->session_token_limit) {
-        snprintf(reason, sizeof reason, "rotated after %lld tokens",
-                 (long long)run->state.input_tokens);
+               run->state.context_tokens > set->session_token_limit) {
+        snprintf(reason, sizeof reason, "rotated at a context of %lld tokens",
+                 (long long)run->state.context_tokens);
     } else {
         /* An id that never completed a run may not exist on the CLI's side yet. */
         run->use_session_id = run->state.runs == 0;
@@ -405,6 +431,7 @@ static int s_spawn(agent_run_t *run)
     run->result = NULL;
     run->result_at_ms = 0;
     run->result_stop_sent = false;
+    run->context_tokens = 0;
     run->outcome.attempts++;
     log_debug("agent %s: %s %s %s", set->specialist, argv[0], argv[n - 2], argv[n - 1]);
     rc = proc_start(&run->proc, &options);
@@ -453,8 +480,7 @@ static char *s_result_text(json_t *result)
 
 static int64_t s_usage(json_t *result, const char *key)
 {
-    json_t *v = json_object_get(json_object_get(result, "usage"), key);
-    return json_is_number(v) ? (int64_t)json_number_value(v) : 0;
+    return s_usage_int(json_object_get(result, "usage"), key);
 }
 
 /* The last non-empty line of text, for one-line error messages. */
@@ -503,11 +529,15 @@ static void s_fill_outcome(agent_run_t *run)
         o->cache_creation_input_tokens = s_usage(result, "cache_creation_input_tokens");
         o->cache_read_input_tokens = s_usage(result, "cache_read_input_tokens");
         o->output_tokens = s_usage(result, "output_tokens");
+        /* Without per-call usage, the run's total is the best (over-)estimate there is. */
+        o->context_tokens = s_usage_input_side(json_object_get(result, "usage"));
         json_t *turns = json_object_get(result, "num_turns");
         o->num_turns = json_is_number(turns) ? (int)json_number_value(turns) : 0;
         json_t *duration = json_object_get(result, "duration_ms");
         o->duration_ms = json_is_number(duration) ? (int64_t)json_number_value(duration) : 0;
     }
+    if (run->context_tokens > 0)
+        o->context_tokens = run->context_tokens;
     char stderr_line[512];
     s_last_line(stderr_line, sizeof stderr_line, run->stderr_tail ? run->stderr_tail : "");
 
@@ -566,6 +596,9 @@ static void s_record(agent_run_t *run)
         st->output_tokens += o->output_tokens;
         st->cost_usd += o->cost_usd;
     }
+    /* The conversation grew even if the run then failed: keep its size for rotation. */
+    if (have_session && o->context_tokens > 0)
+        st->context_tokens = o->context_tokens;
     if (have_session) {
         st->last_run_at_ms = clock_wall_ms();
         if (run->cli_version[0] != '\0')
@@ -577,7 +610,8 @@ static void s_record(agent_run_t *run)
 
     char *short_text = s_dup_max(run->result_text ? run->result_text : "", AGENT_HISTORY_TEXT_MAX);
     json_t *entry = json_pack(
-        "{s:s, s:s?, s:s, s:s, s:s, s:b, s:b, s:s, s:s, s:f, s:{s:I, s:I, s:I, s:I}, s:i, s:I, "
+        "{s:s, s:s?, s:s, s:s, s:s, s:b, s:b, s:s, s:s, s:f, s:{s:I, s:I, s:I, s:I}, s:I, s:i, "
+        "s:I, "
         "s:I, s:i, "
         "s:b, s:b, s:s, s:s}",
         "kind", "agent_run", "task_id", run->task_id, "specialist", name, "session_id",
@@ -586,7 +620,7 @@ static void s_record(agent_run_t *run)
         "cost_usd", o->cost_usd, "usage", "input_tokens", (json_int_t)o->input_tokens,
         "cache_creation_input_tokens", (json_int_t)o->cache_creation_input_tokens,
         "cache_read_input_tokens", (json_int_t)o->cache_read_input_tokens, "output_tokens",
-        (json_int_t)o->output_tokens, "num_turns", o->num_turns, "duration_ms",
+        (json_int_t)o->output_tokens, "context_tokens", (json_int_t)o->context_tokens, "num_turns", o->num_turns, "duration_ms",
         (json_int_t)o->duration_ms, "wall_ms", (json_int_t)o->wall_ms, "attempts", o->attempts,
         "timed_out", o->timed_out, "cancelled", run->cancelled, "error",
         run->error ? run->error : "", "result", short_text ? short_text : "");

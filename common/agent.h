@@ -4,8 +4,8 @@
  * One run:
  *   1. takes the specialist's run lock (session.h), retrying until the run's deadline, so
  *      runs of one specialist never overlap;
- *   2. picks the session: none stored, unreadable, stored for another cwd, or past the
- *      token limit → a fresh one (a new uuid SAVED before the agent starts, passed with
+ *   2. picks the session: none stored, unreadable, stored for another cwd, or a context
+ *      past the token limit → a fresh one (a new uuid SAVED before the agent starts, passed with
  *      --session-id); otherwise --resume <stored id> (a stored id that never completed a
  *      run is passed with --session-id again). Every fresh start is reported through the
  *      progress callback (AGENT_PROGRESS_SESSION) and in the outcome;
@@ -23,7 +23,11 @@
  *      session ("context lost"); "is already in use" on --session-id → rerun with --resume;
  *      "is already in use" on --resume → fresh session ("session in use");
  *   6. adopts a different result.session_id only if its transcript exists on disk (never the
- *      id from init); adds tokens and cost to the session file, appends a line to
+ *      id from init); stores the context size (the input side — input + cache creation +
+ *      cache read tokens — of the run's last API call, from the last assistant event's
+ *      message.usage; the result's usage only when no assistant event had any, since it
+ *      totals every call and counts the cached context once per call), adds tokens and
+ *      cost to the session file, appends a line to
  *      specialists/<name>/history.jsonl, releases the lock.
  *
  * Success is `result.is_error == false`, whatever the subtype and the exit code. Deadlines:
@@ -70,7 +74,8 @@ typedef struct {
     int no_output_timeout_s;          /* 0 → no watchdog */
     int result_grace_ms;              /* 0 → AGENT_DEFAULT_RESULT_GRACE_MS */
     int kill_grace_ms;                /* TERM → KILL; 0 → PROC_DEFAULT_KILL_GRACE_MS */
-    int64_t session_token_limit;      /* rotate past this many input tokens; 0 → never */
+    int64_t session_token_limit;      /* rotate once the context (the input side of the last
+                                         API call) is past this many tokens; 0 → never */
 } agent_settings_t;
 
 typedef enum {
@@ -102,6 +107,7 @@ typedef struct {
     int64_t cache_creation_input_tokens;
     int64_t cache_read_input_tokens;
     int64_t output_tokens;
+    int64_t context_tokens; /* input side of the last API call (see step 6); 0 if unknown */
     int num_turns;
     int64_t duration_ms;      /* result.duration_ms */
     int64_t wall_ms;          /* our own measure of the whole run */

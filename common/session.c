@@ -2,9 +2,10 @@
  *
  * File format (specialists/<name>.session), one JSON object:
  *   {"format":1,"session_id":"<uuid>","cwd":"/abs","created_at_ms":…,"last_run_at_ms":…,
- *    "runs":…,"input_tokens":…,"output_tokens":…,"cost_usd":…,"cli_version":"…",
+ *    "runs":…,"context_tokens":…,"input_tokens":…,"output_tokens":…,"cost_usd":…,"cli_version":"…",
  *    "fresh_reason":"…"}
- * Unknown keys are ignored; a missing or non-UUID session_id or a missing cwd makes the
+ * Unknown keys are ignored and missing numbers read as 0 (files written before
+ * "context_tokens" existed load with a context of 0); a missing or non-UUID session_id or a missing cwd makes the
  * file invalid. */
 #include "session.h"
 
@@ -117,6 +118,7 @@ int session_load(const char *name, session_state_t *state)
     state->created_at_ms = s_int(root, "created_at_ms");
     state->last_run_at_ms = s_int(root, "last_run_at_ms");
     state->runs = s_int(root, "runs");
+    state->context_tokens = s_int(root, "context_tokens");
     state->input_tokens = s_int(root, "input_tokens");
     state->output_tokens = s_int(root, "output_tokens");
     json_t *cost = json_object_get(root, "cost_usd");
@@ -159,10 +161,11 @@ int session_save(const char *name, const session_state_t *state)
     snprintf(temp, sizeof temp, "%s.tmp.%d", path, (int)getpid());
 
     json_t *root = json_pack(
-        "{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:s, s:s}", "format", SESSION_FORMAT,
+        "{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:s, s:s}", "format", SESSION_FORMAT,
         "session_id", state->session_id, "cwd", state->cwd, "created_at_ms",
         (json_int_t)state->created_at_ms, "last_run_at_ms", (json_int_t)state->last_run_at_ms,
-        "runs", (json_int_t)state->runs, "input_tokens", (json_int_t)state->input_tokens,
+        "runs", (json_int_t)state->runs, "context_tokens", (json_int_t)state->context_tokens,
+        "input_tokens", (json_int_t)state->input_tokens,
         "output_tokens", (json_int_t)state->output_tokens, "cost_usd", state->cost_usd,
         "cli_version", state->cli_version, "fresh_reason", state->fresh_reason);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;

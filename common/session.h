@@ -5,8 +5,9 @@
  *   specialists/<name>/history.jsonl  one JSON line appended per run (and per job, by services)
  *
  * The session file records the agent CLI's session id, the cwd it belongs to, when it was
- * created and last used, how many runs it served, the accumulated tokens and cost, the CLI
- * version seen, and why the last fresh start happened. A file that cannot be parsed is
+ * created and last used, how many runs it served, the size of its context (the input side of
+ * the latest API call: what rotation compares with the token limit), the accumulated tokens
+ * and cost, the CLI version seen, and why the last fresh start happened. A file that cannot be parsed is
  * treated as "no session" (the reason is logged and returned), never as a crash.
  *
  * Locking: session_lock_try() never blocks; a caller with a deadline retries it from its
@@ -33,7 +34,10 @@ typedef struct {
     int64_t created_at_ms;      /* wall clock, ms since the epoch */
     int64_t last_run_at_ms;     /* 0 = never ran */
     int64_t runs;
-    int64_t input_tokens; /* accumulated input + cache creation + cache read */
+    int64_t context_tokens; /* the conversation's size: input + cache creation + cache read
+                               of the latest API call (assigned each run, not summed); 0 if
+                               unknown (a new session, or a file from before this field) */
+    int64_t input_tokens;   /* accumulated input + cache creation + cache read of all calls */
     int64_t output_tokens;
     double cost_usd;
     char cli_version[SESSION_VERSION_SIZE]; /* "" if unknown */

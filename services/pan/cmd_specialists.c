@@ -219,7 +219,12 @@ static json_t *s_status_json(const pan_t *pan, const known_t *known, const char 
     session_state_t session;
     if (status != NULL && session_load(name, &session) == 0) {
         json_object_set_new(status, "sessionId", json_string(session.session_id));
-        json_object_set_new(status, "contextTokens", json_integer(session.input_tokens));
+        /* The context is the conversation's current size (what rotation measures); a file
+         * written before it was recorded only has the accumulated input tokens. */
+        int64_t context =
+            session.context_tokens > 0 ? session.context_tokens : session.input_tokens;
+        json_object_set_new(status, "contextTokens", json_integer(context));
+        json_object_set_new(status, "inputTokens", json_integer(session.input_tokens));
         json_object_set_new(status, "outputTokens", json_integer(session.output_tokens));
         json_object_set_new(status, "costUsd", json_real(session.cost_usd));
         json_object_set_new(status, "runs", json_integer(session.runs));

@@ -140,6 +140,7 @@ typedef struct {
     bool unbilled; /* the run never reached the model: zero usage and turns */
     json_t *transcript; /* json + --verbose: every event, printed as one array at the end */
     int tool_steps;
+    int api_calls; /* assistant messages with real usage: the result's usage sums them */
 } fake_t;
 
 static void s_write_log(fake_t *self);
@@ -623,11 +624,29 @@ static void s_emit_unknown(fake_t *self)
     s_emit(self, event);
 }
 
-static json_t *s_message_usage(void)
+/* Token counts of one API call (FAKE_CLAUDE_INPUT_TOKENS / _OUTPUT_TOKENS, 500 cache
+ * creation, 2000 cache read): every call of a run reports the same. */
+typedef struct {
+    int input, cache_creation, cache_read, output;
+} fake_usage_t;
+
+static fake_usage_t s_call_usage(void)
 {
-    return json_pack("{s:i, s:i, s:i, s:i, s:s}", "input_tokens", 4,
-                     "cache_creation_input_tokens", 0, "cache_read_input_tokens", 0,
-                     "output_tokens", 20, "service_tier", "standard");
+    fake_usage_t u = {s_env_int("FAKE_CLAUDE_INPUT_TOKENS", 1000), 500, 2000,
+                      s_env_int("FAKE_CLAUDE_OUTPUT_TOKENS", 200)};
+    return u;
+}
+
+/* The usage of one assistant message: that call's own counts, or zeros for a synthetic
+ * error message (which never reached the model, as with the real CLI). */
+static json_t *s_message_usage(bool synthetic)
+{
+    fake_usage_t u = s_call_usage();
+    if (synthetic)
+        u.input = u.cache_creation = u.cache_read = u.output = 0;
+    return json_pack("{s:i, s:i, s:i, s:i, s:s}", "input_tokens", u.input,
+                     "cache_creation_input_tokens", u.cache_creation, "cache_read_input_tokens",
+                     u.cache_read, "output_tokens", u.output, "service_tier", "standard");
 }
 
 /* An assistant message with `content` (owned: taken). `error` may be NULL. */
@@ -641,7 +660,9 @@ static void s_emit_assistant(fake_t *self, json_t *content, const char *stop_rea
                                 "message", "role", "assistant", "model",
                                 error != NULL ? "<synthetic>" : s_model(self), "content", content,
                                 "stop_reason", stop_reason, "stop_sequence", "usage",
-                                s_message_usage());
+                                s_message_usage(error != NULL));
+    if (error == NULL)
+        self->api_calls++;
     json_t *event = json_pack("{s:o, s:n, s:s, s:s, s:s}", "message", message,
                               "parent_tool_use_id", "session_id", self->session_id, "uuid", uuid,
                               "type", "assistant");
@@ -688,12 +709,13 @@ static void s_report_step(const fake_step_t *step, void *arg)
 static json_t *s_result(fake_t *self, const char *subtype, bool is_error, const char *text,
                         const char *error, const char *terminal_reason)
 {
-    int input_tokens = s_env_int("FAKE_CLAUDE_INPUT_TOKENS", 1000);
-    int output_tokens = s_env_int("FAKE_CLAUDE_OUTPUT_TOKENS", 200);
+    /* Like the real CLI, the result totals every API call of the run (so the cached context
+     * counts once per call); a billed run that printed no assistant message counts one. */
+    fake_usage_t u = s_call_usage();
     bool billed = !self->unbilled;
-    if (!billed)
-        input_tokens = output_tokens = 0;
-    int cache_creation = billed ? 500 : 0, cache_read = billed ? 2000 : 0;
+    int calls = !billed ? 0 : self->api_calls > 0 ? self->api_calls : 1;
+    int input_tokens = u.input * calls, output_tokens = u.output * calls;
+    int cache_creation = u.cache_creation * calls, cache_read = u.cache_read * calls;
     double cost = (input_tokens * 3.0 + cache_creation * 3.75 + cache_read * 0.3 +
                    output_tokens * 15.0) / 1e6;
     const char *cost_env = getenv("FAKE_CLAUDE_COST_USD");

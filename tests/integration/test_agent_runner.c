@@ -84,6 +84,7 @@ static void s_reset_knobs(void)
     unsetenv("FAKE_CLAUDE_RESULT");
     unsetenv("FAKE_CLAUDE_DELAY_MS");
     unsetenv("FAKE_CLAUDE_INPUT_TOKENS");
+    unsetenv("FAKE_CLAUDE_OUTPUT_TOKENS");
     unsetenv("FAKE_CLAUDE_ACTIONS");
     unlink(log_path);
 }
@@ -303,6 +304,7 @@ static void test_fresh_then_resumed(void)
     CHECK_STR(st.cwd, workdir);
     CHECK_INT(st.runs, 2);
     CHECK_INT(st.input_tokens, 2 * 3500);
+    CHECK_INT(st.context_tokens, 3500); /* the last call's input side, not a sum */
     CHECK_INT(st.output_tokens, 400);
     CHECK(st.cost_usd > 0);
     CHECK_STR(st.cli_version, "2.1.330");
@@ -644,10 +646,49 @@ static void test_session_ids_from_result(void)
     CHECK(o->ok);
     CHECK_STR(o->result_text, "fine");
     CHECK_INT(o->input_tokens, 7);
+    CHECK_INT(o->context_tokens, 7); /* no assistant usage: the result's stands in */
     CHECK(strcmp(o->session_id, "11111111-2222-4333-8444-555555555555") != 0);
     CHECK_INT(session_load("ghost-agent", &st), 0);
     CHECK_STR(st.session_id, o->session_id);
     agent_run_destroy(&run);
+}
+
+/* The context is the LAST main-conversation call's input side: not the first or largest
+ * call, not a subagent's call (parent_tool_use_id set), not the result's total. */
+static void test_context_is_last_call(void)
+{
+    s_reset_knobs();
+    agent_settings_t set = s_settings("last-call-agent");
+    set.session_token_limit = 5000;
+    set.command = s_script(
+        "calls.sh",
+        "cat >/dev/null\n"
+        "echo '{\"type\":\"assistant\",\"parent_tool_use_id\":null,\"message\":{\"content\":[],"
+        "\"usage\":{\"input_tokens\":10,\"cache_creation_input_tokens\":0,"
+        "\"cache_read_input_tokens\":8000,\"output_tokens\":5}}}'\n"
+        "echo '{\"type\":\"assistant\",\"parent_tool_use_id\":\"toolu_1\",\"message\":{"
+        "\"content\":[],\"usage\":{\"input_tokens\":60000,\"output_tokens\":5}}}'\n"
+        "echo '{\"type\":\"assistant\",\"message\":{\"content\":[],\"usage\":{"
+        "\"input_tokens\":5,\"cache_creation_input_tokens\":200,"
+        "\"cache_read_input_tokens\":1000,\"output_tokens\":5}}}'\n"
+        "echo '{\"is_error\":false,\"type\":\"result\",\"subtype\":\"success\","
+        "\"result\":\"fine\",\"usage\":{\"input_tokens\":60015,"
+        "\"cache_creation_input_tokens\":200,\"cache_read_input_tokens\":9000}}'");
+    agent_run_t *run = NULL;
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT(agent_run(&run, &set, "go", "t", NULL, NULL), 0);
+        const agent_outcome_t *o = agent_run_outcome(run);
+        CHECK(o->ok);
+        CHECK(o->fresh == (i == 0)); /* the second run resumes: 1205 is under the limit */
+        CHECK_INT(o->context_tokens, 1205);
+        CHECK_INT(o->input_tokens, 60015);
+        agent_run_destroy(&run);
+    }
+    session_state_t st;
+    CHECK_INT(session_load("last-call-agent", &st), 0);
+    CHECK_INT(st.context_tokens, 1205);
+    CHECK_INT(st.input_tokens, 2 * 69215);
+    CHECK_INT(st.runs, 2);
 }
 
 static void test_env_scrubbed(void)
@@ -702,31 +743,68 @@ static void test_env_scrubbed(void)
     unsetenv("CLAUDE_CODE_USE_BEDROCK");
 }
 
+/* Rotation measures the conversation's size, the input side of the LAST API call, not the
+ * sum of the runs' result.usage (which totals every call and re-counts the cached context
+ * each time). The fake reports 1000 + 500 + 2000 = 3500 per call; its result sums them. */
 static void test_rotation_and_cwd(void)
 {
     s_reset_knobs();
     agent_settings_t set = s_settings("rotating-agent");
-    set.session_token_limit = 5000; /* each fake run adds 3500 */
+    set.session_token_limit = 5000;
+    /* Two tool actions and the answer: three calls, so each run's result reports 10500
+     * input-side tokens while the context stays at 3500. */
+    char actions[PATH_MAX];
+    snprintf(actions, sizeof actions, "%s/rotation-actions.txt", env->dir);
+    testenv_write_file(actions, "write rot.txt a\nappend rot.txt b\nsay ok\n");
+    setenv("FAKE_CLAUDE_ACTIONS", actions, 1);
     agent_run_t *run = NULL;
     CHECK_INT(agent_run(&run, &set, "1", "t1", NULL, NULL), 0);
-    char first[SESSION_ID_SIZE];
-    snprintf(first, sizeof first, "%s", agent_run_outcome(run)->session_id);
-    agent_run_destroy(&run);
-    CHECK_INT(agent_run(&run, &set, "2", "t2", NULL, NULL), 0);
-    CHECK(!agent_run_outcome(run)->fresh);
-    agent_run_destroy(&run);
-    events_t ev = {0};
-    CHECK_INT(agent_run(&run, &set, "3", "t3", s_on_progress, &ev), 0);
     const agent_outcome_t *o = agent_run_outcome(run);
     CHECK(o->ok);
     CHECK(o->fresh);
-    CHECK_STR(o->fresh_reason, "rotated after 7000 tokens");
+    CHECK_INT(o->input_tokens + o->cache_creation_input_tokens + o->cache_read_input_tokens,
+              3 * 3500);
+    CHECK_INT(o->context_tokens, 3500);
+    char first[SESSION_ID_SIZE];
+    snprintf(first, sizeof first, "%s", o->session_id);
+    agent_run_destroy(&run);
+    /* Several runs whose totals (and their sum, 31500) are far past the limit: the context
+     * never is, so the session is resumed every time. */
+    for (int i = 2; i <= 3; i++) {
+        CHECK_INT(agent_run(&run, &set, "again", "t", NULL, NULL), 0);
+        CHECK(agent_run_outcome(run)->ok);
+        CHECK(!agent_run_outcome(run)->fresh);
+        CHECK_STR(agent_run_outcome(run)->session_id, first);
+        agent_run_destroy(&run);
+    }
+    session_state_t st;
+    CHECK_INT(session_load("rotating-agent", &st), 0);
+    CHECK_STR(st.session_id, first);
+    CHECK_INT(st.runs, 3);
+    CHECK_INT(st.input_tokens, 3 * 3 * 3500); /* totals still accumulate */
+    CHECK_INT(st.context_tokens, 3500);
+
+    /* The context grows past the limit (4000 + 500 + 2000 per call): this run still
+     * resumes (the stored context was 3500), the next one starts fresh. */
+    unsetenv("FAKE_CLAUDE_ACTIONS");
+    setenv("FAKE_CLAUDE_INPUT_TOKENS", "4000", 1);
+    CHECK_INT(agent_run(&run, &set, "big", "t4", NULL, NULL), 0);
+    CHECK(!agent_run_outcome(run)->fresh);
+    CHECK_INT(agent_run_outcome(run)->context_tokens, 6500);
+    agent_run_destroy(&run);
+    unsetenv("FAKE_CLAUDE_INPUT_TOKENS");
+    events_t ev = {0};
+    CHECK_INT(agent_run(&run, &set, "5", "t5", s_on_progress, &ev), 0);
+    o = agent_run_outcome(run);
+    CHECK(o->ok);
+    CHECK(o->fresh);
+    CHECK_STR(o->fresh_reason, "rotated at a context of 6500 tokens");
     CHECK(strcmp(o->session_id, first) != 0);
     CHECK_INT(s_count_kind(&ev, AGENT_PROGRESS_SESSION), 1);
     agent_run_destroy(&run);
-    session_state_t st;
     CHECK_INT(session_load("rotating-agent", &st), 0);
     CHECK_INT(st.input_tokens, 3500);
+    CHECK_INT(st.context_tokens, 3500);
     CHECK_INT(st.runs, 1);
 
     /* Same specialist, another directory: fresh, "cwd changed". */
@@ -889,6 +967,7 @@ int main(void)
     test_session_ids_from_result();
     test_env_scrubbed();
     test_rotation_and_cwd();
+    test_context_is_last_call();
     test_cancel();
     test_runs_serialise();
 

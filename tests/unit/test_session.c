@@ -29,6 +29,7 @@ static void s_fill(session_state_t *st, const char *cwd)
     st->created_at_ms = 1700000000123;
     st->last_run_at_ms = 1700000005000;
     st->runs = 3;
+    st->context_tokens = 98765;
     st->input_tokens = 123456789012;
     st->output_tokens = 4567;
     st->cost_usd = 0.125;
@@ -70,6 +71,7 @@ static void test_create_update_load(void)
     CHECK_INT(got.created_at_ms, st.created_at_ms);
     CHECK_INT(got.last_run_at_ms, st.last_run_at_ms);
     CHECK_INT(got.runs, 3);
+    CHECK_INT(got.context_tokens, 98765);
     CHECK_INT(got.input_tokens, 123456789012);
     CHECK_INT(got.output_tokens, 4567);
     CHECK(got.cost_usd > 0.1249 && got.cost_usd < 0.1251);
@@ -78,11 +80,13 @@ static void test_create_update_load(void)
 
     got.runs++;
     got.input_tokens += 10;
+    got.context_tokens = 4321; /* the context is replaced, not summed */
     CHECK_INT(session_save("merge-agent", &got), 0);
     session_state_t again;
     CHECK_INT(session_load("merge-agent", &again), 0);
     CHECK_INT(again.runs, 4);
     CHECK_INT(again.input_tokens, 123456789022);
+    CHECK_INT(again.context_tokens, 4321);
 
     /* The file is JSON a person (or jq) can read. */
     char path[600];
@@ -158,6 +162,16 @@ static void test_corrupt_is_no_session(void)
     CHECK_INT(session_load("broken", &st), 0);
     CHECK_INT(st.runs, 0);
     CHECK_STR(st.cwd, "/x");
+    /* A file from before "context_tokens" existed loads with a context of 0. */
+    CHECK_INT(testenv_write_file(
+                  path, "{\"format\":1,\"session_id\":\"0b7c2a64-3e0b-4c38-9a55-2b8f0e0f6d11\","
+                        "\"cwd\":\"/x\",\"runs\":7,\"input_tokens\":900000}"),
+              0);
+    st.context_tokens = 99;
+    CHECK_INT(session_load("broken", &st), 0);
+    CHECK_INT(st.runs, 7);
+    CHECK_INT(st.input_tokens, 900000);
+    CHECK_INT(st.context_tokens, 0);
 }
 
 static void test_reset(void)

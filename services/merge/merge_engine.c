@@ -2,8 +2,10 @@
  *
  * One run is a sequence of attempts; each attempt is
  *     pre-flight → analysis → merge (clean or resolved) → tests → push
- * and a rejected push (the remote target moved) starts the next attempt from a fresh
- * fetch. Everything the engine creates in the repository (worktrees, their temporary
+ * and a rejected push starts the next attempt from a fresh fetch when the remote target
+ * moved since the attempt read it; a rejection for any other reason (a hook, branch
+ * protection, permissions) ends the run with the remote's answer as the reason.
+ * Everything the engine creates in the repository (worktrees, their temporary
  * branches, the temporary ref a push is made from) is removed before the run returns, so a
  * failure leaves the user's refs, index, HEAD and working tree as they were. Only the
  * remote-tracking refs move (fetch), and, after a successful push, the remote target and
@@ -926,6 +928,33 @@ static int s_push_local(s_job_t *job)
     return 0;
 }
 
+/* A push the remote rejected: a fresh fetch tells whether the target moved since the
+ * attempt merged onto it (a race: S_RETRY, the next attempt starts from that fetch) or not
+ * (the remote refused for another reason — a hook, branch protection, permissions, a locked
+ * ref — which another attempt would not change: a failure naming the remote's answer). */
+static int s_push_rejected(s_job_t *job)
+{
+    const char *message = job->push_message ? job->push_message : "no reason given";
+    s_progress(job, "push rejected (%s): checking whether %s/%s moved", message,
+               job->remote_name, job->target);
+    int rc = s_fetch(job);
+    if (rc != 0)
+        return rc;
+    char *target_ref = s_strdupf("refs/remotes/%s/%s", job->remote_name, job->target);
+    if (target_ref == NULL)
+        return s_fail(job, FAILURE_MEMORY, "out of memory");
+    git_oid now;
+    rc = s_read_commit_ref(job, target_ref, &now);
+    free(target_ref);
+    if (rc == 1)
+        return s_fail(job, FAILURE_NOT_FOUND, "target branch '%s' not found", job->target);
+    if (rc < 0)
+        return rc;
+    if (!git_oid_equal(&now, &job->target_oid))
+        return S_RETRY;
+    return s_fail(job, FAILURE_STATE, "push to %s rejected: %s", job->remote_name, message);
+}
+
 /* Pushes the merge to refs/heads/<target> without force. The push is made from a
  * temporary ref (a push source must be a ref), removed straight after. */
 static int s_push_remote(s_job_t *job)
@@ -965,7 +994,7 @@ static int s_push_remote(s_job_t *job)
     free(spec);
     free(temp_ref);
     if (rc == GIT_ENONFASTFORWARD || (rc == 0 && job->push_message != NULL))
-        return S_RETRY;
+        return s_push_rejected(job);
     if (rc < 0) {
         rc = s_step_check(job, "push");
         return rc != 0 ? rc : s_git_fail(job, "push failed");
@@ -1066,7 +1095,7 @@ int merge_engine_run(const merge_request_t *request, merge_result_t *result)
         rc = s_attempt(&job);
         if (rc != S_RETRY)
             break;
-        s_progress(&job, "push rejected (%s): starting again from a fresh fetch",
+        s_progress(&job, "push rejected (%s): the target moved, starting again",
                    job.push_message ? job.push_message : "target moved");
         if (attempt == retries + 1)
             rc = s_fail(&job, FAILURE_STATE, "push rejected %d time(s), the target kept moving: %s",

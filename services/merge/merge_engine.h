@@ -12,8 +12,11 @@
  *                  caller's resolve() callback (the agent), then verification (no conflict
  *                  markers, no file changed outside the conflict, no conflict left);
  *   4. tests       run_tests() in a worktree checked out at the merge commit (FAIL aborts);
- *   5. push        `<merge>:refs/heads/<target>` without force; a rejected push (the remote
- *                  moved) starts again from 1, up to push_retries times.
+ *   5. push        `<merge>:refs/heads/<target>` without force; after a rejected push a
+ *                  fetch shows whether the remote target moved since step 1: if it did, the
+ *                  run starts again from 1, up to push_retries times; if not (a hook, branch
+ *                  protection, permissions), it fails at once with the reason
+ *                  "push to <remote> rejected: <ref>: <the remote's status>".
  * On failure, cancellation or the deadline every service worktree and temporary ref is
  * removed and the repository is left exactly as it was; the result names the files.
  *
@@ -77,7 +80,8 @@ typedef struct {
     const char *source_branch; /* branch name, e.g. "feature/x" (required) */
     const char *target_branch; /* default "main" */
     const char *remote_name;   /* default "origin"; a repository without it merges locally */
-    int push_retries;          /* extra attempts after a rejected push; default 3 */
+    int push_retries;          /* extra attempts after a push rejected because the
+                                  target moved; default 3 */
     int64_t deadline_ms;       /* absolute, on clock_now_ms(); 0 = none */
     int64_t lock_stale_ms;     /* a lock file older than this is stale; default 60 s */
     const char *author_name;   /* identity of the merge commit */

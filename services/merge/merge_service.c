@@ -378,7 +378,11 @@ static bool s_starts_with(const char *text, const char *prefix)
 }
 
 /* Transient infrastructure trouble, worth another attempt later: the remote unreachable
- * (the engine's transport failures), a repository busy with a fresh lock, I/O, memory. */
+ * (the engine's transport failures), a repository busy with a fresh lock, I/O, memory.
+ * A push the remote rejected is final (FAILURE_STATE): "push to <remote> rejected: ..." is
+ * a refusal that does not depend on the target moving (hook, branch protection,
+ * permissions), and the engine has already retried the rejections caused by the target
+ * moving ("push rejected N time(s), the target kept moving"). */
 static bool s_transient(int rc, const char *reason)
 {
     static const char *const transport[] = {"cannot reach the remote",

@@ -426,6 +426,52 @@ static void test_remote_moves(void)
     s_teardown();
 }
 
+/* The remote refuses the push although its target did not move (here: its main is locked,
+ * as a hook or branch protection would refuse it): one attempt, the refusal as the reason,
+ * nothing pushed, nothing left behind. A lock file refuses the update even for root. */
+static void test_push_refused(void)
+{
+    s_fixture("merge-refused");
+    testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
+    testgit_push_main(s_repos.dev, "b.c", "int b(void)\n{\n    return 20;\n}\n");
+    char remote_before[41], user_main_before[41];
+    testgit_rev(s_repos.remote, "main", remote_before);
+    testgit_rev(s_repos.user, "main", user_main_before);
+    char lock[700];
+    snprintf(lock, sizeof lock, "%s/refs/heads/main.lock", s_repos.remote);
+    testenv_write_file(lock, "");
+    s_calls_t calls = {.tests = MERGE_TESTS_PASS};
+    merge_request_t req;
+    s_request(&req, "feature", &calls);
+    merge_result_t res;
+    CHECK_INT(merge_engine_run(&req, &res), FAILURE_STATE);
+    CHECK(!res.success);
+    CHECK(!res.pushed);
+    CHECK_INT(res.attempts, 1);
+    CHECK_INT(calls.tests_calls, 1);
+    CHECK(res.reason && strncmp(res.reason, "push to origin rejected: ", 25) == 0);
+    CHECK(res.reason && strstr(res.reason, "refs/heads/main") && strstr(res.reason, "lock"));
+    CHECK(res.reason && strstr(res.reason, "kept moving") == NULL);
+    CHECK(access(lock, F_OK) == 0);
+    char remote_after[41], user_main_after[41];
+    testgit_rev(s_repos.remote, "main", remote_after);
+    testgit_rev(s_repos.user, "main", user_main_after);
+    CHECK_STR(remote_after, remote_before);
+    CHECK_STR(user_main_after, user_main_before);
+    CHECK(s_repo_left_clean());
+    merge_result_clear(&res);
+
+    /* With the lock gone the same merge goes through. */
+    unlink(lock);
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK(res.pushed);
+    CHECK_INT(res.attempts, 1);
+    testgit_rev(s_repos.remote, "main", remote_after);
+    CHECK_STR(remote_after, res.merge_commit);
+    merge_result_clear(&res);
+    s_teardown();
+}
+
 static void test_source_missing(void)
 {
     s_fixture("merge-missing");
@@ -565,6 +611,7 @@ int main(void)
     test_conflict_refusals();
     test_tests_fail();
     test_remote_moves();
+    test_push_refused();
     test_source_missing();
     test_stale_lock();
     test_branch_names();

@@ -58,6 +58,21 @@ static bool s_wait_state(const char *id, const char *state)
     return strcmp(now, state) == 0;
 }
 
+/* A new worker `worker_id` of `specialist`, announced, holding the just-submitted task
+ * `task_id` (attempt 1). The caller owns the worker. */
+static fakeworker_t *s_worker_holding(const char *specialist, const char *worker_id,
+                                      const char *task_id)
+{
+    fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, specialist, worker_id);
+    fakeworker_hello(worker, NULL, 0);
+    s_wait_workers(specialist, 1);
+    CHECK_INT(testbroker_submit(s_client, task_id, specialist, NULL, NULL), 0);
+    wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), task_id);
+    wire_msg_destroy(&task);
+    return worker;
+}
+
 /* Waits for a task, checks its id, reports done, and waits for the ack. */
 static void s_run_expecting(fakeworker_t *worker, const char *expected_id)
 {
@@ -275,13 +290,7 @@ static void test_retry_to_dead_and_back(void)
 
 static void test_restart_keeps_running_task(pid_t *broker)
 {
-    fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "restart-agent", "restart-w1");
-    fakeworker_hello(worker, NULL, 0);
-    s_wait_workers("restart-agent", 1);
-    CHECK_INT(testbroker_submit(s_client, "r-1", "restart-agent", NULL, NULL), 0);
-    wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
-    CHECK_STR(s_task_id(task), "r-1");
-    wire_msg_destroy(&task);
+    fakeworker_t *worker = s_worker_holding("restart-agent", "restart-w1", "r-1");
     testenv_signal(*broker, SIGKILL);
     testenv_wait(s_env, *broker, 3000);
     *broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
@@ -417,13 +426,8 @@ static void test_undelivered_ends_dead(void)
  * stays locked while a cancelled worker has not stopped. */
 static void test_heartbeat_mismatch_and_group_while_draining(void)
 {
-    fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "odd-agent", "odd-w1");
-    fakeworker_hello(w1, NULL, 0);
-    s_wait_workers("odd-agent", 1);
-    CHECK_INT(testbroker_submit(s_client, "odd-1", "odd-agent", NULL, NULL), 0);
-    wire_msg_t *task = fakeworker_expect(w1, "task", 3000, NULL, 0);
-    CHECK_STR(s_task_id(task), "odd-1");
-    wire_msg_destroy(&task);
+    fakeworker_t *w1 = s_worker_holding("odd-agent", "odd-w1", "odd-1");
+    wire_msg_t *task = NULL;
     fakeworker_heartbeat(w1, "something-else", 4);
     wire_msg_t *cancel = fakeworker_expect(w1, "cancel", 3000, "something-else", 4);
     CHECK_STR(cancel ? wire_msg_str(cancel, "task", "") : "", "something-else");
@@ -479,13 +483,8 @@ static void test_heartbeat_mismatch_and_group_while_draining(void)
  * without counting a failure, and the worker gets it again once it is idle. */
 static void test_progress_and_release(void)
 {
-    fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "rel-agent", "rel-w1");
-    fakeworker_hello(worker, NULL, 0);
-    s_wait_workers("rel-agent", 1);
-    CHECK_INT(testbroker_submit(s_client, "rel-1", "rel-agent", NULL, NULL), 0);
-    wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
-    CHECK_STR(s_task_id(task), "rel-1");
-    wire_msg_destroy(&task);
+    fakeworker_t *worker = s_worker_holding("rel-agent", "rel-w1", "rel-1");
+    wire_msg_t *task = NULL;
     fakeworker_progress(worker, "rel-1", 1, "halfway there");
     fakeworker_progress(worker, "rel-1", 7, "from an attempt that is not running");
     fakeworker_release(worker, "rel-1", 1);

@@ -342,21 +342,17 @@ static int64_t s_task_int(const char *id, const char *key)
  * its lease); a retry result sent twice counts once and queues the task once. */
 static void test_dead_and_duplicate_retry(void)
 {
-    fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "dup-agent", "dup-w1");
+    /* w1 alone takes dup-keep; then w2 arrives for dup-once. */
+    fakeworker_t *w1 = s_worker_holding("dup-agent", "dup-w1", "dup-keep");
     fakeworker_t *w2 = fakeworker_new(s_env->dir, s_env->in_ep, "dup-agent", "dup-w2");
-    fakeworker_hello(w1, NULL, 0);
+    fakeworker_heartbeat(w1, "dup-keep", 1);
     fakeworker_hello(w2, NULL, 0);
     s_wait_workers("dup-agent", 2);
-    client_task_t keep = {.id = "dup-keep", .specialist = "dup-agent"};
     client_task_t once = {.id = "dup-once", .specialist = "dup-agent", .max_attempts = 1};
     wire_msg_t *reply = NULL;
-    CHECK_INT(client_submit(s_client, &keep, NULL, 0, &reply), 0);
-    wire_msg_destroy(&reply);
-    wire_msg_t *t1 = fakeworker_expect(w1, "task", 3000, NULL, 0);
     CHECK_INT(client_submit(s_client, &once, NULL, 0, &reply), 0);
     wire_msg_destroy(&reply);
     wire_msg_t *t2 = fakeworker_expect(w2, "task", 3000, NULL, 0);
-    CHECK_STR(s_task_id(t1), "dup-keep");
     CHECK_STR(s_task_id(t2), "dup-once");
     fakeworker_result(w2, "dup-once", 1, "retry", "flaky", NULL, 0);
     wire_msg_t *ack = fakeworker_expect(w2, "ack", 3000, NULL, 0);
@@ -384,7 +380,6 @@ static void test_dead_and_duplicate_retry(void)
     char queue[256];
     CHECK_STR(testbroker_queue(s_client, "dup-agent", queue, sizeof queue), "dup-twice");
     fakeworker_result(w1, "dup-keep", 1, "done", NULL, NULL, 0);
-    wire_msg_destroy(&t1);
     wire_msg_destroy(&t2);
     wire_msg_destroy(&t3);
     fakeworker_bye(w1);

@@ -633,6 +633,24 @@ static void s_write_prior(int attempt, const char *task, const char *outcome, co
     wire_close(pw->w);
 }
 
+/* Encodes the task's entry for other tasks' session context (see task_t.context_entry).
+ * Uses the broker's scratch writer, so it must run before a message is built in it. */
+static void s_encode_context_entry(broker_t *self, task_t *task)
+{
+    wire_writer_t *w = self->writer;
+    wire_writer_start_map(w);
+    wire_put_str(w, "id", task->id);
+    wire_put_str(w, "title", task->title);
+    wire_put_str(w, "issue", task->issue);
+    wire_put_str(w, "specialist", task->queue->name);
+    wire_put_raw(w, "files", task->files, task->files_len);
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    free(task->context_entry);
+    task->context_entry = s_copy(data, len);
+    task->context_entry_len = task->context_entry ? len : 0;
+}
+
 /* The session context sent with a task: the other running tasks and the prior attempts of
  * the same issue by this specialist. */
 static void s_write_context(broker_t *self, wire_writer_t *w, const task_t *task)
@@ -641,15 +659,9 @@ static void s_write_context(broker_t *self, wire_writer_t *w, const task_t *task
     wire_open_array(w, "active");
     int listed = 0;
     for (task_t *other = self->running; other && listed < CONTEXT_ACTIVE_LIMIT; other = other->next) {
-        if (other == task)
+        if (other == task || other->context_entry == NULL)
             continue;
-        wire_open_map(w, NULL);
-        wire_put_str(w, "id", other->id);
-        wire_put_str(w, "title", other->title);
-        wire_put_str(w, "issue", other->issue);
-        wire_put_str(w, "specialist", other->queue->name);
-        wire_put_raw(w, "files", other->files, other->files_len);
-        wire_close(w);
+        wire_elem_raw(w, other->context_entry, other->context_entry_len);
         listed++;
     }
     wire_close(w);
@@ -691,6 +703,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     if (rc != 0)
         return rc;
 
+    s_encode_context_entry(self, task);
     wire_writer_t *w = self->writer;
     wire_writer_start(w, "task");
     wire_put_str(w, "worker", worker->id);
@@ -718,31 +731,43 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     return 0;
 }
 
-/* Hands the best eligible task to every idle worker, longest-idle first. */
+static int s_longest_idle_first(const void *a, const void *b)
+{
+    const worker_t *x = *(worker_t *const *)a, *y = *(worker_t *const *)b;
+    return x->idle_since < y->idle_since ? -1 : x->idle_since > y->idle_since;
+}
+
+/* Hands the best eligible task to every idle worker, longest-idle first. The idle workers
+ * are collected once per call (not once per task handed out): dispatching only takes
+ * tasks and locks groups, so a worker with nothing eligible now stays so in this call. */
 static int s_dispatch(broker_t *self)
 {
-    int64_t now_wall = clock_wall_ms();
-    for (;;) {
-        worker_t *chosen = NULL;
-        task_t *chosen_task = NULL;
-        for (worker_t *worker = zhashx_first(self->workers); worker;
-             worker = zhashx_next(self->workers)) {
-            if (worker->task || worker->draining || queue_total(worker->queue) == 0)
-                continue;
-            if (chosen != NULL && worker->idle_since >= chosen->idle_since)
-                continue;
-            task_t *task = s_pick(self, worker->queue, now_wall);
-            if (task != NULL) {
-                chosen = worker;
-                chosen_task = task;
-            }
+    size_t idle = 0;
+    for (worker_t *worker = zhashx_first(self->workers); worker;
+         worker = zhashx_next(self->workers)) {
+        if (worker->task || worker->draining || queue_total(worker->queue) == 0)
+            continue;
+        if (idle == self->idle_cap) {
+            size_t cap = self->idle_cap ? self->idle_cap * 2 : 64;
+            worker_t **grown = realloc(self->idle, cap * sizeof *grown);
+            if (grown == NULL)
+                break; /* the rest wait for the next iteration */
+            self->idle = grown;
+            self->idle_cap = cap;
         }
-        if (chosen == NULL)
-            return 0;
-        int rc = s_dispatch_one(self, chosen, chosen_task);
+        self->idle[idle++] = worker;
+    }
+    qsort(self->idle, idle, sizeof *self->idle, s_longest_idle_first);
+    int64_t now_wall = clock_wall_ms();
+    for (size_t i = 0; i < idle; i++) {
+        task_t *task = s_pick(self, self->idle[i]->queue, now_wall);
+        if (task == NULL)
+            continue;
+        int rc = s_dispatch_one(self, self->idle[i], task);
         if (rc != 0)
             return rc;
     }
+    return 0;
 }
 
 /* ---- timers ---- */
@@ -976,6 +1001,7 @@ static void s_recover_task(task_t *task, void *arg)
         return;
     }
     /* Running when the broker stopped: it waits for its worker to say hello again. */
+    s_encode_context_entry(self, task);
     task->worker = NULL;
     task->next = self->running;
     if (self->running)
@@ -1088,6 +1114,7 @@ void broker_destroy(broker_t **self_p)
     zhashx_destroy(&self->groups);
     zhashx_destroy(&self->rejected);
     wire_writer_destroy(&self->writer);
+    free(self->idle);
     store_close(&self->store);
     free(self);
     *self_p = NULL;

@@ -77,6 +77,8 @@ struct broker_t {
     char *outbox_bytes; /* arena holding every pending item's target and data */
     size_t outbox_used, outbox_bytes_cap;
     wire_writer_t *writer; /* scratch for building messages */
+    worker_t **idle;       /* scratch for dispatch: the idle workers, longest-idle first */
+    size_t idle_cap;
 
     int64_t next_ping, next_check;
     /* statistics */

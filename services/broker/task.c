@@ -56,6 +56,7 @@ void task_destroy(task_t **self_p)
     free(self->worker_id);
     free(self->payload);
     free(self->files);
+    free(self->context_entry);
     free(self->specialist);
     free(self->result);
     free(self);

@@ -43,6 +43,10 @@ typedef struct task_t {
     size_t payload_len;
     void *files; /* payload.filesChanged as raw msgpack, for session context */
     size_t files_len;
+    /* This task as an entry of other tasks' session context ("active"), encoded once when
+     * it is dispatched, since every later dispatch lists it again. */
+    void *context_entry;
+    size_t context_entry_len;
     /* only on records loaded from the store for display (terminal tasks) */
     char *specialist;
     void *result;

@@ -112,6 +112,102 @@ static void test_priority_at_dispatch(void)
     fakeworker_destroy(&worker);
 }
 
+/* Submits `id` for `specialist` with a title, an issue and payload.filesChanged. */
+static void s_submit_with_files(const char *id, const char *specialist, const char *file)
+{
+    wire_writer_t *payload = wire_writer_new();
+    wire_writer_start_map(payload);
+    wire_open_array(payload, "filesChanged");
+    wire_elem_str(payload, file);
+    wire_close(payload);
+    size_t len;
+    const void *raw = wire_writer_data(payload, &len);
+    char title[64];
+    snprintf(title, sizeof title, "title of %s", id);
+    client_task_t task = {.id = id, .specialist = specialist, .title = title, .issue = "ISS-7",
+                          .payload = raw, .payload_len = len};
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_submit(s_client, &task, NULL, 0, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&payload);
+}
+
+/* A dispatched task's context lists the other running tasks (id, title, issue, specialist,
+ * files), never the task itself, and drops a task once it finished. */
+static void test_active_context(void)
+{
+    fakeworker_t *one = fakeworker_new(s_env->dir, s_env->in_ep, "ctx-agent", "ctx-w1");
+    fakeworker_t *two = fakeworker_new(s_env->dir, s_env->in_ep, "ctx-agent", "ctx-w2");
+    fakeworker_hello(one, NULL, 0);
+    s_wait_workers("ctx-agent", 1);
+    s_submit_with_files("ctx-a", "ctx-agent", "src/a.c");
+    wire_msg_t *a = fakeworker_expect(one, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(a), "ctx-a");
+    const msgpack_object *active = wire_map_get(wire_msg_object(a, "context"), "active");
+    CHECK(active != NULL && active->type == MSGPACK_OBJECT_ARRAY);
+    for (uint32_t i = 0; active && i < active->via.array.size; i++) {
+        char id[64];
+        CHECK(strcmp(wire_obj_str(wire_map_get(&active->via.array.ptr[i], "id"), id, sizeof id, ""),
+                     "ctx-a") != 0);
+    }
+
+    fakeworker_hello(two, NULL, 0);
+    s_wait_workers("ctx-agent", 2);
+    s_submit_with_files("ctx-b", "ctx-agent", "src/b.c");
+    wire_msg_t *b = fakeworker_expect(two, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(b), "ctx-b");
+    active = wire_map_get(wire_msg_object(b, "context"), "active");
+    const msgpack_object *entry = NULL;
+    for (uint32_t i = 0; active && i < active->via.array.size; i++) {
+        char id[64];
+        const msgpack_object *item = &active->via.array.ptr[i];
+        const char *item_id = wire_obj_str(wire_map_get(item, "id"), id, sizeof id, "");
+        CHECK(strcmp(item_id, "ctx-b") != 0);
+        if (strcmp(item_id, "ctx-a") == 0)
+            entry = item;
+    }
+    CHECK(entry != NULL);
+    if (entry != NULL) {
+        char text[64];
+        CHECK_STR(wire_obj_str(wire_map_get(entry, "title"), text, sizeof text, ""), "title of ctx-a");
+        CHECK_STR(wire_obj_str(wire_map_get(entry, "issue"), text, sizeof text, ""), "ISS-7");
+        CHECK_STR(wire_obj_str(wire_map_get(entry, "specialist"), text, sizeof text, ""), "ctx-agent");
+        const msgpack_object *files = wire_map_get(entry, "files");
+        CHECK(files != NULL && files->type == MSGPACK_OBJECT_ARRAY && files->via.array.size == 1);
+        if (files != NULL && files->type == MSGPACK_OBJECT_ARRAY && files->via.array.size == 1)
+            CHECK_STR(wire_obj_str(&files->via.array.ptr[0], text, sizeof text, ""), "src/a.c");
+    }
+
+    /* ctx-a finishes; the next task on its worker sees ctx-b but no longer ctx-a. */
+    fakeworker_result(one, "ctx-a", 1, "done", NULL, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(one, "ack", 3000, NULL, 0);
+    CHECK(ack != NULL);
+    s_submit_with_files("ctx-c", "ctx-agent", "src/c.c");
+    wire_msg_t *c = fakeworker_expect(one, "task", 3000, NULL, 0);
+    CHECK_STR(s_task_id(c), "ctx-c");
+    active = wire_map_get(wire_msg_object(c, "context"), "active");
+    bool saw_b = false;
+    for (uint32_t i = 0; active && i < active->via.array.size; i++) {
+        char id[64];
+        const char *item_id =
+            wire_obj_str(wire_map_get(&active->via.array.ptr[i], "id"), id, sizeof id, "");
+        CHECK(strcmp(item_id, "ctx-a") != 0 && strcmp(item_id, "ctx-c") != 0);
+        saw_b = saw_b || strcmp(item_id, "ctx-b") == 0;
+    }
+    CHECK(saw_b);
+    fakeworker_result(one, "ctx-c", 1, "done", NULL, NULL, 0);
+    fakeworker_result(two, "ctx-b", 1, "done", NULL, NULL, 0);
+    CHECK(s_wait_state("ctx-b", "done") && s_wait_state("ctx-c", "done"));
+    wire_msg_destroy(&a);
+    wire_msg_destroy(&b);
+    wire_msg_destroy(&c);
+    wire_msg_destroy(&ack);
+    fakeworker_bye(one);
+    fakeworker_bye(two);
+    fakeworker_destroy(&one);
+    fakeworker_destroy(&two);
+}
+
 static void test_group_serialisation(void)
 {
     fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "merge-agent", "group-w1");
@@ -546,6 +642,7 @@ int main(void)
     if (broker > 0) {
         test_config_defaults();
         test_priority_at_dispatch();
+        test_active_context();
         test_group_serialisation();
         test_chained_exactly_once();
         /* Custom specialists exist once a worker announced them. */

@@ -215,6 +215,22 @@ static int64_t s_cpu_us(pid_t pid)
     return (int64_t)((utime + stime) * 1000000ULL / (unsigned long long)sysconf(_SC_CLK_TCK));
 }
 
+/* Starts null_broker, which is built next to this program. */
+static pid_t s_start_null_broker(testenv_t *env)
+{
+    char self_path[512], path[600];
+    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+    if (n <= 0)
+        return -1;
+    self_path[n] = '\0';
+    char *slash = strrchr(self_path, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    snprintf(path, sizeof path, "%s/null_broker", self_path);
+    char *argv[] = {path, env->in_ep, env->events_ep, NULL};
+    return testenv_spawn(env, "null-broker", argv);
+}
+
 static int s_compare(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -223,8 +239,8 @@ static int s_compare(const void *a, const void *b)
 
 /* One run against a fresh broker. Returns elapsed seconds; fills latencies (µs) and the
  * broker's CPU time per task (µs) over the run. */
-static double s_run(const char *sync, int tasks, int workers, int rate, double *p50_ms,
-                    double *p99_ms, double *broker_cpu_us)
+static double s_run(const char *sync, bool null_broker, int tasks, int workers, int rate,
+                    double *p50_ms, double *p99_ms, double *broker_cpu_us)
 {
     testenv_t *env = testenv_new("bench");
     /* The broker must know the specialist before the first submit: a worker announces it. */
@@ -234,7 +250,7 @@ static double s_run(const char *sync, int tasks, int workers, int rate, double *
     b.got_us = calloc((size_t)tasks, sizeof *b.got_us);
     testenv_write_file(strcat(strcpy(malloc(600), env->home), "/cloister.toml"),
                        "[specialists.bench-agent]\ntimeout = 600\n");
-    pid_t broker = testbroker_start(env, 1000, sync);
+    pid_t broker = null_broker ? s_start_null_broker(env) : testbroker_start(env, 1000, sync);
     if (broker < 0) {
         fprintf(stderr, "bench: the broker did not start\n");
         exit(1);
@@ -272,48 +288,70 @@ static double s_run(const char *sync, int tasks, int workers, int rate, double *
     return b.acked < tasks ? -1 : elapsed;
 }
 
-static void s_bench(const char *sync, int tasks, int workers, int rate, int seconds)
+/* Prints the throughput and latency lines of one mode ("full", "normal", "off" or, with
+ * null_broker, the ceiling). */
+static void s_bench(const char *sync, bool null_broker, int tasks, int workers, int rate,
+                    int seconds)
 {
+    const char *label = null_broker ? "null" : sync;
     double p50, p99, cpu;
-    double elapsed = s_run(sync, tasks, workers, 0, &p50, &p99, &cpu);
-    printf("sync=%-6s throughput: %d tasks, %d workers: %.2f s = %.0f tasks/s end to end"
+    double elapsed = s_run(sync, null_broker, tasks, workers, 0, &p50, &p99, &cpu);
+    printf("%s%-6s throughput: %d tasks, %d workers: %.2f s = %.0f tasks/s end to end"
            " (broker CPU %.1f us/task)\n",
-           sync, tasks, workers, elapsed, elapsed > 0 ? tasks / elapsed : 0.0, cpu);
+           null_broker ? "broker=" : "sync=", label, tasks, workers, elapsed,
+           elapsed > 0 ? tasks / elapsed : 0.0, cpu);
     int paced = rate * seconds;
     if (paced <= 0)
         return;
-    s_run(sync, paced, workers, rate, &p50, &p99, &cpu);
-    printf("sync=%-6s latency at %d tasks/s (%d tasks): submit->dispatch p50 %.3f ms, p99 %.3f ms\n",
-           sync, rate, paced, p50, p99);
+    s_run(sync, null_broker, paced, workers, rate, &p50, &p99, &cpu);
+    printf("%s%-6s latency at %d tasks/s (%d tasks): submit->dispatch p50 %.3f ms, p99 %.3f ms\n",
+           null_broker ? "broker=" : "sync=", label, rate, paced, p50, p99);
     fflush(stdout);
+}
+
+static int s_usage(void)
+{
+    fprintf(stderr, "usage: bench_broker [--sync full|normal|off] [--null] [--tasks N] [--workers K]"
+                    " [--rate R] [--seconds S]\n");
+    return 2;
 }
 
 int main(int argc, char **argv)
 {
     const char *sync = NULL;
+    bool null_broker = false;
     int tasks = 100000, workers = 64, rate = 1000, seconds = 5;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--sync") == 0)
-            sync = argv[i + 1];
-        else if (strcmp(argv[i], "--tasks") == 0)
-            tasks = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--workers") == 0)
-            workers = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--rate") == 0)
-            rate = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--seconds") == 0)
-            seconds = atoi(argv[i + 1]);
-        else {
-            fprintf(stderr, "usage: bench_broker [--sync full|normal|off] [--tasks N] [--workers K] [--rate R] [--seconds S]\n");
-            return 2;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--null") == 0) {
+            null_broker = true;
+            continue;
         }
+        if (i + 1 == argc)
+            return s_usage();
+        const char *value = argv[++i];
+        if (strcmp(argv[i - 1], "--sync") == 0)
+            sync = value;
+        else if (strcmp(argv[i - 1], "--tasks") == 0)
+            tasks = atoi(value);
+        else if (strcmp(argv[i - 1], "--workers") == 0)
+            workers = atoi(value);
+        else if (strcmp(argv[i - 1], "--rate") == 0)
+            rate = atoi(value);
+        else if (strcmp(argv[i - 1], "--seconds") == 0)
+            seconds = atoi(value);
+        else
+            return s_usage();
     }
+    if (tasks <= 0 || workers <= 0 || rate <= 0 || seconds < 0)
+        return s_usage();
     signal(SIGPIPE, SIG_IGN);
-    if (sync != NULL) {
-        s_bench(sync, tasks, workers, rate, seconds);
+    if (null_broker) {
+        s_bench("off", true, tasks, workers, rate, seconds);
+    } else if (sync != NULL) {
+        s_bench(sync, false, tasks, workers, rate, seconds);
     } else {
-        s_bench("full", tasks, workers, rate, seconds);
-        s_bench("normal", tasks, workers, rate, seconds);
+        s_bench("full", false, tasks, workers, rate, seconds);
+        s_bench("normal", false, tasks, workers, rate, seconds);
     }
     return 0;
 }

@@ -44,10 +44,38 @@ static void s_remove_tree(const char *path)
     nftw(path, s_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* When process `pid` started, in clock ticks since boot (/proc/<pid>/stat field 22), or -1
+ * if there is no such process. With the pid it names one process for good: a later
+ * process given the same pid (pid 1 of a restarted container) has another start time. */
+static long long s_start_time(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *file = fopen(path, "r");
+    if (file == NULL)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, file);
+    fclose(file);
+    buf[n] = '\0';
+    /* The command name may hold spaces and parentheses: fields resume after the last ')'. */
+    const char *rest = strrchr(buf, ')');
+    long long start = -1;
+    if (rest == NULL ||
+        sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d"
+                         " %*d %*d %lld",
+               &start) != 1)
+        return -1;
+    return start;
+}
+
 void merge_worktree_unique_name(char *buf, size_t size)
 {
     static unsigned s_sequence;
-    snprintf(buf, size, "%s%ld-%u", MERGE_WORKTREE_PREFIX, (long)getpid(), ++s_sequence);
+    static long long s_own_start = -2;
+    if (s_own_start == -2)
+        s_own_start = s_start_time(getpid());
+    snprintf(buf, size, "%s%ld-%lld-%u", MERGE_WORKTREE_PREFIX, (long)getpid(), s_own_start,
+             ++s_sequence);
 }
 
 int merge_worktree_add(merge_worktree_t **out, git_repository *repo, const char *dir,
@@ -169,19 +197,38 @@ void merge_worktree_destroy(merge_worktree_t **self_p)
 }
 
 /* True if `name` (a worktree, directory or ref basename) was made by a process that no
- * longer runs. Names of live processes, including ours, are left alone. */
+ * longer runs. Names of live processes, including ours, are left alone.
+ * A name is "cloister-merge-<pid>-<start time>-<n>"; names from before the start time was
+ * added, "cloister-merge-<pid>-<n>", count as gone when the pid is ours (we make no such
+ * names) or runs no more. */
 static bool s_owner_gone(const char *name)
 {
     size_t plen = strlen(MERGE_WORKTREE_PREFIX);
     if (strncmp(name, MERGE_WORKTREE_PREFIX, plen) != 0)
         return false;
-    char *end = NULL;
-    long pid = strtol(name + plen, &end, 10);
-    if (end == name + plen || *end != '-' || pid <= 0)
+    long long numbers[3];
+    int count = 0;
+    const char *at = name + plen;
+    while (count < 3) {
+        char *end = NULL;
+        errno = 0;
+        numbers[count] = strtoll(at, &end, 10);
+        if (end == at || errno != 0 || numbers[count] < 0)
+            return false;
+        count++;
+        if (*end == '\0')
+            break;
+        if (*end != '-')
+            return false;
+        at = end + 1;
+    }
+    if (count < 2 || *at == '\0' || numbers[0] <= 0)
         return false;
-    if ((pid_t)pid == getpid())
-        return false;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    pid_t pid = (pid_t)numbers[0];
+    if (count == 2)
+        return pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH);
+    long long start = s_start_time(pid);
+    return start < 0 || start != numbers[1];
 }
 
 static void s_note(merge_worktree_note_fn note, void *arg, const char *what, const char *name)

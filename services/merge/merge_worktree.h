@@ -1,11 +1,13 @@
 /* merge_worktree: the linked worktrees the merge engine owns, under the service's own
  * directory, never the user's checkout.
  *
- * Each worktree is named "cloister-merge-<pid>-<n>" (the pid of the process that made it),
- * has a detached HEAD and no branch of its own (the branch git_worktree_add needs is
- * deleted right after the checkout). Temporary refs the engine makes carry the same kind
- * of name ("refs/cloister-merge/cloister-merge-<pid>-<n>"), so leftovers of a crashed
- * process can be recognised: their pid is no longer running. */
+ * Each worktree is named "cloister-merge-<pid>-<start>-<n>" (the pid and start time of the
+ * process that made it), has a detached HEAD and no branch of its own (the branch
+ * git_worktree_add needs is deleted right after the checkout). Temporary refs the engine
+ * makes carry the same kind of name ("refs/cloister-merge/cloister-merge-<pid>-<start>-<n>"),
+ * so leftovers of a crashed process can be recognised: no process with that pid and start
+ * time runs any more -- even when the pid itself came back, as pid 1 does in a restarted
+ * container. */
 #ifndef CLOISTER_MERGE_WORKTREE_H
 #define CLOISTER_MERGE_WORKTREE_H
 
@@ -38,7 +40,8 @@ int merge_worktree_checkout(merge_worktree_t *self, const git_oid *commit);
  * *self_p. Safe with *self_p NULL. */
 void merge_worktree_destroy(merge_worktree_t **self_p);
 
-/* A fresh unique name "cloister-merge-<pid>-<n>" for a temporary object, written to buf. */
+/* A fresh unique name "cloister-merge-<pid>-<start>-<n>" for a temporary object, written
+ * to buf. */
 void merge_worktree_unique_name(char *buf, size_t size);
 
 /* Removes what a crashed process left in `repo` and `dir`: worktrees, directories,

@@ -5,6 +5,7 @@
  * clean. */
 #include "check.h"
 #include "merge_engine.h"
+#include "merge_worktree.h"
 #include "testenv.h"
 #include "testgit.h"
 
@@ -265,6 +266,28 @@ static void test_clean_merge_and_idempotence(void)
     testgit_rev(s_repos.remote, "main", again);
     CHECK_STR(again, remote_main);
     merge_result_clear(&res);
+
+    /* Our pid with another start time is a predecessor that had the same pid (pid 1 of a
+     * restarted container): its leftover goes. A name of this very process stays. */
+    char live[64], reused[64], live_path[700], reused_path[700];
+    merge_worktree_unique_name(live, sizeof live);
+    long pid = 0;
+    long long start = 0;
+    unsigned seq = 0;
+    CHECK(sscanf(live, MERGE_WORKTREE_PREFIX "%ld-%lld-%u", &pid, &start, &seq) == 3);
+    CHECK_INT(pid, getpid());
+    snprintf(reused, sizeof reused, "%s%ld-%lld-%u", MERGE_WORKTREE_PREFIX, pid, start + 1, seq);
+    snprintf(live_path, sizeof live_path, "%s/%s", s_wtdir, live);
+    snprintf(reused_path, sizeof reused_path, "%s/%s", s_wtdir, reused);
+    CHECK_INT(testgit_run(s_repos.user, "worktree", "add", "-q", "--detach", live_path, "main", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "worktree", "add", "-q", "--detach", reused_path, "main", NULL),
+              0);
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK(res.success);
+    CHECK(stat(reused_path, &st) != 0);
+    CHECK(stat(live_path, &st) == 0);
+    merge_result_clear(&res);
+    CHECK_INT(testgit_run(s_repos.user, "worktree", "remove", "--force", live_path, NULL), 0);
     s_teardown();
 }
 

@@ -165,6 +165,13 @@ static void s_add_note(s_job_t *job, const char *text)
     }
 }
 
+/* An undo of the resolver's branch changes: worth a progress line and a note. */
+static void s_note_undo(const char *text, void *arg)
+{
+    s_progress(arg, "%s", text);
+    s_add_note(arg, text);
+}
+
 static int64_t s_since(int64_t start_ms)
 {
     return clock_now_ms() - start_ms;
@@ -781,6 +788,13 @@ static int s_resolve_conflicts(s_job_t *job)
     git_annotated_commit_free(source);
 
     s_progress(job, "resolving in %s", merge_worktree_path(job->worktree));
+    /* The worktree shares the repository's branches: whatever the resolver does to them
+     * from there (checkout -b, committing on a branch) is undone before anything else. */
+    rc = merge_worktree_watch_branches(job->worktree);
+    if (rc != 0) {
+        free(paths);
+        return s_fail_from_module(job, rc);
+    }
     int64_t start = clock_now_ms();
     char *notes = NULL;
     int resolver_rc = req->resolve(merge_worktree_path(job->worktree),
@@ -790,6 +804,11 @@ static int s_resolve_conflicts(s_job_t *job)
     if (notes != NULL) {
         s_add_note(job, notes);
         free(notes);
+    }
+    rc = merge_worktree_undo_branches(job->worktree, s_note_undo, job);
+    if (rc != 0) {
+        free(paths);
+        return s_fail_from_module(job, rc);
     }
     rc = s_step_check(job, "conflict resolution");
     if (rc == 0 && resolver_rc != 0) {

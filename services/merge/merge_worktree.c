@@ -15,13 +15,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* One local branch of the shared repository, as it was before an agent worked. */
+typedef struct {
+    char *name; /* full ref name, "refs/heads/..." */
+    git_oid oid;
+} s_branch_t;
+
 struct merge_worktree_t {
     git_repository *repo;    /* the main repository (borrowed) */
     git_worktree *worktree;
     git_repository *wt_repo; /* the worktree opened as a repository */
     char name[64];
     char *path;
+    s_branch_t *branches;    /* merge_worktree_watch_branches() snapshot */
+    size_t branch_count;
+    git_oid watched_head;    /* the worktree's HEAD then */
 };
+
+static void s_forget_branches(merge_worktree_t *self)
+{
+    for (size_t i = 0; i < self->branch_count; i++)
+        free(self->branches[i].name);
+    free(self->branches);
+    self->branches = NULL;
+    self->branch_count = 0;
+}
 
 static int s_git_fail(const char *what)
 {
@@ -191,9 +209,135 @@ void merge_worktree_destroy(merge_worktree_t **self_p)
     git_repository_free(self->wt_repo);
     git_worktree_free(self->worktree);
     s_prune(self->repo, self->name, self->path);
+    s_forget_branches(self);
     free(self->path);
     free(self);
     *self_p = NULL;
+}
+
+int merge_worktree_watch_branches(merge_worktree_t *self)
+{
+    s_forget_branches(self);
+    if (git_reference_name_to_id(&self->watched_head, self->wt_repo, "HEAD") < 0)
+        return s_git_fail("cannot read the worktree's HEAD");
+    git_branch_iterator *it = NULL;
+    if (git_branch_iterator_new(&it, self->repo, GIT_BRANCH_LOCAL) < 0)
+        return s_git_fail("cannot list the branches");
+    git_reference *ref = NULL;
+    git_branch_t type;
+    int rc = 0;
+    while (rc == 0 && git_branch_next(&ref, &type, it) == 0) {
+        const git_oid *oid = git_reference_target(ref);
+        if (oid != NULL) {
+            s_branch_t *grown =
+                realloc(self->branches, (self->branch_count + 1) * sizeof *grown);
+            char *name = strdup(git_reference_name(ref));
+            if (grown == NULL || name == NULL) {
+                free(name);
+                if (grown != NULL)
+                    self->branches = grown;
+                rc = failure_set(FAILURE_MEMORY, "out of memory");
+            } else {
+                self->branches = grown;
+                self->branches[self->branch_count].name = name;
+                git_oid_cpy(&self->branches[self->branch_count].oid, oid);
+                self->branch_count++;
+            }
+        }
+        git_reference_free(ref);
+    }
+    git_branch_iterator_free(it);
+    return rc;
+}
+
+static const s_branch_t *s_branch_before(const merge_worktree_t *self, const char *name)
+{
+    for (size_t i = 0; i < self->branch_count; i++)
+        if (strcmp(self->branches[i].name, name) == 0)
+            return &self->branches[i];
+    return NULL;
+}
+
+/* Reports "<undo> <branch>, which the resolver had <change>". */
+static void s_undo_note(merge_worktree_note_fn note, void *arg, const char *undo,
+                        const char *name, const char *change)
+{
+    if (note == NULL)
+        return;
+    char text[600];
+    snprintf(text, sizeof text, "%s %s, which the resolver had %s", undo, name, change);
+    note(text, arg);
+}
+
+/* Puts branch `name` back as it was in the snapshot: moved back, or deleted if it is new. */
+static int s_restore_branch(merge_worktree_t *self, const char *name, merge_worktree_note_fn note,
+                            void *arg)
+{
+    const s_branch_t *before = s_branch_before(self, name);
+    git_reference *ref = NULL;
+    int rc = 0;
+    if (before != NULL) {
+        if (git_reference_create(&ref, self->repo, name, &before->oid, 1,
+                                 "cloister-merge: undo the resolver's change") < 0)
+            rc = s_git_fail("cannot restore a branch the resolver moved");
+        else
+            s_undo_note(note, arg, "put back", name, "moved");
+    } else if (git_reference_lookup(&ref, self->repo, name) == 0) {
+        if (git_reference_delete(ref) < 0)
+            rc = s_git_fail("cannot delete a branch the resolver created");
+        else
+            s_undo_note(note, arg, "deleted", name, "created");
+    }
+    git_reference_free(ref);
+    return rc;
+}
+
+int merge_worktree_undo_branches(merge_worktree_t *self, merge_worktree_note_fn note, void *arg)
+{
+    git_reference *head = NULL;
+    if (git_reference_lookup(&head, self->wt_repo, "HEAD") < 0)
+        return s_git_fail("cannot read the worktree's HEAD");
+    char *attached = NULL;
+    if (git_reference_type(head) == GIT_REFERENCE_SYMBOLIC)
+        attached = strdup(git_reference_symbolic_target(head));
+    git_reference_free(head);
+
+    git_oid head_oid;
+    bool has_head = git_reference_name_to_id(&head_oid, self->wt_repo, "HEAD") == 0;
+    int rc = 0;
+    if (attached != NULL) {
+        /* Detach first: a branch checked out here could not be moved back. */
+        if (has_head && git_repository_set_head_detached(self->wt_repo, &head_oid) < 0)
+            rc = s_git_fail("cannot detach the worktree's HEAD");
+        else if (!has_head)
+            rc = failure_set(FAILURE_GIT, "the resolver left the worktree on %s, with no commit",
+                             attached);
+        if (rc == 0)
+            rc = s_restore_branch(self, attached, note, arg);
+    }
+    free(attached);
+
+    /* A branch that did not exist before and points at a commit the resolver made was made
+     * from this worktree (git branch / checkout -b): not the user's. */
+    git_branch_iterator *it = NULL;
+    if (rc == 0 && has_head && !git_oid_equal(&head_oid, &self->watched_head) &&
+        git_branch_iterator_new(&it, self->repo, GIT_BRANCH_LOCAL) == 0) {
+        git_reference *ref = NULL;
+        git_branch_t type;
+        while (rc == 0 && git_branch_next(&ref, &type, it) == 0) {
+            const git_oid *oid = git_reference_target(ref);
+            if (oid != NULL && git_oid_equal(oid, &head_oid) &&
+                s_branch_before(self, git_reference_name(ref)) == NULL) {
+                if (git_reference_delete(ref) < 0)
+                    rc = s_git_fail("cannot delete a branch the resolver created");
+                else
+                    s_undo_note(note, arg, "deleted", git_reference_name(ref), "created");
+            }
+            git_reference_free(ref);
+        }
+        git_branch_iterator_free(it);
+    }
+    return rc;
 }
 
 /* True if `name` (a worktree, directory or ref basename) was made by a process that no

@@ -36,6 +36,18 @@ git_repository *merge_worktree_repo(merge_worktree_t *self);
  * discarding every change and untracked file. Returns 0 or FAILURE_GIT. */
 int merge_worktree_checkout(merge_worktree_t *self, const git_oid *commit);
 
+/* Remembers every local branch of the repository and where it points, before an agent
+ * works in the worktree. Returns 0, FAILURE_GIT or FAILURE_MEMORY. */
+int merge_worktree_watch_branches(merge_worktree_t *self);
+
+/* Undoes what an agent did to the repository's branches from the worktree, since
+ * merge_worktree_watch_branches(): a worktree left on a branch is detached again at the
+ * same commit and that branch put back (moved back, or deleted if it is new); a new branch
+ * pointing at a commit the resolver made (the worktree's new HEAD) is deleted. Branches changed from elsewhere (the user's
+ * own checkout) are left alone. Each undo is reported through `note` (may be NULL).
+ * Returns 0 or FAILURE_GIT. */
+int merge_worktree_undo_branches(merge_worktree_t *self, merge_worktree_note_fn note, void *arg);
+
 /* Unregisters the worktree from its repository, removes its directory, frees it and nulls
  * *self_p. Safe with *self_p NULL. */
 void merge_worktree_destroy(merge_worktree_t **self_p);

@@ -99,6 +99,8 @@ typedef struct {
     bool cancel_in_resolve;    /* sets `cancel` */
     bool expire_in_resolve;    /* moves the clock past the deadline */
     bool commit_in_resolve;    /* the resolver commits the merge itself */
+    const char *branch_in_resolve; /* then checks out a new branch of this name */
+    const char *commit_on_in_resolve; /* then checks out this branch and commits on it */
     merge_tests_t tests;       /* what run_tests answers */
     bool push_in_tests;        /* first run_tests call: someone pushes to main */
     bool cancel;
@@ -121,6 +123,12 @@ static int s_resolve(const char *worktree_path, const char *const *files, size_t
     if (calls->commit_in_resolve) {
         testgit_run(worktree_path, "add", "-A", NULL);
         testgit_run(worktree_path, "commit", "-q", "--no-edit", NULL);
+    }
+    if (calls->branch_in_resolve)
+        testgit_run(worktree_path, "checkout", "-q", "-b", calls->branch_in_resolve, NULL);
+    if (calls->commit_on_in_resolve) {
+        testgit_run(worktree_path, "checkout", "-q", calls->commit_on_in_resolve, NULL);
+        testgit_run(worktree_path, "commit", "-q", "--allow-empty", "-m", "agent was here", NULL);
     }
     if (calls->cancel_in_resolve)
         calls->cancel = true;
@@ -334,6 +342,53 @@ static void test_conflict_resolved(void)
     CHECK(res.success);
     CHECK(res.notes && strstr(res.notes, "resolver's own merge commit"));
     CHECK_INT(s_parent_count(s_repos.remote, "main"), 2);
+    CHECK(s_repo_left_clean());
+    merge_result_clear(&res);
+    s_teardown();
+}
+
+/* The resolver's worktree shares the user's branches: what it does to them is undone. */
+static void test_resolver_branches_undone(void)
+{
+    /* It commits the merge, then `checkout -b`: the merge is accepted, the branch goes. */
+    s_conflict_fixture("merge-agent-branch");
+    s_calls_t calls = {.tests = MERGE_TESTS_PASS,
+                       .commit_in_resolve = true,
+                       .branch_in_resolve = "agent-resolution",
+                       .resolved_text = "int a(void)\n{\n    return 300;\n}\n"};
+    merge_request_t req;
+    s_request(&req, "feature", &calls);
+    merge_result_t res;
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK(res.success);
+    CHECK(res.notes && strstr(res.notes, "deleted refs/heads/agent-resolution"));
+    CHECK(testgit_run(s_repos.user, "rev-parse", "-q", "--verify", "refs/heads/agent-resolution",
+                      NULL) != 0);
+    CHECK_INT(s_parent_count(s_repos.remote, "main"), 2);
+    CHECK(s_repo_left_clean());
+    merge_result_clear(&res);
+    s_teardown();
+
+    /* It checks out the source branch and commits there: the merge fails and the user's
+     * branch is where it was. */
+    s_conflict_fixture("merge-agent-moves-source");
+    char feature_before[41], remote_before[41];
+    testgit_rev(s_repos.user, "feature", feature_before);
+    testgit_rev(s_repos.remote, "main", remote_before);
+    calls = (s_calls_t){.tests = MERGE_TESTS_PASS,
+                        .commit_in_resolve = true,
+                        .commit_on_in_resolve = "feature",
+                        .resolved_text = "int a(void)\n{\n    return 300;\n}\n"};
+    s_request(&req, "feature", &calls);
+    CHECK(merge_engine_run(&req, &res) != 0);
+    CHECK(!res.success && !res.pushed);
+    CHECK(res.reason && strstr(res.reason, "not the verified merge"));
+    CHECK(res.notes && strstr(res.notes, "put back refs/heads/feature"));
+    char feature_after[41], remote_after[41];
+    testgit_rev(s_repos.user, "feature", feature_after);
+    testgit_rev(s_repos.remote, "main", remote_after);
+    CHECK_STR(feature_after, feature_before);
+    CHECK_STR(remote_after, remote_before);
     CHECK(s_repo_left_clean());
     merge_result_clear(&res);
     s_teardown();
@@ -632,6 +687,7 @@ int main(void)
     test_clean_merge_and_idempotence();
     test_conflict_resolved();
     test_conflict_refusals();
+    test_resolver_branches_undone();
     test_tests_fail();
     test_remote_moves();
     test_push_refused();

@@ -49,6 +49,8 @@ typedef struct {
     size_t key_len;
     const char *value; /* marker value, trimmed, emphasis removed */
     size_t value_len;
+    const char *text; /* the whole line, trimmed */
+    size_t text_len;
 } s_line_t;
 
 /* Parser state inside one block. */
@@ -170,6 +172,21 @@ static bool s_read_marker(const char *s, size_t len, s_line_t *line)
     return true;
 }
 
+/* Length of a list mark opening the line -- "- ", "* ", "+ ", or a number with "." or ")"
+ * and a space ("1. ", "12) ") -- or 0 when the line has none. */
+static size_t s_bullet_length(const char *s, size_t len)
+{
+    if (len >= 2 && (s[0] == '-' || s[0] == '*' || s[0] == '+') && (s[1] == ' ' || s[1] == '\t'))
+        return 2;
+    size_t digits = 0;
+    while (digits < len && digits < 4 && s[digits] >= '0' && s[digits] <= '9')
+        digits++;
+    if (digits > 0 && digits + 1 < len && (s[digits] == '.' || s[digits] == ')') &&
+        (s[digits + 1] == ' ' || s[digits + 1] == '\t'))
+        return digits + 2;
+    return 0;
+}
+
 static void s_line_read(const char *s, size_t len, s_line_t *line)
 {
     memset(line, 0, sizeof *line);
@@ -180,6 +197,8 @@ static void s_line_read(const char *s, size_t len, s_line_t *line)
     s += line->indent;
     len -= line->indent;
     s_trim(&s, &len);
+    line->text = s;
+    line->text_len = len;
     if (len == 0) {
         line->kind = S_LINE_BLANK;
         return;
@@ -188,10 +207,11 @@ static void s_line_read(const char *s, size_t len, s_line_t *line)
         line->kind = S_LINE_FENCE;
         return;
     }
-    if (len >= 2 && (s[0] == '-' || s[0] == '*' || s[0] == '+') && (s[1] == ' ' || s[1] == '\t')) {
+    size_t mark = s_bullet_length(s, len);
+    if (mark > 0) {
         line->bullet = true;
-        line->item = s + 2;
-        line->item_len = len - 2;
+        line->item = s + mark;
+        line->item_len = len - mark;
         s_trim(&line->item, &line->item_len);
         s = line->item;
         len = line->item_len;
@@ -274,6 +294,20 @@ static void s_block_set(s_block_t *b, const s_line_t *line)
     b->cur_indent = line->indent;
 }
 
+/* Appends " <more>" to *item; returns false on allocation failure. */
+static bool s_append(char **item, const char *more, size_t len)
+{
+    size_t had = strlen(*item);
+    char *grown = realloc(*item, had + 1 + len + 1);
+    if (!grown)
+        return false;
+    grown[had] = ' ';
+    memcpy(grown + had + 1, more, len);
+    grown[had + 1 + len] = '\0';
+    *item = grown;
+    return true;
+}
+
 static void s_block_feed(s_block_t *b, const s_line_t *line)
 {
     if (line->kind == S_LINE_BLANK || line->kind == S_LINE_FENCE)
@@ -292,10 +326,15 @@ static void s_block_feed(s_block_t *b, const s_line_t *line)
             return;
         }
     }
-    if (line->kind == S_LINE_MARKER)
+    if (line->kind == S_LINE_MARKER) {
         s_block_set(b, line);
-    else
+    } else if (b->cur && b->cur->nitems > 0 && line->indent > b->cur_indent) {
+        /* An indented line under an item carries on that item. */
+        if (!s_append(&b->cur->items[b->cur->nitems - 1], line->text, line->text_len))
+            b->error = FAILURE_MEMORY;
+    } else {
         b->cur = NULL;
+    }
 }
 
 static markers_t *s_markers_new(void)
@@ -354,14 +393,32 @@ static void s_next_line(const char **p, const char **line, size_t *len)
     *p = nl ? nl + 1 : *p + *len;
 }
 
+/* Moves every key of `from` that `into` lacks over to `into` (the keys an agent wrote just
+ * before its first anchor line belong to that block). */
+static void s_take_missing(markers_t *into, markers_t *from)
+{
+    for (size_t i = 0; i < from->count && into->count < MARKERS_MAX_KEYS; i++) {
+        s_entry_t *e = &from->entries[i];
+        if (s_find(into, e->key, strlen(e->key)) != NULL)
+            continue;
+        into->entries[into->count++] = *e;
+        memset(e, 0, sizeof *e);
+    }
+}
+
 int markers_parse(markers_t **out, const char *text, const char *anchor,
                   const char *const *required)
 {
     *out = NULL;
     markers_t *current = s_markers_new();
-    markers_t *best = NULL; /* the last complete block before `current` */
-    if (!current)
+    markers_t *best = NULL;     /* the last complete block before `current` */
+    markers_t *preamble = s_markers_new(); /* keys before the first anchor */
+    if (!current || !preamble) {
+        markers_destroy(&current);
+        markers_destroy(&preamble);
         return failure_set(FAILURE_MEMORY, "out of memory parsing markers");
+    }
+    s_block_t before = {.m = preamble};
     s_block_t b = {.m = current};
     bool in_block = false;
     const char *p = text ? text : "";
@@ -375,6 +432,10 @@ int markers_parse(markers_t **out, const char *text, const char *anchor,
         bool is_anchor = line.kind == S_LINE_MARKER && line.key_len == strlen(anchor) &&
                          memcmp(line.key, anchor, line.key_len) == 0;
         if (is_anchor && in_block) {
+            if (preamble) {
+                s_take_missing(current, preamble);
+                markers_destroy(&preamble);
+            }
             int missing = s_check_required(current, anchor, required);
             markers_t *next = s_markers_new();
             if (missing < 0 || !next) {
@@ -395,9 +456,16 @@ int markers_parse(markers_t **out, const char *text, const char *anchor,
             in_block = true;
         if (in_block)
             s_block_feed(&b, &line);
-        if (b.error)
+        else
+            s_block_feed(&before, &line);
+        if (b.error || before.error) {
+            b.error = FAILURE_MEMORY;
             break;
+        }
     }
+    if (preamble && in_block && !b.error)
+        s_take_missing(current, preamble);
+    markers_destroy(&preamble);
     int missing = b.error ? -1 : s_check_required(current, anchor, required);
     if (missing < 0) {
         rc = failure_set(FAILURE_MEMORY, "out of memory parsing markers");
@@ -511,6 +579,19 @@ static bool s_value_is(const char *value, const char *word)
            next == ':' || next == '(' || next == '!' || next == '-';
 }
 
+/* True when `word` appears in `value` as a whole word, ignoring case. */
+static bool s_has_word(const char *value, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *at = value; (at = strcasestr(at, word)) != NULL; at++) {
+        bool starts = at == value || !(isalnum((unsigned char)at[-1]) || at[-1] == '_');
+        bool ends = !(isalnum((unsigned char)at[n]) || at[n] == '_');
+        if (starts && ends)
+            return true;
+    }
+    return false;
+}
+
 int markers_expect(markers_t *self, const char *key, const char *const *allowed)
 {
     s_entry_t *e = s_find(self, key, strlen(key));
@@ -518,8 +599,13 @@ int markers_expect(markers_t *self, const char *key, const char *const *allowed)
         return failure_set(FAILURE_NOT_FOUND, "missing %s", key);
     char expected[512] = "";
     size_t used = 0;
+    size_t named = 0;
+    for (size_t i = 0; allowed[i]; i++)
+        named += s_has_word(e->value, allowed[i]);
     for (size_t i = 0; allowed[i]; i++) {
-        if (s_value_is(e->value, allowed[i])) {
+        /* A value naming two of the answers ("APPROVED, CHANGES_REQUESTED or COMMENTED")
+         * is the prompt's template echoed back, not an answer. */
+        if (named < 2 && s_value_is(e->value, allowed[i])) {
             char *canonical = strdup(allowed[i]);
             if (!canonical)
                 return failure_set(FAILURE_MEMORY, "out of memory checking %s", key);

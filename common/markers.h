@@ -13,13 +13,16 @@
  * digits or '_'; at least two characters). Agents decorate these lines, so the parser also
  * accepts `**KEY:** value`, `**KEY**: value`, `` `KEY: value` ``, a leading bullet (`- `,
  * `* `, `+ `), a heading (`## `) or a quote (`> `), CRLF line ends and code fences. A key
- * with an empty value followed by `- item` lines is a list. Other lines are noise and are
- * ignored.
+ * with an empty value followed by item lines (`- item`, `* item`, `1. item`, `2) item`) is a
+ * list; a line indented under an item carries on that item. Other lines are noise: they
+ * are ignored and end a list.
  *
  * A *block* starts at a line whose key is the anchor (MERGE_RESULT, REVIEW_RESULT,
- * TEST_RESULT, ...) and runs to the next anchor line or the end of the text. Inside a block
- * a repeated key keeps its last value. markers_parse() picks the last block that has every
- * required key; if none has, the last block (so the caller still sees what the agent said).
+ * TEST_RESULT, ...) and runs to the next anchor line or the end of the text; keys written
+ * before the first anchor line belong to the first block unless it sets them itself. Inside
+ * a block a repeated key keeps its last value. markers_parse() picks the last block that has
+ * every required key; if none has, the last block (so the caller still sees what the agent
+ * said).
  *
  * The result owns copies of every key, value and item. Agent output is untrusted: nothing
  * here asserts on it, and at most MARKERS_MAX_KEYS keys and MARKERS_MAX_ITEMS items per key
@@ -66,8 +69,8 @@ const char *const *markers_list(markers_t *self, const char *key, size_t *n);
 
 /* Checks that the value of `key` is one of `allowed` (NULL-terminated), ignoring case; a
  * value that starts with an allowed word and goes on with a note ("SUCCESS - merged
- * cleanly", "PASS (42 tests)") also matches, but a template echo like "SUCCESS|FAILURE"
- * never does. On a match the stored value becomes the spelling in `allowed`, so callers can
+ * cleanly", "PASS (42 tests)") also matches, but a template echo like "SUCCESS|FAILURE" or
+ * "SUCCESS or FAILURE" (a value naming two of the allowed words) never does. On a match the stored value becomes the spelling in `allowed`, so callers can
  * compare with strcmp. Returns 0, FAILURE_NOT_FOUND if the key is absent, FAILURE_INVALID
  * with a reason like "MERGE_RESULT is \"MAYBE\", expected SUCCESS|FAILURE", or
  * FAILURE_MEMORY. */

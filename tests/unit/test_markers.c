@@ -61,11 +61,19 @@ static void test_missing_keys(void)
     CHECK_INT(markers_count(m), 0);
     markers_destroy(&m);
 
-    /* Markers before the anchor do not belong to its block. */
+    /* Markers before the first anchor belong to its block (agents often put the verdict
+     * last); markers before a later anchor belong to the block they are in. */
     rc = markers_parse(&m, "TESTS: PASS\nRESOLVED_FILES: a\nMERGE_RESULT: SUCCESS\n",
                        "MERGE_RESULT", merge_required);
+    CHECK_INT(rc, 0);
+    CHECK_STR(markers_get(m, "TESTS"), "PASS");
+    markers_destroy(&m);
+    rc = markers_parse(&m,
+                       "MERGE_RESULT: FAILURE\nNOTES: first\nTESTS: PASS\n"
+                       "MERGE_RESULT: SUCCESS\nRESOLVED_FILES: a\n",
+                       "MERGE_RESULT", merge_required);
     CHECK_INT(rc, FAILURE_INVALID);
-    CHECK_STR(markers_missing(m), "RESOLVED_FILES, TESTS");
+    CHECK_STR(markers_missing(m), "TESTS");
     markers_destroy(&m);
 
     rc = markers_parse(&m, NULL, "TEST_RESULT", NULL);
@@ -295,6 +303,84 @@ static void test_caps_and_junk(void)
     markers_destroy(&m);
 }
 
+/* Lists as agents really write them: numbered items, items running onto an indented
+ * second line, and the list written before the anchor. */
+static void test_list_shapes(void)
+{
+    static const char *const verdicts[] = {"APPROVED", "CHANGES_REQUESTED", "COMMENTED", NULL};
+    markers_t *m = NULL;
+    size_t n = 0;
+    CHECK_INT(markers_parse(&m,
+                            "REVIEW_RESULT: COMMENTED\n"
+                            "FINDINGS:\n"
+                            "1. error: src/db.c:1 SQL injection\n"
+                            "2) warning: src/db.c:2 naming\n"
+                            "NOTES: x\n",
+                            "REVIEW_RESULT", NULL),
+              0);
+    const char *const *items = markers_list(m, "FINDINGS", &n);
+    CHECK_INT(n, 2);
+    if (n == 2) {
+        CHECK_STR(items[0], "error: src/db.c:1 SQL injection");
+        CHECK_STR(items[1], "warning: src/db.c:2 naming");
+    }
+    CHECK_STR(markers_get(m, "NOTES"), "x");
+    markers_destroy(&m);
+
+    CHECK_INT(markers_parse(&m,
+                            "REVIEW_RESULT: COMMENTED\n"
+                            "FINDINGS:\n"
+                            "- warning: src/a.c:3 long function\n"
+                            "  see the style guide\n"
+                            "- error: src/db.c:1 SQL injection\n"
+                            "Thanks for reading.\n"
+                            "- not a finding\n",
+                            "REVIEW_RESULT", NULL),
+              0);
+    items = markers_list(m, "FINDINGS", &n);
+    CHECK_INT(n, 2);
+    if (n == 2) {
+        CHECK_STR(items[0], "warning: src/a.c:3 long function see the style guide");
+        CHECK_STR(items[1], "error: src/db.c:1 SQL injection");
+    }
+    markers_destroy(&m);
+
+    /* Keys before the first anchor belong to its block; the block's own value wins. */
+    CHECK_INT(markers_parse(&m,
+                            "NOTES: early\n"
+                            "FINDINGS:\n"
+                            "- error: src/db.c:1 SQL injection\n"
+                            "REVIEW_RESULT: CHANGES_REQUESTED\n"
+                            "NOTES: late\n",
+                            "REVIEW_RESULT", NULL),
+              0);
+    CHECK_INT(markers_expect(m, "REVIEW_RESULT", verdicts), 0);
+    items = markers_list(m, "FINDINGS", &n);
+    CHECK_INT(n, 1);
+    CHECK_STR(markers_get(m, "NOTES"), "late");
+    markers_destroy(&m);
+}
+
+/* The prompt's answer line echoed back names every answer: it is not one of them. */
+static void test_template_echo(void)
+{
+    static const char *const verdicts[] = {"APPROVED", "CHANGES_REQUESTED", "COMMENTED", NULL};
+    static const char *const outcomes[] = {"SUCCESS", "FAILURE", NULL};
+    markers_t *m = NULL;
+    markers_parse(&m, "I could not finish.\nREVIEW_RESULT: APPROVED, CHANGES_REQUESTED or COMMENTED\n",
+                  "REVIEW_RESULT", NULL);
+    CHECK_INT(markers_expect(m, "REVIEW_RESULT", verdicts), FAILURE_INVALID);
+    markers_destroy(&m);
+    markers_parse(&m, "MERGE_RESULT: SUCCESS or FAILURE\n", "MERGE_RESULT", NULL);
+    CHECK_INT(markers_expect(m, "MERGE_RESULT", outcomes), FAILURE_INVALID);
+    markers_destroy(&m);
+    /* One answer with a note that merely contains another word's letters still counts. */
+    markers_parse(&m, "MERGE_RESULT: SUCCESS - no FAILUREs left\n", "MERGE_RESULT", NULL);
+    CHECK_INT(markers_expect(m, "MERGE_RESULT", outcomes), 0);
+    CHECK_STR(markers_get(m, "MERGE_RESULT"), "SUCCESS");
+    markers_destroy(&m);
+}
+
 int main(void)
 {
     test_plain_block();
@@ -305,5 +391,7 @@ int main(void)
     test_expect();
     test_parse_all();
     test_caps_and_junk();
+    test_list_shapes();
+    test_template_echo();
     return check_exit_code("test_markers");
 }

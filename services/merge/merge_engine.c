@@ -421,6 +421,27 @@ static int s_read_commit_ref(s_job_t *job, const char *ref, git_oid *out)
     return 0;
 }
 
+/* The source must be the commit the request pins (the reviewed one), if it pins one:
+ * a branch that moved since would merge commits nobody reviewed. */
+static int s_check_source_commit(s_job_t *job)
+{
+    const char *pinned = job->req->source_commit;
+    if (pinned == NULL || pinned[0] == '\0')
+        return 0;
+    git_oid oid;
+    if (strlen(pinned) != GIT_OID_HEXSZ || git_oid_fromstr(&oid, pinned) < 0)
+        return s_fail(job, FAILURE_INVALID, "the source commit '%.64s' is not a 40-digit commit id",
+                      pinned);
+    if (git_oid_equal(&oid, &job->source_oid))
+        return 0;
+    char now[GIT_OID_HEXSZ + 1];
+    git_oid_tostr(now, sizeof now, &job->source_oid);
+    return s_fail(job, FAILURE_STATE,
+                  "source branch '%s' is at %.12s, not at the reviewed %.12s: it moved since the "
+                  "review, so the merge stops",
+                  job->req->source_branch, now, pinned);
+}
+
 /* SOURCE: what was pushed (remote-tracking) first, else the local branch. TARGET: the
  * remote's (just fetched), or the local branch when there is no remote. */
 static int s_resolve_tips(s_job_t *job)
@@ -443,6 +464,9 @@ static int s_resolve_tips(s_job_t *job)
         return s_fail(job, FAILURE_NOT_FOUND, "source branch '%s' not found", src);
     }
     if (rc < 0)
+        return rc;
+    rc = s_check_source_commit(job);
+    if (rc != 0)
         return rc;
 
     char *target_ref = job->remote ? s_strdupf("refs/remotes/%s/%s", job->remote_name, job->target)

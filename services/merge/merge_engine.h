@@ -78,6 +78,8 @@ typedef bool (*merge_cancelled_fn)(void *arg);
 typedef struct {
     const char *repo_path;     /* a clone or a linked worktree (required) */
     const char *source_branch; /* branch name, e.g. "feature/x" (required) */
+    const char *source_commit; /* optional: the 40-hex commit the source must be at (what
+                                  was reviewed); a source elsewhere fails the merge */
     const char *target_branch; /* default "main" */
     const char *remote_name;   /* default "origin"; a repository without it merges locally */
     int push_retries;          /* extra attempts after a push rejected because the

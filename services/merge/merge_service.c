@@ -41,6 +41,7 @@ typedef struct {
     merge_service_t *service;
     specialist_ctx_t *ctx;
     const char *workspace, *source, *target, *remote, *issue;
+    const char *commit; /* payload "commit": the reviewed source commit, or NULL */
     int64_t deadline_ms;
     bool agent_ran;   /* the agent was started (its result fields are set) */
     char *agent_said; /* the agent's MERGE_RESULT ("" when it gave none) */
@@ -489,6 +490,7 @@ static int s_read_payload(merge_job_t *job)
     const char *target = specialist_payload_str(ctx, "target");
     const char *workspace = specialist_payload_str(ctx, "workspace");
     const char *source = specialist_payload_str(ctx, "branch");
+    job->commit = specialist_payload_str(ctx, "commit");
     job->workspace = workspace ? workspace : "";
     job->source = source ? source : "";
     job->target = target && target[0] ? target : MERGE_ENGINE_DEFAULT_TARGET;
@@ -533,6 +535,7 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
         merge_request_init(&request);
         request.repo_path = job.workspace;
         request.source_branch = job.source;
+        request.source_commit = job.commit;
         request.target_branch = job.target;
         request.remote_name = job.remote;
         request.push_retries = job.service->push_retries;

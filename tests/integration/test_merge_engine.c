@@ -572,6 +572,48 @@ static void test_source_missing(void)
     s_teardown();
 }
 
+/* A pinned source commit (the reviewed one): a branch that moved since is not merged, the
+ * reviewed commit is, and something that is not a commit id is refused. */
+static void test_source_pinned(void)
+{
+    s_fixture("merge-pinned");
+    testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
+    char reviewed[41], remote_before[41];
+    testgit_rev(s_repos.user, "feature", reviewed);
+    testgit_rev(s_repos.remote, "main", remote_before);
+    /* Someone pushes one more commit to the branch after the review. */
+    testgit_run(s_repos.user, "checkout", "-q", "feature", NULL);
+    testgit_commit(s_repos.user, "b.c", "unreviewed\n", "after the review");
+    testgit_run(s_repos.user, "push", "-q", "origin", "feature", NULL);
+    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    s_calls_t calls = {.tests = MERGE_TESTS_PASS};
+    merge_request_t req;
+    s_request(&req, "feature", &calls);
+    req.source_commit = reviewed;
+    merge_result_t res;
+    CHECK_INT(merge_engine_run(&req, &res), FAILURE_STATE);
+    CHECK(!res.success && !res.pushed);
+    CHECK(res.reason && strstr(res.reason, "moved since the review"));
+    char remote_after[41];
+    testgit_rev(s_repos.remote, "main", remote_after);
+    CHECK_STR(remote_after, remote_before);
+    merge_result_clear(&res);
+
+    req.source_commit = "not-a-commit";
+    CHECK_INT(merge_engine_run(&req, &res), FAILURE_INVALID);
+    CHECK(res.reason && strstr(res.reason, "not a 40-digit commit id"));
+    merge_result_clear(&res);
+
+    /* Pinned to where the branch is: merged. */
+    char now[41];
+    testgit_rev(s_repos.user, "feature", now);
+    req.source_commit = now;
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK(res.success && res.pushed);
+    merge_result_clear(&res);
+    s_teardown();
+}
+
 static void test_stale_lock(void)
 {
     s_fixture("merge-lock");
@@ -692,6 +734,7 @@ int main(void)
     test_remote_moves();
     test_push_refused();
     test_source_missing();
+    test_source_pinned();
     test_stale_lock();
     test_branch_names();
     test_local_and_worktree();

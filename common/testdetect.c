@@ -127,8 +127,10 @@ static bool s_rule_package_json(testdetect_t *out, const char *dir)
         s_decide(out, TESTDETECT_PNPM, "pnpm test", "package.json scripts.test (pnpm-lock.yaml)");
     else if (s_is_file(dir, "yarn.lock"))
         s_decide(out, TESTDETECT_YARN, "yarn test", "package.json scripts.test (yarn.lock)");
+    else if (s_is_file(dir, "bun.lock"))
+        s_decide(out, TESTDETECT_BUN, "bun run test", "package.json scripts.test (bun.lock)");
     else if (s_is_file(dir, "bun.lockb"))
-        s_decide(out, TESTDETECT_BUN, "bun test", "package.json scripts.test (bun.lockb)");
+        s_decide(out, TESTDETECT_BUN, "bun run test", "package.json scripts.test (bun.lockb)");
     else
         s_decide(out, TESTDETECT_NPM, "npm test", "package.json scripts.test");
     return true;

@@ -4,7 +4,8 @@
  *   1. the configured `test_command` (passed in by the caller)
  *   2. package.json `scripts.test` (not npm's "no test specified" placeholder), run with the
  *      package manager its lockfile names: pnpm-lock.yaml → `pnpm test`, yarn.lock →
- *      `yarn test`, bun.lockb → `bun test`, otherwise `npm test`
+ *      `yarn test`, bun.lock or bun.lockb → `bun run test` (not `bun test`, which is Bun's
+ *      own test runner and ignores scripts.test), otherwise `npm test`
  *   3. jest.config.{js,ts,mjs,cjs,json} → `npx jest`;
  *      vitest.config.{js,ts,mjs,mts,cjs,cts} → `npx vitest run`
  *   4. pytest: pytest.ini, pyproject.toml with `[tool.pytest`, setup.cfg with

@@ -104,8 +104,12 @@ static void test_lockfiles(void)
              TESTDETECT_PNPM, "pnpm test", "package.json scripts.test (pnpm-lock.yaml)");
     s_expect(s_project("package.json", pkg, "yarn.lock", "# yarn\n", NULL), NULL, TESTDETECT_YARN,
              "yarn test", "package.json scripts.test (yarn.lock)");
+    /* `bun test` would be Bun's own runner, which ignores scripts.test. */
     s_expect(s_project("package.json", pkg, "bun.lockb", "bin", NULL), NULL, TESTDETECT_BUN,
-             "bun test", "package.json scripts.test (bun.lockb)");
+             "bun run test", "package.json scripts.test (bun.lockb)");
+    /* bun.lock: the text lockfile of Bun 1.2 and later. */
+    s_expect(s_project("package.json", pkg, "bun.lock", "{\"lockfileVersion\": 1}\n", NULL),
+             NULL, TESTDETECT_BUN, "bun run test", "package.json scripts.test (bun.lock)");
     s_expect(s_project("package.json", pkg, "package-lock.json", "{}", NULL), NULL, TESTDETECT_NPM,
              "npm test", NULL);
 }

@@ -5,12 +5,14 @@
 #include "failure.h"
 #include "markers.h"
 #include "prompt.h"
+#include "repository.h"
 #include "review_diff.h"
 #include "session.h"
 #include "template.h"
 #include "testrun.h"
 
 #include <errno.h>
+#include <git2.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,16 +138,48 @@ static int s_run_checks(review_run_t *r)
     return 0;
 }
 
-/* Chains the merge (yolo mode, gate open). */
+/* The branch HEAD of `workspace` is on, into buf; FAILURE_NOT_FOUND when HEAD is detached
+ * (or unreadable). */
+static int s_head_branch(const char *workspace, char *buf, size_t size)
+{
+    git_libgit2_init();
+    git_repository *repo = NULL;
+    git_reference *head = NULL;
+    int rc = FAILURE_NOT_FOUND;
+    if (git_repository_open_ext(&repo, workspace, 0, NULL) == 0 &&
+        git_repository_head(&head, repo) == 0 && git_reference_is_branch(head)) {
+        snprintf(buf, size, "%s", git_reference_shorthand(head));
+        rc = 0;
+    }
+    git_reference_free(head);
+    git_repository_free(repo);
+    git_libgit2_shutdown();
+    return rc;
+}
+
+/* Chains the merge (yolo mode, gate open): of the branch reviewed, pinned to the commit
+ * reviewed, in the repository's merge group (the one `pan submit` and `pan approve` use). */
 static void s_chain_merge(review_run_t *r)
 {
     const specialist_task_t *task = specialist_task(r->ctx);
-    char id[600], group[4200], title[600];
+    char id[600], group[4200], title[600], branch[256];
+    const char *source = r->branch;
+    if (source[0] == '\0') {
+        if (s_head_branch(r->workspace, branch, sizeof branch) != 0) {
+            specialist_result_str(r->ctx, "approval", "manual");
+            specialist_progressf(r->ctx, "info",
+                                 "approved, but not queuing the merge: %s is on a detached HEAD, "
+                                 "so there is no branch to merge (submit it by hand)",
+                                 r->workspace);
+            return;
+        }
+        source = branch;
+    }
     snprintf(id, sizeof id, "merge-%s", task->id);
-    snprintf(group, sizeof group, "merge:%s:%s", r->workspace, r->target);
-    snprintf(title, sizeof title, "Merge %s into %s", s_or(r->branch, "HEAD"), r->target);
-    json_t *payload = json_pack("{s:s, s:s, s:s}", "workspace", r->workspace, "branch", r->branch,
-                                "target", r->target);
+    repository_merge_group(r->workspace, r->target, group, sizeof group);
+    snprintf(title, sizeof title, "Merge %s into %s", source, r->target);
+    json_t *payload = json_pack("{s:s, s:s, s:s, s:s}", "workspace", r->workspace, "branch", source,
+                                "target", r->target, "commit", r->diff->head);
     const char *issue = s_or(specialist_payload_str(r->ctx, "issueId"), task->issue);
     if (payload != NULL && issue[0] != '\0')
         json_object_set_new(payload, "issueId", json_string(issue));
@@ -166,6 +200,47 @@ static void s_chain_merge(review_run_t *r)
         specialist_progressf(r->ctx, "info", "approved in yolo mode: merge queued as %s", id);
     }
     json_decref(submit);
+}
+
+/* Severity words an agent may have written as a marker key ("- ERROR: src/a.c:1 ...")
+ * where a FINDINGS item was meant. */
+static const char *const s_severity_keys[] = {"ERROR", "CRITICAL", "HIGH", "WARNING", "INFO", NULL};
+
+/* Turns the agent's FINDINGS (and stray severity keys) into findings. A FINDINGS that is
+ * missing, or a list the parser could not read, is itself an error finding: the gate must
+ * not open on a review nobody could read. */
+static void s_read_findings(review_run_t *r)
+{
+    size_t n = 0;
+    const char *const *items = markers_list(r->markers, "FINDINGS", &n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *finding = review_finding_parse(items[i], "agent", &r->counts);
+        if (finding != NULL)
+            json_array_append_new(r->findings, finding);
+    }
+    for (size_t i = 0; i < markers_count(r->markers); i++) {
+        const char *key = markers_key_at(r->markers, i);
+        for (size_t k = 0; s_severity_keys[k]; k++) {
+            if (strcmp(key, s_severity_keys[k]) != 0)
+                continue;
+            char text[4096];
+            snprintf(text, sizeof text, "%s: %s", key, markers_value_at(r->markers, i));
+            json_t *finding = review_finding_parse(text, "agent", &r->counts);
+            if (finding != NULL)
+                json_array_append_new(r->findings, finding);
+        }
+    }
+    const char *value = markers_get(r->markers, "FINDINGS");
+    if (value == NULL || (value[0] == '\0' && n == 0)) {
+        json_t *finding = review_finding_parse(
+            value == NULL ? "error: the review has no FINDINGS (it must list them, or say "
+                            "`FINDINGS: none`)"
+                          : "error: the review's FINDINGS could not be read (one `- severity: "
+                            "path:line text` line per finding, or `FINDINGS: none`)",
+            "cloister", &r->counts);
+        if (finding != NULL)
+            json_array_append_new(r->findings, finding);
+    }
 }
 
 /* A list marker as a JSON array of its items. */
@@ -343,13 +418,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
         outcome = s_fail(&r, SPECIALIST_FAILED, error);
         goto out;
     }
-    size_t n = 0;
-    const char *const *items = markers_list(r.markers, "FINDINGS", &n);
-    for (size_t i = 0; i < n; i++) {
-        json_t *finding = review_finding_parse(items[i], "agent", &r.counts);
-        if (finding != NULL)
-            json_array_append_new(r.findings, finding);
-    }
+    s_read_findings(&r);
     const char *verdict = markers_get(r.markers, "REVIEW_RESULT");
     bool open = review_gate_open(service->mode, verdict, &r.counts);
     s_gate(&r, verdict, open);

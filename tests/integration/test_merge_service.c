@@ -270,8 +270,21 @@ static void test_fast_forward(void)
     testgit_rev(s_repos.user, "feature/ff", feature);
     testgit_rev(s_repos.user, "HEAD", head);
     s_start_merge("merge-1");
+    /* Pinned to another commit than the branch's (payload "commit", what a review hands
+     * over): not merged. */
+    char pinned[2048];
+    snprintf(pinned, sizeof pinned,
+             "{\"workspace\": \"%s\", \"branch\": \"feature/ff\", \"target\": \"main\","
+             " \"commit\": \"%s\"}",
+             s_repos.user, head);
+    harness_submit(s_h, "ff-0", "merge-agent", NULL, 0, 0, pinned);
+    json_t *end = s_wait_end("ff-0", 20000);
+    CHECK(end != NULL && strstr(harness_field(end, "error"), "moved since the review") != NULL);
+    s_remote_main(main_after);
+    CHECK(strcmp(main_after, feature) != 0);
+
     s_submit("ff-1", "feature/ff", s_group(), 0, "PAN-1");
-    json_t *end = s_wait_end("ff-1", 20000);
+    end = s_wait_end("ff-1", 20000);
     CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
     CHECK_STR(s_result_str(end, "MERGE_RESULT"), "SUCCESS");
     CHECK_STR(s_result_str(end, "strategy"), "fast-forward");
@@ -290,7 +303,7 @@ static void test_fast_forward(void)
     CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
     CHECK_STR(s_result_str(end, "strategy"), "up-to-date");
     CHECK(json_is_false(json_object_get(json_object_get(end, "result"), "pushed")));
-    CHECK_INT(s_history_lines(NULL), 2);
+    CHECK_INT(s_history_lines(NULL), 3); /* ff-0, ff-1, ff-2 */
     s_teardown();
 }
 

@@ -4,6 +4,9 @@
  * approves without running the agent. */
 #include "review_harness.h"
 
+#include <limits.h>
+#include <stdlib.h>
+
 /* Restarts the service with `mode` and the agent answering `answer`; runs task `id`;
  * returns its task.done event (or NULL). */
 static json_t *s_review(review_env_t *r, const char *mode, const char *answer, const char *id)
@@ -109,6 +112,112 @@ static void test_disabled_skips_agent(review_env_t *r)
     CHECK_INT(harness_count(r->h, "task.queued", "merge-g4"), 0);
 }
 
+/* The review's merge hand-off from a linked worktree with no branch named: the branch is
+ * the one HEAD is on, the group is the repository's (as `pan submit` makes it), and the
+ * merge is pinned to the reviewed commit. */
+static void test_yolo_from_worktree(review_env_t *r)
+{
+    char worktree[700], script[1600], feature[41];
+    snprintf(worktree, sizeof worktree, "%s/../wt-review", r->repo);
+    snprintf(script, sizeof script, "git -C '%s' worktree add -q '%s' feature", r->repo, worktree);
+    CHECK(review_sh(r, script));
+    testgit_rev(r->repo, "feature", feature);
+    review_config(r, "[review]\nmode = \"yolo\"\n");
+    setenv("FAKE_CLAUDE_RESULT", "REVIEW_RESULT: APPROVED\nFINDINGS: none\n", 1);
+    pid_t svc = review_start(r, "review-g5");
+    char payload[2048];
+    snprintf(payload, sizeof payload, "{\"workspace\":\"%s\",\"target\":\"main\"}", worktree);
+    harness_submit(r->h, "g5", "review-agent", "normal", 30, 1, payload);
+    json_t *done = harness_wait(r->h, "task.done", "g5", 15000);
+    CHECK(done != NULL);
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+    if (done == NULL)
+        return;
+    const json_t *result = review_result(done);
+    CHECK_STR(harness_field(result, "merge_task"), "merge-g5");
+    CHECK_STR(harness_field(result, "diff_head"), feature);
+    json_t *queued = harness_wait(r->h, "task.queued", "merge-g5", 5000);
+    CHECK(queued != NULL);
+    if (queued != NULL) {
+        char group[PATH_MAX + 64], root[PATH_MAX];
+        CHECK(realpath(r->repo, root) != NULL);
+        snprintf(group, sizeof group, "merge:%s:main", root);
+        CHECK_STR(harness_field(queued, "group"), group);
+        CHECK_STR(harness_field(queued, "title"), "Merge feature into main");
+    }
+    /* The queued merge's payload, as the broker holds it. */
+    char out[16384];
+    char *argv[] = {(char *)testenv_bin("pan"), "task", "show", "merge-g5", "--json", NULL};
+    CHECK_INT(testenv_run(r->h->env, argv, out, sizeof out, 10000), 0);
+    json_t *task = json_loads(out, 0, NULL);
+    const json_t *merge_payload = json_object_get(task, "payload");
+    CHECK(merge_payload != NULL);
+    if (merge_payload != NULL) {
+        CHECK_STR(harness_field(merge_payload, "branch"), "feature");
+        CHECK_STR(harness_field(merge_payload, "commit"), feature);
+    }
+    json_decref(task);
+
+    /* Detached HEAD: approved, but there is no branch to merge, so nothing is queued. */
+    snprintf(script, sizeof script, "git -C '%s' checkout -q --detach", worktree);
+    CHECK(review_sh(r, script));
+    review_config(r, "[review]\nmode = \"yolo\"\n");
+    setenv("FAKE_CLAUDE_RESULT", "REVIEW_RESULT: APPROVED\nFINDINGS: none\n", 1);
+    svc = review_start(r, "review-g6");
+    snprintf(payload, sizeof payload, "{\"workspace\":\"%s\",\"target\":\"main\"}", worktree);
+    harness_submit(r->h, "g6", "review-agent", "normal", 30, 1, payload);
+    done = harness_wait(r->h, "task.done", "g6", 15000);
+    CHECK(done != NULL);
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+    if (done != NULL) {
+        CHECK_STR(harness_field(review_result(done), "GATE"), "open");
+        CHECK_STR(harness_field(review_result(done), "approval"), "manual");
+        CHECK_STR(harness_field(review_result(done), "merge_task"), "");
+    }
+    harness_pump(r->h, 300);
+    CHECK_INT(harness_count(r->h, "task.queued", "merge-g6"), 0);
+}
+
+/* Answers the gate must not open on: findings it can only half read, findings written
+ * as marker keys, no findings at all, and the prompt's answer line echoed back. */
+static void test_yolo_unreadable_findings_block(review_env_t *r)
+{
+    static const struct {
+        const char *id, *answer;
+    } cases[] = {
+        {"g7", "REVIEW_RESULT: COMMENTED\nFINDINGS:\n- warning: src/a.c:3 long function\n"
+               "  see the style guide\n- error: src/db.c:1 SQL injection\n"},
+        {"g8", "- **REVIEW_RESULT:** COMMENTED\n- **FINDINGS:**\n- ERROR: src/db.c:1 SQL injection\n"},
+        {"g9", "REVIEW_RESULT: APPROVED\nNOTES: looks fine\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *done = s_review(r, "yolo", cases[i].answer, cases[i].id);
+        if (done == NULL)
+            continue;
+        const json_t *result = review_result(done);
+        CHECK_STR(harness_field(result, "GATE"), "blocked");
+        CHECK(harness_int(result, "errors") >= 1);
+        CHECK_STR(harness_field(result, "merge_task"), "");
+    }
+    /* The template line echoed back is no verdict: the review fails, nothing is merged. */
+    review_config(r, "[review]\nmode = \"yolo\"\n");
+    setenv("FAKE_CLAUDE_RESULT",
+           "I could not finish.\nREVIEW_RESULT: APPROVED, CHANGES_REQUESTED or COMMENTED\n", 1);
+    pid_t svc = review_start(r, "review-g10");
+    review_submit(r, "g10", 30, NULL);
+    json_t *failed = harness_wait(r->h, "task.failed", "g10", 15000);
+    CHECK(failed != NULL);
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+    harness_pump(r->h, 300);
+    CHECK_INT(harness_count(r->h, "task.queued", "merge-g7"), 0);
+    CHECK_INT(harness_count(r->h, "task.queued", "merge-g8"), 0);
+    CHECK_INT(harness_count(r->h, "task.queued", "merge-g9"), 0);
+    CHECK_INT(harness_count(r->h, "task.queued", "merge-g10"), 0);
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("review-gate");
@@ -118,6 +227,8 @@ int main(void)
         test_normal_error_blocks(r);
         test_strict_warning_blocks(r);
         test_disabled_skips_agent(r);
+        test_yolo_from_worktree(r);
+        test_yolo_unreadable_findings_block(r);
     }
     review_env_destroy(&r);
     return check_exit_code("test_review_gate");

@@ -146,6 +146,62 @@ static size_t s_pairs(const char *s, size_t len, s_pair_t *pairs)
     return n;
 }
 
+/* The length of the UTF-8 character at s (n > 0 bytes available), or 0 when the bytes there
+ * are not one: a stray continuation byte, an overlong form, a surrogate, a code point over
+ * U+10FFFF, or a sequence cut short. */
+static size_t s_utf8_char_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    unsigned char lo = 0x80, hi = 0xBF; /* the range of the second byte */
+    size_t len;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    }
+    return len;
+}
+
+/* Copies src into dst (size bytes, NUL-terminated) as valid UTF-8: a byte that is not part
+ * of a character becomes U+FFFD, and the copy stops before a character that does not fit,
+ * so it never ends inside one. */
+static void s_copy_utf8(char *dst, size_t size, const char *src)
+{
+    static const char replacement[] = "\xef\xbf\xbd";
+    size_t len = strlen(src), o = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = s_utf8_char_len((const unsigned char *)src + i, len - i);
+        const char *from = n > 0 ? src + i : replacement;
+        size_t take = n > 0 ? n : sizeof replacement - 1;
+        if (o + take >= size)
+            break;
+        memcpy(dst + o, from, take);
+        o += take;
+        i += n > 0 ? n : 1;
+    }
+    dst[o] = '\0';
+}
+
 /* --- failures ------------------------------------------------------------------------ */
 
 /* Adds a failing test by name (deduplicated); returns its index, or -1 if not kept. */
@@ -649,11 +705,14 @@ static void s_choose_failures(s_parser_t *p, testrun_result_t *r)
         const s_failure_t *f = &list->items[i];
         if (skip_parents && s_is_parent_failure(f))
             continue;
+        /* Name and reason each come from one line (< S_LINE_MAX bytes). */
+        char full[2 * S_LINE_MAX + 4];
         char text[TESTRUN_MAX_FAILURE_LEN + 1];
         if (f->reason)
-            snprintf(text, sizeof text, "%s - %s", f->name, f->reason);
+            snprintf(full, sizeof full, "%s - %s", f->name, f->reason);
         else
-            snprintf(text, sizeof text, "%s", f->name);
+            snprintf(full, sizeof full, "%s", f->name);
+        s_copy_utf8(text, sizeof text, full);
         r->failures[r->nfailures] = strdup(text);
         if (!r->failures[r->nfailures]) {
             p->oom = true;

@@ -77,7 +77,10 @@ typedef struct {
     char error[256]; /* why it could not start, or "" */
     /* What the output says. */
     long run, passed, failed, skipped; /* -1 when unknown */
-    char **failures; /* "name - reason" (or "name"), at most TESTRUN_MAX_FAILURES */
+    /* "name - reason" (or "name"), at most TESTRUN_MAX_FAILURES of them, each valid UTF-8
+     * of at most TESTRUN_MAX_FAILURE_LEN bytes: cut before a character that does not fit,
+     * and bytes of the output that are not UTF-8 replaced by U+FFFD. */
+    char **failures;
     size_t nfailures;
     bool failures_truncated; /* more failures were reported than kept */
     /* The output itself: the last output_cap bytes, NUL-terminated. */

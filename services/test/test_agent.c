@@ -163,11 +163,14 @@ static testrun_result_t *s_run_tests(test_job_t *job)
     return result;
 }
 
+/* The failures as a JSON array (a new reference). testrun keeps them valid UTF-8, and the
+ * unchecked string makes sure no failure is ever dropped over its text (json_string()
+ * would give NULL for bytes it does not accept). */
 static json_t *s_failures_json(const testrun_result_t *result)
 {
     json_t *array = json_array();
     for (size_t i = 0; i < result->nfailures; i++)
-        json_array_append_new(array, json_string(result->failures[i]));
+        json_array_append_new(array, json_string_nocheck(result->failures[i]));
     return array;
 }
 

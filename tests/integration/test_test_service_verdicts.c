@@ -1,8 +1,9 @@
 /* cloister-test against a real broker: a passing project ends done with TEST_RESULT PASS
  * and its counts; a failing one ends done with TEST_RESULT FAIL and the failing tests
- * named; no fix is attempted unless asked; a directory without tests, a missing workspace
- * and a payload without one end failed with a clear reason; a git workspace on another
- * branch than the task names is tested as it is (and left on its branch). */
+ * named (every one, also with long non-ASCII or non-UTF-8 reasons); no fix is attempted
+ * unless asked; a directory without tests, a missing workspace and a payload without one
+ * end failed with a clear reason; a git workspace on another branch than the task names
+ * is tested as it is (and left on its branch). */
 #include "test_test_service_harness.h"
 
 /* Runs a shell script in `dir`; returns its exit code. Its stdout goes to `out`. */
@@ -60,6 +61,46 @@ static void s_failing(harness_t *h)
     CHECK(strstr(tsh_result_str(end, "NOTES"), "2 of 3 tests failed") != NULL);
     CHECK(strstr(tsh_result_str(end, "NOTES"), "no fix requested") != NULL);
     CHECK(strstr(tsh_result_str(end, "output_tail"), "short test summary") != NULL);
+}
+
+/* True when FAILURES item i is valid UTF-8 of at most TESTRUN_MAX_FAILURE_LEN (400) bytes. */
+static bool s_failure_ok(const json_t *end, int i)
+{
+    const char *item = json_string_value(json_array_get(tsh_result(end, "FAILURES"), (size_t)i));
+    json_t *copy = item ? json_string(item) : NULL; /* NULL when not UTF-8 */
+    bool ok = copy != NULL && strlen(item) <= 400;
+    json_decref(copy);
+    return ok;
+}
+
+/* Failure reasons that are long and non-ASCII, or not UTF-8 at all: every failure is in
+ * FAILURES, as valid UTF-8 cut on a character's boundary. */
+static void s_unicode_failures(harness_t *h)
+{
+    char output[4096] = "FAILED tests/test_x.py::test_unicode1 - AssertionError: ";
+    size_t len = strlen(output);
+    while (len < 1000) {
+        output[len++] = '\xc3'; /* é */
+        output[len++] = '\xa9';
+    }
+    output[len] = '\0';
+    strcat(output, "\nFAILED tests/test_x.py::test_latin1 - assert 'caf\xe9' == 'cafe'\n"
+                   "FAILED tests/test_x.py::test_plain - assert 1 == 2\n"
+                   "========== 3 failed, 1 passed in 0.02s ==========\n");
+    const char *dir = tsh_make_project(h, "unicode", output, 1);
+    tsh_submit(h, "utf1", 30, "{\"workspace\": \"%s\"}", dir);
+    json_t *end = tsh_end(h, "utf1", 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "FAIL");
+    CHECK_INT(tsh_result_int(end, "TESTS_FAILED"), 3);
+    CHECK_INT((int)json_array_size(tsh_result(end, "FAILURES")), 3);
+    int unicode = tsh_failure_index(end, "FAILURES", "test_unicode1 - AssertionError: \xc3\xa9");
+    int latin1 = tsh_failure_index(end, "FAILURES", "test_latin1 - assert 'caf\xef\xbf\xbd'");
+    CHECK(unicode >= 0 && s_failure_ok(end, unicode));
+    CHECK(latin1 >= 0 && s_failure_ok(end, latin1));
+    CHECK(tsh_failure_index(end, "FAILURES", "test_plain - assert 1 == 2") >= 0);
+    if (json_array_size(tsh_result(end, "FAILURES")) != 3)
+        tsh_dump("utf1", end);
 }
 
 static void s_no_tests(harness_t *h)
@@ -135,6 +176,7 @@ int main(void)
     tsh_service(h, "t1");
     s_passing(h);
     s_failing(h);
+    s_unicode_failures(h);
     s_no_tests(h);
     s_bad_workspace(h);
     s_other_branch(h);

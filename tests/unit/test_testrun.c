@@ -10,6 +10,7 @@
 #include "testrun.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,44 @@ static void test_many_failures(void)
     CHECK(r->failures_truncated);
     testrun_result_destroy(&r);
     free(text);
+}
+
+/* Failure texts are valid UTF-8 (jansson takes them as JSON strings): a long reason is cut
+ * before a character that does not fit, and bytes that are not UTF-8 become U+FFFD. */
+static void test_failure_text_utf8(void)
+{
+    char text[4096] = "FAILED tests/t.py::test_long1 - AssertionError: ";
+    size_t len = strlen(text);
+    while (len < 1000) { /* "é" (2 bytes) repeated, at an odd offset in the failure text */
+        text[len++] = '\xc3';
+        text[len++] = '\xa9';
+    }
+    text[len] = '\0';
+    strcat(text, "\nFAILED tests/t.py::test_latin1 - assert 'caf\xe9' == 'cafe'\n"
+                 "FAILED tests/t.py::test_bad - a\xc0\xaf b\xed\xa0\x80 c\xf0\x9f\x98\x80 d\xe2\x82\n"
+                 "==== 3 failed in 0.1s ====\n");
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_parse(&r, text, strlen(text)), 0);
+    CHECK_INT(r->nfailures, 3);
+    for (size_t i = 0; i < r->nfailures; i++) {
+        json_t *value = json_string(r->failures[i]);
+        CHECK(value != NULL);
+        json_decref(value);
+    }
+    /* Cut at the limit, on a character's end. */
+    const char *first = r->failures[0];
+    size_t first_len = strlen(first);
+    CHECK(first_len <= TESTRUN_MAX_FAILURE_LEN);
+    CHECK(first_len >= TESTRUN_MAX_FAILURE_LEN - 1);
+    CHECK(strncmp(first, "tests/t.py::test_long1 - AssertionError: \xc3\xa9", 43) == 0);
+    CHECK(first_len >= 2 && strcmp(first + first_len - 2, "\xc3\xa9") == 0);
+    /* A Latin-1 byte, an overlong form, a surrogate and a sequence cut short become U+FFFD;
+     * a 4-byte character stays. */
+    s_check_failure(r, 1, "tests/t.py::test_latin1 - assert 'caf\xef\xbf\xbd' == 'cafe'");
+    s_check_failure(r, 2,
+                    "tests/t.py::test_bad - a\xef\xbf\xbd\xef\xbf\xbd b\xef\xbf\xbd\xef\xbf\xbd"
+                    "\xef\xbf\xbd c\xf0\x9f\x98\x80 d\xef\xbf\xbd\xef\xbf\xbd");
+    testrun_result_destroy(&r);
 }
 
 /* --- real runs ----------------------------------------------------------------------- */
@@ -534,6 +573,7 @@ int main(void)
     test_node();
     test_unknown_output();
     test_many_failures();
+    test_failure_text_utf8();
 
     testenv_t *env = testenv_new("testrun");
     if (!env)

@@ -327,13 +327,19 @@ static int s_deliver(client_events_t *self, const wire_msg_t *event, const void 
     return fn(event, raw, len, arg) != 0 ? 1 : 0;
 }
 
-/* Asks control for one page of events after self->last_seq and delivers them. Sets
- * *count to the number of events in the page. Returns 1 when fn asked to stop, 0, or a
- * negative FAILURE_* code. */
+/* One replay reply: how many events it held and whether the broker cut it short. */
+typedef struct {
+    size_t count;
+    bool truncated;
+} replay_page_t;
+
+/* Asks control for one page of events after self->last_seq and delivers them. Fills
+ * *page. Returns 1 when fn asked to stop, 0, or a negative FAILURE_* code. */
 static int s_replay_page(client_events_t *self, client_t *control, client_event_fn fn, void *arg,
-                         size_t *count)
+                         replay_page_t *page)
 {
-    *count = 0;
+    page->count = 0;
+    page->truncated = false;
     wire_writer_t *writer = wire_writer_new();
     if (writer == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
@@ -351,7 +357,8 @@ static int s_replay_page(client_events_t *self, client_t *control, client_event_
         wire_msg_destroy(&reply);
         return failure_set(FAILURE_INVALID, "replay: the broker's data is not an array");
     }
-    *count = data->via.array.size;
+    page->count = data->via.array.size;
+    page->truncated = wire_msg_bool(reply, "truncated", false);
     msgpack_sbuffer buffer;
     msgpack_sbuffer_init(&buffer);
     msgpack_packer packer;
@@ -372,14 +379,24 @@ static int s_replay_page(client_events_t *self, client_t *control, client_event_
     return rc;
 }
 
-/* Replays every stored event after self->last_seq. Returns 1 (stop), 0, or an error. */
+/* Replays every stored event after self->last_seq, page after page. A page is the last
+ * one when it is short and the broker did not cut it (`truncated`: cut to stay under the
+ * reply cap, more may follow). Returns 1 (fn asked to stop), 0 (all replayed), or an
+ * error. */
 static int s_replay_all(client_events_t *self, client_t *control, client_event_fn fn, void *arg)
 {
     for (;;) {
-        size_t count = 0;
-        int rc = s_replay_page(self, control, fn, arg, &count);
-        if (rc != 0 || count < CLIENT_REPLAY_PAGE)
+        replay_page_t page;
+        int rc = s_replay_page(self, control, fn, arg, &page);
+        if (rc != 0)
             return rc;
+        if (page.truncated && page.count == 0)
+            return failure_set(FAILURE_INVALID,
+                               "replay: the broker cut a page after event #%lld without any "
+                               "event in it: the replay cannot go on",
+                               (long long)self->last_seq);
+        if (!page.truncated && page.count < CLIENT_REPLAY_PAGE)
+            return 0;
     }
 }
 

@@ -13,7 +13,7 @@
 #define REPLAY_DEFAULT_LIMIT 1000
 #define REPLAY_MAX_LIMIT 10000
 /* A reply stays well under the message cap clients enforce; a long listing is cut there
- * (replay: the client asks again from the last seq; list_queue: `truncated` is set). */
+ * and `truncated` is set (replay: the client asks again from the last seq). */
 #define REPLY_BUDGET (WIRE_MAX_MESSAGE - 256 * 1024)
 
 typedef struct {
@@ -298,26 +298,45 @@ static void s_stats(request_t *req)
     s_send(req);
 }
 
+/* One replay reply being written: the events so far, and whether the page was cut. */
+typedef struct {
+    wire_writer_t *writer;
+    size_t count;
+    bool truncated;
+} replay_page_t;
+
+/* Adds one event to the page, or stops the replay (returns 1) when it would take the reply
+ * over its budget. The first event always goes in, so a page is never cut empty and a
+ * client paging on from the last seq always moves forward. */
 static int s_replay_one(int64_t seq, const void *body, size_t len, void *arg)
 {
     (void)seq;
-    if (wire_writer_size(arg) + len > REPLY_BUDGET)
+    replay_page_t *page = arg;
+    if (page->count > 0 && wire_writer_size(page->writer) + len > REPLY_BUDGET) {
+        page->truncated = true;
         return 1;
-    wire_elem_raw(arg, body, len);
+    }
+    wire_elem_raw(page->writer, body, len);
+    page->count++;
     return 0;
 }
 
+/* A page cut before `limit` events because of the reply budget says `truncated: true`, so
+ * the client knows to ask again rather than take the short page for the end. */
 static void s_replay(request_t *req, const wire_msg_t *msg)
 {
     int64_t limit = wire_msg_int(msg, "limit", REPLAY_DEFAULT_LIMIT);
     if (limit < 1 || limit > REPLAY_MAX_LIMIT)
         limit = REPLAY_MAX_LIMIT;
-    wire_writer_t *w = s_reply_ok(req);
-    wire_open_array(w, "data");
+    replay_page_t page = {.writer = s_reply_ok(req)};
+    wire_open_array(page.writer, "data");
     /* Events of this iteration are not committed yet; replay only what is. */
     int rc = store_events_replay(req->broker->store, wire_msg_int(msg, "since", 0),
-                                 wire_msg_str(msg, "topic", NULL), (int)limit, s_replay_one, w);
-    wire_close(w);
+                                 wire_msg_str(msg, "topic", NULL), (int)limit, s_replay_one,
+                                 &page);
+    wire_close(page.writer);
+    if (page.truncated)
+        wire_put_bool(page.writer, "truncated", true);
     if (rc != 0)
         s_reply_error(req, rc, failure_message());
     else

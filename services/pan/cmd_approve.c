@@ -4,7 +4,9 @@
  *
  * The argument is a review task id, or an issue id. For an issue, the newest finished
  * review of it is used: the stored `task.done/review-agent` events are replayed and the
- * last one whose issue matches (case-insensitively) wins. The review task must be `done`
+ * last one whose issue matches (case-insensitively) wins; when that replay cannot be
+ * completed nothing is approved (an older approval must never stand in for a newer
+ * verdict). The review task must be `done`
  * and its result's REVIEW_RESULT must be APPROVED (--force skips that check, not the
  * others). Its payload gives workspace, branch, target (default main) and issueId.
  *
@@ -101,13 +103,22 @@ static int s_find_review(const pan_t *pan, const char *what, json_t **review)
     if (rc == FAILURE_NOT_FOUND) {
         newest_review_t newest = {.issue = what};
         rc = s_find_review_of_issue(client, &newest);
-        if (rc == 0 && newest.task_id[0] == '\0')
+        if (rc != 0) {
+            /* Without every stored review, an older approval could be taken for the
+             * newest verdict: nothing is approved. */
+            code = pan_fail(rc == FAILURE_TIMEOUT || rc == FAILURE_IO ? PAN_EXIT_UNREACHABLE
+                                                                      : PAN_EXIT_ERROR,
+                            "cannot tell which review of '%s' is the newest, the replay of "
+                            "finished reviews did not complete (%s): not approving",
+                            what, failure_message());
+        } else if (newest.task_id[0] == '\0') {
             code = pan_fail(PAN_EXIT_ERROR,
                             "no finished review found for '%s' (neither a task id nor an issue "
                             "with a done review-agent task)",
                             what);
-        else if (rc == 0)
+        } else {
             rc = s_show_task(client, newest.task_id, review);
+        }
     }
     if (code == PAN_EXIT_OK && rc != 0)
         code = s_request_failed(rc);

@@ -1,0 +1,306 @@
+/* Replay of big events through pan and common/client against a real broker: when the
+ * broker cuts a replay page to stay under the 4 MiB reply cap it says so (`truncated`),
+ * and the client pages on, so `pan events` shows every event and `pan approve <issue>`
+ * sees the newest review, not an older approval on the first page. */
+#include "pan_harness.h"
+
+#include "clock.h"
+#include "failure.h"
+
+#include <czmq.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char s_out[PAN_OUT_SIZE];
+
+/* A result of this size goes into its task.done event (under the broker's 1 MiB cap), and
+ * five such events do not fit in one replay reply. */
+#define BIG_RESULT_BYTES (900 * 1024)
+#define REVIEWS 5
+
+/* ---- a worker played by the test: big results ---- */
+
+typedef struct {
+    zsock_t *pull, *push;
+    wire_writer_t *writer;
+    char *big;
+} big_worker_t;
+
+static void s_send(big_worker_t *worker)
+{
+    size_t len;
+    const void *data = wire_writer_data(worker->writer, &len);
+    CHECK(zmq_send(zsock_resolve(worker->push), data, len, 0) == (int)len);
+}
+
+/* Says hello as worker "w-big" of `specialist`. */
+static void s_worker_start(big_worker_t *worker, testenv_t *env, const char *specialist)
+{
+    char endpoint[400];
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/w-big.sock", env->dir);
+    worker->pull = zsock_new(ZMQ_PULL);
+    worker->push = zsock_new(ZMQ_PUSH);
+    zsock_set_linger(worker->push, 2000);
+    CHECK(zsock_bind(worker->pull, "%s", endpoint) == 0);
+    CHECK(zsock_connect(worker->push, "%s", env->in_ep) == 0);
+    worker->writer = wire_writer_new();
+    worker->big = malloc(BIG_RESULT_BYTES);
+    memset(worker->big, 'x', BIG_RESULT_BYTES);
+    wire_writer_start(worker->writer, "hello");
+    wire_put_str(worker->writer, "worker", "w-big");
+    wire_put_str(worker->writer, "specialist", specialist);
+    wire_put_str(worker->writer, "endpoint", endpoint);
+    s_send(worker);
+}
+
+static void s_worker_stop(big_worker_t *worker)
+{
+    wire_writer_start(worker->writer, "bye");
+    wire_put_str(worker->writer, "worker", "w-big");
+    s_send(worker);
+    zsock_destroy(&worker->pull);
+    zsock_destroy(&worker->push);
+    wire_writer_destroy(&worker->writer);
+    free(worker->big);
+}
+
+/* Takes `count` tasks, answering each at once with a done result holding the big text and
+ * REVIEW_RESULT: APPROVED, except for the task `changes_id` (CHANGES_REQUESTED).
+ * Heartbeats while it waits. Returns how many tasks it finished. */
+static int s_worker_run(big_worker_t *worker, int count, const char *changes_id)
+{
+    int done = 0;
+    int64_t deadline = clock_now_ms() + 20000;
+    while (done < count && clock_now_ms() < deadline) {
+        wire_writer_start(worker->writer, "heartbeat");
+        wire_put_str(worker->writer, "worker", "w-big");
+        s_send(worker);
+        zmq_pollitem_t item = {zsock_resolve(worker->pull), 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, 200) <= 0)
+            continue;
+        zframe_t *frame = zframe_recv(worker->pull);
+        wire_msg_t *task = NULL;
+        if (frame != NULL && wire_decode(zframe_data(frame), zframe_size(frame), &task) == 0 &&
+            strcmp(wire_msg_type(task), "task") == 0) {
+            const char *id = wire_msg_str(task, "id", "");
+            wire_writer_start(worker->writer, "result");
+            wire_put_str(worker->writer, "worker", "w-big");
+            wire_put_str(worker->writer, "task", id);
+            wire_put_int(worker->writer, "attempt", wire_msg_int(task, "attempt", 1));
+            wire_put_str(worker->writer, "outcome", "done");
+            wire_open_map(worker->writer, "result");
+            wire_put_str(worker->writer, "REVIEW_RESULT",
+                         strcmp(id, changes_id) == 0 ? "CHANGES_REQUESTED" : "APPROVED");
+            wire_put_strn(worker->writer, "BIG", worker->big, BIG_RESULT_BYTES);
+            wire_close(worker->writer);
+            s_send(worker);
+            done++;
+        }
+        wire_msg_destroy(&task);
+        zframe_destroy(&frame);
+    }
+    return done;
+}
+
+/* ---- helpers ---- */
+
+static int64_t s_last_seq(testenv_t *env)
+{
+    CHECK_INT(harness_pan(env, s_out, "status", "--json", NULL), 0);
+    json_t *stats = harness_json(s_out);
+    int64_t last = json_integer_value(json_object_get(stats, "last_seq"));
+    json_decref(stats);
+    return last;
+}
+
+typedef struct {
+    testenv_t *env;
+    const char *id;
+} task_ref_t;
+
+static bool s_task_done(void *arg)
+{
+    task_ref_t *ref = arg;
+    if (harness_pan(ref->env, s_out, "task", "show", ref->id, "--json", NULL) != 0)
+        return false;
+    return strstr(s_out, "\"state\": \"done\"") != NULL;
+}
+
+/* Runs `sh -c script` with pan's path as $0 (the environment's endpoints are inherited);
+ * stdout and stderr into s_out. Returns the exit code. */
+static int s_shell(testenv_t *env, const char *script)
+{
+    char *argv[] = {"/bin/sh", "-c", (char *)script, (char *)testenv_bin("pan"), NULL};
+    return testenv_run(env, argv, s_out, sizeof s_out, 20000);
+}
+
+static int s_count_lines(const char *text)
+{
+    int lines = 0;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    return lines;
+}
+
+typedef struct {
+    int count;
+    char last_task[64];
+} reviews_seen_t;
+
+static int s_on_review(const wire_msg_t *event, const void *raw, size_t len, void *arg)
+{
+    (void)raw;
+    (void)len;
+    reviews_seen_t *seen = arg;
+    seen->count++;
+    snprintf(seen->last_task, sizeof seen->last_task, "%s", wire_msg_str(event, "task", ""));
+    return 0;
+}
+
+/* Four approving reviews of PAN-9, then one asking for changes, each with a ~900 KB
+ * result: the first replay page holds four of them and is cut before the fifth. */
+static void test_big_reviews(testenv_t *env)
+{
+    int64_t since = s_last_seq(env);
+    char ids[REVIEWS][16];
+    for (int i = 0; i < REVIEWS; i++) {
+        snprintf(ids[i], sizeof ids[i], "rv-%d", i + 1);
+        CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--id", ids[i], "--issue",
+                              "PAN-9", "--workspace", env->dir, "--branch", "feat/pan-9", NULL),
+                  0);
+    }
+    big_worker_t worker = {0};
+    s_worker_start(&worker, env, "review-agent");
+    CHECK_INT(s_worker_run(&worker, REVIEWS, ids[REVIEWS - 1]), REVIEWS);
+    task_ref_t last = {env, ids[REVIEWS - 1]};
+    CHECK(testenv_wait_until(s_task_done, &last, 10000));
+    s_worker_stop(&worker);
+
+    /* The broker marks the cut page. */
+    client_t *control = client_new(env->control_ep, 5000);
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "replay");
+    wire_put_int(writer, "since", since);
+    wire_put_str(writer, "topic", "task.done/review-agent");
+    wire_put_int(writer, "limit", CLIENT_REPLAY_PAGE);
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_call(control, writer, &reply), 0);
+    const msgpack_object *data = wire_msg_object(reply, "data");
+    CHECK(data != NULL && data->type == MSGPACK_OBJECT_ARRAY);
+    CHECK(data != NULL && data->via.array.size > 0 && data->via.array.size < REVIEWS);
+    CHECK(wire_msg_bool(reply, "truncated", false));
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&writer);
+
+    /* The client pages on past the cut page. */
+    client_events_t *events = client_events_new(NULL, "task.done/review-agent");
+    reviews_seen_t seen = {0};
+    CHECK_INT(client_events_run(events, control, since, false, NULL, s_on_review, &seen), 0);
+    CHECK_INT(seen.count, REVIEWS);
+    CHECK_STR(seen.last_task, ids[REVIEWS - 1]);
+    client_events_destroy(&events);
+    client_destroy(&control);
+
+    /* pan events shows all of them (each line cut short: they are ~1 MB each). */
+    char script[256];
+    snprintf(script, sizeof script,
+             "\"$0\" events --json --since %lld --topic task.done/review-agent | cut -c1-200",
+             (long long)since);
+    CHECK_INT(s_shell(env, script), 0);
+    CHECK_INT(s_count_lines(s_out), REVIEWS);
+    CHECK(strstr(s_out, "\"task\":\"rv-5\"") != NULL);
+
+    /* The newest review of PAN-9 asks for changes: nothing is approved. */
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "PAN-9", NULL), 1);
+    CHECK(strstr(s_out, "review rv-5 says REVIEW_RESULT: CHANGES_REQUESTED") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "task", "show", "merge-rv-4", NULL), 1);
+}
+
+/* ---- a broker that cuts a replay page without any event in it ---- */
+
+/* Answers one request on `router`: show_task is not_found, replay is an empty page marked
+ * truncated, anything else ok. */
+static void s_fake_broker_answer(zsock_t *router)
+{
+    zmsg_t *request = zmsg_recv(router);
+    if (request == NULL)
+        return;
+    zframe_t *identity = zmsg_pop(request);
+    zframe_t *empty = zmsg_pop(request);
+    zframe_t *body = zmsg_pop(request);
+    wire_msg_t *msg = NULL;
+    const char *type = "";
+    if (body != NULL && wire_decode(zframe_data(body), zframe_size(body), &msg) == 0)
+        type = wire_msg_type(msg);
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "reply");
+    if (strcmp(type, "show_task") == 0) {
+        wire_put_bool(w, "ok", false);
+        wire_put_str(w, "code", "not_found");
+        wire_put_str(w, "error", "no such task");
+    } else {
+        wire_put_bool(w, "ok", true);
+        wire_open_array(w, "data");
+        wire_close(w);
+        if (strcmp(type, "replay") == 0)
+            wire_put_bool(w, "truncated", true);
+    }
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    zmsg_t *reply = zmsg_new();
+    zmsg_append(reply, &identity);
+    zmsg_append(reply, &empty);
+    zmsg_addmem(reply, data, len);
+    zmsg_send(&reply, router);
+    wire_writer_destroy(&w);
+    wire_msg_destroy(&msg);
+    zframe_destroy(&body);
+    zframe_destroy(&identity);
+    zframe_destroy(&empty);
+    zmsg_destroy(&request);
+}
+
+/* pan approve against a broker whose replay cannot go on: pan neither loops for ever nor
+ * approves anything; it says the replay did not complete. */
+static void test_approve_incomplete_replay(testenv_t *env)
+{
+    char endpoint[400], flag[420], log_path[400];
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/cutting-broker.sock", env->dir);
+    snprintf(flag, sizeof flag, "--control=%s", endpoint);
+    snprintf(log_path, sizeof log_path, "%s/approve-cut.log", env->dir);
+    zsock_t *router = zsock_new(ZMQ_ROUTER);
+    CHECK(zsock_bind(router, "%s", endpoint) == 0);
+    char *argv[] = {(char *)testenv_bin("pan"), flag, "approve", "PAN-77", NULL};
+    pid_t pid = testenv_spawn(env, "approve-cut", argv);
+    CHECK(pid > 0);
+    int status = -1;
+    int64_t deadline = clock_now_ms() + 10000;
+    while (status < 0 && clock_now_ms() < deadline) {
+        zmq_pollitem_t item = {zsock_resolve(router), 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, 50) > 0)
+            s_fake_broker_answer(router);
+        status = testenv_wait(env, pid, 0);
+    }
+    CHECK(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    char *log = testenv_read_file(log_path);
+    CHECK(log != NULL && strstr(log, "cannot tell which review of 'PAN-77' is the newest") != NULL);
+    CHECK(log != NULL && strstr(log, "not approving") != NULL);
+    free(log);
+    zsock_destroy(&router);
+}
+
+int main(void)
+{
+    testenv_t *env = testenv_new("pan-replay");
+    if (env == NULL)
+        return 1;
+    test_approve_incomplete_replay(env);
+    if (harness_start_broker(env) > 0) {
+        test_big_reviews(env);
+    } else {
+        CHECK(!"broker started");
+    }
+    testenv_destroy(&env);
+    return check_exit_code("test_pan_replay");
+}

@@ -721,6 +721,7 @@ static void s_choose_failures(s_parser_t *p, testrun_result_t *r)
         r->nfailures++;
     }
     r->failures_truncated = list->truncated;
+    r->failures_reported = list == &p->primary && r->nfailures > 0;
 }
 
 /* Parses output into the counts and failures of r. Returns 0 or FAILURE_MEMORY. */
@@ -1013,12 +1014,20 @@ int testrun_run(testrun_result_t **out, const testrun_options_t *options)
     return testrun_finish(&run, out);
 }
 
+/* True when the output says tests failed: a failed count above 0 or, when it gives no
+ * count, a test named by a runner's failure report. A count of 0 outweighs names (jest
+ * prints "● Validation Warning" blocks in passing runs). */
+static bool s_reports_failures(const testrun_result_t *result)
+{
+    return result->failed > 0 || (result->failed < 0 && result->failures_reported);
+}
+
 testrun_verdict_t testrun_verdict(const testrun_result_t *result)
 {
     if (!result->started || result->timed_out || result->exit_code < 0)
         return TESTRUN_ERROR;
     if (result->exit_code == 0)
-        return TESTRUN_PASS;
+        return s_reports_failures(result) ? TESTRUN_FAIL : TESTRUN_PASS;
     bool parsed = result->run >= 0 || result->failed >= 0 || result->nfailures > 0;
     return parsed ? TESTRUN_FAIL : TESTRUN_ERROR;
 }

@@ -83,6 +83,9 @@ typedef struct {
     char **failures;
     size_t nfailures;
     bool failures_truncated; /* more failures were reported than kept */
+    /* The failures come from a runner's report of failing tests (pytest's FAILED lines,
+     * jest's ●, go's --- FAIL, ...), not only from hints (✕ marks, failed go packages). */
+    bool failures_reported;
     /* The output itself: the last output_cap bytes, NUL-terminated. */
     char *output;
     size_t output_len;
@@ -132,9 +135,11 @@ int testrun_run(testrun_result_t **out, const testrun_options_t *options);
  * Returns 0 or FAILURE_MEMORY (*out NULL). */
 int testrun_parse(testrun_result_t **out, const char *output, size_t len);
 
-/* PASS when the command exited 0; FAIL when it exited non-zero and the output showed tests
- * running (counts or failures parsed); ERROR when it timed out, could not start, was
- * killed by a signal, or failed without any test output. */
+/* PASS when the command exited 0 and its output reports no failure; FAIL when it exited
+ * non-zero and the output showed tests running (counts or failures parsed), and also when
+ * it exited 0 but the output reports failures (failed > 0, or no count but
+ * failures_reported): `pytest | tee log` exits with tee's 0; ERROR when it timed out,
+ * could not start, was killed by a signal, or failed without any test output. */
 testrun_verdict_t testrun_verdict(const testrun_result_t *result);
 
 /* "PASS", "FAIL" or "ERROR" (the TEST_RESULT marker's values). Static. */

@@ -241,6 +241,8 @@ static void s_note_run(test_job_t *job, const testrun_result_t *result, const ch
                result->run >= 0 ? result->run : result->failed);
     else if (verdict == TESTRUN_FAIL)
         s_note(job, "%sthe tests failed (exit code %d)", when, result->exit_code);
+    if (verdict == TESTRUN_FAIL && result->exit_code == 0)
+        s_note(job, "%sthe test command exited 0 although its output reports failures", when);
 }
 
 /* The agent's own NOTES marker, if its answer has one, into the job's notes. */

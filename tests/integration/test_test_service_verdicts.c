@@ -1,6 +1,7 @@
 /* cloister-test against a real broker: a passing project ends done with TEST_RESULT PASS
  * and its counts; a failing one ends done with TEST_RESULT FAIL and the failing tests
- * named (every one, also with long non-ASCII or non-UTF-8 reasons); no fix is attempted
+ * named (every one, also with long non-ASCII or non-UTF-8 reasons), also when its test
+ * command exits 0 (a pipe into tee) while its output reports failures; no fix is attempted
  * unless asked; a directory without tests, a missing workspace and a payload without one
  * end failed with a clear reason; a git workspace on another branch than the task names
  * is tested as it is (and left on its branch). */
@@ -61,6 +62,27 @@ static void s_failing(harness_t *h)
     CHECK(strstr(tsh_result_str(end, "NOTES"), "2 of 3 tests failed") != NULL);
     CHECK(strstr(tsh_result_str(end, "NOTES"), "no fix requested") != NULL);
     CHECK(strstr(tsh_result_str(end, "output_tail"), "short test summary") != NULL);
+}
+
+/* A recipe that pipes the runner into tee exits 0 although tests failed: FAIL all the
+ * same, and NOTES says why the exit code did not count. */
+static void s_exit_zero_failing(harness_t *h)
+{
+    tsh_file(h, "tee", "tests.sh", "cat <<'EOF'\n" TSH_PYTEST_FAIL "EOF\nexit 1\n");
+    const char *dir = tsh_file(h, "tee", "Makefile", "test:\n\t@sh tests.sh | tee test.log\n");
+    tsh_submit(h, "tee1", 30, "{\"workspace\": \"%s\"}", dir);
+    json_t *end = tsh_end(h, "tee1", 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "FAIL");
+    CHECK_INT(tsh_result_int(end, "exit_code"), 0);
+    CHECK_INT(tsh_result_int(end, "TESTS_FAILED"), 2);
+    CHECK_INT((int)json_array_size(tsh_result(end, "FAILURES")), 2);
+    const char *notes = tsh_result_str(end, "NOTES");
+    CHECK(strstr(notes, "2 of 3 tests failed") != NULL);
+    CHECK(strstr(notes, "the test command exited 0 although its output reports failures") !=
+          NULL);
+    if (strcmp(tsh_result_str(end, "TEST_RESULT"), "FAIL") != 0)
+        tsh_dump("tee1", end);
 }
 
 /* True when FAILURES item i is valid UTF-8 of at most TESTRUN_MAX_FAILURE_LEN (400) bytes. */
@@ -176,6 +198,7 @@ int main(void)
     tsh_service(h, "t1");
     s_passing(h);
     s_failing(h);
+    s_exit_zero_failing(h);
     s_unicode_failures(h);
     s_no_tests(h);
     s_bad_workspace(h);

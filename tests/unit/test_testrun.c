@@ -1,8 +1,8 @@
 /* Unit tests for common/testrun: output parsing from captured runner outputs
- * (tests/fixtures/testrun/), and real runs of small shell commands (pass, fail, timeout
- * with a background child, output cap, a command that cannot start), and the step-wise API
- * (output streamed line by line while it runs, a cancel that kills the whole group
- * promptly, finishing a run that still runs). */
+ * (tests/fixtures/testrun/), and real runs of small shell commands (pass, fail, a pipe that
+ * exits 0 although tests failed, timeout with a background child, output cap, a command that
+ * cannot start), and the step-wise API (output streamed line by line while it runs, a
+ * cancel that kills the whole group promptly, finishing a run that still runs). */
 #include "check.h"
 #include "clock.h"
 #include "failure.h"
@@ -341,6 +341,54 @@ static void test_run_fail(testenv_t *env)
     CHECK(r == NULL);
 }
 
+/* The verdict of `output` as if the command that printed it had exited 0. */
+static const char *s_verdict_exit_zero(const char *output)
+{
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_parse(&r, output, strlen(output)), 0);
+    if (!r)
+        return "";
+    r->started = true;
+    r->exit_code = 0;
+    const char *verdict = testrun_verdict_name(testrun_verdict(r));
+    testrun_result_destroy(&r);
+    return verdict;
+}
+
+/* A command that exits 0 although its output reports failures is FAIL: a runner piped into
+ * tee exits with tee's status. */
+static void test_run_exit_zero_failures(testenv_t *env)
+{
+    testrun_options_t o = {.command = "{ echo 'FAILED tests/test_a.py::test_b - assert 1 == 2'; "
+                                      "echo '==== 1 failed, 3 passed in 0.01s ===='; exit 1; } "
+                                      "| tee test.log",
+                           .dir = env->dir,
+                           .timeout_ms = 10000};
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_run(&r, &o), 0);
+    if (!r)
+        return;
+    CHECK_INT(r->exit_code, 0);
+    s_check_counts(r, 4, 3, 1, 0);
+    CHECK(r->failures_reported);
+    CHECK_STR(testrun_verdict_name(testrun_verdict(r)), "FAIL");
+    testrun_result_destroy(&r);
+
+    /* No summary, but a failure named by the runner's report. */
+    CHECK_STR(s_verdict_exit_zero("FAILED tests/test_a.py::test_b - assert 1 == 2\n"), "FAIL");
+    CHECK_STR(s_verdict_exit_zero("--- FAIL: TestAdd (0.00s)\n    add_test.go:9: 3 != 4\nFAIL\n"
+                                  "FAIL\texample.com/x\t0.01s\n"),
+              "FAIL");
+    CHECK_STR(s_verdict_exit_zero("Tests:       1 failed, 2 passed, 3 total\n"), "FAIL");
+    /* A summary of 0 failures outweighs a jest warning block; hints alone are not enough. */
+    CHECK_STR(s_verdict_exit_zero("\xe2\x97\x8f Validation Warning:\n\n  Unknown option\n"
+                                  "Tests:       3 passed, 3 total\n"),
+              "PASS");
+    CHECK_STR(s_verdict_exit_zero("  \xe2\x9c\x95 looks like a failure (3 ms)\n"), "PASS");
+    CHECK_STR(s_verdict_exit_zero("==== 3 passed in 0.01s ====\n"), "PASS");
+    CHECK_STR(s_verdict_exit_zero("all good\n"), "PASS");
+}
+
 static void test_run_timeout(testenv_t *env)
 {
     /* The command leaves a child in its group and then hangs; both must be gone. */
@@ -580,6 +628,7 @@ int main(void)
         return 1;
     test_run_pass(env);
     test_run_fail(env);
+    test_run_exit_zero_failures(env);
     test_run_timeout(env);
     test_run_output_cap(env);
     test_step_streams(env);

@@ -327,16 +327,23 @@ static int s_deliver(client_events_t *self, const wire_msg_t *event, const void 
     return fn(event, raw, len, arg) != 0 ? 1 : 0;
 }
 
+/* True once the caller's stop flag (may be NULL) is set. */
+static bool s_stopped(volatile sig_atomic_t *stop)
+{
+    return stop != NULL && *stop;
+}
+
 /* One replay reply: how many events it held and whether the broker cut it short. */
 typedef struct {
     size_t count;
     bool truncated;
 } replay_page_t;
 
-/* Asks control for one page of events after self->last_seq and delivers them. Fills
- * *page. Returns 1 when fn asked to stop, 0, or a negative FAILURE_* code. */
-static int s_replay_page(client_events_t *self, client_t *control, client_event_fn fn, void *arg,
-                         replay_page_t *page)
+/* Asks control for one page of events after self->last_seq and delivers them, stopping
+ * early once *stop is set. Fills *page. Returns 1 when fn or *stop asked to stop, 0, or a
+ * negative FAILURE_* code. */
+static int s_replay_page(client_events_t *self, client_t *control, volatile sig_atomic_t *stop,
+                         client_event_fn fn, void *arg, replay_page_t *page)
 {
     page->count = 0;
     page->truncated = false;
@@ -364,6 +371,10 @@ static int s_replay_page(client_events_t *self, client_t *control, client_event_
     msgpack_packer packer;
     msgpack_packer_init(&packer, &buffer, msgpack_sbuffer_write);
     for (uint32_t i = 0; i < data->via.array.size && rc == 0; i++) {
+        if (s_stopped(stop)) {
+            rc = 1;
+            break;
+        }
         msgpack_sbuffer_clear(&buffer);
         msgpack_pack_object(&packer, data->via.array.ptr[i]);
         wire_msg_t *event = NULL;
@@ -381,13 +392,16 @@ static int s_replay_page(client_events_t *self, client_t *control, client_event_
 
 /* Replays every stored event after self->last_seq, page after page. A page is the last
  * one when it is short and the broker did not cut it (`truncated`: cut to stay under the
- * reply cap, more may follow). Returns 1 (fn asked to stop), 0 (all replayed), or an
- * error. */
-static int s_replay_all(client_events_t *self, client_t *control, client_event_fn fn, void *arg)
+ * reply cap, more may follow). *stop is checked before every page and every event.
+ * Returns 1 (fn or *stop asked to stop), 0 (all replayed), or an error. */
+static int s_replay_all(client_events_t *self, client_t *control, volatile sig_atomic_t *stop,
+                        client_event_fn fn, void *arg)
 {
     for (;;) {
+        if (s_stopped(stop))
+            return 1;
         replay_page_t page;
-        int rc = s_replay_page(self, control, fn, arg, &page);
+        int rc = s_replay_page(self, control, stop, fn, arg, &page);
         if (rc != 0)
             return rc;
         if (page.truncated && page.count == 0)
@@ -406,7 +420,7 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
     bool replayed = since >= 0;
     if (replayed) {
         self->last_seq = since;
-        int rc = s_replay_all(self, control, fn, arg);
+        int rc = s_replay_all(self, control, stop, fn, arg);
         if (rc != 0)
             return rc > 0 ? 0 : rc;
     }
@@ -427,7 +441,7 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
         int ready = s_wait_readable(self->sub, deadline, stop);
         if (ready == 0 && (stop == NULL || !*stop) && catching_up) {
             catchups++;
-            int rc = s_replay_all(self, control, fn, arg);
+            int rc = s_replay_all(self, control, stop, fn, arg);
             if (rc != 0)
                 return rc > 0 ? 0 : rc;
             continue;
@@ -456,7 +470,7 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
         if (!live) {
             live = true;
             if (replayed)
-                rc = s_replay_all(self, control, fn, arg);
+                rc = s_replay_all(self, control, stop, fn, arg);
             else
                 self->last_seq = wire_msg_int(event, "seq", 0) - 1;
         }

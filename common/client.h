@@ -109,10 +109,13 @@ void client_events_destroy(client_events_t **self_p);
 
 /* Delivers events to `fn`:
  * - since >= 0: first every stored event with seq > since, through `replay` requests on
- *   `control` (pages of CLIENT_REPLAY_PAGE);
- * - follow: then the live stream (needs an events endpoint), until `fn` returns nonzero or
- *   `*stop` (may be NULL) becomes nonzero -- e.g. set by a SIGINT handler. With since < 0
- *   there is no replay: delivery starts with the first live event.
+ *   `control` (pages of CLIENT_REPLAY_PAGE; a page the broker marks `truncated` is never
+ *   taken for the last one);
+ * - follow: then the live stream (needs an events endpoint).
+ * Delivery ends when `fn` returns nonzero or `*stop` (may be NULL) becomes nonzero -- e.g.
+ * set by a SIGINT handler; *stop is checked before every event and every request, in the
+ * replay as while following. With since < 0 there is no replay: delivery starts with the
+ * first live event.
  * Returns 0 when the replay is over (no follow), when fn or *stop ended it; otherwise a
  * FAILURE_* code from the control requests (see client_call) or FAILURE_IO. */
 int client_events_run(client_events_t *self, client_t *control, int64_t since, bool follow,

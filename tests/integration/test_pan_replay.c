@@ -1,14 +1,19 @@
-/* Replay of big events through pan and common/client against a real broker: when the
- * broker cuts a replay page to stay under the 4 MiB reply cap it says so (`truncated`),
- * and the client pages on, so `pan events` shows every event and `pan approve <issue>`
- * sees the newest review, not an older approval on the first page. */
+/* Replay through pan and common/client against a real broker:
+ * - when the broker cuts a replay page to stay under the 4 MiB reply cap it says so
+ *   (`truncated`), and the client pages on, so `pan events` shows every event and `pan
+ *   approve <issue>` sees the newest review, not an older approval on the first page; a
+ *   replay that cannot go on makes pan approve refuse;
+ * - a stop flag (Ctrl-C) ends a replay that is not followed. */
 #include "pan_harness.h"
 
 #include "clock.h"
 #include "failure.h"
 
 #include <czmq.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,6 +117,17 @@ static int64_t s_last_seq(testenv_t *env)
     int64_t last = json_integer_value(json_object_get(stats, "last_seq"));
     json_decref(stats);
     return last;
+}
+
+typedef struct {
+    testenv_t *env;
+    int64_t seq;
+} seq_wanted_t;
+
+static bool s_seq_reached(void *arg)
+{
+    seq_wanted_t *want = arg;
+    return s_last_seq(want->env) >= want->seq;
 }
 
 typedef struct {
@@ -290,6 +306,113 @@ static void test_approve_incomplete_replay(testenv_t *env)
     zsock_destroy(&router);
 }
 
+/* ---- stopping a replay ---- */
+
+typedef struct {
+    volatile sig_atomic_t *stop;
+    int count;
+} stopper_t;
+
+/* Asks to stop (through the flag, as a signal handler would) at the first event. */
+static int s_stop_at_first(const wire_msg_t *event, const void *raw, size_t len, void *arg)
+{
+    (void)event;
+    (void)raw;
+    (void)len;
+    stopper_t *stopper = arg;
+    stopper->count++;
+    *stopper->stop = 1;
+    return 0;
+}
+
+static void test_client_stop_flag(testenv_t *env)
+{
+    client_t *control = client_new(env->control_ep, 5000);
+    client_events_t *events = client_events_new(NULL, "");
+    volatile sig_atomic_t stop = 0;
+    stopper_t stopper = {.stop = &stop};
+    CHECK_INT(client_events_run(events, control, 0, false, &stop, s_stop_at_first, &stopper), 0);
+    CHECK_INT(stopper.count, 1);
+    /* Set before the replay starts: nothing is delivered. */
+    stopper.count = 0;
+    CHECK_INT(client_events_run(events, control, 0, false, &stop, s_stop_at_first, &stopper), 0);
+    CHECK_INT(stopper.count, 0);
+    client_events_destroy(&events);
+    client_destroy(&control);
+}
+
+#define LONG_TITLES 300
+#define LONG_TITLE_BYTES 4000
+
+/* `pan events` (no --follow) writing into a pipe nobody empties is interrupted by SIGINT:
+ * it stops replaying instead of printing every stored event. */
+static void test_pan_events_interrupted(testenv_t *env)
+{
+    int64_t since = s_last_seq(env);
+    zsock_t *push = zsock_new(ZMQ_PUSH);
+    zsock_set_linger(push, 2000);
+    CHECK(zsock_connect(push, "%s", env->in_ep) == 0);
+    wire_writer_t *writer = wire_writer_new();
+    char title[LONG_TITLE_BYTES + 1];
+    memset(title, 't', LONG_TITLE_BYTES);
+    title[LONG_TITLE_BYTES] = '\0';
+    for (int i = 0; i < LONG_TITLES; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "long-%d", i);
+        client_task_t task = {.id = id, .specialist = "test-agent", .title = title};
+        client_task_encode(writer, &task);
+        size_t len;
+        const void *data = wire_writer_data(writer, &len);
+        CHECK(zmq_send(zsock_resolve(push), data, len, 0) == (int)len);
+    }
+    wire_writer_destroy(&writer);
+    seq_wanted_t want = {env, since + LONG_TITLES};
+    CHECK(testenv_wait_until(s_seq_reached, &want, 10000));
+    zsock_destroy(&push);
+
+    char fifo[400], script[600];
+    snprintf(fifo, sizeof fifo, "%s/events.fifo", env->dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    snprintf(script, sizeof script, "exec \"$0\" events --since %lld --topic task.queued/ > '%s'",
+             (long long)since, fifo);
+    char *argv[] = {"/bin/sh", "-c", script, (char *)testenv_bin("pan"), NULL};
+    pid_t pid = testenv_spawn(env, "events-interrupted", argv);
+    CHECK(pid > 0);
+    int fd = open(fifo, O_RDONLY);
+    CHECK(fd >= 0);
+    /* Read until the first line is there; pan then fills the pipe and blocks in write. */
+    char buf[4096];
+    int lines = 0;
+    bool eof = false;
+    int64_t deadline = clock_now_ms() + 10000;
+    while (lines == 0 && !eof && clock_now_ms() < deadline) {
+        struct pollfd item = {.fd = fd, .events = POLLIN};
+        if (poll(&item, 1, 100) <= 0)
+            continue;
+        ssize_t got = read(fd, buf, sizeof buf);
+        eof = got <= 0;
+        for (ssize_t i = 0; i < got; i++)
+            lines += buf[i] == '\n';
+    }
+    CHECK(lines > 0);
+    testenv_signal(pid, SIGINT);
+    while (!eof && clock_now_ms() < deadline) {
+        struct pollfd item = {.fd = fd, .events = POLLIN};
+        if (poll(&item, 1, 100) <= 0)
+            continue;
+        ssize_t got = read(fd, buf, sizeof buf);
+        eof = got <= 0;
+        for (ssize_t i = 0; i < got; i++)
+            lines += buf[i] == '\n';
+    }
+    close(fd);
+    CHECK(eof);
+    int status = testenv_wait(env, pid, 5000);
+    CHECK(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* The pipe holds a few dozen lines of 4 KB: far fewer than were stored. */
+    CHECK(lines < LONG_TITLES / 2);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("pan-replay");
@@ -298,6 +421,8 @@ int main(void)
     test_approve_incomplete_replay(env);
     if (harness_start_broker(env) > 0) {
         test_big_reviews(env);
+        test_client_stop_flag(env);
+        test_pan_events_interrupted(env);
     } else {
         CHECK(!"broker started");
     }

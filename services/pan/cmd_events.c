@@ -92,6 +92,46 @@ static int s_on_event(const wire_msg_t *event, const void *raw, size_t len, void
     return out->limit > 0 && out->printed >= out->limit;
 }
 
+/* The seq of the newest stored event (stats' last_seq), or -1 when the broker does not
+ * say (the replay that follows reports why). */
+static int64_t s_newest_seq(client_t *control)
+{
+    wire_writer_t *writer = wire_writer_new();
+    if (writer == NULL)
+        return -1;
+    wire_writer_start(writer, "stats");
+    wire_msg_t *reply = NULL;
+    int rc = client_call(control, writer, &reply);
+    wire_writer_destroy(&writer);
+    if (rc != 0)
+        return -1;
+    const msgpack_object *data = wire_msg_object(reply, "data");
+    json_t *stats = data ? msgjson_from_object(data) : NULL;
+    int64_t newest = pan_json_int(stats, "last_seq", -1);
+    json_decref(stats);
+    wire_msg_destroy(&reply);
+    return newest;
+}
+
+/* --since past the newest event shows nothing (no event has such a seq yet, e.g. after
+ * the broker started on a new database): says so on stderr rather than stay silent. */
+static void s_warn_since_beyond(client_t *control, int64_t since, bool follow)
+{
+    int64_t newest = s_newest_seq(control);
+    if (newest < 0 || since <= newest)
+        return;
+    if (follow)
+        fprintf(stderr,
+                "pan: warning: --since %lld is beyond the newest event (#%lld): nothing to "
+                "replay, and only events after #%lld will be shown\n",
+                (long long)since, (long long)newest, (long long)since);
+    else
+        fprintf(stderr,
+                "pan: warning: --since %lld is beyond the newest event (#%lld): nothing to "
+                "show\n",
+                (long long)since, (long long)newest);
+}
+
 int cmd_events(const pan_t *pan, int argc, char **argv)
 {
     static const char *const usage =
@@ -137,6 +177,8 @@ int cmd_events(const pan_t *pan, int argc, char **argv)
     if (events == NULL) {
         code = pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
     } else {
+        if (since_text != NULL)
+            s_warn_since_beyond(control, since, follow);
         int rc = client_events_run(events, control, since, follow, &s_stop, s_on_event, &out);
         if (rc == FAILURE_TIMEOUT || rc == FAILURE_IO)
             code = pan_fail(PAN_EXIT_UNREACHABLE, "%s", failure_message());

@@ -3,7 +3,8 @@
  *   (`truncated`), and the client pages on, so `pan events` shows every event and `pan
  *   approve <issue>` sees the newest review, not an older approval on the first page; a
  *   replay that cannot go on makes pan approve refuse;
- * - a stop flag (Ctrl-C) ends a replay that is not followed. */
+ * - a stop flag (Ctrl-C) ends a replay that is not followed;
+ * - --since past the newest event is warned about (and still followed when asked). */
 #include "pan_harness.h"
 
 #include "clock.h"
@@ -413,6 +414,52 @@ static void test_pan_events_interrupted(testenv_t *env)
     CHECK(lines < LONG_TITLES / 2);
 }
 
+/* ---- --since beyond the newest event ---- */
+
+static const char *s_follow_log;
+
+static bool s_follow_warned(void *arg)
+{
+    (void)arg;
+    char *log = testenv_read_file(s_follow_log);
+    bool warned = log != NULL && strstr(log, "beyond the newest event") != NULL;
+    free(log);
+    return warned;
+}
+
+static void test_since_beyond_newest(testenv_t *env)
+{
+    int64_t newest = s_last_seq(env);
+    char since[32], expected[160];
+    snprintf(since, sizeof since, "%lld", (long long)newest + 1000);
+    snprintf(expected, sizeof expected,
+             "pan: warning: --since %s is beyond the newest event (#%lld): nothing to show",
+             since, (long long)newest);
+    CHECK_INT(harness_pan_all(env, s_out, "events", "--since", since, NULL), 0);
+    CHECK(strstr(s_out, expected) != NULL);
+    /* Up to the newest is fine: nothing new, nothing to warn about. */
+    snprintf(since, sizeof since, "%lld", (long long)newest);
+    CHECK_INT(harness_pan_all(env, s_out, "events", "--since", since, NULL), 0);
+    CHECK_STR(s_out, "");
+
+    /* Following still follows, after saying so. */
+    char log_path[400];
+    snprintf(log_path, sizeof log_path, "%s/follow-beyond.log", env->dir);
+    s_follow_log = log_path;
+    snprintf(since, sizeof since, "%lld", (long long)newest + 1000);
+    char *argv[] = {(char *)testenv_bin("pan"), "events", "--follow", "--since", since, NULL};
+    pid_t pid = testenv_spawn(env, "follow-beyond", argv);
+    CHECK(pid > 0);
+    CHECK(testenv_wait_until(s_follow_warned, NULL, 5000));
+    char *log = testenv_read_file(log_path);
+    CHECK(log != NULL && strstr(log, "only events after #") != NULL);
+    free(log);
+    CHECK_INT(testenv_wait(env, pid, 300), -1); /* still following */
+    testenv_signal(pid, SIGTERM);
+    int status = testenv_wait(env, pid, 3000);
+    CHECK(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("pan-replay");
@@ -423,6 +470,7 @@ int main(void)
         test_big_reviews(env);
         test_client_stop_flag(env);
         test_pan_events_interrupted(env);
+        test_since_beyond_newest(env);
     } else {
         CHECK(!"broker started");
     }

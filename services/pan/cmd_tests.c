@@ -30,8 +30,7 @@ int cmd_tests(const pan_t *pan, int argc, char **argv)
                              config_specialist_test_command(pan->config, "test-agent"));
     if (found.warning[0] != '\0')
         fprintf(stderr, "pan: warning: %s\n", found.warning);
-    if (rc == FAILURE_NOT_FOUND)
-        return pan_fail(PAN_EXIT_USAGE, "%s", failure_message());
+    /* No runner found is an answer about the project, not a usage error. */
     if (rc != 0)
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
     if (json) {

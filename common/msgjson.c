@@ -1,9 +1,144 @@
 /* msgjson: msgpack <-> JSON (see msgjson.h). */
 #include "msgjson.h"
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The replacement character U+FFFD in UTF-8. */
+static const char s_replacement[] = "\xEF\xBF\xBD";
+
+size_t msgjson_utf8_char(const char *text, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    size_t need;
+    unsigned char low = 0x80, high = 0xBF; /* the allowed range of the second byte */
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF) {
+        need = 2;
+    } else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        need = 3;
+        if (p[0] == 0xE0)
+            low = 0xA0; /* overlong below U+0800 */
+        else if (p[0] == 0xED)
+            high = 0x9F; /* surrogates U+D800..U+DFFF */
+    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        need = 4;
+        if (p[0] == 0xF0)
+            low = 0x90; /* overlong below U+10000 */
+        else if (p[0] == 0xF4)
+            high = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0; /* a continuation byte, C0/C1 (overlong) or F5..FF */
+    }
+    if (len < need || p[1] < low || p[1] > high)
+        return 0;
+    for (size_t i = 2; i < need; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return need;
+}
+
+size_t msgjson_utf8_cut(const char *text, size_t max)
+{
+    size_t len = strlen(text), used = 0;
+    while (used < len) {
+        size_t step = msgjson_utf8_char(text + used, len - used);
+        if (step == 0)
+            step = 1;
+        if (used + step > max)
+            break;
+        used += step;
+    }
+    return used;
+}
+
+/* True if all `len` bytes at `text` are valid UTF-8. */
+static bool s_utf8_valid(const char *text, size_t len)
+{
+    for (size_t at = 0; at < len;) {
+        size_t step = msgjson_utf8_char(text + at, len - at);
+        if (step == 0)
+            return false;
+        at += step;
+    }
+    return true;
+}
+
+/* A malloc'd copy of `len` bytes at `text` with U+FFFD for each invalid byte, its length
+ * in *out_len (NUL-terminated too); the caller frees. NULL when memory runs out. */
+static char *s_utf8_repair(const char *text, size_t len, size_t *out_len)
+{
+    char *out = malloc(len * 3 + 1); /* at worst every byte becomes 3 */
+    if (out == NULL)
+        return NULL;
+    size_t used = 0;
+    for (size_t at = 0; at < len;) {
+        size_t step = msgjson_utf8_char(text + at, len - at);
+        if (step == 0) {
+            memcpy(out + used, s_replacement, 3);
+            used += 3;
+            at += 1;
+        } else {
+            memcpy(out + used, text + at, step);
+            used += step;
+            at += step;
+        }
+    }
+    out[used] = '\0';
+    *out_len = used;
+    return out;
+}
+
+json_t *msgjson_string(const char *text, size_t len)
+{
+    /* An empty string may come with no pointer at all. */
+    if (len == 0)
+        return json_string("");
+    if (s_utf8_valid(text, len))
+        return json_stringn_nocheck(text, len);
+    size_t repaired_len = 0;
+    char *repaired = s_utf8_repair(text, len, &repaired_len);
+    json_t *value = repaired ? json_stringn_nocheck(repaired, repaired_len) : NULL;
+    free(repaired);
+    return value;
+}
+
+/* Sets map[key] = value (stolen) for a msgpack key: a string's bytes (repaired as in
+ * msgjson_string), a non-negative integer's digits, "?" for anything else. */
+static void s_set_member(json_t *map, const msgpack_object *key, json_t *value)
+{
+    const char *text = "?";
+    size_t len = 1;
+    char digits[32];
+    if (key->type == MSGPACK_OBJECT_STR) {
+        text = key->via.str.ptr;
+        len = key->via.str.size;
+    } else if (key->type == MSGPACK_OBJECT_BIN) {
+        text = key->via.bin.ptr;
+        len = key->via.bin.size;
+    } else if (key->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        snprintf(digits, sizeof digits, "%llu", (unsigned long long)key->via.u64);
+        text = digits;
+        len = strlen(digits);
+    }
+    if (len == 0) {
+        json_object_set_new_nocheck(map, "", value);
+    } else if (s_utf8_valid(text, len)) {
+        json_object_setn_new_nocheck(map, text, len, value);
+    } else {
+        size_t repaired_len = 0;
+        char *repaired = s_utf8_repair(text, len, &repaired_len);
+        if (repaired != NULL)
+            json_object_setn_new_nocheck(map, repaired, repaired_len, value);
+        else
+            json_decref(value);
+        free(repaired);
+    }
+}
 
 json_t *msgjson_from_object(const msgpack_object *obj)
 {
@@ -14,33 +149,21 @@ json_t *msgjson_from_object(const msgpack_object *obj)
         return json_integer(obj->via.u64 > INT64_MAX ? INT64_MAX : (json_int_t)obj->via.u64);
     case MSGPACK_OBJECT_NEGATIVE_INTEGER: return json_integer(obj->via.i64);
     case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64: return json_real(obj->via.f64);
-    /* An empty string may come with no pointer at all. */
-    case MSGPACK_OBJECT_STR:
-        return obj->via.str.size ? json_stringn_nocheck(obj->via.str.ptr, obj->via.str.size)
-                                 : json_string("");
-    case MSGPACK_OBJECT_BIN:
-        return obj->via.bin.size ? json_stringn_nocheck(obj->via.bin.ptr, obj->via.bin.size)
-                                 : json_string("");
+    case MSGPACK_OBJECT_FLOAT64:
+        return isfinite(obj->via.f64) ? json_real(obj->via.f64) : json_null();
+    case MSGPACK_OBJECT_STR: return msgjson_string(obj->via.str.ptr, obj->via.str.size);
+    case MSGPACK_OBJECT_BIN: return msgjson_string(obj->via.bin.ptr, obj->via.bin.size);
     case MSGPACK_OBJECT_ARRAY: {
         json_t *array = json_array();
-        for (uint32_t i = 0; i < obj->via.array.size; i++)
+        for (uint32_t i = 0; array != NULL && i < obj->via.array.size; i++)
             json_array_append_new(array, msgjson_from_object(&obj->via.array.ptr[i]));
         return array;
     }
     case MSGPACK_OBJECT_MAP: {
         json_t *map = json_object();
-        for (uint32_t i = 0; i < obj->via.map.size; i++) {
+        for (uint32_t i = 0; map != NULL && i < obj->via.map.size; i++) {
             const msgpack_object_kv *kv = &obj->via.map.ptr[i];
-            char key[256];
-            if (kv->key.type == MSGPACK_OBJECT_STR || kv->key.type == MSGPACK_OBJECT_BIN) {
-                wire_obj_str(&kv->key, key, sizeof key, "");
-            } else if (kv->key.type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-                snprintf(key, sizeof key, "%llu", (unsigned long long)kv->key.via.u64);
-            } else {
-                snprintf(key, sizeof key, "?");
-            }
-            json_object_set_new(map, key, msgjson_from_object(&kv->val));
+            s_set_member(map, &kv->key, msgjson_from_object(&kv->val));
         }
         return map;
     }

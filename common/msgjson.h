@@ -9,8 +9,26 @@
 #include <jansson.h>
 
 /* A new JSON value for a msgpack object (maps with non-string keys get the keys rendered
- * as strings; bin becomes a string). The caller owns the result (json_decref). */
+ * as strings; bin becomes a string; a NaN or infinite float becomes null, which JSON has
+ * no number for). Strings and keys that are not valid UTF-8 get U+FFFD for each byte that
+ * is not part of a valid character, so the value can always be dumped as JSON. The caller
+ * owns the result (json_decref); NULL only when memory runs out. */
 json_t *msgjson_from_object(const msgpack_object *obj);
+
+/* A new JSON string for `len` bytes at `text` (borrowed; may hold NUL bytes), with U+FFFD
+ * for every byte that is not part of a valid UTF-8 character. The caller owns the result;
+ * NULL only when memory runs out. */
+json_t *msgjson_string(const char *text, size_t len);
+
+/* The length (1 to 4) of the valid UTF-8 character the `len` (> 0) bytes at `text` start
+ * with, or 0 when they do not start with one (a stray continuation byte, a sequence cut
+ * short, an overlong form, a surrogate, or a code point above U+10FFFF). */
+size_t msgjson_utf8_char(const char *text, size_t len);
+
+/* The length of the longest prefix of the NUL-terminated `text` that is at most `max`
+ * bytes and does not end inside a valid UTF-8 character (so "%.*s" with it never cuts one
+ * in half). Bytes that are not valid UTF-8 count as one character each. */
+size_t msgjson_utf8_cut(const char *text, size_t max);
 
 /* Decodes raw msgpack bytes into a new JSON value; NULL if the bytes are not one valid
  * msgpack value. The caller owns the result. */

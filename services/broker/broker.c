@@ -757,6 +757,8 @@ static int s_dispatch(broker_t *self)
         }
         self->idle[idle++] = worker;
     }
+    if (idle == 0)
+        return 0;
     qsort(self->idle, idle, sizeof *self->idle, s_longest_idle_first);
     int64_t now_wall = clock_wall_ms();
     for (size_t i = 0; i < idle; i++) {

@@ -197,6 +197,8 @@ static void s_iso_time(char *buf, size_t size, int64_t wall_ms)
 
 /* ---- list ---- */
 
+/* One specialist's entry of `pan specialists list --json` (caller owns), or NULL when it
+ * cannot be built. Names from the configuration that are not UTF-8 get U+FFFD. */
 static json_t *s_status_json(const pan_t *pan, const known_t *known, const char *name)
 {
     json_t *entry = s_broker_entry(known, name);
@@ -206,8 +208,10 @@ static json_t *s_status_json(const pan_t *pan, const known_t *known, const char 
     char display[128];
     s_display_name(name, display, sizeof display);
     json_t *status =
-        json_pack("{s:s, s:s, s:s, s:b, s:b, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name",
-                  name, "displayName", display, "description", s_description(name), "enabled",
+        json_pack("{s:o, s:o, s:s, s:b, s:b, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name",
+                  msgjson_string(name, strlen(name)), "displayName",
+                  msgjson_string(display, strlen(display)), "description", s_description(name),
+                  "enabled",
                   config_specialist_enabled(pan->config, name), "autoWake",
                   config_specialist_auto_wake(pan->config, name), "state", state, "isRunning",
                   running > 0, "queued", (json_int_t)pan_json_int(entry, "queued", 0), "running",
@@ -218,7 +222,8 @@ static json_t *s_status_json(const pan_t *pan, const known_t *known, const char 
                   (json_int_t)pan_json_int(entry, "dead", 0));
     session_state_t session;
     if (status != NULL && session_load(name, &session) == 0) {
-        json_object_set_new(status, "sessionId", json_string(session.session_id));
+        json_object_set_new(status, "sessionId",
+                            msgjson_string(session.session_id, strlen(session.session_id)));
         /* The context is the conversation's current size (what rotation measures); a file
          * written before it was recorded only has the accumulated input tokens. */
         int64_t context =
@@ -298,10 +303,16 @@ static int s_list(const pan_t *pan, int argc, char **argv)
     if (code != PAN_EXIT_OK)
         return code;
     json_t *all = json_array();
-    for (size_t i = 0; i < known.count; i++)
-        json_array_append_new(all, s_status_json(pan, &known, known.names[i]));
-    if (json) {
-        pan_print_json(all);
+    for (size_t i = 0; i < known.count && code == PAN_EXIT_OK; i++) {
+        json_t *status = s_status_json(pan, &known, known.names[i]);
+        if (status == NULL || json_array_append_new(all, status) != 0)
+            code = pan_fail(PAN_EXIT_ERROR, "cannot describe specialist '%s' as JSON",
+                            known.names[i]);
+    }
+    if (code != PAN_EXIT_OK) {
+        /* nothing printed: the reason is on stderr */
+    } else if (json) {
+        code = pan_print_json(all);
     } else {
         printf("Specialist Agents:\n\n");
         bool color = isatty(STDOUT_FILENO);
@@ -311,7 +322,7 @@ static int s_list(const pan_t *pan, int argc, char **argv)
     }
     json_decref(all);
     s_known_free(&known);
-    return PAN_EXIT_OK;
+    return code;
 }
 
 /* ---- queue ---- */

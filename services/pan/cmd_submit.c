@@ -163,13 +163,27 @@ static json_t *s_payload(const submit_args_t *args, const char *workspace)
     struct {
         const char *key;
         const char *value;
+        const char *option;
     } fields[] = {
-        {"prUrl", args->pr_url},  {"issueId", args->issue}, {"workspace", workspace},
-        {"branch", args->branch}, {"target", args->target}, {"description", args->description},
+        {"prUrl", args->pr_url, "--pr-url"},
+        {"issueId", args->issue, "--issue"},
+        {"workspace", workspace, "--workspace"},
+        {"branch", args->branch, "--branch"},
+        {"target", args->target, "--target"},
+        {"description", args->description, "--description"},
     };
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (fields[i].value != NULL)
-            json_object_set_new(payload, fields[i].key, json_string(fields[i].value));
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (fields[i].value == NULL)
+            continue;
+        /* json_string() refuses bytes that are not UTF-8: say so rather than drop the
+         * field from the payload. */
+        json_t *value = json_string(fields[i].value);
+        if (value == NULL || json_object_set_new(payload, fields[i].key, value) != 0) {
+            pan_usage(s_usage, "%s must be UTF-8 text", fields[i].option);
+            json_decref(payload);
+            return NULL;
+        }
+    }
     return payload;
 }
 
@@ -225,9 +239,9 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     if (code != PAN_EXIT_OK)
         return code;
     if (args.json)
-        pan_print_json(task);
+        code = pan_print_json(task);
     else
         puts(pan_json_str(task, "id", args.id ? args.id : id));
     json_decref(task);
-    return PAN_EXIT_OK;
+    return code;
 }

@@ -104,11 +104,11 @@ int cmd_task(const pan_t *pan, int argc, char **argv)
     if (code != PAN_EXIT_OK)
         return code;
     if (json)
-        pan_print_json(task);
+        code = pan_print_json(task);
     else
         s_print_task(task);
     json_decref(task);
-    return PAN_EXIT_OK;
+    return code;
 }
 
 /* cancel / retry: one request, one confirmation line. */
@@ -205,9 +205,9 @@ int cmd_status(const pan_t *pan, int argc, char **argv)
     if (code != PAN_EXIT_OK)
         return code;
     if (json)
-        pan_print_json(stats);
+        code = pan_print_json(stats);
     else
         s_print_stats(pan, stats);
     json_decref(stats);
-    return PAN_EXIT_OK;
+    return code;
 }

@@ -3,6 +3,7 @@
 #include "pan.h"
 
 #include "failure.h"
+#include "msgjson.h"
 #include "testdetect.h"
 
 #include <stdio.h>
@@ -33,15 +34,23 @@ int cmd_tests(const pan_t *pan, int argc, char **argv)
     /* No runner found is an answer about the project, not a usage error. */
     if (rc != 0)
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
-    if (json) {
-        json_t *out = json_pack("{s:s, s:s, s:s}", "command", found.command, "runner",
-                                testdetect_runner_name(found.runner), "reason", found.reason);
-        if (found.warning[0] != '\0')
-            json_object_set_new(out, "warning", json_string(found.warning));
-        pan_print_json(out);
-        json_decref(out);
-    } else {
+    if (!json) {
         puts(found.command);
+        return PAN_EXIT_OK;
     }
-    return PAN_EXIT_OK;
+    /* The command and reason come from the project's files or the configuration: bytes
+     * that are not UTF-8 become U+FFFD rather than lose the JSON. */
+    json_t *out = json_pack("{s:o, s:s, s:o}", "command",
+                            msgjson_string(found.command, strlen(found.command)), "runner",
+                            testdetect_runner_name(found.runner), "reason",
+                            msgjson_string(found.reason, strlen(found.reason)));
+    if (out != NULL && found.warning[0] != '\0' &&
+        json_object_set_new(out, "warning",
+                            msgjson_string(found.warning, strlen(found.warning))) != 0) {
+        json_decref(out);
+        out = NULL;
+    }
+    int code = pan_print_json(out);
+    json_decref(out);
+    return code;
 }

@@ -75,12 +75,14 @@ int pan_option(int argc, char **argv, int *i, const char *name, const char **val
     return 1;
 }
 
-void pan_print_json(const json_t *value)
+int pan_print_json(const json_t *value)
 {
-    char *text = json_dumps(value, JSON_INDENT(2) | JSON_ENCODE_ANY);
-    if (text != NULL)
-        puts(text);
+    char *text = value ? json_dumps(value, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
+    if (text == NULL)
+        return pan_fail(PAN_EXIT_ERROR, "cannot write the answer as JSON");
+    puts(text);
     free(text);
+    return PAN_EXIT_OK;
 }
 
 bool pan_priority_valid(const char *priority)

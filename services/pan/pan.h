@@ -44,8 +44,10 @@ int pan_usage(const char *usage, const char *fmt, ...) __attribute__((format(pri
  * 0 when argv[*i] is another argument, or -1 when the value is missing. */
 int pan_option(int argc, char **argv, int *i, const char *name, const char **value);
 
-/* Prints `value` as indented JSON on stdout followed by a newline. */
-void pan_print_json(const json_t *value);
+/* Prints `value` (may be NULL: a JSON value that could not be built) as indented JSON on
+ * stdout followed by a newline. Returns PAN_EXIT_OK, or PAN_EXIT_ERROR after saying on
+ * stderr that the JSON could not be written -- never a silent empty output. */
+int pan_print_json(const json_t *value);
 
 /* True if `priority` is one of urgent, high, normal, low. */
 bool pan_priority_valid(const char *priority);

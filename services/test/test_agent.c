@@ -37,6 +37,7 @@ typedef struct {
     int64_t deadline_ms; /* when the test runs and the fix must be over (clock_now_ms) */
     int64_t tests_ms;    /* time spent in test runs */
     char notes[2048];    /* sentences for NOTES, "; "-separated */
+    bool run_reported;   /* s_report_run() has set the result fields of a run */
     bool fix_attempted;
     const char *fix_result; /* "SUCCESS", "FAILED" or "NOT_ATTEMPTED" */
 } test_job_t;
@@ -174,7 +175,20 @@ static json_t *s_failures_json(const testrun_result_t *result)
     return array;
 }
 
-/* Sets the result fields that describe a run. */
+/* A field of s_report_run() that this run does not give: left out of the first report;
+ * in a later one set to null, so nothing of the earlier run stays (the skeleton cannot
+ * remove a field). */
+static void s_report_absent(test_job_t *job, const char *key)
+{
+    if (!job->run_reported)
+        return;
+    json_t *null = json_null();
+    specialist_result_json(job->ctx, key, null);
+    json_decref(null);
+}
+
+/* Sets the result fields that describe a run. The rerun after a fix replaces the first
+ * run's report entirely (see s_report_absent()). */
 static void s_report_run(test_job_t *job, const testrun_result_t *result)
 {
     specialist_ctx_t *ctx = job->ctx;
@@ -189,16 +203,23 @@ static void s_report_run(test_job_t *job, const testrun_result_t *result)
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         if (counts[i].value >= 0)
             specialist_result_int(ctx, counts[i].key, counts[i].value);
+        else
+            s_report_absent(job, counts[i].key);
     }
     json_t *failures = s_failures_json(result);
     specialist_result_json(ctx, "FAILURES", failures);
     json_decref(failures);
     if (result->failures_truncated)
         specialist_result_bool(ctx, "FAILURES_TRUNCATED", true);
+    else
+        s_report_absent(job, "FAILURES_TRUNCATED");
     if (result->started)
         specialist_result_int(ctx, "exit_code", result->exit_code);
+    else
+        s_report_absent(job, "exit_code");
     specialist_result_str(ctx, "output_tail",
                           s_tail(result->output ? result->output : "", TEST_AGENT_OUTPUT_TAIL));
+    job->run_reported = true;
 }
 
 /* Why a run gave no verdict, as the task's error. Returns SPECIALIST_FAILED. */
@@ -328,9 +349,18 @@ static int s_fix_prompt(char **prompt_p, test_job_t *job, const testrun_result_t
     return rc;
 }
 
+/* True when an agent process ran during the run (it may have edited the workspace): it
+ * gave a result, exited or was killed, or was started again after an earlier attempt.
+ * False when none could start (no such command, the specialist stayed busy, ...). */
+static bool s_agent_started(const agent_outcome_t *outcome)
+{
+    return outcome->got_result || outcome->exited || outcome->term_signal != 0 ||
+           outcome->attempts > 1;
+}
+
 /* Lets the agent try to fix the failing tests in the workspace. Returns true when an
- * attempt was made (whatever the agent achieved), false when none could be (the reason is
- * in the notes). */
+ * attempt was made (the agent ran, whatever it achieved), false when none could be (the
+ * reason is in the notes). */
 static bool s_attempt_fix(test_job_t *job, const testrun_result_t *result)
 {
     int64_t reserve = result->duration_ms * 3 / 2 + TEST_AGENT_RERUN_SLACK_MS;
@@ -366,11 +396,16 @@ static bool s_attempt_fix(test_job_t *job, const testrun_result_t *result)
         return false;
     }
     const agent_outcome_t *outcome = agent_run_outcome(run);
-    if (!outcome->ok)
-        s_note(job, "the agent's fix run failed: %s", outcome->error);
-    s_note_agent(job, outcome);
+    bool started = s_agent_started(outcome);
+    if (!started) {
+        s_note(job, "no fix attempted: the agent did not start: %s", outcome->error);
+    } else {
+        if (!outcome->ok)
+            s_note(job, "the agent's fix run failed: %s", outcome->error);
+        s_note_agent(job, outcome);
+    }
     agent_run_destroy(&run);
-    return true;
+    return started;
 }
 
 /* One line in specialists/test-agent/history.jsonl for this job. */
@@ -455,17 +490,23 @@ specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
         task, "fix", config_bool(agent->config, "specialists.test-agent", "fix", false));
     if (first == TESTRUN_FAIL && !fix_wanted)
         s_note(job, "no fix requested");
-    if (first == TESTRUN_FAIL && fix_wanted && s_attempt_fix(job, result)) {
-        job->fix_attempted = true;
-        json_t *before = s_failures_json(result);
-        specialist_result_json(ctx, "FAILURES_BEFORE_FIX", before);
-        json_decref(before);
-        testrun_result_destroy(&result);
+    if (first == TESTRUN_FAIL && fix_wanted) {
+        job->fix_attempted = s_attempt_fix(job, result);
+        if (job->fix_attempted) {
+            json_t *before = s_failures_json(result);
+            specialist_result_json(ctx, "FAILURES_BEFORE_FIX", before);
+            json_decref(before);
+        }
+        /* Checked whether or not the agent started: a cancel may stop it before it does. */
         if (specialist_cancelled(ctx)) {
-            job->fix_result = "FAILED";
+            if (job->fix_attempted)
+                job->fix_result = "FAILED";
             specialist_result_error(ctx, "cancelled during the fix attempt");
             goto out;
         }
+    }
+    if (job->fix_attempted) {
+        testrun_result_destroy(&result);
         result = s_run_tests(job);
         if (result == NULL) {
             job->fix_result = "FAILED";

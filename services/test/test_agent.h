@@ -30,10 +30,12 @@
  * TESTS_FAILED, TESTS_SKIPPED (each only when the output reveals it), FAILURES (array of
  * "name - reason"), FAILURES_TRUNCATED (when more were reported than kept), TEST_COMMAND,
  * runner, detected_by (what chose the command), exit_code, duration_ms (the test runs,
- * summed), output_tail (the last TEST_AGENT_OUTPUT_TAIL bytes), FIX_ATTEMPTED,
- * FIX_RESULT (SUCCESS|FAILED|NOT_ATTEMPTED), FAILURES_BEFORE_FIX (when a fix was
- * attempted), workspace_branch (in a git repository), NOTES; the agent_job fields after a
- * fix attempt.
+ * summed), output_tail (the last TEST_AGENT_OUTPUT_TAIL bytes), FIX_ATTEMPTED (true once
+ * the agent ran; false when it could not even start), FIX_RESULT
+ * (SUCCESS|FAILED|NOT_ATTEMPTED), FAILURES_BEFORE_FIX (when a fix was attempted),
+ * workspace_branch (in a git repository), NOTES; the agent_job fields after a fix attempt.
+ * The run fields (TEST_RESULT to output_tail) describe one run: after a fix, the rerun's
+ * replace the first run's entirely, and those the rerun does not give are null.
  *
  * Outcome: `done` when the tests ran and gave a verdict (PASS or FAIL: the verdict is in
  * the result); `failed` with a one-line `error` when they could not: no workspace, no test

@@ -24,15 +24,17 @@ typedef struct {
     bool json;
     int64_t limit; /* 0: no limit */
     int64_t printed;
+    int64_t failed_seq; /* the event that could not be written as JSON, or 0 */
 } events_out_t;
 
 /* One event as one JSON line: every field of the event, with `type` being the event name
- * (task.done, ...) rather than the envelope's "event". */
-static void s_print_json(const void *raw, size_t len)
+ * (task.done, ...) rather than the envelope's "event". Returns false when the event
+ * cannot be written as JSON. */
+static bool s_print_json(const void *raw, size_t len)
 {
     json_t *object = msgjson_from_raw(raw, len);
     if (object == NULL)
-        return;
+        return false;
     json_t *name = json_object_get(object, "event");
     if (json_is_string(name))
         json_object_set(object, "type", name);
@@ -41,11 +43,13 @@ static void s_print_json(const void *raw, size_t len)
         puts(text);
     free(text);
     json_decref(object);
+    return text != NULL;
 }
 
 /* One event as one readable line:
- * `#12 14:03:22 task.done merge-agent t-1 attempt=1 worker=w-1 ... result={...}`. */
-static void s_print_line(const wire_msg_t *event)
+ * `#12 14:03:22 task.done merge-agent t-1 attempt=1 worker=w-1 ... result={...}`. Returns
+ * false when its result cannot be written as JSON (the line is still ended). */
+static bool s_print_line(const wire_msg_t *event)
 {
     time_t seconds = (time_t)(wire_msg_int(event, "time", 0) / 1000);
     struct tm tm;
@@ -68,26 +72,30 @@ static void s_print_line(const wire_msg_t *event)
         printf(" text=\"%s\"", wire_msg_str(event, "text", ""));
     if (wire_msg_has(event, "error"))
         printf(" error=\"%s\"", wire_msg_str(event, "error", ""));
+    bool ok = true;
     const msgpack_object *result = wire_msg_object(event, "result");
     if (result != NULL) {
         json_t *object = msgjson_from_object(result);
         char *text = object ? json_dumps(object, JSON_COMPACT) : NULL;
         if (text != NULL)
             printf(" result=%s", text);
+        ok = text != NULL;
         free(text);
         json_decref(object);
     }
     putchar('\n');
+    return ok;
 }
 
 static int s_on_event(const wire_msg_t *event, const void *raw, size_t len, void *arg)
 {
     events_out_t *out = arg;
-    if (out->json)
-        s_print_json(raw, len);
-    else
-        s_print_line(event);
+    bool ok = out->json ? s_print_json(raw, len) : s_print_line(event);
     fflush(stdout);
+    if (!ok) {
+        out->failed_seq = wire_msg_int(event, "seq", -1);
+        return 1;
+    }
     out->printed++;
     return out->limit > 0 && out->printed >= out->limit;
 }
@@ -184,6 +192,9 @@ int cmd_events(const pan_t *pan, int argc, char **argv)
             code = pan_fail(PAN_EXIT_UNREACHABLE, "%s", failure_message());
         else if (rc != 0)
             code = pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+        else if (out.failed_seq != 0)
+            code = pan_fail(PAN_EXIT_ERROR, "cannot write event #%lld as JSON: stopped",
+                            (long long)out.failed_seq);
     }
     client_events_destroy(&events);
     client_destroy(&control);

@@ -309,11 +309,9 @@ static int s_list(const pan_t *pan, int argc, char **argv)
             code = pan_fail(PAN_EXIT_ERROR, "cannot describe specialist '%s' as JSON",
                             known.names[i]);
     }
-    if (code != PAN_EXIT_OK) {
-        /* nothing printed: the reason is on stderr */
-    } else if (json) {
+    if (code == PAN_EXIT_OK && json) {
         code = pan_print_json(all);
-    } else {
+    } else if (code == PAN_EXIT_OK) {
         printf("Specialist Agents:\n\n");
         bool color = isatty(STDOUT_FILENO);
         size_t i;
@@ -327,7 +325,8 @@ static int s_list(const pan_t *pan, int argc, char **argv)
 
 /* ---- queue ---- */
 
-/* The original's queue item, plus title, state, attempt and the whole payload. */
+/* The original's queue item, plus title, state, attempt and the whole payload (caller
+ * owns), or NULL when it cannot be built. */
 static json_t *s_queue_item(const json_t *task, int64_t now)
 {
     int64_t created = pan_json_int(task, "created", now);
@@ -412,16 +411,21 @@ static int s_queue(const pan_t *pan, int argc, char **argv)
     json_t *task;
     json_array_foreach(tasks, i, task)
     {
-        json_array_append_new(items, s_queue_item(task, now));
+        json_t *item = s_queue_item(task, now);
+        if (item == NULL || json_array_append_new(items, item) != 0) {
+            code = pan_fail(PAN_EXIT_ERROR, "cannot describe queued task %s as JSON",
+                            pan_json_str(task, "id", "?"));
+            break;
+        }
         if (strcmp(pan_json_str(task, "priority", ""), "urgent") == 0)
             urgent++;
     }
-    if (json) {
+    if (code == PAN_EXIT_OK && json) {
         json_t *out = json_pack("{s:b, s:I, s:O}", "hasWork", json_array_size(items) > 0,
                                 "urgentCount", (json_int_t)urgent, "items", items);
-        pan_print_json(out);
+        code = pan_print_json(out);
         json_decref(out);
-    } else {
+    } else if (code == PAN_EXIT_OK) {
         char display[128];
         s_display_name(name, display, sizeof display);
         printf("%s Queue:\n\n", display);
@@ -441,7 +445,7 @@ static int s_queue(const pan_t *pan, int argc, char **argv)
     }
     json_decref(items);
     json_decref(tasks);
-    return PAN_EXIT_OK;
+    return code;
 }
 
 /* ---- wake ---- */
@@ -480,9 +484,11 @@ static int s_wake(const pan_t *pan, int argc, char **argv)
     if (!config_specialist_enabled(pan->config, name))
         fprintf(stderr, "Warning: %s is disabled in cloister.toml; queueing anyway\n", name);
 
-    char id[CLIENT_ID_SIZE], title[256];
+    /* The title shows the first 200 bytes of the text, cut between two characters. */
+    char id[CLIENT_ID_SIZE], title[512];
     client_new_id(id, sizeof id);
-    snprintf(title, sizeof title, "Wake %s%s%.200s", name, text ? ": " : "", text ? text : "");
+    snprintf(title, sizeof title, "Wake %s%s%.*s", name, text ? ": " : "",
+             text ? (int)msgjson_utf8_cut(text, 200) : 0, text ? text : "");
     wire_writer_t *writer = wire_writer_new();
     wire_writer_start(writer, "submit");
     wire_put_str(writer, "id", id);

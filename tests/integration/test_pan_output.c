@@ -1,5 +1,6 @@
-/* What pan prints and says, against a real broker: exit codes of `pan tests detect`, and
- * which specialist names a submit may use (proto/PROTOCOL.md). */
+/* What pan prints and says, against a real broker: exit codes of `pan tests detect`;
+ * which specialist names a submit may use (proto/PROTOCOL.md); text that is not UTF-8
+ * never makes --json output vanish, and a wake title is cut between characters. */
 #include "pan_harness.h"
 
 #include "fakeworker.h"
@@ -53,6 +54,87 @@ static void test_specialist_names(testenv_t *env)
     fakeworker_destroy(&worker);
 }
 
+/* ---- text that is not UTF-8 ---- */
+
+#define FFFD "\xEF\xBF\xBD"
+
+/* A task whose title and payload hold bytes that are not UTF-8 (the broker stores them
+ * as given): every --json view of it is still JSON, with U+FFFD for those bytes. */
+static void test_invalid_utf8(testenv_t *env)
+{
+    client_t *control = client_new(env->control_ep, 3000);
+    wire_writer_t *payload = wire_writer_new();
+    wire_writer_start_map(payload);
+    wire_put_str(payload, "note", "n\xFEte");
+    wire_close(payload);
+    size_t payload_len;
+    const void *payload_data = wire_writer_data(payload, &payload_len);
+    client_task_t task = {.id = "utf-bad",
+                          .specialist = "test-agent",
+                          .title = "bad \xFF title",
+                          .payload = payload_data,
+                          .payload_len = payload_len};
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_submit(control, &task, NULL, 0, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&payload);
+    client_destroy(&control);
+
+    CHECK_INT(harness_pan(env, s_out, "task", "show", "utf-bad", "--json", NULL), 0);
+    json_t *shown = harness_json(s_out);
+    CHECK_STR(json_string_value(json_object_get(shown, "title")), "bad " FFFD " title");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(shown, "payload"), "note")),
+              "n" FFFD "te");
+    json_decref(shown);
+
+    CHECK_INT(harness_pan(env, s_out, "specialists", "queue", "test-agent", "--json", NULL), 0);
+    json_t *queue = harness_json(s_out);
+    json_t *items = json_object_get(queue, "items");
+    bool listed = false;
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item)
+    {
+        if (strcmp(json_string_value(json_object_get(item, "id")), "utf-bad") == 0)
+            listed = strcmp(json_string_value(json_object_get(item, "title")),
+                            "bad " FFFD " title") == 0;
+    }
+    CHECK(listed);
+    json_decref(queue);
+
+    CHECK_INT(harness_pan(env, s_out, "events", "--json", "--topic", "task.queued/test-agent",
+                          NULL),
+              0);
+    bool seen = false;
+    for (char *line = strtok(s_out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        json_t *event = harness_json(line);
+        if (strcmp(json_string_value(json_object_get(event, "task")), "utf-bad") == 0)
+            seen = strcmp(json_string_value(json_object_get(event, "title")),
+                          "bad " FFFD " title") == 0;
+        json_decref(event);
+    }
+    CHECK(seen);
+}
+
+/* `pan specialists wake --task` puts the first 200 bytes of the text in the title: a
+ * character that would straddle the cut is left out whole, not halved. */
+static void test_wake_title_cut(testenv_t *env)
+{
+    char text[256];
+    memset(text, 'a', 199);
+    snprintf(text + 199, sizeof text - 199, "\xC3\xA9 and more");
+    CHECK_INT(harness_pan(env, s_out, "specialists", "wake", "merge-agent", "--task", text, NULL),
+              0);
+    CHECK_INT(harness_pan(env, s_out, "specialists", "queue", "merge-agent", "--json", NULL), 0);
+    json_t *queue = harness_json(s_out);
+    json_t *first = json_array_get(json_object_get(queue, "items"), 0);
+    char expected[256];
+    snprintf(expected, sizeof expected, "Wake merge-agent: %.199s", text);
+    CHECK_STR(json_string_value(json_object_get(first, "title")), expected);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(first, "payload"), "task")), text);
+    json_decref(queue);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("pan-output");
@@ -64,6 +146,8 @@ int main(void)
     CHECK(testenv_write_file(config, "[specialists.docs-agent]\nenabled = true\n") == 0);
     if (harness_start_broker(env) > 0) {
         test_specialist_names(env);
+        test_invalid_utf8(env);
+        test_wake_title_cut(env);
     } else {
         CHECK(!"broker started");
     }

@@ -394,13 +394,18 @@ static int s_queue(const pan_t *pan, int argc, char **argv)
         s_known_free(&known);
         return code;
     }
+    /* The broker's counts of the whole queue: a cut listing shows only its head. */
+    json_t *entry = s_broker_entry(&known, name);
+    int64_t total = pan_json_int(entry, "queued", -1),
+            total_urgent = pan_json_int(entry, "urgent", 0);
     s_known_free(&known);
 
     wire_writer_t *writer = wire_writer_new();
     wire_writer_start(writer, "list_queue");
     wire_put_str(writer, "specialist", name);
     json_t *tasks = NULL;
-    code = pan_call(pan, writer, &tasks);
+    bool truncated = false;
+    code = pan_call_listing(pan, writer, &tasks, &truncated);
     wire_writer_destroy(&writer);
     if (code != PAN_EXIT_OK)
         return code;
@@ -420,19 +425,38 @@ static int s_queue(const pan_t *pan, int argc, char **argv)
         if (strcmp(pan_json_str(task, "priority", ""), "urgent") == 0)
             urgent++;
     }
+    size_t shown = json_array_size(items);
+    if (truncated && urgent < total_urgent)
+        urgent = total_urgent;
     if (code == PAN_EXIT_OK && json) {
-        json_t *out = json_pack("{s:b, s:I, s:O}", "hasWork", json_array_size(items) > 0,
-                                "urgentCount", (json_int_t)urgent, "items", items);
+        json_t *out = json_pack("{s:b, s:I, s:O}", "hasWork", shown > 0, "urgentCount",
+                                (json_int_t)urgent, "items", items);
+        if (out != NULL && truncated &&
+            (json_object_set_new(out, "truncated", json_true()) != 0 ||
+             (total > (int64_t)shown &&
+              json_object_set_new(out, "total", json_integer(total)) != 0))) {
+            json_decref(out);
+            out = NULL;
+        }
         code = pan_print_json(out);
         json_decref(out);
     } else if (code == PAN_EXIT_OK) {
         char display[128];
         s_display_name(name, display, sizeof display);
         printf("%s Queue:\n\n", display);
-        if (json_array_size(items) == 0) {
+        if (shown == 0) {
             printf("Queue is empty - no pending work\n");
         } else {
-            printf("Total items: %zu\n", json_array_size(items));
+            if (!truncated)
+                printf("Total items: %zu\n", shown);
+            else if (total > (int64_t)shown)
+                printf("Total items: %lld (showing %zu of %lld: the broker cut the listing "
+                       "to fit its reply)\n",
+                       (long long)total, shown, (long long)total);
+            else
+                printf("Total items: more than %zu (showing %zu: the broker cut the listing "
+                       "to fit its reply)\n",
+                       shown, shown);
             if (urgent > 0)
                 printf("Urgent items: %lld\n", (long long)urgent);
             json_t *item;

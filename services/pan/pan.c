@@ -14,7 +14,14 @@
 
 int pan_call(const pan_t *pan, wire_writer_t *request, json_t **data)
 {
+    bool truncated;
+    return pan_call_listing(pan, request, data, &truncated);
+}
+
+int pan_call_listing(const pan_t *pan, wire_writer_t *request, json_t **data, bool *truncated)
+{
     *data = NULL;
+    *truncated = false;
     client_t *client = client_new(pan->control_ep, pan->timeout_ms);
     if (client == NULL)
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
@@ -27,6 +34,7 @@ int pan_call(const pan_t *pan, wire_writer_t *request, json_t **data)
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
     const msgpack_object *object = wire_msg_object(reply, "data");
     *data = object ? msgjson_from_object(object) : json_null();
+    *truncated = wire_msg_bool(reply, "truncated", false);
     wire_msg_destroy(&reply);
     if (*data == NULL)
         return pan_fail(PAN_EXIT_ERROR, "out of memory");

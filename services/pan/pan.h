@@ -33,6 +33,10 @@ typedef struct {
  * PAN_EXIT_ERROR (the broker refused, or a bad answer), with *data NULL. */
 int pan_call(const pan_t *pan, wire_writer_t *request, json_t **data);
 
+/* pan_call() for a listing: also sets *truncated to the reply's `truncated` (the broker
+ * cut the listing short to stay under its reply cap). */
+int pan_call_listing(const pan_t *pan, wire_writer_t *request, json_t **data, bool *truncated);
+
 /* Prints `pan: <printf message>` on stderr and returns `code`. */
 int pan_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -1,6 +1,7 @@
 /* What pan prints and says, against a real broker: exit codes of `pan tests detect`;
  * which specialist names a submit may use (proto/PROTOCOL.md); text that is not UTF-8
- * never makes --json output vanish, and a wake title is cut between characters. */
+ * never makes --json output vanish, and a wake title is cut between characters; a queue
+ * listing the broker cut short says so. */
 #include "pan_harness.h"
 
 #include "fakeworker.h"
@@ -135,6 +136,69 @@ static void test_wake_title_cut(testenv_t *env)
     json_decref(queue);
 }
 
+/* ---- a queue listing cut at the broker's reply cap ---- */
+
+#define BIG_PAYLOAD_BYTES (1500 * 1024)
+#define BIG_TASKS 3
+
+/* Runs `sh -c script` with pan's path as $0; stdout and stderr into s_out. */
+static int s_shell(testenv_t *env, const char *script)
+{
+    char *argv[] = {"/bin/sh", "-c", (char *)script, (char *)testenv_bin("pan"), NULL};
+    return testenv_run(env, argv, s_out, sizeof s_out, 20000);
+}
+
+static void test_queue_truncated(testenv_t *env)
+{
+    /* Three tasks of ~1.5 MB: the broker's list_queue reply holds two. */
+    client_t *control = client_new(env->control_ep, 5000);
+    char *blob = malloc(BIG_PAYLOAD_BYTES);
+    memset(blob, 'b', BIG_PAYLOAD_BYTES);
+    wire_writer_t *payload = wire_writer_new();
+    wire_writer_start_map(payload);
+    wire_put_strn(payload, "blob", blob, BIG_PAYLOAD_BYTES);
+    size_t payload_len;
+    const void *payload_data = wire_writer_data(payload, &payload_len);
+    for (int i = 0; i < BIG_TASKS; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "heavy-%d", i);
+        client_task_t task = {.id = id,
+                              .specialist = "review-agent",
+                              .priority = i == 0 ? "urgent" : "low",
+                              .payload = payload_data,
+                              .payload_len = payload_len};
+        wire_msg_t *reply = NULL;
+        CHECK_INT(client_submit(control, &task, NULL, 0, &reply), 0);
+        wire_msg_destroy(&reply);
+    }
+    wire_writer_destroy(&payload);
+    free(blob);
+    client_destroy(&control);
+
+    CHECK_INT(harness_pan(env, s_out, "specialists", "queue", "review-agent", NULL), 0);
+    CHECK(strstr(s_out, "Total items: 3 (showing 2 of 3") != NULL);
+    CHECK(strstr(s_out, "Urgent items: 1") != NULL);
+
+    char path[400], script[600];
+    snprintf(path, sizeof path, "%s/queue.json", env->dir);
+    snprintf(script, sizeof script, "\"$0\" specialists queue review-agent --json > '%s'", path);
+    CHECK_INT(s_shell(env, script), 0);
+    char *text = testenv_read_file(path);
+    json_t *queue = text ? harness_json(text) : NULL;
+    free(text);
+    CHECK(json_is_true(json_object_get(queue, "truncated")));
+    CHECK_INT(json_integer_value(json_object_get(queue, "total")), BIG_TASKS);
+    CHECK_INT(json_array_size(json_object_get(queue, "items")), 2);
+    CHECK_INT(json_integer_value(json_object_get(queue, "urgentCount")), 1);
+    json_decref(queue);
+
+    /* A listing that was not cut says nothing of the kind. */
+    CHECK_INT(harness_pan(env, s_out, "specialists", "queue", "merge-agent", "--json", NULL), 0);
+    queue = harness_json(s_out);
+    CHECK(json_object_get(queue, "truncated") == NULL);
+    json_decref(queue);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("pan-output");
@@ -148,6 +212,7 @@ int main(void)
         test_specialist_names(env);
         test_invalid_utf8(env);
         test_wake_title_cut(env);
+        test_queue_truncated(env);
     } else {
         CHECK(!"broker started");
     }

@@ -259,7 +259,7 @@ static void test_flood_meets_deadline(void)
     }
     int64_t took = clock_now_ms() - t0;
     CHECK_INT(proc_status(proc)->stopped_by, PROC_STOP_TIMEOUT);
-    CHECK(took < 2000);
+    CHECK(took < 4000); /* unbounded reading would never stop; 4 s leaves room for a loaded machine */
     CHECK(lines > 1000);
     proc_destroy(&proc);
 }
@@ -370,7 +370,7 @@ static void test_step_and_cancel(void)
     int64_t t0 = clock_now_ms();
     CHECK_INT(proc_step(proc, 100), 0);
     int64_t waited = clock_now_ms() - t0;
-    CHECK(waited >= 90 && waited < 1000);
+    CHECK(waited >= 90 && waited < 3000);
     CHECK(proc_status(proc)->running);
 
     proc_stop(proc, PROC_STOP_REQUESTED);

@@ -1,7 +1,8 @@
 /* What pan prints and says, against a real broker: exit codes of `pan tests detect`;
  * which specialist names a submit may use (proto/PROTOCOL.md); text that is not UTF-8
  * never makes --json output vanish, and a wake title is cut between characters; a queue
- * listing the broker cut short says so. */
+ * listing the broker cut short says so; `pan events` keeps an event on one line whatever
+ * its text holds. */
 #include "pan_harness.h"
 
 #include "fakeworker.h"
@@ -199,6 +200,28 @@ static void test_queue_truncated(testenv_t *env)
     json_decref(queue);
 }
 
+/* ---- control characters in event text ---- */
+
+static void test_events_escaped(testenv_t *env)
+{
+    const char *title = "line1\nline2\r \x1b[31mred\x1b[0m \xC2\x9B" "2J tab\there \"q\" back\\slash "
+                        "bad\xFF caf\xC3\xA9";
+    CHECK_INT(harness_pan(env, s_out, "submit", "docs-agent", "--id", "ctl-1", "--title", title,
+                          NULL),
+              0);
+    CHECK_INT(harness_pan(env, s_out, "events", "--topic", "task.queued/docs-agent", NULL), 0);
+    /* Two events of docs-agent (n-declared and ctl-1): two lines, no raw control byte. */
+    int lines = 0;
+    for (const char *p = s_out; *p; p++)
+        lines += *p == '\n';
+    CHECK_INT(lines, 2);
+    CHECK(strchr(s_out, '\x1b') == NULL && strchr(s_out, '\r') == NULL &&
+          strchr(s_out, '\t') == NULL);
+    CHECK(strstr(s_out, "\xC2\x9B") == NULL);
+    CHECK(strstr(s_out, " \"line1\\nline2\\r \\x1b[31mred\\x1b[0m \\u009b2J tab\\there "
+                        "\\\"q\\\" back\\\\slash bad\\xff caf\xC3\xA9\"") != NULL);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("pan-output");
@@ -213,6 +236,7 @@ int main(void)
         test_invalid_utf8(env);
         test_wake_title_cut(env);
         test_queue_truncated(env);
+        test_events_escaped(env);
     } else {
         CHECK(!"broker started");
     }

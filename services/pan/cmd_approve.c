@@ -194,10 +194,15 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
     const char *branch = pan_json_str(payload, "branch", "");
     const char *target = pan_json_str(payload, "target", "main");
     const char *issue = pan_json_str(payload, "issueId", pan_json_str(review, "issue", ""));
-    char *merge_id = NULL, *title = NULL;
+    /* The merge is pinned to the commit the review read: a branch that moved since is not
+     * merged unreviewed (the merge-agent refuses it). */
+    const char *reviewed = pan_json_str(json_object_get(review, "result"), "diff_head", "");
+    char *merge_id = NULL, *title = NULL, *pin = NULL;
     if (asprintf(&merge_id, "merge-%s", review_id) < 0 ||
-        asprintf(&title, "Merge %s into %s", branch, target) < 0) {
+        asprintf(&title, "Merge %s into %s", branch, target) < 0 ||
+        (reviewed[0] != '\0' && asprintf(&pin, "{\"commit\": \"%.40s\"}", reviewed) < 0)) {
         free(merge_id);
+        free(title);
         json_decref(review);
         return pan_fail(PAN_EXIT_ERROR, "out of memory");
     }
@@ -215,6 +220,7 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
         {"--priority", priority},
         {"--title", title},
         {"--source", "pan approve"},
+        {"--payload", pin ? pin : ""},
     };
     submit_argv[n++] = "merge-agent";
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
@@ -229,6 +235,7 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
     code = cmd_submit(pan, n, submit_argv);
     free(merge_id);
     free(title);
+    free(pin);
     json_decref(review);
     return code;
 }

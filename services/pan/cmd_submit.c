@@ -5,11 +5,11 @@
  * a workspace and no --group is put in the group `merge:<repository root>:<target>`, so
  * two merges into one target of one repository never run at once. */
 #include "pan.h"
+#include "repository.h"
 
 #include "failure.h"
 #include "msgjson.h"
 
-#include <git2.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,30 +119,6 @@ static int s_absolute(const char *path, char *out, size_t size)
     return 0;
 }
 
-/* The root of the repository holding `workspace` (the main working tree even from a
- * linked worktree, since they share one set of branches), or the workspace itself when it
- * is not inside a repository here. */
-static void s_repository_root(const char *workspace, char *out, size_t size)
-{
-    snprintf(out, size, "%s", workspace);
-    git_libgit2_init();
-    git_repository *repo = NULL;
-    if (git_repository_open_ext(&repo, workspace, 0, NULL) == 0) {
-        char common[PATH_MAX];
-        snprintf(common, sizeof common, "%s", git_repository_commondir(repo));
-        size_t len = strlen(common);
-        while (len > 1 && common[len - 1] == '/')
-            common[--len] = '\0';
-        /* A non-bare repository's common dir is "<root>/.git". */
-        if (len >= 5 && strcmp(common + len - 5, "/.git") == 0)
-            common[len - 5] = '\0';
-        char resolved[PATH_MAX];
-        snprintf(out, size, "%s", realpath(common, resolved) ? resolved : common);
-        git_repository_free(repo);
-    }
-    git_libgit2_shutdown();
-}
-
 /* Builds the payload: --payload JSON first, then the flags over it. Returns a new
  * object (caller owns) or NULL after printing why. */
 static json_t *s_payload(const submit_args_t *args, const char *workspace)
@@ -206,9 +182,8 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     if (args.group != NULL) {
         snprintf(group, sizeof group, "%s", args.group);
     } else if (strcmp(args.specialist, "merge-agent") == 0 && workspace[0] != '\0') {
-        char root[PATH_MAX];
-        s_repository_root(workspace, root, sizeof root);
-        snprintf(group, sizeof group, "merge:%s:%s", root, args.target ? args.target : "main");
+        /* Not inside a repository here: the workspace itself names the group. */
+        repository_merge_group(workspace, args.target ? args.target : "main", group, sizeof group);
     }
     char id[CLIENT_ID_SIZE];
     if (args.id == NULL)

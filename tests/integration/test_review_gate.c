@@ -218,6 +218,26 @@ static void test_yolo_unreadable_findings_block(review_env_t *r)
     CHECK_INT(harness_count(r->h, "task.queued", "merge-g10"), 0);
 }
 
+/* `pan approve` of a review queues the merge pinned to the commit the review read. */
+static void test_approve_pins_reviewed_commit(review_env_t *r)
+{
+    char reviewed[41];
+    testgit_rev(r->repo, "feature", reviewed);
+    json_t *done = s_review(r, "normal", "REVIEW_RESULT: APPROVED\nFINDINGS: none\n", "g11");
+    if (done == NULL)
+        return;
+    CHECK_STR(harness_field(review_result(done), "diff_head"), reviewed);
+    char out[16384];
+    char *approve[] = {(char *)testenv_bin("pan"), "approve", "g11", NULL};
+    CHECK_INT(testenv_run(r->h->env, approve, out, sizeof out, 10000), 0);
+    char *show[] = {(char *)testenv_bin("pan"), "task", "show", "merge-g11", "--json", NULL};
+    CHECK_INT(testenv_run(r->h->env, show, out, sizeof out, 10000), 0);
+    json_t *task = json_loads(out, 0, NULL);
+    CHECK_STR(harness_field(json_object_get(task, "payload"), "commit"), reviewed);
+    CHECK_STR(harness_field(json_object_get(task, "payload"), "branch"), "feature");
+    json_decref(task);
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("review-gate");
@@ -229,6 +249,7 @@ int main(void)
         test_disabled_skips_agent(r);
         test_yolo_from_worktree(r);
         test_yolo_unreadable_findings_block(r);
+        test_approve_pins_reviewed_commit(r);
     }
     review_env_destroy(&r);
     return check_exit_code("test_review_gate");

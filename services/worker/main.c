@@ -12,13 +12,13 @@
  *    CLOISTER_PRIORITY, CLOISTER_TITLE, CLOISTER_ISSUE, and from the payload when present
  *    CLOISTER_WORKSPACE, CLOISTER_BRANCH, CLOISTER_TARGET, CLOISTER_PR_URL (inherited
  *    values of these names are removed);
- *  - stdout: every line is forwarded as a progress event of kind "output"; lines
- *    `KEY: value` (UPPER_SNAKE keys, as in the agents' result markers, common/markers.h)
- *    become fields of the result map (the last value wins; a key with `- item` lines
- *    becomes an array); a line `NEXT: {json}` adds a next task, a JSON object with the
- *    `submit` fields (id and specialist required), committed by the broker together with
- *    this task's result (an invalid one is reported as progress of kind "info" and
- *    skipped);
+ *  - stdout: every line is forwarded as a progress event of kind "output" (a NUL byte in
+ *    it becomes U+FFFD); lines `KEY: value` (UPPER_SNAKE keys, as in the agents' result
+ *    markers, common/markers.h) become fields of the result map (the last value wins; a
+ *    key with `- item` lines becomes an array); a line `NEXT: {json}` adds a next task, a
+ *    JSON object with the `submit` fields (id and specialist required), committed by the
+ *    broker together with this task's result (an invalid one is reported as progress of
+ *    kind "info" and skipped);
  *  - exit status 0 is `done`; anything else is `failed`, with the exit code (or signal)
  *    and the tail of stderr in `error`. The result map also has `exit_code` and
  *    `duration_ms`.
@@ -46,6 +46,8 @@
 #define WORKER_STDERR_QUOTE 2000
 /* SIGTERM to SIGKILL when stopping a command. */
 #define WORKER_KILL_GRACE_MS 1000
+/* What a NUL byte in the command's stdout becomes: U+FFFD, the replacement character. */
+#define WORKER_NUL_REPLACEMENT "\xEF\xBF\xBD"
 
 typedef struct {
     char **argv; /* the command after "--", in main's argv */
@@ -107,14 +109,46 @@ static void s_next_line(worker_run_t *run, const char *json_text)
     json_decref(submit);
 }
 
-static int s_on_line(void *arg, const char *line, size_t len)
+/* A malloc'd copy of the `len` bytes at `line` with every NUL byte replaced by U+FFFD, so
+ * the line is one C string (a NUL would end the progress text and, kept for the marker
+ * parser, hide every line after it). Its length goes to *out_len. NULL on OOM. */
+static char *s_clean_line(const char *line, size_t len, size_t *out_len)
+{
+    size_t nuls = 0;
+    for (size_t i = 0; i < len; i++)
+        nuls += line[i] == '\0';
+    char *clean = malloc(len + 2 * nuls + 1);
+    if (clean == NULL)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (line[i] == '\0') {
+            memcpy(clean + n, WORKER_NUL_REPLACEMENT, 3);
+            n += 3;
+        } else {
+            clean[n++] = line[i];
+        }
+    }
+    clean[n] = '\0';
+    *out_len = n;
+    return clean;
+}
+
+static int s_on_line(void *arg, const char *raw, size_t raw_len)
 {
     worker_run_t *run = arg;
+    size_t len = 0;
+    char *line = s_clean_line(raw, raw_len, &len);
+    if (line == NULL) {
+        log_warn("out of memory: a line of the command's output was dropped");
+        return 0;
+    }
     specialist_progress(run->ctx, "output", line);
     if (strncmp(line, "NEXT:", 5) == 0)
         s_next_line(run, line + 5);
     else
         s_keep_text(run, line, len);
+    free(line);
     return 0;
 }
 

@@ -88,21 +88,40 @@ static inline void harness_destroy(harness_t **h_p)
 
 static inline bool harness_wait_joined(harness_t *h, const char *id);
 
-/* Starts a worker `id` of `specialist` running `/bin/sh -c script` and waits until the
- * broker has announced it. */
-static inline pid_t harness_worker(harness_t *h, const char *id, const char *specialist,
-                            const char *script)
+/* Starts a worker `id` of `specialist` running `/bin/sh -c script` with the flags in
+ * `flags` (NULL-terminated, borrowed; --specialist, --worker-id, --bind and the command are
+ * added here) and returns its pid without waiting for it to join. */
+static inline pid_t harness_spawn_worker(harness_t *h, const char *id, const char *specialist,
+                                         const char *script, const char *const *flags)
 {
     char bind[400];
     snprintf(bind, sizeof bind, "ipc://%s/%s.sock", h->env->dir, id);
-    char *argv[] = {(char *)testenv_bin("cloister-worker"),
-                    "--specialist", (char *)specialist,
-                    "--heartbeat-ms", HARNESS_HB,
-                    "--worker-id", (char *)id,
-                    "--bind", bind,
-                    "--grace-ms", "3000",
-                    "--", "/bin/sh", "-c", (char *)script, NULL};
-    pid_t pid = testenv_spawn(h->env, id, argv);
+    char *argv[32];
+    int n = 0;
+    argv[n++] = (char *)testenv_bin("cloister-worker");
+    argv[n++] = "--specialist";
+    argv[n++] = (char *)specialist;
+    argv[n++] = "--worker-id";
+    argv[n++] = (char *)id;
+    argv[n++] = "--bind";
+    argv[n++] = bind;
+    for (int i = 0; flags != NULL && flags[i] != NULL && n < 26; i++)
+        argv[n++] = (char *)flags[i];
+    argv[n++] = "--";
+    argv[n++] = "/bin/sh";
+    argv[n++] = "-c";
+    argv[n++] = (char *)script;
+    argv[n] = NULL;
+    return testenv_spawn(h->env, id, argv);
+}
+
+/* Starts a worker `id` of `specialist` running `/bin/sh -c script` (100 ms heartbeats,
+ * 3 s grace) and waits until the broker has announced it. */
+static inline pid_t harness_worker(harness_t *h, const char *id, const char *specialist,
+                                   const char *script)
+{
+    const char *const flags[] = {"--heartbeat-ms", HARNESS_HB, "--grace-ms", "3000", NULL};
+    pid_t pid = harness_spawn_worker(h, id, specialist, script, flags);
     CHECK(harness_wait_joined(h, id));
     return pid;
 }

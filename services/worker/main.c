@@ -13,15 +13,15 @@
  *    CLOISTER_WORKSPACE, CLOISTER_BRANCH, CLOISTER_TARGET, CLOISTER_PR_URL (inherited
  *    values of these names are removed);
  *  - stdout: every line is forwarded as a progress event of kind "output" (a NUL byte in
- *    it becomes U+FFFD); lines `KEY: value` (UPPER_SNAKE keys, as in the agents' result
- *    markers, common/markers.h) become fields of the result map (the last value wins; a
- *    key with `- item` lines becomes an array); a line `NEXT: {json}` adds a next task, a
- *    JSON object with the `submit` fields (id and specialist required), committed by the
- *    broker together with this task's result (an invalid one is reported as progress of
- *    kind "info" and skipped);
+ *    it becomes U+FFFD, a CRLF line end is a line end); lines `KEY: value` (UPPER_SNAKE
+ *    keys, as in the agents' result markers, common/markers.h) become fields of the result
+ *    map (the last value wins; a key with `- item` lines becomes an array); a line
+ *    `NEXT: {json}` adds a next task, a JSON object with the `submit` fields (id and
+ *    specialist required), committed by the broker together with this task's result (an
+ *    invalid one is reported as progress of kind "info" and skipped);
  *  - exit status 0 is `done`; anything else is `failed`, with the exit code (or signal)
- *    and the tail of stderr in `error`. The result map also has `exit_code` and
- *    `duration_ms`.
+ *    and the last non-empty line of stderr in `error`. The result map also has
+ *    `exit_code` and `duration_ms`.
  * A cancel, the task's timeout (--timeout is the default when a task has none) or SIGTERM
  * stops the command: SIGTERM to its group, SIGKILL after a grace period.
  *
@@ -30,6 +30,7 @@
 #include "failure.h"
 #include "log.h"
 #include "markers.h"
+#include "msgjson.h"
 #include "proc.h"
 #include "specialist.h"
 #include "specialist_args.h"
@@ -42,7 +43,7 @@
 #define WORKER_CANCEL_CHECK_MS 50
 /* Stdout kept for marker parsing; beyond it the oldest half is dropped. */
 #define WORKER_MARKER_TEXT_CAP (1024 * 1024)
-/* Bytes of stderr quoted in the error of a failed command. */
+/* The most bytes of the stderr line quoted in the error of a failed command. */
 #define WORKER_STDERR_QUOTE 2000
 /* SIGTERM to SIGKILL when stopping a command. */
 #define WORKER_KILL_GRACE_MS 1000
@@ -137,6 +138,8 @@ static char *s_clean_line(const char *line, size_t len, size_t *out_len)
 static int s_on_line(void *arg, const char *raw, size_t raw_len)
 {
     worker_run_t *run = arg;
+    while (raw_len > 0 && raw[raw_len - 1] == '\r') /* a CRLF line end */
+        raw_len--;
     size_t len = 0;
     char *line = s_clean_line(raw, raw_len, &len);
     if (line == NULL) {
@@ -188,14 +191,31 @@ static void s_env_add(char **env, size_t *n, const char *name, const char *value
         env[(*n)++] = entry;
 }
 
-/* The last WORKER_STDERR_QUOTE bytes of stderr, trimmed, or "". */
-static const char *s_stderr_quote(const char *tail)
+static bool s_is_blank(char c)
 {
-    size_t len = strlen(tail);
-    const char *start = len > WORKER_STDERR_QUOTE ? tail + len - WORKER_STDERR_QUOTE : tail;
-    while (*start == '\n' || *start == ' ' || ((unsigned char)*start & 0xC0) == 0x80)
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* The last non-empty line of the stderr tail, without its surrounding blanks and cut to at
+ * most WORKER_STDERR_QUOTE bytes (never inside a UTF-8 character), into `out` (at least
+ * WORKER_STDERR_QUOTE + 1 bytes); "" when stderr had no such line. */
+static void s_stderr_quote(char *out, const char *tail)
+{
+    const char *end = tail + strlen(tail);
+    while (end > tail && s_is_blank(end[-1]))
+        end--;
+    const char *start = end;
+    while (start > tail && start[-1] != '\n')
+        start--;
+    /* The tail may begin inside a character: skip its continuation bytes. */
+    while (start < end && (s_is_blank(*start) || ((unsigned char)*start & 0xC0) == 0x80))
         start++;
-    return start;
+    size_t len = (size_t)(end - start);
+    if (len > WORKER_STDERR_QUOTE)
+        len = WORKER_STDERR_QUOTE;
+    memcpy(out, start, len);
+    out[len] = '\0';
+    out[msgjson_utf8_cut(out, len)] = '\0';
 }
 
 static specialist_outcome_t s_job(specialist_ctx_t *ctx, void *arg)
@@ -265,7 +285,8 @@ static specialist_outcome_t s_job(specialist_ctx_t *ctx, void *arg)
     const proc_status_t *status = proc_status(proc);
     s_collect_markers(&run);
     specialist_result_int(ctx, "duration_ms", status->duration_ms);
-    const char *quote = s_stderr_quote(status->stderr_tail ? status->stderr_tail : "");
+    char quote[WORKER_STDERR_QUOTE + 1];
+    s_stderr_quote(quote, status->stderr_tail ? status->stderr_tail : "");
     if (status->exited) {
         specialist_result_int(ctx, "exit_code", status->exit_code);
         if (status->exit_code == 0 && !stopping) {

@@ -13,7 +13,15 @@
  *   reaped (waitpid), status final
  *
  * The leader stays a zombie until the very end on purpose: every kill(-pgid) we send is
- * then guaranteed to reach our group and nobody else's. */
+ * then guaranteed to reach our group and nobody else's.
+ *
+ * The leader is not the program itself but a guardian, a fork of ours that forks the
+ * program into its group and waits for it. It asks the kernel for PROC_ORPHAN_SIGNAL when
+ * the thread that started it dies -- also by kill -9, when nobody else could act -- and
+ * then kills the whole group, so a crashed service never leaves its agent or test command
+ * running while the task is retried elsewhere. Otherwise it ignores what is sent to the
+ * group (that is for the program) and ends exactly as the program ended: the same exit
+ * code, or the same signal. */
 #include "proc.h"
 
 #include "clock.h"
@@ -28,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +46,9 @@ extern char **environ;
 /* How long to keep reading pipes after the leader exited and its group was killed (a
  * process that left the group may still hold them). */
 #define PROC_DRAIN_MS 1000
+/* What the kernel sends the guardian when we die (see the top). Not one a group ever gets
+ * from us (TERM, KILL). */
+#define PROC_ORPHAN_SIGNAL SIGUSR2
 /* Without a pidfd we cannot poll for the leader's exit; check at least this often. */
 #define PROC_FALLBACK_TICK_MS 50
 #define PROC_READ_CHUNK 65536
@@ -138,11 +151,11 @@ static void s_child_fail(int report_fd, int stage)
     _exit(127);
 }
 
-/* In the forked child: only async-signal-safe calls from here to exec. */
+/* In the program's process, forked by the guardian: only async-signal-safe calls from
+ * here to exec. */
 static void s_child(const proc_options_t *options, char **env, int in_r, int out_w, int err_w,
                     int report_fd)
 {
-    setpgid(0, 0);
     if (in_r < 0)
         in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (in_r < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
@@ -161,6 +174,72 @@ static void s_child(const proc_options_t *options, char **env, int in_r, int out
     sigprocmask(SIG_SETMASK, &none, NULL);
     execvpe(options->argv[0], options->argv, env);
     s_child_fail(report_fd, 2);
+}
+
+/* The guardian's answer to our death: everything in its group goes. */
+static void s_guardian_orphaned(int sig)
+{
+    (void)sig;
+    kill(0, SIGKILL);
+    _exit(128 + SIGKILL);
+}
+
+/* The guardian: the group's leader, between us and the program (see the top of the file).
+ * We forked it from a threaded process and it never execs, so it makes only
+ * async-signal-safe calls. It never returns. */
+static void s_guardian(const proc_options_t *options, char **env, int in_r, int out_w, int err_w,
+                       int report_fd, pid_t parent)
+{
+    setpgid(0, 0);
+    /* Nothing may stop it before it has a program to wait for. */
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    struct sigaction orphaned;
+    memset(&orphaned, 0, sizeof orphaned);
+    orphaned.sa_handler = s_guardian_orphaned;
+    sigfillset(&orphaned.sa_mask);
+    sigaction(PROC_ORPHAN_SIGNAL, &orphaned, NULL);
+    prctl(PR_SET_PDEATHSIG, PROC_ORPHAN_SIGNAL);
+    if (getppid() != parent) /* we died before the line above took effect */
+        s_guardian_orphaned(0);
+    pid_t program = fork();
+    if (program < 0)
+        s_child_fail(report_fd, 0);
+    if (program == 0)
+        s_child(options, env, in_r, out_w, err_w, report_fd);
+
+    /* Hold nothing of ours or of the program's: no pipe end (EOF must come when the
+     * program's side closes), no socket, no lock. */
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+    }
+    close_range(3, ~0U, 0);
+    /* Signals to the group are for the program; the guardian outlives them to report how
+     * the program ended. */
+    static const int passed_on[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1};
+    for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
+        signal(passed_on[i], SIG_IGN);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+
+    int status = 0;
+    while (waitpid(program, &status, 0) < 0) {
+        if (errno != EINTR)
+            _exit(127);
+    }
+    if (WIFEXITED(status))
+        _exit(WEXITSTATUS(status));
+    /* End by the same signal, without a second core dump. */
+    int sig = WTERMSIG(status);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    kill(getpid(), sig);
+    _exit(128 + sig);
 }
 
 static int s_set_nonblocking(int fd)
@@ -251,13 +330,14 @@ int proc_start(proc_t **proc_p, const proc_options_t *options)
     }
 
     self->started_ms = clock_now_ms();
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         rc = failure_set(FAILURE_IO, "proc_start: fork: %s", strerror(errno));
         goto out;
     }
     if (pid == 0)
-        s_child(options, env, in_pipe[0], out_pipe[1], err_pipe[1], report[1]);
+        s_guardian(options, env, in_pipe[0], out_pipe[1], err_pipe[1], report[1], parent);
 
     /* Both sides call setpgid so the group exists before either side relies on it. */
     setpgid(pid, pid);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MAX_LINES 4096
 
@@ -444,6 +446,41 @@ static void test_kill_group(void)
     CHECK_INT(proc_kill_group(0, SIGKILL), FAILURE_NOT_FOUND);
 }
 
+/* The process running a child dies by kill -9 (nothing of ours can act): the child and
+ * whatever it started still go, so a retried task never runs next to its first attempt. */
+static void test_owner_killed(void)
+{
+    int ready[2];
+    CHECK_INT(pipe(ready), 0);
+    pid_t owner = fork();
+    if (owner == 0) {
+        close(ready[0]);
+        /* A program with a background grandchild, both in the group. */
+        char *argv[] = {"sh", "-c", "sleep 100 & echo started; wait", NULL};
+        proc_options_t opt = {.argv = argv};
+        proc_t *proc = NULL;
+        if (proc_start(&proc, &opt) != 0)
+            _exit(1);
+        pid_t pgid = proc_pid(proc);
+        ssize_t wrote = write(ready[1], &pgid, sizeof pgid);
+        (void)wrote;
+        while (proc_step(proc, -1) == 0) {
+        }
+        _exit(0);
+    }
+    close(ready[1]);
+    pid_t pgid = 0;
+    CHECK(read(ready[0], &pgid, sizeof pgid) == (ssize_t)sizeof pgid);
+    close(ready[0]);
+    /* Wait until the program and its grandchild run (leader + sh + sleep). */
+    for (int i = 0; i < 200 && s_group_alive(pgid) < 3; i++)
+        testenv_sleep_ms(10);
+    CHECK_INT(s_group_alive(pgid), 3);
+    kill(owner, SIGKILL);
+    waitpid(owner, NULL, 0);
+    CHECK(s_group_gone(pgid));
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* proc must survive a child that stops reading on its own */
@@ -461,5 +498,6 @@ int main(void)
     test_leftovers_killed_at_exit();
     test_stderr_tail_and_long_lines();
     test_kill_group();
+    test_owner_killed();
     return check_exit_code("test_proc");
 }

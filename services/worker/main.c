@@ -25,8 +25,13 @@
  * A cancel, the task's timeout (--timeout is the default when a task has none) or SIGTERM
  * stops the command: SIGTERM to its group, SIGKILL after a grace period.
  *
- * Exit codes: 0 after SIGTERM/SIGINT, 2 on bad usage, 1 when it cannot start, 3 when a
- * command could not be stopped (see specialist.h). */
+ * Settings: the flags, else $PANOPTICON_HOME/cloister.toml (common/config.h) like every
+ * specialist: [broker] in (CLOISTER_IN overrides it), heartbeat_ms and heartbeat_misses,
+ * and [specialists.NAME] timeout as the default --timeout.
+ *
+ * Exit codes: 0 after SIGTERM/SIGINT, 2 on bad usage, 1 when it cannot start (bad
+ * config, bind failed), 3 when a command could not be stopped (see specialist.h). */
+#include "config.h"
 #include "failure.h"
 #include "log.h"
 #include "markers.h"
@@ -68,7 +73,9 @@ static const char s_usage[] =
     "                       [--worker-id ID] -- CMD [ARGS...]\n"
     "Runs CMD once per task of specialist NAME: the task as JSON on stdin, its fields\n"
     "in CLOISTER_* variables, stdout lines as progress, `KEY: value` lines into the\n"
-    "result, `NEXT: {json submit}` lines as next tasks, exit 0 = done.\n";
+    "result, `NEXT: {json submit}` lines as next tasks, exit 0 = done.\n"
+    "Endpoint, heartbeat and timeout not given as flags come from CLOISTER_IN and\n"
+    "$PANOPTICON_HOME/cloister.toml ([broker], [specialists.NAME] timeout).\n";
 
 static void s_keep_text(worker_run_t *run, const char *line, size_t len)
 {
@@ -323,9 +330,18 @@ int main(int argc, char **argv)
         .timeout_flag = true,
         .command = &worker.argv,
     };
-    specialist_config_t config = {0};
+    specialist_config_t settings = {0};
     int code;
-    if (!specialist_args_parse(&args, argc, argv, &config, &code))
+    if (!specialist_args_parse(&args, argc, argv, &settings, &code))
         return code;
-    return specialist_run(&config, s_job, &worker, NULL);
+
+    config_t *config = NULL;
+    if (config_load(NULL, &config) != 0) {
+        log_error("cannot load the configuration: %s", failure_message());
+        return SPECIALIST_EXIT_SETUP;
+    }
+    specialist_args_apply_config(&settings, config);
+    code = specialist_run(&settings, s_job, &worker, NULL);
+    config_destroy(&config);
+    return code;
 }

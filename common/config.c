@@ -17,6 +17,7 @@
 
 #include "failure.h"
 #include "home.h"
+#include "log.h"
 
 #include <errno.h>
 #include <math.h>
@@ -107,7 +108,12 @@ static const schema_t s_schema[] = {
     {"agent", "result_grace_ms", SCHEMA_INT, true, NULL, 2000, 0, NULL},
     {"agent", "append_system_prompt", SCHEMA_STRING, false, NULL, 0, 0, NULL},
 
+    {"agent", "prompts_dir", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+
     {"review", "mode", SCHEMA_STRING, true, "normal", 0, 0, "strict|normal|yolo|disabled"},
+    {"review", "checks", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
+    {"review", "check_timeout_s", SCHEMA_INT, false, NULL, 0, 1, NULL},
+    {"review", "diff_budget_chars", SCHEMA_INT, false, NULL, 0, 1, NULL},
 
     {"context", "custom_instructions", SCHEMA_STRING, true, "", 0, 0, NULL},
     {"context", "relevant_files_limit", SCHEMA_INT, true, NULL, 10, 0, NULL},
@@ -125,6 +131,7 @@ static const schema_t s_schema[] = {
     {SPECIALIST_TABLE, "timeout", SCHEMA_INT, false, NULL, 0, 1, NULL},
     {SPECIALIST_TABLE, "workdir", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "max_attempts", SCHEMA_INT, false, NULL, 0, 1, NULL},
+    {SPECIALIST_TABLE, "fix", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
 };
 
 #define SCHEMA_COUNT (sizeof s_schema / sizeof s_schema[0])
@@ -838,14 +845,37 @@ static const schema_t *s_schema_find(const char *table_name, const char *key)
     return NULL;
 }
 
+/* True if Cloister reads table `table_name` (so a key it does not know there is a typo,
+ * not somebody else's setting). */
+static bool s_known_table(const char *table_name)
+{
+    if (s_is_specialist_table(table_name))
+        return true;
+    for (size_t i = 0; i < SCHEMA_COUNT; i++)
+        if (strcmp(s_schema[i].table, table_name) == 0)
+            return true;
+    return false;
+}
+
+/* A key Cloister does not know in a table it reads is kept (see config.h), but most likely
+ * a misspelling that would otherwise silently do nothing: say so. */
+static void s_warn_unknown(const parser_t *p, mark_t at, const char *table_name, const char *key)
+{
+    if (s_known_table(table_name))
+        log_warn("%s:%d: unknown key '%s' in [%s] (ignored; misspelt?)", p->name, at.line, key,
+                 table_name);
+}
+
 /* Checks a file value against the schema (and turns an integer into a float for a float
  * key). `at` is where the value starts. */
 static int s_check_schema(parser_t *p, mark_t at, const char *table_name, const char *key,
                           value_t *value)
 {
     const schema_t *s = s_schema_find(table_name, key);
-    if (s == NULL)
+    if (s == NULL) {
+        s_warn_unknown(p, at, table_name, key);
         return 0;
+    }
     char expected[160];
     char found[160];
     snprintf(found, sizeof found, "%s", s_kind_name(value));

@@ -25,15 +25,19 @@
  *   [agent]    command="claude" args=[] permission_mode="acceptEdits" allowed_tools=[]
  *              disallowed_tools=[] max_turns=50 session_token_limit=150000
  *              no_output_timeout=300 (s) result_grace_ms=2000;
- *              optional, no default: max_budget_usd (float), append_system_prompt (string)
- *   [review]   mode="normal" (strict|normal|yolo|disabled)
+ *              optional, no default: max_budget_usd (float), append_system_prompt (string),
+ *              prompts_dir (string)
+ *   [review]   mode="normal" (strict|normal|yolo|disabled); optional, no default: checks
+ *              (array of strings), check_timeout_s (int), diff_budget_chars (int)
  *   [context]  custom_instructions="" relevant_files_limit=10 tree_budget_chars=4000
  *              files_budget_chars=12000 session_context_limit=10
  *   [merge]    remote="origin" push_retries=3
  *   [specialists.<name>] enabled (bool) auto_wake (bool) model (string) test_command
- *              (string) timeout (int, s) workdir (string) max_attempts (int); their defaults
- *              depend on the specialist and come from the config_specialist_*() getters.
- * Unknown tables and keys are kept, readable through the generic getters, and not logged.
+ *              (string) timeout (int, s) workdir (string) max_attempts (int) fix (bool);
+ *              their defaults depend on the specialist and come from the
+ *              config_specialist_*() getters.
+ * Unknown tables and keys are kept and readable through the generic getters; an unknown key
+ * in one of the tables above is logged as a warning (most likely a misspelling).
  * A float key also accepts an integer (`max_budget_usd = 5`).
  *
  * Environment overrides, applied by config_load() after the file: CLOISTER_IN,

@@ -411,6 +411,18 @@ static void test_type_errors(void)
                  "cloister.toml:2:11: expected an integer >= 1 for specialists.test-agent.timeout, found a float");
     expect_error("[specialists.test-agent]\n\ttest_command = ['npm', 'test']\n",
                  "cloister.toml:2:17: expected a string for specialists.test-agent.test_command, found an array");
+    /* Keys the services read that the example file shows: a wrong type is no longer
+     * silently ignored (a string `checks` used to turn the review's checks off). */
+    expect_error("[review]\nchecks = \"make lint\"\n",
+                 "cloister.toml:2:10: expected an array of strings for review.checks, found a string");
+    expect_error("[review]\ncheck_timeout_s = \"300\"\n",
+                 "cloister.toml:2:19: expected an integer >= 1 for review.check_timeout_s, found a string");
+    expect_error("[review]\ndiff_budget_chars = true\n",
+                 "cloister.toml:2:21: expected an integer >= 1 for review.diff_budget_chars, found a boolean");
+    expect_error("[agent]\nprompts_dir = 5\n",
+                 "cloister.toml:2:15: expected a string for agent.prompts_dir, found an integer");
+    expect_error("[specialists.test-agent]\nfix = \"yes\"\n",
+                 "cloister.toml:2:7: expected a boolean for specialists.test-agent.fix, found a string");
     /* Known key names in unknown places are not checked. */
     config_t *config = parse_ok("heartbeat_ms = \"x\"\n[specialists.a.b]\nenabled = \"x\"\n");
     config_destroy(&config);
@@ -579,6 +591,29 @@ static void test_environment(const char *home)
     unsetenv("CLOISTER_AGENT_COMMAND");
 }
 
+/* A key Cloister does not know, in a table it reads, is kept but warned about (a typo
+ * would otherwise silently do nothing); keys of tables it does not read are not. */
+static void test_unknown_key_warned(void)
+{
+    char path[] = "/tmp/cloister-config-warn-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    int saved = dup(2);
+    dup2(fd, 2);
+    config_t *config = parse_ok("[review]\nchekcs = [\"make lint\"]\n[monitoring]\ncheck_interval = 60\n");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    config_destroy(&config);
+    char logged[2048] = "";
+    ssize_t n = pread(fd, logged, sizeof logged - 1, 0);
+    logged[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    CHECK(strstr(logged, "cloister.toml:2: unknown key 'chekcs' in [review]") != NULL);
+    CHECK(strstr(logged, "check_interval") == NULL);
+}
+
 int main(void)
 {
     const char *overrides[] = {"CLOISTER_IN", "CLOISTER_EVENTS", "CLOISTER_CONTROL",
@@ -594,6 +629,7 @@ int main(void)
     test_syntax_errors();
     test_duplicates();
     test_type_errors();
+    test_unknown_key_warned();
     test_buffer_edges();
     test_limits();
 

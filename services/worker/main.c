@@ -23,7 +23,9 @@
  *    and the last non-empty line of stderr in `error`. The result map also has
  *    `exit_code` and `duration_ms`.
  * A cancel, the task's timeout (--timeout is the default when a task has none) or SIGTERM
- * stops the command: SIGTERM to its group, SIGKILL after a grace period.
+ * stops the command: SIGTERM to its group, SIGKILL half the --grace-ms later (default 5000
+ * ms, so 2500 ms; at least 200 ms), so the command is gone before the skeleton's grace for
+ * the job runs out, even when it ignores SIGTERM.
  *
  * Settings: the flags, else $PANOPTICON_HOME/cloister.toml (common/config.h) like every
  * specialist: [broker] in (CLOISTER_IN overrides it), heartbeat_ms and heartbeat_misses,
@@ -50,13 +52,15 @@
 #define WORKER_MARKER_TEXT_CAP (1024 * 1024)
 /* The most bytes of the stderr line quoted in the error of a failed command. */
 #define WORKER_STDERR_QUOTE 2000
-/* SIGTERM to SIGKILL when stopping a command. */
-#define WORKER_KILL_GRACE_MS 1000
+/* The shortest --grace-ms: half of it goes to the command between SIGTERM and SIGKILL,
+ * the rest covers noticing the stop and reaping. */
+#define WORKER_MIN_GRACE_MS 200
 /* What a NUL byte in the command's stdout becomes: U+FFFD, the replacement character. */
 #define WORKER_NUL_REPLACEMENT "\xEF\xBF\xBD"
 
 typedef struct {
-    char **argv; /* the command after "--", in main's argv */
+    char **argv;       /* the command after "--", in main's argv */
+    int kill_grace_ms; /* SIGTERM to SIGKILL when stopping the command */
 } worker_t;
 
 /* One command run. */
@@ -75,7 +79,9 @@ static const char s_usage[] =
     "in CLOISTER_* variables, stdout lines as progress, `KEY: value` lines into the\n"
     "result, `NEXT: {json submit}` lines as next tasks, exit 0 = done.\n"
     "Endpoint, heartbeat and timeout not given as flags come from CLOISTER_IN and\n"
-    "$PANOPTICON_HOME/cloister.toml ([broker], [specialists.NAME] timeout).\n";
+    "$PANOPTICON_HOME/cloister.toml ([broker], [specialists.NAME] timeout).\n"
+    "A stopped command (cancel, timeout, shutdown) gets SIGTERM, then SIGKILL after\n"
+    "half of --grace-ms (default 5000, at least 200).\n";
 
 static void s_keep_text(worker_run_t *run, const char *line, size_t len)
 {
@@ -263,7 +269,7 @@ static specialist_outcome_t s_job(specialist_ctx_t *ctx, void *arg)
         .stdin_len = stdin_text ? strlen(stdin_text) : 0,
         .on_line = s_on_line,
         .on_line_arg = &run,
-        .kill_grace_ms = WORKER_KILL_GRACE_MS,
+        .kill_grace_ms = worker->kill_grace_ms,
     };
     specialist_outcome_t outcome = SPECIALIST_FAILED;
     proc_t *proc = NULL;
@@ -334,6 +340,13 @@ int main(int argc, char **argv)
     int code;
     if (!specialist_args_parse(&args, argc, argv, &settings, &code))
         return code;
+    if (settings.grace_ms != 0 && settings.grace_ms < WORKER_MIN_GRACE_MS) {
+        fprintf(stderr, "cloister-worker: --grace-ms must be at least %d\n%s",
+                WORKER_MIN_GRACE_MS, s_usage);
+        return SPECIALIST_ARGS_EXIT_USAGE;
+    }
+    worker.kill_grace_ms =
+        (settings.grace_ms ? settings.grace_ms : SPECIALIST_DEFAULT_GRACE_MS) / 2;
 
     config_t *config = NULL;
     if (config_load(NULL, &config) != 0) {

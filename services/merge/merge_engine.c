@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Returned by an attempt whose push was rejected because the target moved. */
 #define S_RETRY 1
@@ -272,7 +273,21 @@ static int s_validate_request(s_job_t *job)
 static int s_open_repository(s_job_t *job)
 {
     git_repository *opened = NULL;
-    if (git_repository_open_ext(&opened, job->req->repo_path, 0, NULL) < 0)
+    int open_rc = git_repository_open_ext(&opened, job->req->repo_path, 0, NULL);
+    const git_error *why = open_rc < 0 ? git_error_last() : NULL;
+    if (open_rc == GIT_EOWNER ||
+        (why != NULL && why->message != NULL && strstr(why->message, "safe.directory"))) {
+        /* libgit2's message ("config value 'safe.directory' was not found") hides why. */
+        struct stat st;
+        long owner = stat(job->req->repo_path, &st) == 0 ? (long)st.st_uid : -1;
+        return s_fail(job, FAILURE_STATE,
+                      "repository %s belongs to uid %ld, not to this service (uid %ld), and git "
+                      "refuses to open it: run the merge-agent as the repository's owner, or "
+                      "trust it with `git config --global --add safe.directory %s` as uid %ld",
+                      job->req->repo_path, owner, (long)geteuid(), job->req->repo_path,
+                      (long)geteuid());
+    }
+    if (open_rc < 0)
         return s_git_fail(job, "cannot open repository");
     job->opened_gitdir = strdup(git_repository_path(opened));
     if (git_repository_is_worktree(opened)) {

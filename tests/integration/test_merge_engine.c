@@ -614,6 +614,31 @@ static void test_source_pinned(void)
     s_teardown();
 }
 
+/* A repository of another user: git refuses to open it, and the reason says why and what
+ * to do (libgit2 alone only says "safe.directory was not found"). Needs root to chown. */
+static void test_foreign_owner(void)
+{
+    if (geteuid() != 0)
+        return;
+    s_fixture("merge-foreign");
+    testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
+    CHECK_INT(chown(s_repos.user, 4242, 4242), 0);
+    char dotgit[600];
+    snprintf(dotgit, sizeof dotgit, "%s/.git", s_repos.user);
+    CHECK_INT(chown(dotgit, 4242, 4242), 0);
+    s_calls_t calls = {.tests = MERGE_TESTS_PASS};
+    merge_request_t req;
+    s_request(&req, "feature", &calls);
+    merge_result_t res;
+    CHECK_INT(merge_engine_run(&req, &res), FAILURE_STATE);
+    CHECK(res.reason && strstr(res.reason, "belongs to uid 4242") &&
+          strstr(res.reason, "safe.directory"));
+    merge_result_clear(&res);
+    CHECK_INT(chown(dotgit, 0, 0), 0);
+    CHECK_INT(chown(s_repos.user, 0, 0), 0);
+    s_teardown();
+}
+
 static void test_stale_lock(void)
 {
     s_fixture("merge-lock");
@@ -735,6 +760,7 @@ int main(void)
     test_push_refused();
     test_source_missing();
     test_source_pinned();
+    test_foreign_owner();
     test_stale_lock();
     test_branch_names();
     test_local_and_worktree();

@@ -40,6 +40,8 @@
 #define AGENT_LOST_TEXT "No conversation found with session ID"
 #define AGENT_IN_USE_TEXT "is already in use"
 #define AGENT_ENCODED_MAX 200
+/* What a NUL byte in a string of the agent's stream becomes: U+FFFD. */
+#define AGENT_NUL_REPLACEMENT "\xEF\xBF\xBD"
 
 typedef enum { RUN_WAIT_LOCK, RUN_AGENT, RUN_DONE } run_phase_t;
 
@@ -252,13 +254,55 @@ static void s_on_assistant(agent_run_t *run, json_t *event)
     }
 }
 
+/* Replaces every NUL byte in the strings of `value` (and of everything it holds) with
+ * U+FFFD, so that json_string_value() gives the whole text as a C string. */
+static void s_scrub_nuls(json_t *value)
+{
+    if (json_is_string(value)) {
+        const char *text = json_string_value(value);
+        size_t len = json_string_length(value);
+        if (strlen(text) == len)
+            return;
+        char *clean = malloc(3 * len + 1);
+        if (clean == NULL)
+            return;
+        size_t n = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (text[i] == '\0') {
+                memcpy(clean + n, AGENT_NUL_REPLACEMENT, 3);
+                n += 3;
+            } else {
+                clean[n++] = text[i];
+            }
+        }
+        json_string_setn_nocheck(value, clean, n);
+        free(clean);
+    } else if (json_is_object(value)) {
+        const char *key;
+        json_t *item;
+        json_object_foreach(value, key, item)
+        {
+            s_scrub_nuls(item);
+        }
+    } else if (json_is_array(value)) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(value, i, item)
+        {
+            s_scrub_nuls(item);
+        }
+    }
+}
+
 static int s_on_line(void *arg, const char *line, size_t len)
 {
     agent_run_t *run = arg;
     if (len == 0)
         return 0;
     json_error_t error;
-    json_t *event = json_loadb(line, len, 0, &error);
+    /* A text may hold \u0000: take the line anyway, with each NUL made U+FFFD. */
+    json_t *event = json_loadb(line, len, JSON_ALLOW_NUL, &error);
+    s_scrub_nuls(event);
     if (!json_is_object(event)) {
         log_warn("agent %s: skipping a line that is not a JSON object: %.120s",
                  run->settings->specialist, line);

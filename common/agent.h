@@ -18,7 +18,8 @@
  *      CLAUDE_CODE_SESSION_ID, CLAUDE_CODE_CHILD_SESSION, CLAUDE_CODE_ENTRYPOINT), plus
  *      PANOPTICON_AGENT_ID=<specialist>;
  *   4. parses stdout NDJSON by key: each assistant text block and tool_use becomes a
- *      progress callback as its line arrives; the last `result` event is the outcome;
+ *      progress callback as its line arrives; the last `result` event is the outcome (a
+ *      \u0000 in a string is taken, as U+FFFD, so every text stays one C string);
  *   5. recovers once per case: "No conversation found with session ID" on --resume → fresh
  *      session ("context lost"); "is already in use" on --session-id → rerun with --resume;
  *      "is already in use" on --resume → fresh session ("session in use");

@@ -6,8 +6,8 @@
  * lost, id in use (both ways), streaming progress before exit, wall-clock and no-output
  * timeouts without orphans, hang after result, crash, auth / exit0_on_error / max_turns,
  * bogus init id, new id on resume (adopted only when on disk), env scrubbing, rotation,
- * cwd change, corrupt session file, spawn failure, cancellation, and two runs of one
- * specialist serialising on the lock. */
+ * cwd change, corrupt session file, spawn failure, cancellation, two runs of one
+ * specialist serialising on the lock, and \u0000 inside the stream's strings. */
 #include "agent.h"
 #include "check.h"
 #include "clock.h"
@@ -653,6 +653,42 @@ static void test_session_ids_from_result(void)
     agent_run_destroy(&run);
 }
 
+/* A JSON string may hold \u0000: the line still counts, and the NUL becomes U+FFFD
+ * instead of cutting the text short. */
+static void test_nul_in_stream(void)
+{
+    s_reset_knobs();
+    agent_settings_t set = s_settings("nul-agent");
+    set.command = s_script(
+        "nul.sh",
+        "cat >/dev/null\n"
+        "printf '%s\\n' '{\"type\":\"assistant\",\"message\":{\"content\":["
+        "{\"type\":\"text\",\"text\":\"before \\u0000 after\"},"
+        "{\"type\":\"tool_use\",\"name\":\"Ba\\u0000sh\","
+        "\"input\":{\"command\":\"ls \\u0000x\"}}]}}'\n"
+        "printf '%s\\n' '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,"
+        "\"result\":\"binary \\u0000 in text\",\"usage\":{\"input_tokens\":3}}'");
+    events_t ev = {0};
+    agent_run_t *run = NULL;
+    CHECK_INT(agent_run(&run, &set, "go", "t1", s_on_progress, &ev), 0);
+    const agent_outcome_t *o = agent_run_outcome(run);
+    CHECK(o->ok);
+    CHECK(o->got_result);
+    CHECK_STR(o->result_text, "binary \xEF\xBF\xBD in text");
+    CHECK_INT(o->input_tokens, 3);
+    bool text = false, tool = false;
+    for (int i = 0; i < ev.count; i++) {
+        if (ev.kind[i] == AGENT_PROGRESS_TEXT)
+            text = text || strcmp(ev.text[i], "before \xEF\xBF\xBD after") == 0;
+        if (ev.kind[i] == AGENT_PROGRESS_TOOL)
+            tool = tool || (strcmp(ev.text[i], "Ba\xEF\xBF\xBDsh") == 0 &&
+                            strcmp(ev.detail[i], "ls \xEF\xBF\xBDx") == 0);
+    }
+    CHECK(text);
+    CHECK(tool);
+    agent_run_destroy(&run);
+}
+
 /* The context is the LAST main-conversation call's input side: not the first or largest
  * call, not a subagent's call (parent_tool_use_id set), not the result's total. */
 static void test_context_is_last_call(void)
@@ -968,6 +1004,7 @@ int main(void)
     test_env_scrubbed();
     test_rotation_and_cwd();
     test_context_is_last_call();
+    test_nul_in_stream();
     test_cancel();
     test_runs_serialise();
 

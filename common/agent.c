@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "failure.h"
 #include "log.h"
+#include "msgjson.h"
 #include "proc.h"
 #include "session.h"
 
@@ -613,6 +614,12 @@ static void s_fill_outcome(agent_run_t *run)
         s_set_string(&run->error, message);
 }
 
+/* A new JSON string for `text`, with U+FFFD for each byte that is not UTF-8; NULL on OOM. */
+static json_t *s_json_text(const char *text)
+{
+    return msgjson_string(text, strlen(text));
+}
+
 /* Records the run in the session file and history.jsonl. */
 static void s_record(agent_run_t *run)
 {
@@ -653,21 +660,28 @@ static void s_record(agent_run_t *run)
     }
 
     char *short_text = s_dup_max(run->result_text ? run->result_text : "", AGENT_HISTORY_TEXT_MAX);
+    /* The texts that come from outside (task id, agent output, stderr in the error) may not
+     * be UTF-8, which a JSON string must be: each stray byte becomes U+FFFD. json_pack()
+     * takes these references ("o"). */
+    json_t *task_id = run->task_id ? s_json_text(run->task_id) : NULL;
+    json_t *subtype = s_json_text(run->subtype ? run->subtype : "");
+    json_t *error = s_json_text(run->error ? run->error : "");
+    json_t *result = s_json_text(short_text ? short_text : "");
     json_t *entry = json_pack(
-        "{s:s, s:s?, s:s, s:s, s:s, s:b, s:b, s:s, s:s, s:f, s:{s:I, s:I, s:I, s:I}, s:I, s:i, "
+        "{s:s, s:o?, s:s, s:s, s:s, s:b, s:b, s:o, s:s, s:f, s:{s:I, s:I, s:I, s:I}, s:I, s:i, "
         "s:I, "
         "s:I, s:i, "
-        "s:b, s:b, s:s, s:s}",
-        "kind", "agent_run", "task_id", run->task_id, "specialist", name, "session_id",
+        "s:b, s:b, s:o, s:o}",
+        "kind", "agent_run", "task_id", task_id, "specialist", name, "session_id",
         run->session_id, "mode", o->fresh ? "fresh" : "resumed", "ok", o->ok, "is_error",
-        o->is_error, "subtype", run->subtype ? run->subtype : "", "fresh_reason", run->fresh_reason,
+        o->is_error, "subtype", subtype, "fresh_reason", run->fresh_reason,
         "cost_usd", o->cost_usd, "usage", "input_tokens", (json_int_t)o->input_tokens,
         "cache_creation_input_tokens", (json_int_t)o->cache_creation_input_tokens,
         "cache_read_input_tokens", (json_int_t)o->cache_read_input_tokens, "output_tokens",
-        (json_int_t)o->output_tokens, "context_tokens", (json_int_t)o->context_tokens, "num_turns", o->num_turns, "duration_ms",
-        (json_int_t)o->duration_ms, "wall_ms", (json_int_t)o->wall_ms, "attempts", o->attempts,
-        "timed_out", o->timed_out, "cancelled", run->cancelled, "error",
-        run->error ? run->error : "", "result", short_text ? short_text : "");
+        (json_int_t)o->output_tokens, "context_tokens", (json_int_t)o->context_tokens,
+        "num_turns", o->num_turns, "duration_ms", (json_int_t)o->duration_ms, "wall_ms",
+        (json_int_t)o->wall_ms, "attempts", o->attempts, "timed_out", o->timed_out, "cancelled",
+        run->cancelled, "error", error, "result", result);
     if (entry == NULL || session_history_append(name, entry) != 0)
         log_error("agent %s: cannot append to history: %s", name,
                   entry == NULL ? "entry not encodable" : failure_message());

@@ -29,7 +29,8 @@
  *      message.usage; the result's usage only when no assistant event had any, since it
  *      totals every call and counts the cached context once per call), adds tokens and
  *      cost to the session file, appends a line to
- *      specialists/<name>/history.jsonl, releases the lock.
+ *      specialists/<name>/history.jsonl (bytes of the task id, error or result text that
+ *      are not UTF-8 become U+FFFD there), releases the lock.
  *
  * Success is `result.is_error == false`, whatever the subtype and the exit code. Deadlines:
  * timeout_s bounds the whole run (lock wait and reruns included); no_output_timeout_s stops

@@ -7,7 +7,8 @@
  * timeouts without orphans, hang after result, crash, auth / exit0_on_error / max_turns,
  * bogus init id, new id on resume (adopted only when on disk), env scrubbing, rotation,
  * cwd change, corrupt session file, spawn failure, cancellation, two runs of one
- * specialist serialising on the lock, and \u0000 inside the stream's strings. */
+ * specialist serialising on the lock, \u0000 inside the stream's strings, and history
+ * entries for runs whose stderr or task id is not UTF-8. */
 #include "agent.h"
 #include "check.h"
 #include "clock.h"
@@ -689,6 +690,34 @@ static void test_nul_in_stream(void)
     agent_run_destroy(&run);
 }
 
+/* Bytes that are not UTF-8 (in the agent's stderr, hence in the error, or in the task id)
+ * still give a history entry: each becomes U+FFFD there. */
+static void test_history_not_utf8(void)
+{
+    s_reset_knobs();
+    agent_settings_t set = s_settings("bytes-agent");
+    set.command = s_script("bytes.sh", "cat >/dev/null\n"
+                                       "printf 'fatal: \\377\\376 bad bytes\\n' >&2\n"
+                                       "exit 2");
+    agent_run_t *run = NULL;
+    CHECK_INT(agent_run(&run, &set, "go", "task-\xff", NULL, NULL), 0);
+    const agent_outcome_t *o = agent_run_outcome(run);
+    CHECK(!o->ok);
+    CHECK(strstr(o->error, "crashed (exit code 2)") != NULL);
+    agent_run_destroy(&run);
+
+    CHECK_INT(s_history_lines("bytes-agent"), 1);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/specialists/bytes-agent/history.jsonl", env->home);
+    json_t *entry = json_load_file(path, 0, NULL);
+    CHECK(entry != NULL);
+    const char *error = json_string_value(json_object_get(entry, "error"));
+    CHECK(error != NULL && strstr(error, "fatal: \xEF\xBF\xBD\xEF\xBF\xBD bad bytes") != NULL);
+    CHECK_STR(json_string_value(json_object_get(entry, "task_id")), "task-\xEF\xBF\xBD");
+    CHECK(json_is_false(json_object_get(entry, "ok")));
+    json_decref(entry);
+}
+
 /* The context is the LAST main-conversation call's input side: not the first or largest
  * call, not a subagent's call (parent_tool_use_id set), not the result's total. */
 static void test_context_is_last_call(void)
@@ -1005,6 +1034,7 @@ int main(void)
     test_rotation_and_cwd();
     test_context_is_last_call();
     test_nul_in_stream();
+    test_history_not_utf8();
     test_cancel();
     test_runs_serialise();
 

@@ -13,8 +13,9 @@
 # specialists, then the broker (SIGTERM, wait, then SIGKILL) and exits 0. --detach starts
 # the supervisor in the background and returns once everything is started.
 #
-# State: $PANOPTICON_HOME (default ~/.panopticon): logs/<name>.log, run/<name>.pid,
-# run/supervisor.pid. Endpoints: the services read [broker] in/events/control from
+# State: $PANOPTICON_HOME (default ~/.panopticon; with HOME unset, the home directory the
+# password database gives this user): logs/<name>.log, run/<name>.pid, run/supervisor.pid.
+# Endpoints: the services read [broker] in/events/control from
 # $PANOPTICON_HOME/cloister.toml, overridden by CLOISTER_IN / CLOISTER_EVENTS /
 # CLOISTER_CONTROL (default tcp://127.0.0.1:5560/5561/5562); this script only passes the
 # environment on.
@@ -25,9 +26,24 @@
 # CLOISTER_START_TIMEOUT (seconds to wait for the broker, default 30).
 set -u
 
+say() { printf 'run-local: %s\n' "$*"; }
+die() { printf 'run-local: %s\n' "$*" >&2; exit 1; }
+
+# The directory under which the state lives by default: $HOME, or when HOME is unset (cron,
+# systemd, env -i) this user's home directory from the password database.
+user_home() {
+    local home=${HOME:-}
+    [ -n "$home" ] || home=$(getent passwd "$(id -u)" 2>/dev/null | cut -d: -f6)
+    [ -n "$home" ] || die "HOME is not set and the password database has no home directory for this user; set PANOPTICON_HOME (or HOME)"
+    printf '%s\n' "$home"
+}
+
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SELF="$ROOT/deploy/run-local.sh"
-export PANOPTICON_HOME="${PANOPTICON_HOME:-$HOME/.panopticon}"
+if [ -z "${PANOPTICON_HOME:-}" ]; then
+    PANOPTICON_HOME="$(user_home)/.panopticon" || exit 1
+fi
+export PANOPTICON_HOME
 BUILD_DIR="${BUILD_DIR:-build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 BIN="${CLOISTER_BIN_DIR:-$BUILD_DIR/bin}"
@@ -46,9 +62,6 @@ cloister-merge under $PANOPTICON_HOME (default ~/.panopticon), restarts any that
 stops them all on Ctrl-C / SIGTERM. --detach runs the supervisor in the background.
 EOF
 }
-
-say() { printf 'run-local: %s\n' "$*"; }
-die() { printf 'run-local: %s\n' "$*" >&2; exit 1; }
 
 # True if `pid` is alive and its command line contains `what` (guards against pid reuse).
 is_ours() {
@@ -271,6 +284,7 @@ cmd_stop() {
 
 cmd_status() {
     local pid file name child
+    say "state in $PANOPTICON_HOME"
     if pid=$(running_supervisor); then
         say "supervisor running (pid $pid)"
     else

@@ -22,8 +22,9 @@
 #
 # Environment: CLOISTER_SKIP_SETUP=1 (same as --no-setup); CLOISTER_BIN_DIR (the built
 # programs; default $BUILD_DIR/bin, BUILD_DIR as for deploy/setup.sh, default <repo>/build);
-# CLOISTER_STOP_GRACE (seconds between SIGTERM and SIGKILL, default 10);
-# CLOISTER_START_TIMEOUT (seconds to wait for the broker, default 30).
+# CLOISTER_STOP_GRACE (whole seconds between SIGTERM and SIGKILL, 0 to 3600, default 10);
+# CLOISTER_START_TIMEOUT (whole seconds to wait for the broker, 1 to 3600, default 30).
+# Other values are refused before anything is started or stopped.
 set -u
 
 say() { printf 'run-local: %s\n' "$*"; }
@@ -38,6 +39,19 @@ user_home() {
     printf '%s\n' "$home"
 }
 
+# Prints the value of the setting `name` (whole seconds, from `min` to 3600), or dies
+# with a clear error, before anything is started or stopped.
+whole_seconds() {
+    local name=$1 value=$2 min=$3
+    case "$value" in
+    '' | *[!0-9]* | ??????*) die "$name must be a whole number of seconds from $min to 3600, not '$value'" ;;
+    esac
+    if [ $((10#$value)) -lt "$min" ] || [ $((10#$value)) -gt 3600 ]; then
+        die "$name must be a whole number of seconds from $min to 3600, not '$value'"
+    fi
+    printf '%s\n' $((10#$value))
+}
+
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SELF="$ROOT/deploy/run-local.sh"
 if [ -z "${PANOPTICON_HOME:-}" ]; then
@@ -49,8 +63,8 @@ case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 BIN="${CLOISTER_BIN_DIR:-$BUILD_DIR/bin}"
 RUN_DIR="$PANOPTICON_HOME/run"
 LOG_DIR="$PANOPTICON_HOME/logs"
-STOP_GRACE="${CLOISTER_STOP_GRACE:-10}"
-START_TIMEOUT="${CLOISTER_START_TIMEOUT:-30}"
+STOP_GRACE=$(whole_seconds CLOISTER_STOP_GRACE "${CLOISTER_STOP_GRACE:-10}" 0) || exit 1
+START_TIMEOUT=$(whole_seconds CLOISTER_START_TIMEOUT "${CLOISTER_START_TIMEOUT:-30}" 1) || exit 1
 
 usage() {
     cat <<'EOF'
@@ -366,7 +380,9 @@ main() {
         --workers)
             [ $# -ge 2 ] || die "--workers needs a number"
             case "$2" in '' | *[!0-9]*) die "--workers needs a number from 1 to 16, not '$2'" ;; esac
-            [ "$2" -ge 1 ] && [ "$2" -le 16 ] || die "--workers needs a number from 1 to 16, not '$2'"
+            if [ "${#2}" -gt 4 ] || [ $((10#$2)) -lt 1 ] || [ $((10#$2)) -gt 16 ]; then
+                die "--workers needs a number from 1 to 16, not '$2'"
+            fi
             workers=$((10#$2))
             shift
             ;;

@@ -2,7 +2,8 @@
  * temporary PANOPTICON_HOME on ipc endpoints (setup skipped, the built programs from
  * CLOISTER_BIN_DIR), checks every specialist has a worker, runs a test-agent task on a
  * Makefile project to task.done, kills a service with SIGKILL and sees the supervisor
- * restart it (a new worker joins), then `run-local.sh stop` and checks nothing is left. */
+ * restart it (a new worker joins), then `run-local.sh stop` and checks nothing is left. A
+ * stop with CLOISTER_STOP_GRACE=2.5 is refused and stops nothing. */
 #include "check.h"
 #include "pan_harness.h"
 #include "testenv.h"
@@ -132,6 +133,16 @@ int main(void)
     }
     /* A second start is refused while the first runs. */
     CHECK(s_launcher(&t, "--detach") != 0);
+    /* A stop with a grace that is not whole seconds is refused and stops nothing. */
+    setenv("CLOISTER_STOP_GRACE", "2.5", 1);
+    CHECK(s_launcher(&t, "stop") != 0);
+    setenv("CLOISTER_STOP_GRACE", "5", 1);
+    testenv_sleep_ms(300);
+    for (int i = 0; i < npids; i++) {
+        if (!s_alive(pids[i]))
+            fprintf(stderr, "%s stopped by a refused stop\n", names[i]);
+        CHECK(s_alive(pids[i]));
+    }
 
     CHECK(testenv_wait_until(s_all_have_workers, &t, 10000));
 

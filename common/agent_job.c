@@ -168,7 +168,10 @@ int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx, const agent_settin
     *run_p = NULL;
     const specialist_task_t *task = specialist_task(ctx);
     agent_run_t *run = NULL;
-    int rc = agent_run_start(&run, settings, prompt, task->id, s_on_progress, ctx);
+    agent_settings_t within_grace = *settings;
+    if (within_grace.kill_grace_ms == 0)
+        within_grace.kill_grace_ms = specialist_child_kill_grace_ms(ctx);
+    int rc = agent_run_start(&run, &within_grace, prompt, task->id, s_on_progress, ctx);
     if (rc != 0) {
         specialist_result_bool(ctx, "agent_ok", false);
         specialist_result_str(ctx, "agent_error", failure_message());

@@ -60,6 +60,7 @@ struct specialist_ctx_t {
     specialist_task_t task;
     json_t *task_json;
     const char *worker_id;
+    int grace_ms; /* the loop's: how long a cancelled job has to return */
     specialist_job_fn *job;
     void *job_arg;
     pthread_t thread;
@@ -195,6 +196,11 @@ int specialist_check_name(const char *name)
 const specialist_task_t *specialist_task(const specialist_ctx_t *ctx)
 {
     return &ctx->task;
+}
+
+int specialist_child_kill_grace_ms(const specialist_ctx_t *ctx)
+{
+    return ctx->grace_ms / 2;
 }
 
 const char *specialist_payload_str(const specialist_ctx_t *ctx, const char *key)
@@ -404,6 +410,7 @@ static specialist_ctx_t *s_ctx_new(loop_t *loop, wire_msg_t **msg_p, const void 
     ctx->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     ctx->wake_fd = loop->wake_fd;
     ctx->worker_id = loop->worker_id;
+    ctx->grace_ms = loop->grace_ms;
     ctx->job = loop->job;
     ctx->job_arg = loop->job_arg;
     ctx->result = json_object();

@@ -147,6 +147,11 @@ typedef specialist_outcome_t(specialist_job_fn)(specialist_ctx_t *ctx, void *job
 /* The task. Owned by the skeleton, valid while the job runs. */
 const specialist_task_t *specialist_task(const specialist_ctx_t *ctx);
 
+/* How long a child the job runs (agent, test command) may take between SIGTERM and
+ * SIGKILL: half the skeleton's grace, so a child that ignores SIGTERM is killed, and the job
+ * returns, before the skeleton gives the job up as stuck. */
+int specialist_child_kill_grace_ms(const specialist_ctx_t *ctx);
+
 /* A string field of the payload ("workspace", "prUrl", ...), or NULL when absent or not a
  * string. Owned by the skeleton. */
 const char *specialist_payload_str(const specialist_ctx_t *ctx, const char *key);

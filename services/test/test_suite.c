@@ -55,7 +55,9 @@ int test_suite_run(testrun_result_t **out, specialist_ctx_t *ctx,
         .command = options->command,
         .dir = options->dir,
         .timeout_ms = options->timeout_ms,
-        .kill_grace_ms = TEST_SUITE_KILL_GRACE_MS,
+        .kill_grace_ms = specialist_child_kill_grace_ms(ctx) < TEST_SUITE_KILL_GRACE_MS
+                             ? specialist_child_kill_grace_ms(ctx)
+                             : TEST_SUITE_KILL_GRACE_MS,
         .on_line = s_on_line,
         .on_line_arg = &progress,
         .job = ctx,

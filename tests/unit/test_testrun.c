@@ -559,8 +559,8 @@ static void test_step_cancel(testenv_t *env)
     for (int i = 0; i < 100 && (rc = testrun_step(run, 50)) == 0; i++)
         ;
     CHECK_INT(rc, 1);
-    /* SIGTERM ended it: well before the kill grace or the timeout. */
-    CHECK(clock_now_ms() - started < 2000);
+    /* SIGTERM ended it: before the 5 s kill grace (with room for a loaded machine). */
+    CHECK(clock_now_ms() - started < 4000);
     CHECK(s_group_gone(pgid));
     testrun_result_t *r = NULL;
     CHECK_INT(testrun_finish(&run, &r), 0);
@@ -589,7 +589,7 @@ static void test_step_cancel(testenv_t *env)
         testrun_step(run, 50); /* the trap is set once "started" is out */
     started = clock_now_ms();
     CHECK_INT(testrun_finish(&run, &r), 0);
-    CHECK(clock_now_ms() - started < 3000);
+    CHECK(clock_now_ms() - started < 5000); /* not the command's 100 s */
     CHECK(s_group_gone(pgid));
     if (r) {
         CHECK(r->cancelled);

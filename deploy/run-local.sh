@@ -61,6 +61,7 @@ export PANOPTICON_HOME
 BUILD_DIR="${BUILD_DIR:-build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 BIN="${CLOISTER_BIN_DIR:-$BUILD_DIR/bin}"
+case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 RUN_DIR="$PANOPTICON_HOME/run"
 LOG_DIR="$PANOPTICON_HOME/logs"
 STOP_GRACE=$(whole_seconds CLOISTER_STOP_GRACE "${CLOISTER_STOP_GRACE:-10}" 0) || exit 1
@@ -77,16 +78,47 @@ stops them all on Ctrl-C / SIGTERM. --detach runs the supervisor in the backgrou
 EOF
 }
 
-# True if `pid` is alive and its command line contains `what` (guards against pid reuse).
+# True if `pid` is alive and runs exactly `program`, the path we started with no arguments.
+# A pid file whose process died and whose number was reused, or one that names a process
+# of another build, is not ours: we never signal it.
 is_ours() {
-    local pid=$1 what=$2 args
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-    args=$(ps -o args= -p "$pid" 2>/dev/null) || return 1
-    case "$args" in *"$what"*) return 0 ;; esac
+    local pid=$1 program=$2 args
+    case "$pid" in '' | *[!0-9]*) return 1 ;; esac
+    args=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline") || return 1
+    [ "$args" = "$program" ]
+}
+
+# True if `pid` is alive and runs this script (a supervisor, in the foreground or detached).
+is_supervisor() {
+    local pid=$1 arg
+    case "$pid" in '' | *[!0-9]*) return 1 ;; esac
+    while IFS= read -r -d '' arg; do
+        case "$arg" in run-local.sh | */run-local.sh) return 0 ;; esac
+    done 2>/dev/null <"/proc/$pid/cmdline"
     return 1
 }
 
+# A pid file holds the pid, then the program started (run/<name>.pid).
 read_pid() { [ -f "$1" ] && head -n 1 "$1" 2>/dev/null; }
+
+# The program the pid file `file` says was started; for a file without one, the program
+# of that instance in $BIN (broker: cloister-broker, review-agent-2: cloister-review, ...).
+read_program() {
+    local file=$1 program
+    program=$(sed -n 2p "$file" 2>/dev/null)
+    if [ -z "$program" ]; then
+        case "$(basename "$file" .pid)" in
+        broker) program="$BIN/cloister-broker" ;;
+        review-agent*) program="$BIN/cloister-review" ;;
+        test-agent*) program="$BIN/cloister-test" ;;
+        merge-agent*) program="$BIN/cloister-merge" ;;
+        esac
+    fi
+    printf '%s\n' "$program"
+}
+
+# True if the process the pid file `file` names is alive and ours.
+pid_file_is_ours() { is_ours "$(read_pid "$1")" "$(read_program "$1")"; }
 
 # Sleeps without delaying the signal traps (wait returns as soon as a trapped signal comes).
 nap() {
@@ -140,7 +172,7 @@ start_child() {
     setsid "$BIN/${progs[i]}" </dev/null >>"$LOG_DIR/${names[i]}.log" 2>&1 &
     pids[i]=$!
     started[i]=$SECONDS
-    printf '%s\n' "${pids[i]}" >"$RUN_DIR/${names[i]}.pid"
+    printf '%s\n%s\n' "${pids[i]}" "$BIN/${progs[i]}" >"$RUN_DIR/${names[i]}.pid"
     say "started ${names[i]} (${progs[i]}, pid ${pids[i]}, log $LOG_DIR/${names[i]}.log)"
 }
 
@@ -173,24 +205,28 @@ restart_children() {
     done
 }
 
-# Stops the children whose indexes are given: SIGTERM, up to $STOP_GRACE s, then SIGKILL.
+# True while the child with index `i` runs.
+child_runs() { [ -n "${pids[$1]}" ] && is_ours "${pids[$1]}" "$BIN/${progs[$1]}"; }
+
+# Stops the children whose indexes are given: SIGTERM, up to $STOP_GRACE s, then SIGKILL
+# to those still running.
 stop_children() {
-    local i deadline alive
+    local i waited=0 alive
     for i in "$@"; do
-        [ -n "${pids[i]}" ] && kill -TERM "${pids[i]}" 2>/dev/null
+        child_runs "$i" && kill -TERM "${pids[i]}" 2>/dev/null
     done
-    deadline=$((SECONDS + STOP_GRACE))
     while :; do
         alive=0
         for i in "$@"; do
-            [ -n "${pids[i]}" ] && kill -0 "${pids[i]}" 2>/dev/null && alive=1
+            child_runs "$i" && alive=1
         done
-        [ "$alive" -eq 1 ] && [ "$SECONDS" -lt "$deadline" ] || break
+        if [ "$alive" -eq 0 ] || [ "$waited" -ge $((STOP_GRACE * 10)) ]; then break; fi
         nap 0.1
+        waited=$((waited + 1))
     done
     for i in "$@"; do
         [ -n "${pids[i]}" ] || continue
-        if kill -0 "${pids[i]}" 2>/dev/null; then
+        if child_runs "$i"; then
             say "${names[i]} (pid ${pids[i]}) did not stop within ${STOP_GRACE}s: SIGKILL"
             kill -KILL "${pids[i]}" 2>/dev/null
         fi
@@ -258,12 +294,41 @@ supervise() {
 running_supervisor() {
     local pid
     pid=$(read_pid "$RUN_DIR/supervisor.pid") || return 1
-    is_ours "$pid" run-local.sh || return 1
+    is_supervisor "$pid" || return 1
     printf '%s\n' "$pid"
 }
 
+# Stops the processes the given pid files name, if they are still ours: SIGTERM, up to
+# $STOP_GRACE s, then SIGKILL to those still running; removes the files.
+stop_pid_files() {
+    local file name waited=0 alive
+    for file in "$@"; do
+        if pid_file_is_ours "$file"; then
+            name=$(basename "$file" .pid)
+            say "stopping leftover $name (pid $(read_pid "$file"))"
+            kill -TERM "$(read_pid "$file")" 2>/dev/null
+        fi
+    done
+    while :; do
+        alive=0
+        for file in "$@"; do
+            pid_file_is_ours "$file" && alive=1
+        done
+        if [ "$alive" -eq 0 ] || [ "$waited" -ge $((STOP_GRACE * 10)) ]; then break; fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    for file in "$@"; do
+        if pid_file_is_ours "$file"; then
+            say "$(basename "$file" .pid) (pid $(read_pid "$file")) did not stop within ${STOP_GRACE}s: SIGKILL"
+            kill -KILL "$(read_pid "$file")" 2>/dev/null
+        fi
+        rm -f "$file"
+    done
+}
+
 cmd_stop() {
-    local pid file name child waited=0
+    local pid file waited=0 specialists=()
     if pid=$(running_supervisor); then
         say "stopping the supervisor (pid $pid)"
         kill -TERM "$pid"
@@ -279,20 +344,16 @@ cmd_stop() {
     else
         say "no supervisor is running"
     fi
-    # Children left behind by a supervisor that was killed.
+    # Children left behind by a supervisor that was killed: the specialists, then the broker.
     for file in "$RUN_DIR"/*.pid; do
-        [ -f "$file" ] || continue
-        name=$(basename "$file" .pid)
-        child=$(read_pid "$file")
-        if [ "$name" != supervisor ] && is_ours "$child" cloister-; then
-            say "stopping leftover $name (pid $child)"
-            kill -TERM "$child" 2>/dev/null
-            sleep 1
-            kill -KILL "$child" 2>/dev/null
-        fi
-        rm -f "$file"
+        case "$(basename "$file")" in
+        supervisor.pid | broker.pid) ;;
+        *) [ -f "$file" ] && specialists+=("$file") ;;
+        esac
     done
-    rm -f "$RUN_DIR/ready"
+    stop_pid_files "${specialists[@]}"
+    stop_pid_files "$RUN_DIR/broker.pid"
+    rm -f "$RUN_DIR/ready" "$RUN_DIR/supervisor.pid"
     say "stopped"
 }
 
@@ -309,7 +370,7 @@ cmd_status() {
         name=$(basename "$file" .pid)
         [ "$name" = supervisor ] && continue
         child=$(read_pid "$file")
-        if is_ours "$child" cloister-; then
+        if pid_file_is_ours "$file"; then
             say "$name running (pid $child)"
         else
             say "$name not running"
@@ -327,7 +388,7 @@ cmd_start() {
     for file in "$RUN_DIR"/*.pid; do
         [ -f "$file" ] || continue
         child=$(read_pid "$file")
-        if [ "$(basename "$file")" != supervisor.pid ] && is_ours "$child" cloister-; then
+        if [ "$(basename "$file")" != supervisor.pid ] && pid_file_is_ours "$file"; then
             die "$(basename "$file" .pid) (pid $child) still runs from an earlier start; run deploy/run-local.sh stop"
         fi
         rm -f "$file"

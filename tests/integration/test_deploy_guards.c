@@ -2,11 +2,14 @@
  * runs the launcher in its own temporary PANOPTICON_HOME on ipc endpoints (setup skipped,
  * the built programs from CLOISTER_BIN_DIR) and leaves nothing running:
  *   - HOME unset: the state goes under the password database's home directory;
- *   - CLOISTER_STOP_GRACE / CLOISTER_START_TIMEOUT that are not whole seconds: refused. */
+ *   - CLOISTER_STOP_GRACE / CLOISTER_START_TIMEOUT that are not whole seconds: refused;
+ *   - a stale pid file naming another build's process: `stop` leaves that process alone;
+ *   - children of a supervisor killed with SIGKILL: `stop` stops them, specialists first. */
 #include "check.h"
 #include "testenv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -53,20 +56,25 @@ static pid_t s_pid_of(const guard_t *t, const char *name)
     return pid;
 }
 
-/* True while `pid` exists and is not a zombie. */
+/* True while `pid` exists and is not a zombie (a process killed, not yet reaped by init).
+ * /proc files report size 0, so /proc/<pid>/stat is read with read(), not
+ * testenv_read_file(). */
 static bool s_alive(pid_t pid)
 {
     if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
         return false;
-    char path[64];
+    char path[64], stat[512];
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    char *stat = testenv_read_file(path);
-    if (stat == NULL)
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
         return false;
+    ssize_t n = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    stat[n] = '\0';
     const char *end = strrchr(stat, ')');
-    bool zombie = end != NULL && end[1] == ' ' && end[2] == 'Z';
-    free(stat);
-    return !zombie;
+    return end == NULL || end[1] != ' ' || end[2] != 'Z';
 }
 
 static const char *const s_names[] = {"supervisor", "broker", "review-agent", "test-agent",
@@ -159,9 +167,105 @@ static void s_bad_settings(void)
     s_guard_destroy(t);
 }
 
+/* Starts a broker of "another build" (the same program through another path) with its own
+ * home and endpoints under <dir>/other, or, with `shared_endpoints`, on the test's
+ * endpoints. Returns its pid, or -1. */
+static pid_t s_other_broker(guard_t *t, bool shared_endpoints)
+{
+    char bin[400], link[450], home[400], in[450], events[450], control[450];
+    snprintf(bin, sizeof bin, "%s/other/bin", t->env->dir);
+    snprintf(link, sizeof link, "%s/cloister-broker", bin);
+    snprintf(home, sizeof home, "%s/other/home", t->env->dir);
+    snprintf(in, sizeof in, "ipc://%s/other/in.sock", t->env->dir);
+    snprintf(events, sizeof events, "ipc://%s/other/events.sock", t->env->dir);
+    snprintf(control, sizeof control, "ipc://%s/other/control.sock", t->env->dir);
+    char marker[460];
+    snprintf(marker, sizeof marker, "%s/.keep", bin);
+    if (testenv_write_file(marker, "") != 0 || symlink(testenv_bin("cloister-broker"), link) != 0)
+        return -1;
+    char *argv[] = {link,
+                    "--home",
+                    home,
+                    "--in",
+                    shared_endpoints ? t->env->in_ep : in,
+                    "--events",
+                    shared_endpoints ? t->env->events_ep : events,
+                    "--control",
+                    shared_endpoints ? t->env->control_ep : control,
+                    NULL};
+    return testenv_spawn(t->env, "other-broker", argv);
+}
+
+/* A stale pid file naming a process of another build (here: another build's broker) is not
+ * ours: `stop` removes the file and leaves the process alone. */
+static void s_stale_pid_file(void)
+{
+    guard_t *t = s_guard_new("deploy-stale");
+    if (t == NULL)
+        return;
+    pid_t other = s_other_broker(t, false);
+    CHECK(other > 0);
+    testenv_sleep_ms(200);
+    CHECK(s_alive(other));
+    char path[400], text[600];
+    snprintf(path, sizeof path, "%s/run/broker.pid", t->env->home);
+    snprintf(text, sizeof text, "%ld\n%s/cloister-broker\n", (long)other, CLOISTER_BIN_DIR);
+    CHECK_INT(testenv_write_file(path, text), 0);
+    /* A pid file without the program line (an older launcher's) is checked against $BIN. */
+    snprintf(path, sizeof path, "%s/run/review-agent.pid", t->env->home);
+    snprintf(text, sizeof text, "%ld\n", (long)other);
+    CHECK_INT(testenv_write_file(path, text), 0);
+    CHECK_INT(s_launcher(t, "stop", NULL), 0);
+    CHECK(strstr(t->out, "leftover") == NULL);
+    testenv_sleep_ms(200);
+    CHECK(s_alive(other));
+    CHECK_INT(s_pid_of(t, "broker"), 0);
+    CHECK_INT(s_pid_of(t, "review-agent"), 0);
+    s_guard_destroy(t);
+}
+
+/* A supervisor killed with SIGKILL leaves its children; `stop` stops them, the specialists
+ * before the broker. */
+static void s_leftovers(void)
+{
+    guard_t *t = s_guard_new("deploy-leftovers");
+    if (t == NULL)
+        return;
+    CHECK_INT(s_launcher(t, "--detach", NULL), 0);
+    pid_t pids[5];
+    for (size_t i = 0; i < 5; i++) {
+        pids[i] = s_pid_of(t, s_names[i]);
+        CHECK(s_alive(pids[i]));
+    }
+    kill(pids[0], SIGKILL);
+    testenv_sleep_ms(100);
+    CHECK_INT(s_launcher(t, "stop", NULL), 0);
+    const char *broker = strstr(t->out, "stopping leftover broker");
+    CHECK(broker != NULL);
+    for (size_t i = 2; i < 5; i++) {
+        char line[80];
+        snprintf(line, sizeof line, "stopping leftover %s", s_names[i]);
+        const char *at = strstr(t->out, line);
+        CHECK(at != NULL);
+        CHECK(broker == NULL || at == NULL || at < broker);
+    }
+    for (size_t i = 0; i < 5; i++) {
+        if (s_alive(pids[i]))
+            fprintf(stderr, "%s (pid %ld) still runs after stop\n", s_names[i], (long)pids[i]);
+        CHECK(!s_alive(pids[i]));
+        CHECK_INT(s_pid_of(t, s_names[i]), 0);
+    }
+    for (size_t i = 0; i < 5; i++)
+        if (s_alive(pids[i]))
+            kill(pids[i], SIGKILL);
+    s_guard_destroy(t);
+}
+
 int main(void)
 {
     s_home_unset();
     s_bad_settings();
+    s_stale_pid_file();
+    s_leftovers();
     return check_exit_code("test_deploy_guards");
 }

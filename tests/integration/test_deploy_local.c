@@ -9,6 +9,7 @@
 #include "testenv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,20 +48,25 @@ static pid_t s_pid_of(const deploy_t *t, const char *name)
     return pid;
 }
 
-/* True while `pid` exists and is not a zombie. */
+/* True while `pid` exists and is not a zombie (a process killed, not yet reaped by init).
+ * /proc files report size 0, so /proc/<pid>/stat is read with read(), not
+ * testenv_read_file(). */
 static bool s_alive(pid_t pid)
 {
     if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
         return false;
-    char path[64];
+    char path[64], stat[512];
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    char *stat = testenv_read_file(path);
-    if (stat == NULL)
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
         return false;
+    ssize_t n = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    stat[n] = '\0';
     const char *end = strrchr(stat, ')');
-    bool zombie = end != NULL && end[1] == ' ' && end[2] == 'Z';
-    free(stat);
-    return !zombie;
+    return end == NULL || end[1] != ' ' || end[2] != 'Z';
 }
 
 static bool s_all_have_workers(void *arg)

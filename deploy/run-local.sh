@@ -3,7 +3,7 @@
 #
 #   deploy/run-local.sh [--workers N] [--detach] [--no-setup]   start (foreground by default)
 #   deploy/run-local.sh stop                                     stop a running instance
-#   deploy/run-local.sh status                                   what is running
+#   deploy/run-local.sh status                                   what is running (exit 0: all)
 #
 # Start runs deploy/setup.sh (installs the Debian packages if missing and builds into
 # ./build), then starts cloister-broker, waits until `pan status` answers, and starts N
@@ -156,7 +156,9 @@ failures=() # consecutive short-lived runs
 next_at=()  # $SECONDS when a stopped child may be restarted
 stopping=0
 
+# Adds an instance (also to run/instances, the list `status` reports on).
 add_child() {
+    printf '%s\n' "$1" >>"$RUN_DIR/instances"
     names+=("$1")
     progs+=("$2")
     pids+=("")
@@ -241,7 +243,7 @@ supervise() {
     local workers=$1 kind prog n i
     trap 'stopping=1' TERM INT HUP
     printf '%s\n' "$$" >"$RUN_DIR/supervisor.pid"
-    rm -f "$RUN_DIR/ready"
+    rm -f "$RUN_DIR/ready" "$RUN_DIR/instances"
 
     add_child broker cloister-broker
     start_child 0
@@ -251,7 +253,7 @@ supervise() {
             say "the broker did not come up; the end of $LOG_DIR/broker.log:"
             tail -n 20 "$LOG_DIR/broker.log" 2>/dev/null
             stop_children 0
-            rm -f "$RUN_DIR/supervisor.pid"
+            rm -f "$RUN_DIR/supervisor.pid" "$RUN_DIR/instances"
             exit 1
         fi
         nap 0.2
@@ -283,7 +285,7 @@ supervise() {
     for ((i = 1; i < ${#names[@]}; i++)); do specialists+=("$i"); done
     [ "${#specialists[@]}" -gt 0 ] && stop_children "${specialists[@]}"
     stop_children 0
-    rm -f "$RUN_DIR/ready" "$RUN_DIR/supervisor.pid"
+    rm -f "$RUN_DIR/ready" "$RUN_DIR/supervisor.pid" "$RUN_DIR/instances"
     say "all stopped"
     exit 0
 }
@@ -353,34 +355,57 @@ cmd_stop() {
     done
     stop_pid_files "${specialists[@]}"
     stop_pid_files "$RUN_DIR/broker.pid"
-    rm -f "$RUN_DIR/ready" "$RUN_DIR/supervisor.pid"
+    rm -f "$RUN_DIR/ready" "$RUN_DIR/supervisor.pid" "$RUN_DIR/instances"
     say "stopped"
 }
 
-cmd_status() {
-    local pid file name child
-    say "state in $PANOPTICON_HOME"
-    if pid=$(running_supervisor); then
-        say "supervisor running (pid $pid)"
-    else
-        say "no supervisor is running"
+# The instances the supervisor started (run/instances); without that list, those with a pid
+# file.
+configured_instances() {
+    local file
+    if [ -f "$RUN_DIR/instances" ]; then
+        cat "$RUN_DIR/instances"
+        return
     fi
     for file in "$RUN_DIR"/*.pid; do
-        [ -f "$file" ] || continue
-        name=$(basename "$file" .pid)
-        [ "$name" = supervisor ] && continue
-        child=$(read_pid "$file")
+        [ -f "$file" ] && [ "$(basename "$file")" != supervisor.pid ] && basename "$file" .pid
+    done
+}
+
+# One line per configured instance: running (pid), or not running (one that keeps dying is
+# not running while it waits to be restarted). Exits 0 only if the supervisor has started
+# everything and every instance runs.
+cmd_status() {
+    local supervisor name file ok=1
+    say "state in $PANOPTICON_HOME"
+    if supervisor=$(running_supervisor); then
+        say "supervisor running (pid $supervisor)"
+        if [ ! -f "$RUN_DIR/ready" ]; then
+            ok=0
+            say "the supervisor is still starting"
+        fi
+    else
+        supervisor=""
+        ok=0
+        say "no supervisor is running"
+    fi
+    while IFS= read -r name; do
+        file="$RUN_DIR/$name.pid"
         if pid_file_is_ours "$file"; then
-            say "$name running (pid $child)"
+            say "$name running (pid $(read_pid "$file"))"
+        elif [ -n "$supervisor" ]; then
+            ok=0
+            say "$name NOT RUNNING: it exited and waits to be restarted (see $LOG_DIR/$name.log)"
         else
+            ok=0
             say "$name not running"
         fi
-    done
-    [ -n "${pid:-}" ]
+    done < <(configured_instances)
+    [ "$ok" -eq 1 ]
 }
 
 cmd_start() {
-    local workers=$1 detach=$2 setup=$3 file child pid waited=0
+    local workers=$1 detach=$2 setup=$3 file child pid prog name waited=0
     if pid=$(running_supervisor); then
         die "already running (supervisor pid $pid); stop it with: deploy/run-local.sh stop"
     fi
@@ -393,6 +418,7 @@ cmd_start() {
         fi
         rm -f "$file"
     done
+    rm -f "$RUN_DIR/instances"
     if [ "$setup" -eq 1 ]; then
         say "building (deploy/setup.sh)"
         "$ROOT/deploy/setup.sh" || die "deploy/setup.sh failed"
@@ -419,11 +445,13 @@ cmd_start() {
         waited=$((waited + 1))
     done
     say "started in the background (supervisor pid $pid, log $LOG_DIR/supervisor.log)"
-    for file in "$RUN_DIR"/*.pid; do
-        [ -f "$file" ] || continue
-        name=$(basename "$file" .pid)
-        [ "$name" = supervisor ] || say "  $name: pid $(read_pid "$file"), log $LOG_DIR/$name.log"
-    done
+    while IFS= read -r name; do
+        if pid_file_is_ours "$RUN_DIR/$name.pid"; then
+            say "  $name: pid $(read_pid "$RUN_DIR/$name.pid"), log $LOG_DIR/$name.log"
+        else
+            say "  $name: NOT RUNNING (it exited; see $LOG_DIR/$name.log)"
+        fi
+    done < <(configured_instances)
     print_next_steps
 }
 

@@ -4,7 +4,8 @@
  *   - HOME unset: the state goes under the password database's home directory;
  *   - CLOISTER_STOP_GRACE / CLOISTER_START_TIMEOUT that are not whole seconds: refused;
  *   - a stale pid file naming another build's process: `stop` leaves that process alone;
- *   - children of a supervisor killed with SIGKILL: `stop` stops them, specialists first. */
+ *   - children of a supervisor killed with SIGKILL: `stop` stops them, specialists first;
+ *   - a specialist that keeps dying: `status` reports it and exits non-zero. */
 #include "check.h"
 #include "testenv.h"
 
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define GUARD_OUT_SIZE 16384
@@ -261,11 +263,65 @@ static void s_leftovers(void)
     s_guard_destroy(t);
 }
 
+/* Makes <dir>/bin with the built programs (symbolic links) except cloister-merge, which
+ * dies at once with status 3. Returns 0 or -1; the directory goes into `bin`. */
+static int s_dying_merge_bin(const guard_t *t, char *bin, size_t size)
+{
+    static const char *const real[] = {"cloister-broker", "cloister-review", "cloister-test",
+                                       "pan"};
+    snprintf(bin, size, "%s/bin", t->env->dir);
+    char path[500];
+    snprintf(path, sizeof path, "%s/cloister-merge", bin);
+    if (testenv_write_file(path, "#!/bin/sh\necho merge-agent cannot start >&2\nexit 3\n") != 0 ||
+        chmod(path, 0755) != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", bin, real[i]);
+        if (symlink(testenv_bin(real[i]), path) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static bool s_merge_died(void *arg)
+{
+    const guard_t *t = arg;
+    char path[400];
+    snprintf(path, sizeof path, "%s/logs/merge-agent.log", t->env->home);
+    char *log = testenv_read_file(path);
+    bool died = log != NULL && strstr(log, "cannot start") != NULL;
+    free(log);
+    return died;
+}
+
+/* A specialist that keeps dying is reported as not running, and status exits non-zero. */
+static void s_dying_specialist(void)
+{
+    guard_t *t = s_guard_new("deploy-dying");
+    if (t == NULL)
+        return;
+    char bin[300];
+    CHECK_INT(s_dying_merge_bin(t, bin, sizeof bin), 0);
+    setenv("CLOISTER_BIN_DIR", bin, 1);
+    CHECK_INT(s_launcher(t, "--detach", NULL), 0);
+    CHECK(testenv_wait_until(s_merge_died, t, 10000));
+    CHECK(s_launcher(t, "status", NULL) != 0);
+    CHECK(strstr(t->out, "supervisor running") != NULL);
+    CHECK(strstr(t->out, "broker running") != NULL);
+    CHECK(strstr(t->out, "test-agent running") != NULL);
+    CHECK(strstr(t->out, "merge-agent NOT RUNNING") != NULL);
+    CHECK_INT(s_launcher(t, "stop", NULL), 0);
+    s_kill_leftovers(t);
+    setenv("CLOISTER_BIN_DIR", CLOISTER_BIN_DIR, 1);
+    s_guard_destroy(t);
+}
+
 int main(void)
 {
     s_home_unset();
     s_bad_settings();
     s_stale_pid_file();
     s_leftovers();
+    s_dying_specialist();
     return check_exit_code("test_deploy_guards");
 }

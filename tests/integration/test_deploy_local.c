@@ -137,6 +137,13 @@ int main(void)
         CHECK(s_alive(pids[npids]));
         npids++;
     }
+    /* Status lists every instance running and exits 0. */
+    CHECK_INT(s_launcher(&t, "status"), 0);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char line[80];
+        snprintf(line, sizeof line, "%s running (pid %ld)", names[i], (long)pids[i]);
+        CHECK(strstr(t.out, line) != NULL);
+    }
     /* A second start is refused while the first runs. */
     CHECK(s_launcher(&t, "--detach") != 0);
     /* A stop with a grace that is not whole seconds is refused and stops nothing. */

@@ -6,9 +6,10 @@
 #   deploy/run-local.sh status                                   what is running (exit 0: all)
 #
 # Start runs deploy/setup.sh (installs the Debian packages if missing and builds into
-# ./build), then starts cloister-broker, waits until `pan status` answers, and starts N
-# (default 1) each of cloister-review, cloister-test and cloister-merge. It stays in the
-# foreground supervising them: a child that exits is restarted after a short backoff
+# ./build), refuses if a broker already answers on the control endpoint, then starts
+# cloister-broker, waits until it has bound its endpoints and `pan status` answers, and
+# starts N (default 1) each of cloister-review, cloister-test and cloister-merge. It stays
+# in the foreground supervising them: a child that exits is restarted after a short backoff
 # (1 s, doubling up to 30 s while it keeps dying young). Ctrl-C / SIGTERM stops the
 # specialists, then the broker (SIGTERM, wait, then SIGKILL) and exits 0. --detach starts
 # the supervisor in the background and returns once everything is started.
@@ -131,6 +132,15 @@ nap() {
 
 broker_answers() { "$BIN/pan" --timeout-ms 1000 status >/dev/null 2>&1; }
 
+# Prints the control endpoint if a broker answers there (`pan status`), or fails.
+answering_endpoint() {
+    local answer
+    answer=$("$BIN/pan" --timeout-ms 1000 status 2>/dev/null) || return 1
+    printf '%s\n' "$answer" | sed -n '1s/^Broker at //p'
+}
+
+file_size() { stat -c %s "$1" 2>/dev/null || echo 0; }
+
 print_next_steps() {
     local pan="$BIN/pan"
     case "$pan" in "$ROOT"/*) pan=${pan#"$ROOT"/} ;; esac
@@ -246,10 +256,15 @@ supervise() {
     rm -f "$RUN_DIR/ready" "$RUN_DIR/instances"
 
     add_child broker cloister-broker
+    local log_start deadline=$((SECONDS + START_TIMEOUT))
+    log_start=$(file_size "$LOG_DIR/broker.log")
     start_child 0
-    local deadline=$((SECONDS + START_TIMEOUT))
-    until broker_answers; do
-        if [ "$stopping" -eq 1 ] || ! kill -0 "${pids[0]}" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+    # Our broker is up once it has bound its endpoints (its log since it started says
+    # "broker up"), answers `pan status` and still runs: a broker of someone else's that
+    # answers on the same endpoint while ours fails to bind does not count.
+    until tail -c "+$((log_start + 1))" "$LOG_DIR/broker.log" 2>/dev/null | grep -qF 'broker up:' &&
+        broker_answers && child_runs 0; do
+        if [ "$stopping" -eq 1 ] || ! child_runs 0 || [ "$SECONDS" -ge "$deadline" ]; then
             say "the broker did not come up; the end of $LOG_DIR/broker.log:"
             tail -n 20 "$LOG_DIR/broker.log" 2>/dev/null
             stop_children 0
@@ -405,7 +420,7 @@ cmd_status() {
 }
 
 cmd_start() {
-    local workers=$1 detach=$2 setup=$3 file child pid prog name waited=0
+    local workers=$1 detach=$2 setup=$3 file child pid prog name endpoint waited=0
     if pid=$(running_supervisor); then
         die "already running (supervisor pid $pid); stop it with: deploy/run-local.sh stop"
     fi
@@ -426,6 +441,9 @@ cmd_start() {
     for prog in cloister-broker cloister-review cloister-test cloister-merge pan; do
         [ -x "$BIN/$prog" ] || die "$BIN/$prog is missing (run deploy/setup.sh, or set CLOISTER_BIN_DIR)"
     done
+    if endpoint=$(answering_endpoint); then
+        die "another broker already answers at ${endpoint:-the control endpoint}; stop it, or give this one other endpoints (CLOISTER_IN, CLOISTER_EVENTS, CLOISTER_CONTROL or [broker] in cloister.toml)"
+    fi
     if [ "$detach" -eq 0 ]; then
         supervise "$workers"
     fi

@@ -5,7 +5,9 @@
  *   - CLOISTER_STOP_GRACE / CLOISTER_START_TIMEOUT that are not whole seconds: refused;
  *   - a stale pid file naming another build's process: `stop` leaves that process alone;
  *   - children of a supervisor killed with SIGKILL: `stop` stops them, specialists first;
- *   - a specialist that keeps dying: `status` reports it and exits non-zero. */
+ *   - a specialist that keeps dying: `status` reports it and exits non-zero;
+ *   - another broker answers on the control endpoint: start refuses, before starting ours
+ *     or (when it came up in between) because ours is not the one that answers. */
 #include "check.h"
 #include "testenv.h"
 
@@ -316,6 +318,78 @@ static void s_dying_specialist(void)
     s_guard_destroy(t);
 }
 
+static bool s_other_answers(void *arg)
+{
+    guard_t *t = arg;
+    char *argv[] = {(char *)testenv_bin("pan"), "--timeout-ms", "500", "status", NULL};
+    return testenv_run(t->env, argv, NULL, 0, 5000) == 0;
+}
+
+/* A broker of someone else's already answers on the control endpoint: start refuses and
+ * starts nothing (before, ours failed to bind and restarted for ever while the specialists
+ * joined the other broker). */
+static void s_other_broker_answers(void)
+{
+    guard_t *t = s_guard_new("deploy-other");
+    if (t == NULL)
+        return;
+    pid_t other = s_other_broker(t, true);
+    CHECK(other > 0);
+    CHECK(testenv_wait_until(s_other_answers, t, 10000));
+    CHECK(s_launcher(t, "--detach", NULL) != 0);
+    char expected[400];
+    snprintf(expected, sizeof expected, "another broker already answers at %s;",
+             t->env->control_ep);
+    CHECK(strstr(t->out, expected) != NULL);
+    CHECK_INT(s_pid_of(t, "supervisor"), 0);
+    CHECK_INT(s_pid_of(t, "broker"), 0);
+    CHECK(s_alive(other));
+    s_launcher(t, "stop", NULL);
+    s_kill_leftovers(t);
+    s_guard_destroy(t);
+}
+
+/* The other broker comes up after the check (a fake pan does not answer the first time)
+ * and ours cannot bind (here: its in endpoint is in a missing directory; on tcp it would be
+ * "Address already in use"). The other broker answers, but start fails because ours is not
+ * the one up. */
+static void s_other_broker_wins_race(void)
+{
+    guard_t *t = s_guard_new("deploy-race");
+    if (t == NULL)
+        return;
+    pid_t other = s_other_broker(t, true);
+    CHECK(other > 0);
+    CHECK(testenv_wait_until(s_other_answers, t, 10000));
+    static const char *const real[] = {"cloister-broker", "cloister-review", "cloister-test",
+                                       "cloister-merge"};
+    char bin[300], path[500], script[1200], in[400];
+    snprintf(bin, sizeof bin, "%s/bin", t->env->dir);
+    snprintf(path, sizeof path, "%s/pan", bin);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\nif [ ! -e '%s/pan-called' ]; then : >'%s/pan-called'; exit 3; fi\n"
+             "exec '%s' \"$@\"\n",
+             t->env->dir, t->env->dir, testenv_bin("pan"));
+    CHECK_INT(testenv_write_file(path, script), 0);
+    CHECK_INT(chmod(path, 0755), 0);
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", bin, real[i]);
+        CHECK_INT(symlink(testenv_bin(real[i]), path), 0);
+    }
+    setenv("CLOISTER_BIN_DIR", bin, 1);
+    snprintf(in, sizeof in, "ipc://%s/missing/in.sock", t->env->dir);
+    setenv("CLOISTER_IN", in, 1);
+    setenv("CLOISTER_START_TIMEOUT", "10", 1);
+    CHECK(s_launcher(t, "--detach", NULL) != 0);
+    CHECK(strstr(t->out, "the broker did not come up") != NULL);
+    CHECK_INT(s_pid_of(t, "review-agent"), 0);
+    s_launcher(t, "stop", NULL);
+    s_kill_leftovers(t);
+    setenv("CLOISTER_BIN_DIR", CLOISTER_BIN_DIR, 1);
+    unsetenv("CLOISTER_START_TIMEOUT");
+    s_guard_destroy(t);
+}
+
 int main(void)
 {
     s_home_unset();
@@ -323,5 +397,7 @@ int main(void)
     s_stale_pid_file();
     s_leftovers();
     s_dying_specialist();
+    s_other_broker_answers();
+    s_other_broker_wins_race();
     return check_exit_code("test_deploy_guards");
 }

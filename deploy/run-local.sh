@@ -8,11 +8,13 @@
 # Start runs deploy/setup.sh (installs the Debian packages if missing and builds into
 # ./build), refuses if a broker already answers on the control endpoint, then starts
 # cloister-broker, waits until it has bound its endpoints and `pan status` answers, and
-# starts N (default 1) each of cloister-review, cloister-test and cloister-merge. It stays
-# in the foreground supervising them: a child that exits is restarted after a short backoff
-# (1 s, doubling up to 30 s while it keeps dying young). Ctrl-C / SIGTERM stops the
-# specialists, then the broker (SIGTERM, wait, then SIGKILL) and exits 0. --detach starts
-# the supervisor in the background and returns once everything is started.
+# starts N (default 1) each of cloister-review, cloister-test and cloister-merge, except
+# those cloister.toml disables ([specialists.<name>] enabled = false). It stays in the
+# foreground supervising them: a child that exits is restarted after a short backoff (1 s,
+# doubling up to 30 s while it keeps dying young). Ctrl-C / SIGTERM stops the specialists,
+# then the broker (SIGTERM, wait, then SIGKILL) and exits 0. --detach starts the supervisor
+# in the background and returns once everything is started. `status` lists every instance
+# and exits 0 only if the supervisor and all of them run.
 #
 # State: $PANOPTICON_HOME (default ~/.panopticon; with HOME unset, the home directory the
 # password database gives this user): logs/<name>.log, run/<name>.pid, run/supervisor.pid.
@@ -74,8 +76,10 @@ usage: deploy/run-local.sh [--workers N] [--detach] [--no-setup]
        deploy/run-local.sh stop
        deploy/run-local.sh status
 Starts cloister-broker and N (default 1) each of cloister-review, cloister-test and
-cloister-merge under $PANOPTICON_HOME (default ~/.panopticon), restarts any that dies, and
-stops them all on Ctrl-C / SIGTERM. --detach runs the supervisor in the background.
+cloister-merge (not those cloister.toml disables with [specialists.<name>] enabled = false)
+under $PANOPTICON_HOME (default ~/.panopticon), restarts any that dies, and stops them all
+on Ctrl-C / SIGTERM. --detach runs the supervisor in the background. status exits 0 only
+if everything runs.
 EOF
 }
 
@@ -141,6 +145,20 @@ answering_endpoint() {
 
 file_size() { stat -c %s "$1" 2>/dev/null || echo 0; }
 
+# Prints the specialists cloister.toml disables ([specialists.<name>] enabled = false), one
+# a line, as `pan specialists list --json` reports them (pan reads the configuration as the
+# services do; the listing has one object per specialist, a key per line). Fails if pan
+# does.
+disabled_specialists() {
+    local listing
+    listing=$("$BIN/pan" --timeout-ms 5000 specialists list --json) || return 1
+    printf '%s\n' "$listing" | awk '
+        /^  \{/ { name = ""; enabled = "" }
+        /^    "name": "/ { name = $0; sub(/^    "name": "/, "", name); sub(/",?$/, "", name) }
+        /^    "enabled": / { enabled = $2; sub(/,$/, "", enabled) }
+        /^  \}/ { if (enabled == "false") print name }'
+}
+
 print_next_steps() {
     local pan="$BIN/pan"
     case "$pan" in "$ROOT"/*) pan=${pan#"$ROOT"/} ;; esac
@@ -165,6 +183,13 @@ started=()  # $SECONDS when started
 failures=() # consecutive short-lived runs
 next_at=()  # $SECONDS when a stopped child may be restarted
 stopping=0
+
+# Stops the broker and exits 1 (the broker did not come up, or the start cannot go on).
+give_up() {
+    stop_children 0
+    rm -f "$RUN_DIR/supervisor.pid" "$RUN_DIR/instances"
+    exit 1
+}
 
 # Adds an instance (also to run/instances, the list `status` reports on).
 add_child() {
@@ -250,7 +275,7 @@ stop_children() {
 }
 
 supervise() {
-    local workers=$1 kind prog n i
+    local workers=$1 kind name prog n i disabled
     trap 'stopping=1' TERM INT HUP
     printf '%s\n' "$$" >"$RUN_DIR/supervisor.pid"
     rm -f "$RUN_DIR/ready" "$RUN_DIR/instances"
@@ -267,21 +292,29 @@ supervise() {
         if [ "$stopping" -eq 1 ] || ! child_runs 0 || [ "$SECONDS" -ge "$deadline" ]; then
             say "the broker did not come up; the end of $LOG_DIR/broker.log:"
             tail -n 20 "$LOG_DIR/broker.log" 2>/dev/null
-            stop_children 0
-            rm -f "$RUN_DIR/supervisor.pid" "$RUN_DIR/instances"
-            exit 1
+            give_up
         fi
         nap 0.2
     done
     say "broker answers (pan status)"
 
+    if ! disabled=$(disabled_specialists); then
+        say "cannot tell which specialists cloister.toml enables (pan specialists list failed)"
+        give_up
+    fi
     for kind in review:cloister-review test:cloister-test merge:cloister-merge; do
+        name="${kind%%:*}-agent"
         prog=${kind#*:}
+        if printf '%s\n' "$disabled" | grep -qFx "$name"; then
+            say "$name is disabled in cloister.toml ([specialists.$name] enabled = false): not started"
+            printf '%s disabled\n' "$name" >>"$RUN_DIR/instances"
+            continue
+        fi
         for ((n = 1; n <= workers; n++)); do
             if [ "$workers" -eq 1 ]; then
-                add_child "${kind%%:*}-agent" "$prog"
+                add_child "$name" "$prog"
             else
-                add_child "${kind%%:*}-agent-$n" "$prog"
+                add_child "$name-$n" "$prog"
             fi
             start_child $((${#names[@]} - 1))
         done
@@ -374,8 +407,8 @@ cmd_stop() {
     say "stopped"
 }
 
-# The instances the supervisor started (run/instances); without that list, those with a pid
-# file.
+# The instances the supervisor started, one a line (run/instances; "<name> disabled" for a
+# specialist cloister.toml disables); without that list, those with a pid file.
 configured_instances() {
     local file
     if [ -f "$RUN_DIR/instances" ]; then
@@ -391,7 +424,7 @@ configured_instances() {
 # not running while it waits to be restarted). Exits 0 only if the supervisor has started
 # everything and every instance runs.
 cmd_status() {
-    local supervisor name file ok=1
+    local supervisor name state file ok=1
     say "state in $PANOPTICON_HOME"
     if supervisor=$(running_supervisor); then
         say "supervisor running (pid $supervisor)"
@@ -404,9 +437,11 @@ cmd_status() {
         ok=0
         say "no supervisor is running"
     fi
-    while IFS= read -r name; do
+    while read -r name state; do
         file="$RUN_DIR/$name.pid"
-        if pid_file_is_ours "$file"; then
+        if [ "$state" = disabled ]; then
+            say "$name disabled in cloister.toml (not started)"
+        elif pid_file_is_ours "$file"; then
             say "$name running (pid $(read_pid "$file"))"
         elif [ -n "$supervisor" ]; then
             ok=0
@@ -420,7 +455,7 @@ cmd_status() {
 }
 
 cmd_start() {
-    local workers=$1 detach=$2 setup=$3 file child pid prog name endpoint waited=0
+    local workers=$1 detach=$2 setup=$3 file child pid prog name state endpoint waited=0
     if pid=$(running_supervisor); then
         die "already running (supervisor pid $pid); stop it with: deploy/run-local.sh stop"
     fi
@@ -463,8 +498,10 @@ cmd_start() {
         waited=$((waited + 1))
     done
     say "started in the background (supervisor pid $pid, log $LOG_DIR/supervisor.log)"
-    while IFS= read -r name; do
-        if pid_file_is_ours "$RUN_DIR/$name.pid"; then
+    while read -r name state; do
+        if [ "$state" = disabled ]; then
+            say "  $name: disabled in cloister.toml, not started"
+        elif pid_file_is_ours "$RUN_DIR/$name.pid"; then
             say "  $name: pid $(read_pid "$RUN_DIR/$name.pid"), log $LOG_DIR/$name.log"
         else
             say "  $name: NOT RUNNING (it exited; see $LOG_DIR/$name.log)"

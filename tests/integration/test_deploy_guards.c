@@ -7,7 +7,8 @@
  *   - children of a supervisor killed with SIGKILL: `stop` stops them, specialists first;
  *   - a specialist that keeps dying: `status` reports it and exits non-zero;
  *   - another broker answers on the control endpoint: start refuses, before starting ours
- *     or (when it came up in between) because ours is not the one that answers. */
+ *     or (when it came up in between) because ours is not the one that answers;
+ *   - [specialists.merge-agent] enabled = false: merge-agent is not started. */
 #include "check.h"
 #include "testenv.h"
 
@@ -390,6 +391,35 @@ static void s_other_broker_wins_race(void)
     s_guard_destroy(t);
 }
 
+/* A specialist cloister.toml disables ([specialists.<name>] enabled = false) is not started;
+ * status says so and still exits 0 when everything else runs. */
+static void s_disabled_specialist(void)
+{
+    guard_t *t = s_guard_new("deploy-disabled");
+    if (t == NULL)
+        return;
+    char path[400];
+    snprintf(path, sizeof path, "%s/cloister.toml", t->env->home);
+    CHECK_INT(testenv_write_file(path, "# merges are done by hand here\n"
+                                       "[specialists.merge-agent]\n"
+                                       "enabled = false   # not now\n"),
+              0);
+    CHECK_INT(s_launcher(t, "--detach", "--workers", "2", NULL), 0);
+    CHECK(strstr(t->out, "merge-agent: disabled in cloister.toml, not started") != NULL);
+    const char *running[] = {"broker", "review-agent-1", "review-agent-2", "test-agent-1",
+                             "test-agent-2"};
+    for (size_t i = 0; i < sizeof running / sizeof running[0]; i++)
+        CHECK(s_alive(s_pid_of(t, running[i])));
+    CHECK_INT(s_pid_of(t, "merge-agent-1"), 0);
+    CHECK_INT(s_pid_of(t, "merge-agent-2"), 0);
+    CHECK_INT(s_launcher(t, "status", NULL), 0);
+    CHECK(strstr(t->out, "merge-agent disabled in cloister.toml (not started)") != NULL);
+    CHECK(strstr(t->out, "test-agent-2 running") != NULL);
+    CHECK_INT(s_launcher(t, "stop", NULL), 0);
+    s_kill_leftovers(t);
+    s_guard_destroy(t);
+}
+
 int main(void)
 {
     s_home_unset();
@@ -399,5 +429,6 @@ int main(void)
     s_dying_specialist();
     s_other_broker_answers();
     s_other_broker_wins_race();
+    s_disabled_specialist();
     return check_exit_code("test_deploy_guards");
 }

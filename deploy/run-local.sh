@@ -209,6 +209,13 @@ start_child() {
     setsid "$BIN/${progs[i]}" </dev/null >>"$LOG_DIR/${names[i]}.log" 2>&1 &
     pids[i]=$!
     started[i]=$SECONDS
+    # The pid file is written once the program runs (until then the process is still the
+    # forked shell or setsid), so whoever reads it finds the program it names.
+    local tries=0
+    while ! is_ours "${pids[i]}" "$BIN/${progs[i]}" && child_runs "$i" && [ "$tries" -lt 100 ]; do
+        nap 0.02
+        tries=$((tries + 1))
+    done
     printf '%s\n%s\n' "${pids[i]}" "$BIN/${progs[i]}" >"$RUN_DIR/${names[i]}.pid"
     say "started ${names[i]} (${progs[i]}, pid ${pids[i]}, log $LOG_DIR/${names[i]}.log)"
 }
@@ -242,8 +249,15 @@ restart_children() {
     done
 }
 
-# True while the child with index `i` runs.
-child_runs() { [ -n "${pids[$1]}" ] && is_ours "${pids[$1]}" "$BIN/${progs[$1]}"; }
+# True while the child with index `i` runs: alive, not a zombie, and still a child of this
+# supervisor (so never a process that reused the number of one that exited).
+child_runs() {
+    local pid=${pids[$1]} stat state ppid
+    [ -n "$pid" ] || return 1
+    { read -r stat <"/proc/$pid/stat"; } 2>/dev/null || return 1
+    read -r state ppid _ <<<"${stat##*) }"
+    [ "$state" != Z ] && [ "$ppid" = "$$" ]
+}
 
 # Stops the children whose indexes are given: SIGTERM, up to $STOP_GRACE s, then SIGKILL
 # to those still running.

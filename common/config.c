@@ -114,6 +114,8 @@ static const schema_t s_schema[] = {
     {"review", "checks", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
     {"review", "check_timeout_s", SCHEMA_INT, false, NULL, 0, 1, NULL},
     {"review", "diff_budget_chars", SCHEMA_INT, false, NULL, 0, 1, NULL},
+    {"review", "post", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
+    {"review", "gh_command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
 
     {"context", "custom_instructions", SCHEMA_STRING, true, "", 0, 0, NULL},
     {"context", "relevant_files_limit", SCHEMA_INT, true, NULL, 10, 0, NULL},

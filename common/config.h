@@ -28,7 +28,8 @@
  *              optional, no default: max_budget_usd (float), append_system_prompt (string),
  *              prompts_dir (string)
  *   [review]   mode="normal" (strict|normal|yolo|disabled); optional, no default: checks
- *              (array of strings), check_timeout_s (int), diff_budget_chars (int)
+ *              (array of strings), check_timeout_s (int), diff_budget_chars (int), post
+ *              (bool), gh_command (string)
  *   [context]  custom_instructions="" relevant_files_limit=10 tree_budget_chars=4000
  *              files_budget_chars=12000 session_context_limit=10
  *   [merge]    remote="origin" push_retries=3

@@ -7,6 +7,7 @@
 #include "prompt.h"
 #include "repository.h"
 #include "review_diff.h"
+#include "review_post.h"
 #include "session.h"
 #include "template.h"
 #include "testrun.h"
@@ -243,6 +244,24 @@ static void s_read_findings(review_run_t *r)
     }
 }
 
+/* Posts the review on its pull request when [review] post is on and there is one. */
+static void s_post(review_run_t *r, const char *verdict)
+{
+    const char *pr_url = specialist_payload_str(r->ctx, "prUrl");
+    if (!config_bool(r->service->config, "review", "post", false) || pr_url == NULL ||
+        pr_url[0] == '\0')
+        return;
+    review_post_t post = {
+        .gh_command = config_string(r->service->config, "review", "gh_command", "gh"),
+        .pr_url = pr_url,
+        .workspace = r->workspace,
+        .verdict = verdict,
+        .notes = markers_get(r->markers, "NOTES"),
+        .findings = r->findings,
+    };
+    review_post_run(r->ctx, &post);
+}
+
 /* A list marker as a JSON array of its items. */
 static void s_result_list(review_run_t *r, const char *key, const char *result_key)
 {
@@ -428,6 +447,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
         specialist_result_str(ctx, keys[i], markers_get(r.markers, keys[i]));
     if (open && service->mode == REVIEW_MODE_YOLO)
         s_chain_merge(&r);
+    s_post(&r, verdict);
     s_history(&r, verdict, open, NULL);
     outcome = SPECIALIST_DONE;
 out:

@@ -15,15 +15,21 @@
  *   5. the agent (agent_job.h) in the specialist's fixed workdir, with
  *      `--add-dir <workspace>` so its tools may read the workspace;
  *   6. the answer's REVIEW_RESULT block (required; APPROVED | CHANGES_REQUESTED |
- *      COMMENTED) and FINDINGS, then the gate (review_gate.h); in yolo mode an open gate
- *      chains the merge: next task id "merge-<task id>", specialist merge-agent, group
- *      "merge:<workspace>:<target>", payload {workspace, branch, target, issueId, prUrl}.
+ *      COMMENTED) and FINDINGS (missing or unreadable findings are an error finding), then
+ *      the gate (review_gate.h); in yolo mode an open gate chains the merge: next task id
+ *      "merge-<task id>", specialist merge-agent, group "merge:<repository root>:<target>"
+ *      (common/repository.h), payload {workspace, branch (HEAD's branch when none was
+ *      given; a detached HEAD chains nothing and leaves approval manual), target, commit
+ *      (diff_head: the merge refuses a branch that moved since), issueId, prUrl};
+ *   7. with [review] post = true and a prUrl, the review is posted on the pull request
+ *      (review_post.h).
  *
  * Result fields: REVIEW_RESULT, GATE (open|blocked), approval (auto|manual), review_mode,
  * FINDINGS (array of {severity, file, line, message, source}), errors, warnings, infos,
  * FILES_REVIEWED (array), SECURITY_ISSUES, PERFORMANCE_ISSUES, NOTES, files_changed
  * (array), diff_base, diff_head, checks (array of {command, verdict, exit_code,
- * duration_ms}), merge_task (when chained), plus agent_job's agent fields.
+ * duration_ms}), merge_task (when chained), posted and post_error (when posting), plus
+ * agent_job's agent fields.
  *
  * Outcome: done when the review ran, whatever the verdict (it is in the result). failed
  * when it could not: no workspace, no diff, an agent failure (crash, is_error, timeout:

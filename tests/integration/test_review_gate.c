@@ -5,6 +5,7 @@
 #include "review_harness.h"
 
 #include <limits.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 
 /* Restarts the service with `mode` and the agent answering `answer`; runs task `id`;
@@ -238,6 +239,61 @@ static void test_approve_pins_reviewed_commit(review_env_t *r)
     json_decref(task);
 }
 
+/* [review] post: the review goes on the pull request through `gh pr review` (argv, body on
+ * stdin); a gh that fails leaves the review done, with the reason in the result. */
+static void test_post_review(review_env_t *r)
+{
+    char gh[600], record[600], script[4096], extra[1600];
+    snprintf(gh, sizeof gh, "%s/fake-gh", r->h->env->dir);
+    snprintf(record, sizeof record, "%s/gh-record", r->h->env->dir);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\n"
+             "if [ -e '%s.fail' ]; then echo 'HTTP 401: Bad credentials' >&2; exit 1; fi\n"
+             "printf '%%s\\n' \"$@\" > '%s.args'\ncat > '%s.body'\n",
+             record, record, record);
+    CHECK(testenv_write_file(gh, script) == 0);
+    CHECK(chmod(gh, 0755) == 0);
+    snprintf(extra, sizeof extra, "[review]\nmode = \"normal\"\npost = true\ngh_command = \"%s\"\n",
+             gh);
+    review_config(r, extra);
+    setenv("FAKE_CLAUDE_RESULT",
+           "REVIEW_RESULT: CHANGES_REQUESTED\nNOTES: one real problem\n"
+           "FINDINGS:\n- error: src/db.c:1 SQL injection through name\n",
+           1);
+    pid_t svc = review_start(r, "review-g12");
+    review_submit(r, "g12", 30, ",\"prUrl\":\"https://example.com/pr/7\"");
+    json_t *done = harness_wait(r->h, "task.done", "g12", 15000);
+    CHECK(done != NULL);
+    if (done != NULL)
+        CHECK(json_is_true(json_object_get(review_result(done), "posted")));
+    char path[700];
+    snprintf(path, sizeof path, "%s.args", record);
+    char *args = testenv_read_file(path);
+    CHECK(args != NULL && strcmp(args, "pr\nreview\nhttps://example.com/pr/7\n--request-changes\n"
+                                       "--body-file\n-\n") == 0);
+    free(args);
+    snprintf(path, sizeof path, "%s.body", record);
+    char *body = testenv_read_file(path);
+    CHECK(body != NULL && strstr(body, "CHANGES_REQUESTED") && strstr(body, "one real problem") &&
+          strstr(body, "`src/db.c:1` SQL injection through name"));
+    free(body);
+
+    /* gh fails: the review stands, the result says why it was not posted. */
+    snprintf(path, sizeof path, "%s.fail", record);
+    CHECK(testenv_write_file(path, "") == 0);
+    review_submit(r, "g13", 30, ",\"prUrl\":\"https://example.com/pr/8\"");
+    done = harness_wait(r->h, "task.done", "g13", 15000);
+    CHECK(done != NULL);
+    if (done != NULL) {
+        CHECK(json_is_false(json_object_get(review_result(done), "posted")));
+        CHECK(strstr(harness_field(review_result(done), "post_error"),
+                     "exited 1: HTTP 401: Bad credentials") != NULL);
+        CHECK_STR(harness_field(review_result(done), "REVIEW_RESULT"), "CHANGES_REQUESTED");
+    }
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("review-gate");
@@ -250,6 +306,7 @@ int main(void)
         test_yolo_from_worktree(r);
         test_yolo_unreadable_findings_block(r);
         test_approve_pins_reviewed_commit(r);
+        test_post_review(r);
     }
     review_env_destroy(&r);
     return check_exit_code("test_review_gate");

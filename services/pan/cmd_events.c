@@ -46,34 +46,7 @@ static bool s_print_json(const void *raw, size_t len)
     return text != NULL;
 }
 
-/* Writes untrusted text so that it stays on one line and sends nothing to the terminal:
- * \n \r \t \" \\ as such, other control characters (C0, DEL, and C1 such as the CSI
- * U+009B) and bytes that are not UTF-8 as \xNN or \u00NN; other characters as they are. */
-static void s_print_escaped(const char *text)
-{
-    size_t len = strlen(text);
-    for (size_t at = 0; at < len;) {
-        unsigned char c = (unsigned char)text[at];
-        size_t step = msgjson_utf8_char(text + at, len - at);
-        if (c == '\n')
-            fputs("\\n", stdout);
-        else if (c == '\r')
-            fputs("\\r", stdout);
-        else if (c == '\t')
-            fputs("\\t", stdout);
-        else if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20 || c == 0x7f || step == 0)
-            printf("\\x%02x", c);
-        else if (c == 0xC2 && (unsigned char)text[at + 1] < 0xA0)
-            printf("\\u%04x", (unsigned char)text[at + 1]); /* C1: U+0080..U+009F */
-        else
-            fwrite(text + at, 1, step, stdout);
-        at += step ? step : 1;
-    }
-}
-
-/* One event as one readable line, whatever its text holds (s_print_escaped):
+/* One event as one readable line, whatever its text holds (pan_print_escaped):
  * `#12 14:03:22 task.done merge-agent t-1 attempt=1 worker=w-1 ... result={...}`. Returns
  * false when its result cannot be written as JSON (the line is still ended). */
 static bool s_print_line(const wire_msg_t *event)
@@ -84,17 +57,17 @@ static bool s_print_line(const wire_msg_t *event)
     if (localtime_r(&seconds, &tm) != NULL)
         strftime(clock_text, sizeof clock_text, "%H:%M:%S", &tm);
     printf("#%lld %s ", (long long)wire_msg_int(event, "seq", 0), clock_text);
-    s_print_escaped(wire_msg_str(event, "event", "?"));
+    pan_print_escaped(wire_msg_str(event, "event", "?"));
     putchar(' ');
-    s_print_escaped(wire_msg_str(event, "specialist", "-"));
+    pan_print_escaped(wire_msg_str(event, "specialist", "-"));
     putchar(' ');
-    s_print_escaped(wire_msg_str(event, "task", "-"));
+    pan_print_escaped(wire_msg_str(event, "task", "-"));
     static const char *const strings[] = {"priority", "state", "worker", "kind",
                                           "issue",    "group", "parent"};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         if (wire_msg_has(event, strings[i])) {
             printf(" %s=", strings[i]);
-            s_print_escaped(wire_msg_str(event, strings[i], ""));
+            pan_print_escaped(wire_msg_str(event, strings[i], ""));
         }
     }
     if (wire_msg_has(event, "attempt"))
@@ -103,7 +76,7 @@ static bool s_print_line(const wire_msg_t *event)
     for (size_t i = 0; i < sizeof quoted / sizeof quoted[0]; i++) {
         if (wire_msg_has(event, quoted[i][0])) {
             printf(" %s\"", quoted[i][1]);
-            s_print_escaped(wire_msg_str(event, quoted[i][0], ""));
+            pan_print_escaped(wire_msg_str(event, quoted[i][0], ""));
             putchar('"');
         }
     }

@@ -55,7 +55,9 @@ static void s_print_time_line(const char *label, const json_t *task, const char 
 
 static void s_print_task(const json_t *task)
 {
-    printf("Task %s\n", pan_json_str(task, "id", "?"));
+    fputs("Task ", stdout);
+    pan_print_escaped(pan_json_str(task, "id", "?"));
+    putchar('\n');
     printf("  %-12s %s\n", "Specialist:", pan_json_str(task, "specialist", "?"));
     printf("  %-12s %s\n", "State:", pan_json_str(task, "state", "?"));
     printf("  %-12s %s\n", "Priority:", pan_json_str(task, "priority", "normal"));
@@ -69,8 +71,11 @@ static void s_print_task(const json_t *task)
     };
     for (size_t i = 0; i < sizeof text_fields / sizeof text_fields[0]; i++) {
         const char *value = pan_json_str(task, text_fields[i][1], NULL);
-        if (value != NULL && value[0] != '\0')
-            printf("  %-12s %s\n", text_fields[i][0], value);
+        if (value != NULL && value[0] != '\0') {
+            printf("  %-12s ", text_fields[i][0]);
+            pan_print_escaped(value);
+            putchar('\n');
+        }
     }
     s_print_time_line("Created:", task, "created");
     s_print_time_line("Updated:", task, "updated");

@@ -53,6 +53,12 @@ int pan_option(int argc, char **argv, int *i, const char *name, const char **val
  * stderr that the JSON could not be written -- never a silent empty output. */
 int pan_print_json(const json_t *value);
 
+/* Writes untrusted text (titles, errors, agents' output) to stdout so that it stays on one
+ * line and sends nothing to the terminal: \n \r \t \" \\ as such, other control
+ * characters (C0, DEL, and C1 such as the CSI U+009B) and bytes that are not UTF-8 as \xNN
+ * or \u00NN; other characters as they are. */
+void pan_print_escaped(const char *text);
+
 /* True if `priority` is one of urgent, high, normal, low. */
 bool pan_priority_valid(const char *priority);
 

@@ -220,6 +220,11 @@ static void test_events_escaped(testenv_t *env)
     CHECK(strstr(s_out, "\xC2\x9B") == NULL);
     CHECK(strstr(s_out, " \"line1\\nline2\\r \\x1b[31mred\\x1b[0m \\u009b2J tab\\there "
                         "\\\"q\\\" back\\\\slash bad\\xff caf\xC3\xA9\"") != NULL);
+
+    /* `pan task show` prints the same title escaped, on its own line. */
+    CHECK_INT(harness_pan(env, s_out, "task", "show", "ctl-1", NULL), 0);
+    CHECK(strchr(s_out, '\x1b') == NULL && strchr(s_out, '\r') == NULL);
+    CHECK(strstr(s_out, "  Title:       line1\\nline2\\r \\x1b[31mred") != NULL);
 }
 
 int main(void)

@@ -15,13 +15,14 @@
  * The leader stays a zombie until the very end on purpose: every kill(-pgid) we send is
  * then guaranteed to reach our group and nobody else's.
  *
- * The leader is not the program itself but a guardian, a fork of ours that forks the
- * program into its group and waits for it. It asks the kernel for PROC_ORPHAN_SIGNAL when
- * the thread that started it dies -- also by kill -9, when nobody else could act -- and
- * then kills the whole group, so a crashed service never leaves its agent or test command
- * running while the task is retried elsewhere. Otherwise it ignores what is sent to the
- * group (that is for the program) and ends exactly as the program ended: the same exit
- * code, or the same signal. */
+ * Nothing may outlive the service either, not even after a kill -9 of it, when no code of
+ * ours can act: a retried task would run next to its first attempt. So each child has a
+ * watcher, a fork of ours outside the child's group that only waits: the kernel sends it
+ * PROC_ORPHAN_SIGNAL when the thread that started it ends (PR_SET_PDEATHSIG), and if that
+ * was the whole service (its parent is now someone else) it kills the child's group. The
+ * child itself stays the leader of its group, so a program that makes itself a group
+ * leader (timeout(1) does) changes nothing, and `kill -- -$$` in a script still works. The
+ * watcher is killed and reaped with the child. */
 #include "proc.h"
 
 #include "clock.h"
@@ -37,7 +38,6 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,8 +46,7 @@ extern char **environ;
 /* How long to keep reading pipes after the leader exited and its group was killed (a
  * process that left the group may still hold them). */
 #define PROC_DRAIN_MS 1000
-/* What the kernel sends the guardian when we die (see the top). Not one a group ever gets
- * from us (TERM, KILL). */
+/* What the kernel sends a watcher when the thread that started it ends (see the top). */
 #define PROC_ORPHAN_SIGNAL SIGUSR2
 /* Without a pidfd we cannot poll for the leader's exit; check at least this often. */
 #define PROC_FALLBACK_TICK_MS 50
@@ -58,6 +57,7 @@ extern char **environ;
 
 struct proc_t {
     pid_t pid;
+    pid_t watcher; /* the watcher's pid (see the top), or -1 */
     int pidfd; /* -1 if the kernel has no pidfd_open */
     int in_fd; /* our ends of the pipes; -1 once closed */
     int out_fd;
@@ -151,11 +151,11 @@ static void s_child_fail(int report_fd, int stage)
     _exit(127);
 }
 
-/* In the program's process, forked by the guardian: only async-signal-safe calls from
- * here to exec. */
+/* In the forked child: only async-signal-safe calls from here to exec. */
 static void s_child(const proc_options_t *options, char **env, int in_r, int out_w, int err_w,
                     int report_fd)
 {
+    setpgid(0, 0);
     if (in_r < 0)
         in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (in_r < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
@@ -176,42 +176,31 @@ static void s_child(const proc_options_t *options, char **env, int in_r, int out
     s_child_fail(report_fd, 2);
 }
 
-/* The guardian's answer to our death: everything in its group goes. */
-static void s_guardian_orphaned(int sig)
+/* The watcher's state (set before its handler can run). */
+static pid_t s_watched_group;
+static pid_t s_watcher_parent;
+
+/* PROC_ORPHAN_SIGNAL in the watcher: the thread that started it ended. If the service is
+ * gone (we were handed to another parent), the child's group goes too. */
+static void s_watcher_signal(int sig)
 {
     (void)sig;
-    kill(0, SIGKILL);
-    _exit(128 + SIGKILL);
+    if (getppid() != s_watcher_parent) {
+        kill(-s_watched_group, SIGKILL);
+        _exit(0);
+    }
 }
 
-/* The guardian: the group's leader, between us and the program (see the top of the file).
- * We forked it from a threaded process and it never execs, so it makes only
- * async-signal-safe calls. It never returns. */
-static void s_guardian(const proc_options_t *options, char **env, int in_r, int out_w, int err_w,
-                       int report_fd, pid_t parent)
+/* The watcher (see the top of the file). Forked from a threaded process and never execs, so
+ * only async-signal-safe calls. Never returns. */
+static void s_watcher(pid_t group, pid_t parent)
 {
-    setpgid(0, 0);
-    /* Nothing may stop it before it has a program to wait for. */
-    sigset_t all, none;
+    s_watched_group = group;
+    s_watcher_parent = parent;
+    sigset_t all, orphan_only;
     sigfillset(&all);
-    sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &all, NULL);
-    struct sigaction orphaned;
-    memset(&orphaned, 0, sizeof orphaned);
-    orphaned.sa_handler = s_guardian_orphaned;
-    sigfillset(&orphaned.sa_mask);
-    sigaction(PROC_ORPHAN_SIGNAL, &orphaned, NULL);
-    prctl(PR_SET_PDEATHSIG, PROC_ORPHAN_SIGNAL);
-    if (getppid() != parent) /* we died before the line above took effect */
-        s_guardian_orphaned(0);
-    pid_t program = fork();
-    if (program < 0)
-        s_child_fail(report_fd, 0);
-    if (program == 0)
-        s_child(options, env, in_r, out_w, err_w, report_fd);
-
-    /* Hold nothing of ours or of the program's: no pipe end (EOF must come when the
-     * program's side closes), no socket, no lock. */
+    /* Hold nothing of ours: no pipe end, no socket, no lock. */
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) {
         dup2(null, 0);
@@ -219,27 +208,47 @@ static void s_guardian(const proc_options_t *options, char **env, int in_r, int 
         dup2(null, 2);
     }
     close_range(3, ~0U, 0);
-    /* Signals to the group are for the program; the guardian outlives them to report how
-     * the program ended. */
-    static const int passed_on[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1};
-    for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
-        signal(passed_on[i], SIG_IGN);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-
-    int status = 0;
-    while (waitpid(program, &status, 0) < 0) {
-        if (errno != EINTR)
-            _exit(127);
+    /* Only its own signal moves it; whatever else reaches the service's group does not. */
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (sig != SIGKILL && sig != SIGSTOP && sig != PROC_ORPHAN_SIGNAL)
+            signal(sig, SIG_IGN);
     }
-    if (WIFEXITED(status))
-        _exit(WEXITSTATUS(status));
-    /* End by the same signal, without a second core dump. */
-    int sig = WTERMSIG(status);
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    signal(sig, SIG_DFL);
-    kill(getpid(), sig);
-    _exit(128 + sig);
+    struct sigaction orphaned;
+    memset(&orphaned, 0, sizeof orphaned);
+    orphaned.sa_handler = s_watcher_signal;
+    sigfillset(&orphaned.sa_mask);
+    sigaction(PROC_ORPHAN_SIGNAL, &orphaned, NULL);
+    prctl(PR_SET_PDEATHSIG, PROC_ORPHAN_SIGNAL);
+    sigfillset(&orphan_only);
+    sigdelset(&orphan_only, PROC_ORPHAN_SIGNAL);
+    for (;;) {
+        s_watcher_signal(0); /* the service may have died before prctl() took effect */
+        sigsuspend(&orphan_only);
+    }
+}
+
+/* Starts the watcher of group `group` (our child); returns its pid, or -1 (the child then
+ * runs unwatched: a failed fork here is not worth failing the run). */
+static pid_t s_start_watcher(pid_t group)
+{
+    pid_t parent = getpid();
+    pid_t watcher = fork();
+    if (watcher == 0)
+        s_watcher(group, parent);
+    if (watcher < 0)
+        log_warn("proc: no watcher for process group %ld: %s", (long)group, strerror(errno));
+    return watcher;
+}
+
+/* Kills and reaps the watcher: the child it watched is gone. */
+static void s_stop_watcher(proc_t *self)
+{
+    if (self->watcher <= 0)
+        return;
+    kill(self->watcher, SIGKILL);
+    while (waitpid(self->watcher, NULL, 0) < 0 && errno == EINTR) {
+    }
+    self->watcher = -1;
 }
 
 static int s_set_nonblocking(int fd)
@@ -261,7 +270,7 @@ static proc_t *s_new(const proc_options_t *options)
     proc_t *self = calloc(1, sizeof *self);
     if (self == NULL)
         return NULL;
-    self->pid = -1;
+    self->pid = self->watcher = -1;
     self->pidfd = self->in_fd = self->out_fd = self->err_fd = -1;
     self->on_line = options->on_line;
     self->on_line_arg = options->on_line_arg;
@@ -330,18 +339,18 @@ int proc_start(proc_t **proc_p, const proc_options_t *options)
     }
 
     self->started_ms = clock_now_ms();
-    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         rc = failure_set(FAILURE_IO, "proc_start: fork: %s", strerror(errno));
         goto out;
     }
     if (pid == 0)
-        s_guardian(options, env, in_pipe[0], out_pipe[1], err_pipe[1], report[1], parent);
+        s_child(options, env, in_pipe[0], out_pipe[1], err_pipe[1], report[1]);
 
     /* Both sides call setpgid so the group exists before either side relies on it. */
     setpgid(pid, pid);
     self->pid = pid;
+    self->watcher = s_start_watcher(pid);
     self->status.running = true;
     s_close(&report[1]);
     s_close(&in_pipe[0]);
@@ -361,6 +370,7 @@ int proc_start(proc_t **proc_p, const proc_options_t *options)
                          msg[0] == 1 ? " in " : "", msg[0] == 1 ? options->cwd : "",
                          strerror(msg[1]));
         waitpid(pid, NULL, 0);
+        s_stop_watcher(self);
         self->status.running = false;
         goto out;
     }
@@ -580,6 +590,7 @@ static void s_reap(proc_t *self)
     do {
         got = waitpid(self->pid, &wstatus, 0);
     } while (got < 0 && errno == EINTR);
+    s_stop_watcher(self);
     if (got == self->pid && WIFEXITED(wstatus)) {
         self->status.exited = true;
         self->status.exit_code = WEXITSTATUS(wstatus);
@@ -725,5 +736,6 @@ void proc_destroy(proc_t **self_p)
         while (waitpid(self->pid, NULL, 0) < 0 && errno == EINTR) {
         }
     }
+    s_stop_watcher(self);
     s_free(self);
 }

@@ -472,13 +472,30 @@ static void test_owner_killed(void)
     pid_t pgid = 0;
     CHECK(read(ready[0], &pgid, sizeof pgid) == (ssize_t)sizeof pgid);
     close(ready[0]);
-    /* Wait until the program and its grandchild run (leader + sh + sleep). */
-    for (int i = 0; i < 200 && s_group_alive(pgid) < 3; i++)
+    /* Wait until the program and its grandchild run (sh + sleep). */
+    for (int i = 0; i < 200 && s_group_alive(pgid) < 2; i++)
         testenv_sleep_ms(10);
-    CHECK_INT(s_group_alive(pgid), 3);
+    CHECK_INT(s_group_alive(pgid), 2);
     kill(owner, SIGKILL);
     waitpid(owner, NULL, 0);
     CHECK(s_group_gone(pgid));
+}
+
+/* A program that makes itself a process-group leader (timeout(1) does) is still the
+ * group we stop: its group is the one proc made for it. */
+static void test_program_leads_own_group(void)
+{
+    char *argv[] = {"timeout", "100", "sleep", "77", NULL};
+    proc_options_t opt = {.argv = argv, .timeout_ms = 300, .kill_grace_ms = 300};
+    proc_t *proc = NULL;
+    CHECK_INT(proc_start(&proc, &opt), 0);
+    pid_t pgid = proc_pid(proc);
+    while (proc_step(proc, -1) == 0) {
+    }
+    CHECK_INT(proc_status(proc)->stopped_by, PROC_STOP_TIMEOUT);
+    CHECK_INT(proc_status(proc)->term_signal, SIGTERM);
+    CHECK(s_group_gone(pgid));
+    proc_destroy(&proc);
 }
 
 int main(void)
@@ -499,5 +516,6 @@ int main(void)
     test_stderr_tail_and_long_lines();
     test_kill_group();
     test_owner_killed();
+    test_program_leads_own_group();
     return check_exit_code("test_proc");
 }

@@ -219,6 +219,7 @@ static void s_watcher(pid_t group, pid_t parent)
     sigfillset(&orphaned.sa_mask);
     sigaction(PROC_ORPHAN_SIGNAL, &orphaned, NULL);
     prctl(PR_SET_PDEATHSIG, PROC_ORPHAN_SIGNAL);
+    prctl(PR_SET_NAME, "proc-watcher"); /* what ps shows, instead of the service's name */
     sigfillset(&orphan_only);
     sigdelset(&orphan_only, PROC_ORPHAN_SIGNAL);
     for (;;) {

@@ -10,6 +10,7 @@
  *     or (when it came up in between) because ours is not the one that answers;
  *   - [specialists.merge-agent] enabled = false: merge-agent is not started. */
 #include "check.h"
+#include "deploy_harness.h"
 #include "testenv.h"
 
 #include <errno.h>
@@ -50,37 +51,6 @@ static int s_launcher(guard_t *t, ...)
     return code;
 }
 
-/* The pid in $PANOPTICON_HOME/run/<name>.pid, or 0. */
-static pid_t s_pid_of(const guard_t *t, const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/run/%s.pid", t->env->home, name);
-    char *text = testenv_read_file(path);
-    pid_t pid = text ? (pid_t)atol(text) : 0;
-    free(text);
-    return pid;
-}
-
-/* True while `pid` exists and is not a zombie (a process killed, not yet reaped by init).
- * /proc files report size 0, so /proc/<pid>/stat is read with read(), not
- * testenv_read_file(). */
-static bool s_alive(pid_t pid)
-{
-    if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
-        return false;
-    char path[64], stat[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, stat, sizeof stat - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    stat[n] = '\0';
-    const char *end = strrchr(stat, ')');
-    return end == NULL || end[1] != ' ' || end[2] != 'Z';
-}
 
 static const char *const s_names[] = {"supervisor", "broker", "review-agent", "test-agent",
                                       "merge-agent"};
@@ -89,8 +59,8 @@ static const char *const s_names[] = {"supervisor", "broker", "review-agent", "t
 static void s_kill_leftovers(const guard_t *t)
 {
     for (size_t i = 0; i < sizeof s_names / sizeof s_names[0]; i++) {
-        pid_t pid = s_pid_of(t, s_names[i]);
-        if (s_alive(pid))
+        pid_t pid = deploy_pid_of(t->env, s_names[i]);
+        if (deploy_alive(pid))
             kill(pid, SIGKILL);
     }
 }
@@ -155,7 +125,7 @@ static void s_bad_settings(void)
     setenv("CLOISTER_STOP_GRACE", "2.5", 1);
     CHECK(s_launcher(t, "--detach", NULL) != 0);
     CHECK(strstr(t->out, "CLOISTER_STOP_GRACE must be a whole number of seconds") != NULL);
-    CHECK_INT(s_pid_of(t, "broker"), 0);
+    CHECK_INT(deploy_pid_of(t->env, "broker"), 0);
     CHECK(s_launcher(t, "stop", NULL) != 0);
     CHECK(strstr(t->out, "CLOISTER_STOP_GRACE must be a whole number of seconds") != NULL);
     unsetenv("CLOISTER_STOP_GRACE");
@@ -163,7 +133,7 @@ static void s_bad_settings(void)
     setenv("CLOISTER_START_TIMEOUT", "1.5", 1);
     CHECK(s_launcher(t, "--detach", NULL) != 0);
     CHECK(strstr(t->out, "CLOISTER_START_TIMEOUT must be a whole number of seconds") != NULL);
-    CHECK_INT(s_pid_of(t, "broker"), 0);
+    CHECK_INT(deploy_pid_of(t->env, "broker"), 0);
     setenv("CLOISTER_START_TIMEOUT", "0", 1);
     CHECK(s_launcher(t, "--detach", NULL) != 0);
     CHECK(strstr(t->out, "CLOISTER_START_TIMEOUT must be a whole number of seconds") != NULL);
@@ -211,7 +181,7 @@ static void s_stale_pid_file(void)
     pid_t other = s_other_broker(t, false);
     CHECK(other > 0);
     testenv_sleep_ms(200);
-    CHECK(s_alive(other));
+    CHECK(deploy_alive(other));
     char path[400], text[600];
     snprintf(path, sizeof path, "%s/run/broker.pid", t->env->home);
     snprintf(text, sizeof text, "%ld\n%s/cloister-broker\n", (long)other, CLOISTER_BIN_DIR);
@@ -223,9 +193,9 @@ static void s_stale_pid_file(void)
     CHECK_INT(s_launcher(t, "stop", NULL), 0);
     CHECK(strstr(t->out, "leftover") == NULL);
     testenv_sleep_ms(200);
-    CHECK(s_alive(other));
-    CHECK_INT(s_pid_of(t, "broker"), 0);
-    CHECK_INT(s_pid_of(t, "review-agent"), 0);
+    CHECK(deploy_alive(other));
+    CHECK_INT(deploy_pid_of(t->env, "broker"), 0);
+    CHECK_INT(deploy_pid_of(t->env, "review-agent"), 0);
     s_guard_destroy(t);
 }
 
@@ -239,8 +209,8 @@ static void s_leftovers(void)
     CHECK_INT(s_launcher(t, "--detach", NULL), 0);
     pid_t pids[5];
     for (size_t i = 0; i < 5; i++) {
-        pids[i] = s_pid_of(t, s_names[i]);
-        CHECK(s_alive(pids[i]));
+        pids[i] = deploy_pid_of(t->env, s_names[i]);
+        CHECK(deploy_alive(pids[i]));
     }
     kill(pids[0], SIGKILL);
     testenv_sleep_ms(100);
@@ -255,13 +225,13 @@ static void s_leftovers(void)
         CHECK(broker == NULL || at == NULL || at < broker);
     }
     for (size_t i = 0; i < 5; i++) {
-        if (s_alive(pids[i]))
+        if (deploy_alive(pids[i]))
             fprintf(stderr, "%s (pid %ld) still runs after stop\n", s_names[i], (long)pids[i]);
-        CHECK(!s_alive(pids[i]));
-        CHECK_INT(s_pid_of(t, s_names[i]), 0);
+        CHECK(!deploy_alive(pids[i]));
+        CHECK_INT(deploy_pid_of(t->env, s_names[i]), 0);
     }
     for (size_t i = 0; i < 5; i++)
-        if (s_alive(pids[i]))
+        if (deploy_alive(pids[i]))
             kill(pids[i], SIGKILL);
     s_guard_destroy(t);
 }
@@ -342,9 +312,9 @@ static void s_other_broker_answers(void)
     snprintf(expected, sizeof expected, "another broker already answers at %s;",
              t->env->control_ep);
     CHECK(strstr(t->out, expected) != NULL);
-    CHECK_INT(s_pid_of(t, "supervisor"), 0);
-    CHECK_INT(s_pid_of(t, "broker"), 0);
-    CHECK(s_alive(other));
+    CHECK_INT(deploy_pid_of(t->env, "supervisor"), 0);
+    CHECK_INT(deploy_pid_of(t->env, "broker"), 0);
+    CHECK(deploy_alive(other));
     s_launcher(t, "stop", NULL);
     s_kill_leftovers(t);
     s_guard_destroy(t);
@@ -383,7 +353,7 @@ static void s_other_broker_wins_race(void)
     setenv("CLOISTER_START_TIMEOUT", "10", 1);
     CHECK(s_launcher(t, "--detach", NULL) != 0);
     CHECK(strstr(t->out, "the broker did not come up") != NULL);
-    CHECK_INT(s_pid_of(t, "review-agent"), 0);
+    CHECK_INT(deploy_pid_of(t->env, "review-agent"), 0);
     s_launcher(t, "stop", NULL);
     s_kill_leftovers(t);
     setenv("CLOISTER_BIN_DIR", CLOISTER_BIN_DIR, 1);
@@ -409,9 +379,9 @@ static void s_disabled_specialist(void)
     const char *running[] = {"broker", "review-agent-1", "review-agent-2", "test-agent-1",
                              "test-agent-2"};
     for (size_t i = 0; i < sizeof running / sizeof running[0]; i++)
-        CHECK(s_alive(s_pid_of(t, running[i])));
-    CHECK_INT(s_pid_of(t, "merge-agent-1"), 0);
-    CHECK_INT(s_pid_of(t, "merge-agent-2"), 0);
+        CHECK(deploy_alive(deploy_pid_of(t->env, running[i])));
+    CHECK_INT(deploy_pid_of(t->env, "merge-agent-1"), 0);
+    CHECK_INT(deploy_pid_of(t->env, "merge-agent-2"), 0);
     CHECK_INT(s_launcher(t, "status", NULL), 0);
     CHECK(strstr(t->out, "merge-agent disabled in cloister.toml (not started)") != NULL);
     CHECK(strstr(t->out, "test-agent-2 running") != NULL);

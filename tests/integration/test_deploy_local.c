@@ -5,6 +5,7 @@
  * restart it (a new worker joins), then `run-local.sh stop` and checks nothing is left. A
  * stop with CLOISTER_STOP_GRACE=2.5 is refused and stops nothing. */
 #include "check.h"
+#include "deploy_harness.h"
 #include "pan_harness.h"
 #include "testenv.h"
 
@@ -37,37 +38,6 @@ static int s_launcher(deploy_t *t, const char *command)
     return testenv_run(t->env, argv, t->out, sizeof t->out, 60000);
 }
 
-/* The pid in $PANOPTICON_HOME/run/<name>.pid, or 0. */
-static pid_t s_pid_of(const deploy_t *t, const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/run/%s.pid", t->env->home, name);
-    char *text = testenv_read_file(path);
-    pid_t pid = text ? (pid_t)atol(text) : 0;
-    free(text);
-    return pid;
-}
-
-/* True while `pid` exists and is not a zombie (a process killed, not yet reaped by init).
- * /proc files report size 0, so /proc/<pid>/stat is read with read(), not
- * testenv_read_file(). */
-static bool s_alive(pid_t pid)
-{
-    if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
-        return false;
-    char path[64], stat[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, stat, sizeof stat - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    stat[n] = '\0';
-    const char *end = strrchr(stat, ')');
-    return end == NULL || end[1] != ' ' || end[2] != 'Z';
-}
 
 static bool s_all_have_workers(void *arg)
 {
@@ -103,7 +73,7 @@ static bool s_task_done(void *arg)
 static bool s_worker_joined(void *arg)
 {
     deploy_t *t = arg;
-    pid_t pid = s_pid_of(t, "test-agent");
+    pid_t pid = deploy_pid_of(t->env, "test-agent");
     if (pid <= 0 || pid == t->killed)
         return false;
     snprintf(t->worker_tag, sizeof t->worker_tag, "-%ld-", (long)pid);
@@ -131,10 +101,10 @@ int main(void)
     int npids = 0;
     const char *names[] = {"supervisor", "broker", "review-agent", "test-agent", "merge-agent"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        pids[npids] = s_pid_of(&t, names[i]);
-        if (!s_alive(pids[npids]))
+        pids[npids] = deploy_pid_of(t.env, names[i]);
+        if (!deploy_alive(pids[npids]))
             fprintf(stderr, "%s is not running (pid %ld)\n", names[i], (long)pids[npids]);
-        CHECK(s_alive(pids[npids]));
+        CHECK(deploy_alive(pids[npids]));
         npids++;
     }
     /* Status lists every instance running and exits 0. */
@@ -152,9 +122,9 @@ int main(void)
     setenv("CLOISTER_STOP_GRACE", "5", 1);
     testenv_sleep_ms(300);
     for (int i = 0; i < npids; i++) {
-        if (!s_alive(pids[i]))
+        if (!deploy_alive(pids[i]))
             fprintf(stderr, "%s stopped by a refused stop\n", names[i]);
-        CHECK(s_alive(pids[i]));
+        CHECK(deploy_alive(pids[i]));
     }
 
     CHECK(testenv_wait_until(s_all_have_workers, &t, 10000));
@@ -175,32 +145,32 @@ int main(void)
         fprintf(stderr, "events: %s\n", t.out);
 
     /* SIGKILL a service: the supervisor starts a new one, which joins the broker. */
-    pid_t killed = s_pid_of(&t, "test-agent");
+    pid_t killed = deploy_pid_of(t.env, "test-agent");
     t.killed = killed;
     CHECK(killed > 0);
     if (killed > 0)
         kill(killed, SIGKILL);
     bool joined = testenv_wait_until(s_worker_joined, &t, 10000);
     CHECK(joined);
-    pid_t restarted = s_pid_of(&t, "test-agent");
+    pid_t restarted = deploy_pid_of(t.env, "test-agent");
     CHECK(restarted != killed);
-    CHECK(s_alive(restarted));
+    CHECK(deploy_alive(restarted));
     if (restarted > 0 && restarted != killed && npids < DEPLOY_MAX_PIDS)
         pids[npids++] = restarted;
 
     /* Stop: every process gone, no pid file left. */
     CHECK_INT(s_launcher(&t, "stop"), 0);
     for (int i = 0; i < npids; i++) {
-        if (s_alive(pids[i]))
+        if (deploy_alive(pids[i]))
             fprintf(stderr, "pid %ld still runs after stop\n", (long)pids[i]);
-        CHECK(!s_alive(pids[i]));
+        CHECK(!deploy_alive(pids[i]));
     }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        CHECK_INT(s_pid_of(&t, names[i]), 0);
+        CHECK_INT(deploy_pid_of(t.env, names[i]), 0);
 
     /* Whatever failed above, leave nothing running. */
     for (int i = 0; i < npids; i++) {
-        if (s_alive(pids[i]))
+        if (deploy_alive(pids[i]))
             kill(pids[i], SIGKILL);
     }
     testenv_destroy(&t.env);

@@ -46,6 +46,7 @@ typedef struct {
     git_repository *repo;   /* the repository (the common one when opened via a worktree) */
     git_remote *remote;     /* NULL: no remote configured, merge locally */
     char *opened_gitdir;    /* gitdir of the path we were given (differs for a worktree) */
+    char *opened_workdir;   /* its working tree, or NULL when bare */
     char *source_ref;       /* the ref SOURCE was read from */
     git_oid source_oid, target_oid, merge_oid;
     bool source_on_remote;
@@ -290,6 +291,8 @@ static int s_open_repository(s_job_t *job)
     if (open_rc < 0)
         return s_git_fail(job, "cannot open repository");
     job->opened_gitdir = strdup(git_repository_path(opened));
+    if (git_repository_workdir(opened) != NULL)
+        job->opened_workdir = strdup(git_repository_workdir(opened));
     if (git_repository_is_worktree(opened)) {
         int rc = git_repository_open(&job->repo, git_repository_commondir(opened));
         git_repository_free(opened);
@@ -335,8 +338,12 @@ static int s_check_locks(s_job_t *job)
     for (size_t i = 0; i < n; i++)
         if (paths[i] == NULL)
             rc = s_fail(job, FAILURE_MEMORY, "out of memory");
+    /* Where a git process holding one of these locks would be working. */
+    const char *workdirs[3] = {git_repository_workdir(job->repo), NULL, NULL};
+    if (job->opened_workdir != NULL)
+        workdirs[workdirs[0] != NULL ? 1 : 0] = job->opened_workdir;
     if (rc == 0) {
-        rc = merge_locks_check((const char *const *)paths, n, job->req->lock_stale_ms,
+        rc = merge_locks_check((const char *const *)paths, n, job->req->lock_stale_ms, workdirs,
                                s_note_progress, job);
         if (rc != 0)
             rc = s_fail_from_module(job, rc);
@@ -1190,6 +1197,7 @@ int merge_engine_run(const merge_request_t *request, merge_result_t *result)
     git_remote_free(job.remote);
     git_repository_free(job.repo);
     free(job.opened_gitdir);
+    free(job.opened_workdir);
     free(job.push_message);
     git_libgit2_shutdown();
     result->total_ms = s_since(start);

@@ -666,6 +666,42 @@ static void test_stale_lock(void)
     CHECK(res.success);
     CHECK(access(lock, F_OK) != 0);
     merge_result_clear(&res);
+
+    /* An old lock held by a live `git commit -a` waiting for its editor (git keeps no fd
+     * on it then): the merge refuses and leaves the lock alone. */
+    char editor[700], release[700], script[2048];
+    snprintf(editor, sizeof editor, "%s/slow-editor", s_env->dir);
+    snprintf(release, sizeof release, "%s/editor-release", s_env->dir);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\nwhile [ ! -e '%s' ]; do sleep 0.05; done\necho 'user work' > \"$1\"\n",
+             release);
+    CHECK(testenv_write_file(editor, script) == 0);
+    CHECK(chmod(editor, 0755) == 0);
+    char user_file[700];
+    snprintf(user_file, sizeof user_file, "%s/c.txt", s_repos.user);
+    testenv_write_file(user_file, "edited by the user\n");
+    char editor_env[800];
+    snprintf(editor_env, sizeof editor_env, "GIT_EDITOR=%s", editor);
+    char *commit[] = {"/usr/bin/env", editor_env, "git", "-C", s_repos.user, "commit", "-q", "-a",
+                      NULL};
+    pid_t user_git = testenv_spawn(s_env, "user-commit", commit);
+    CHECK(user_git > 0);
+    for (int i = 0; i < 200 && access(lock, F_OK) != 0; i++)
+        testenv_sleep_ms(10);
+    CHECK(access(lock, F_OK) == 0);
+    gettimeofday(&old[0], NULL);
+    old[0].tv_sec -= 120;
+    old[1] = old[0];
+    utimes(lock, old);
+    CHECK_INT(merge_engine_run(&req, &res), FAILURE_STATE);
+    CHECK(res.reason && strstr(res.reason, "and git (pid ") && strstr(res.reason, "is working in"));
+    CHECK(access(lock, F_OK) == 0);
+    merge_result_clear(&res);
+    /* The user's commit then completes normally. */
+    testenv_write_file(release, "");
+    CHECK_INT(testenv_wait(s_env, user_git, 10000), 0);
+    testgit_run(s_repos.user, "log", "-1", "--format=%s", NULL);
+    CHECK_STR(testgit_out(), "user work");
     s_teardown();
 }
 

@@ -553,7 +553,9 @@ static void s_read_stderr(proc_t *self)
             memmove(self->err_tail, self->err_tail + drop, self->err_len - drop);
             self->err_len -= drop;
         }
-        memcpy(self->err_tail + self->err_len, data, len);
+        /* The tail is handed out as a C string: a NUL byte in it would hide what follows. */
+        for (size_t i = 0; i < len; i++)
+            self->err_tail[self->err_len + i] = data[i] != '\0' ? data[i] : '?';
         self->err_len += len;
         self->err_tail[self->err_len] = '\0';
     }

@@ -94,7 +94,8 @@ typedef struct {
     int64_t duration_ms;     /* start to reap (so far, while running) */
     size_t lines;            /* stdout lines delivered */
     size_t dropped_lines;    /* stdout lines over max_line */
-    const char *stderr_tail; /* NUL-terminated; owned by the proc_t */
+    const char *stderr_tail; /* NUL-terminated (a NUL byte the child wrote shows as '?');
+                                owned by the proc_t */
 } proc_status_t;
 
 /* Starts the child. On success *proc_p is a new proc_t the caller owns (free it with

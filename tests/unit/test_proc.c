@@ -431,6 +431,17 @@ static void test_stderr_tail_and_long_lines(void)
     s_collector_clear(&c);
 }
 
+/* A NUL byte on stderr does not hide the rest of the tail. */
+static void test_stderr_nul(void)
+{
+    char *argv[] = {"sh", "-c", "printf 'before\\000after\\n' >&2", NULL};
+    proc_options_t opt = {.argv = argv};
+    proc_t *proc = NULL;
+    CHECK_INT(proc_run(&proc, &opt), 0);
+    CHECK_STR(proc_status(proc)->stderr_tail, "before?after\n");
+    proc_destroy(&proc);
+}
+
 static void test_kill_group(void)
 {
     char *argv[] = {"sleep", "100", NULL};
@@ -515,6 +526,7 @@ int main(void)
     test_leftovers_killed_at_exit();
     test_stderr_tail_and_long_lines();
     test_kill_group();
+    test_stderr_nul();
     test_owner_killed();
     test_program_leads_own_group();
     return check_exit_code("test_proc");

@@ -669,12 +669,14 @@ static void test_stale_lock(void)
 
     /* An old lock held by a live `git commit -a` waiting for its editor (git keeps no fd
      * on it then): the merge refuses and leaves the lock alone. */
-    char editor[700], release[700], script[2048];
+    char editor[700], release[700], started[700], script[3072];
     snprintf(editor, sizeof editor, "%s/slow-editor", s_env->dir);
     snprintf(release, sizeof release, "%s/editor-release", s_env->dir);
+    snprintf(started, sizeof started, "%s/editor-started", s_env->dir);
     snprintf(script, sizeof script,
-             "#!/bin/sh\nwhile [ ! -e '%s' ]; do sleep 0.05; done\necho 'user work' > \"$1\"\n",
-             release);
+             "#!/bin/sh\ntouch '%s'\nwhile [ ! -e '%s' ]; do sleep 0.05; done\n"
+             "echo 'user work' > \"$1\"\n",
+             started, release);
     CHECK(testenv_write_file(editor, script) == 0);
     CHECK(chmod(editor, 0755) == 0);
     char user_file[700];
@@ -686,7 +688,8 @@ static void test_stale_lock(void)
                       NULL};
     pid_t user_git = testenv_spawn(s_env, "user-commit", commit);
     CHECK(user_git > 0);
-    for (int i = 0; i < 200 && access(lock, F_OK) != 0; i++)
+    /* Once the editor runs, git has written the lock and only waits. */
+    for (int i = 0; i < 500 && access(started, F_OK) != 0; i++)
         testenv_sleep_ms(10);
     CHECK(access(lock, F_OK) == 0);
     gettimeofday(&old[0], NULL);

@@ -579,11 +579,12 @@ static bool s_value_is(const char *value, const char *word)
            next == ':' || next == '(' || next == '!' || next == '-';
 }
 
-/* True when `word` appears in `value` as a whole word, ignoring case. */
+/* True when `word` appears in `value` as a whole word, spelt as given (the prompt's
+ * template writes the answers in capitals; "cannot be approved" in a note is not one). */
 static bool s_has_word(const char *value, const char *word)
 {
     size_t n = strlen(word);
-    for (const char *at = value; (at = strcasestr(at, word)) != NULL; at++) {
+    for (const char *at = value; (at = strstr(at, word)) != NULL; at++) {
         bool starts = at == value || !(isalnum((unsigned char)at[-1]) || at[-1] == '_');
         bool ends = !(isalnum((unsigned char)at[n]) || at[n] == '_');
         if (starts && ends)

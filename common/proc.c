@@ -207,7 +207,11 @@ static void s_watcher(pid_t group, pid_t parent)
         dup2(null, 1);
         dup2(null, 2);
     }
-    close_range(3, ~0U, 0);
+    if (close_range(3, ~0U, 0) != 0) { /* kernels before 5.9, some seccomp profiles */
+        long max = sysconf(_SC_OPEN_MAX);
+        for (long fd = 3; fd < (max > 0 ? max : 1024); fd++)
+            close((int)fd);
+    }
     /* Only its own signal moves it; whatever else reaches the service's group does not. */
     for (int sig = 1; sig < NSIG; sig++) {
         if (sig != SIGKILL && sig != SIGSTOP && sig != PROC_ORPHAN_SIGNAL)
@@ -351,7 +355,6 @@ int proc_start(proc_t **proc_p, const proc_options_t *options)
     /* Both sides call setpgid so the group exists before either side relies on it. */
     setpgid(pid, pid);
     self->pid = pid;
-    self->watcher = s_start_watcher(pid);
     self->status.running = true;
     s_close(&report[1]);
     s_close(&in_pipe[0]);
@@ -385,6 +388,9 @@ int proc_start(proc_t **proc_p, const proc_options_t *options)
         rc = failure_set(FAILURE_IO, "proc_start: fcntl: %s", strerror(errno));
         goto out;
     }
+    /* Only now: the watcher must not hold a copy of the child's pipe ends while we wait
+     * for their EOF above. */
+    self->watcher = s_start_watcher(pid);
     self->pidfd = pidfd_open(pid, 0);
     self->last_output_ms = self->started_ms;
     if (options->timeout_ms > 0)
@@ -588,12 +594,13 @@ static void s_reap(proc_t *self)
     s_close(&self->pidfd);
     if (self->line_len > 0 || self->skipping_line)
         s_deliver_line(self);
+    /* The watcher goes first: once the leader is reaped its group id may be reused. */
+    s_stop_watcher(self);
     int wstatus = 0;
     pid_t got;
     do {
         got = waitpid(self->pid, &wstatus, 0);
     } while (got < 0 && errno == EINTR);
-    s_stop_watcher(self);
     if (got == self->pid && WIFEXITED(wstatus)) {
         self->status.exited = true;
         self->status.exit_code = WEXITSTATUS(wstatus);
@@ -734,11 +741,11 @@ void proc_destroy(proc_t **self_p)
         return;
     proc_t *self = *self_p;
     *self_p = NULL;
+    s_stop_watcher(self);
     if (self->status.running && self->pid > 0) {
         proc_kill_group(self->pid, SIGKILL);
         while (waitpid(self->pid, NULL, 0) < 0 && errno == EINTR) {
         }
     }
-    s_stop_watcher(self);
     s_free(self);
 }

@@ -326,12 +326,16 @@ int merge_worktree_undo_branches(merge_worktree_t *self, merge_worktree_note_fn 
         git_branch_t type;
         while (rc == 0 && git_branch_next(&ref, &type, it) == 0) {
             const git_oid *oid = git_reference_target(ref);
-            if (oid != NULL && git_oid_equal(oid, &head_oid) &&
-                s_branch_before(self, git_reference_name(ref)) == NULL) {
+            const s_branch_t *before = s_branch_before(self, git_reference_name(ref));
+            if (oid != NULL && git_oid_equal(oid, &head_oid) && before == NULL) {
                 if (git_reference_delete(ref) < 0)
                     rc = s_git_fail("cannot delete a branch the resolver created");
                 else
                     s_undo_note(note, arg, "deleted", git_reference_name(ref), "created");
+            } else if (oid != NULL && git_oid_equal(oid, &head_oid) &&
+                       !git_oid_equal(oid, &before->oid)) {
+                /* Moved onto the resolver's commit (git branch -f, update-ref, push .). */
+                rc = s_restore_branch(self, git_reference_name(ref), note, arg);
             }
             git_reference_free(ref);
         }

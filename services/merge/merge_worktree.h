@@ -42,8 +42,9 @@ int merge_worktree_watch_branches(merge_worktree_t *self);
 
 /* Undoes what an agent did to the repository's branches from the worktree, since
  * merge_worktree_watch_branches(): a worktree left on a branch is detached again at the
- * same commit and that branch put back (moved back, or deleted if it is new); a new branch
- * pointing at a commit the resolver made (the worktree's new HEAD) is deleted. Branches changed from elsewhere (the user's
+ * same commit and that branch put back (moved back, or deleted if it is new); a branch
+ * pointing at a commit the resolver made (the worktree's new HEAD) is put back too (an
+ * existing one moved back, a new one deleted). Branches changed from elsewhere (the user's
  * own checkout) are left alone. Each undo is reported through `note` (may be NULL).
  * Returns 0 or FAILURE_GIT. */
 int merge_worktree_undo_branches(merge_worktree_t *self, merge_worktree_note_fn note, void *arg);

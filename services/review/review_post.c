@@ -96,6 +96,10 @@ static void s_failed(specialist_ctx_t *ctx, const char *error)
 
 void review_post_run(specialist_ctx_t *ctx, const review_post_t *post)
 {
+    if (post->pr_url[0] == '-') { /* gh would take it for an option */
+        s_failed(ctx, "prUrl is not a pull request URL");
+        return;
+    }
     char *body = review_post_body(post);
     if (body == NULL) {
         s_failed(ctx, "out of memory");

@@ -101,6 +101,7 @@ typedef struct {
     bool commit_in_resolve;    /* the resolver commits the merge itself */
     const char *branch_in_resolve; /* then checks out a new branch of this name */
     const char *commit_on_in_resolve; /* then checks out this branch and commits on it */
+    const char *force_in_resolve;     /* then moves this branch onto its HEAD (branch -f) */
     merge_tests_t tests;       /* what run_tests answers */
     bool push_in_tests;        /* first run_tests call: someone pushes to main */
     bool cancel;
@@ -126,6 +127,8 @@ static int s_resolve(const char *worktree_path, const char *const *files, size_t
     }
     if (calls->branch_in_resolve)
         testgit_run(worktree_path, "checkout", "-q", "-b", calls->branch_in_resolve, NULL);
+    if (calls->force_in_resolve)
+        testgit_run(worktree_path, "branch", "-f", calls->force_in_resolve, "HEAD", NULL);
     if (calls->commit_on_in_resolve) {
         testgit_run(worktree_path, "checkout", "-q", calls->commit_on_in_resolve, NULL);
         testgit_run(worktree_path, "commit", "-q", "--allow-empty", "-m", "agent was here", NULL);
@@ -366,6 +369,25 @@ static void test_resolver_branches_undone(void)
                       NULL) != 0);
     CHECK_INT(s_parent_count(s_repos.remote, "main"), 2);
     CHECK(s_repo_left_clean());
+    merge_result_clear(&res);
+    s_teardown();
+
+    /* It commits the merge and forces the source branch onto it from the detached HEAD:
+     * the merge is accepted, the source branch is where it was. */
+    s_conflict_fixture("merge-agent-forces-branch");
+    char forced_before[41];
+    testgit_rev(s_repos.user, "feature", forced_before);
+    calls = (s_calls_t){.tests = MERGE_TESTS_PASS,
+                        .commit_in_resolve = true,
+                        .force_in_resolve = "feature",
+                        .resolved_text = "int a(void)\n{\n    return 300;\n}\n"};
+    s_request(&req, "feature", &calls);
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK(res.success);
+    CHECK(res.notes && strstr(res.notes, "put back refs/heads/feature"));
+    char forced_after[41];
+    testgit_rev(s_repos.user, "feature", forced_after);
+    CHECK_STR(forced_after, forced_before);
     merge_result_clear(&res);
     s_teardown();
 

@@ -374,6 +374,12 @@ static void test_template_echo(void)
     markers_parse(&m, "MERGE_RESULT: SUCCESS or FAILURE\n", "MERGE_RESULT", NULL);
     CHECK_INT(markers_expect(m, "MERGE_RESULT", outcomes), FAILURE_INVALID);
     markers_destroy(&m);
+    /* A verdict whose note uses another answer as an ordinary word is still that verdict. */
+    markers_parse(&m, "REVIEW_RESULT: CHANGES_REQUESTED (cannot be approved until fixed)\n",
+                  "REVIEW_RESULT", NULL);
+    CHECK_INT(markers_expect(m, "REVIEW_RESULT", verdicts), 0);
+    CHECK_STR(markers_get(m, "REVIEW_RESULT"), "CHANGES_REQUESTED");
+    markers_destroy(&m);
     /* One answer with a note that merely contains another word's letters still counts. */
     markers_parse(&m, "MERGE_RESULT: SUCCESS - no FAILUREs left\n", "MERGE_RESULT", NULL);
     CHECK_INT(markers_expect(m, "MERGE_RESULT", outcomes), 0);

@@ -317,11 +317,13 @@ static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_
             goto out;
         }
         const msgpack_object *type = wire_map_get(root, "type");
-        if (type == NULL || type->type != MSGPACK_OBJECT_STR) {
+        if (type == NULL || !s_has_type(type, WIRE_STR)) {
             rc = failure_set(FAILURE_INVALID, "missing or non-string message 'type'");
             goto out;
         }
-        self->spec = messages_find(type->via.str.ptr, type->via.str.size);
+        const char *type_name =
+            type->type == MSGPACK_OBJECT_STR ? type->via.str.ptr : type->via.bin.ptr;
+        self->spec = messages_find(type_name, s_str_len(type));
         if (self->spec == NULL) {
             char name[64];
             wire_obj_str(type, name, sizeof name, "");

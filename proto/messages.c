@@ -3,7 +3,6 @@
 
 #include <string.h>
 
-#define ID_CAP 128
 #define NAME_CAP 64
 #define TEXT_CAP 4096
 #define LONG_TEXT_CAP 65536
@@ -11,12 +10,12 @@
 /* The fields of a task as a submitter gives it: the "submit" message, and each element of
  * a result's "next" array. */
 static const wire_field_t s_submit[] = {
-    {"id", WIRE_STR, true, ID_CAP},
+    {"id", WIRE_STR, true, MESSAGES_ID_CAP},
     {"specialist", WIRE_STR, true, NAME_CAP},
     {"priority", WIRE_STR, false, 16},
     {"source", WIRE_STR, false, NAME_CAP * 2},
     {"title", WIRE_STR, false, TEXT_CAP},
-    {"issue", WIRE_STR, false, ID_CAP},
+    {"issue", WIRE_STR, false, MESSAGES_ID_CAP},
     {"group", WIRE_STR, false, 1024},
     {"max_attempts", WIRE_INT, false, 0},
     {"timeout_s", WIRE_INT, false, 0},
@@ -25,31 +24,31 @@ static const wire_field_t s_submit[] = {
 };
 
 static const wire_field_t s_hello[] = {
-    {"worker", WIRE_STR, true, ID_CAP},
+    {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
     {"specialist", WIRE_STR, true, NAME_CAP},
     {"endpoint", WIRE_STR, true, 1024},
     {"pid", WIRE_INT, false, 0},
-    {"task", WIRE_STR, false, ID_CAP},
+    {"task", WIRE_STR, false, MESSAGES_ID_CAP},
     {"attempt", WIRE_INT, false, 0},
 };
 
 static const wire_field_t s_heartbeat[] = {
-    {"worker", WIRE_STR, true, ID_CAP},
-    {"task", WIRE_STR, false, ID_CAP},
+    {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
+    {"task", WIRE_STR, false, MESSAGES_ID_CAP},
     {"attempt", WIRE_INT, false, 0},
 };
 
 static const wire_field_t s_progress[] = {
-    {"worker", WIRE_STR, true, ID_CAP},
-    {"task", WIRE_STR, true, ID_CAP},
+    {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
+    {"task", WIRE_STR, true, MESSAGES_ID_CAP},
     {"attempt", WIRE_INT, true, 0},
     {"text", WIRE_STR, true, TEXT_CAP * 2},
     {"kind", WIRE_STR, false, NAME_CAP},
 };
 
 static const wire_field_t s_result[] = {
-    {"worker", WIRE_STR, true, ID_CAP},
-    {"task", WIRE_STR, true, ID_CAP},
+    {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
+    {"task", WIRE_STR, true, MESSAGES_ID_CAP},
     {"attempt", WIRE_INT, true, 0},
     {"outcome", WIRE_STR, true, 16},
     {"error", WIRE_STR, false, LONG_TEXT_CAP},
@@ -58,26 +57,26 @@ static const wire_field_t s_result[] = {
 };
 
 static const wire_field_t s_release[] = {
-    {"worker", WIRE_STR, true, ID_CAP},
-    {"task", WIRE_STR, true, ID_CAP},
+    {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
+    {"task", WIRE_STR, true, MESSAGES_ID_CAP},
     {"attempt", WIRE_INT, true, 0},
     {"reason", WIRE_STR, false, TEXT_CAP},
 };
 
 static const wire_field_t s_bye[] = {
-    {"worker", WIRE_STR, true, ID_CAP},
+    {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
 };
 
 /* broker -> worker */
 static const wire_field_t s_task[] = {
-    {"worker", WIRE_STR, true, ID_CAP},
-    {"id", WIRE_STR, true, ID_CAP},
+    {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
+    {"id", WIRE_STR, true, MESSAGES_ID_CAP},
     {"attempt", WIRE_INT, true, 0},
     {"specialist", WIRE_STR, true, NAME_CAP},
     {"priority", WIRE_STR, true, 16},
     {"source", WIRE_STR, false, NAME_CAP * 2},
     {"title", WIRE_STR, false, TEXT_CAP},
-    {"issue", WIRE_STR, false, ID_CAP},
+    {"issue", WIRE_STR, false, MESSAGES_ID_CAP},
     {"group", WIRE_STR, false, 1024},
     {"max_attempts", WIRE_INT, false, 0},
     {"timeout_s", WIRE_INT, false, 0},
@@ -86,26 +85,26 @@ static const wire_field_t s_task[] = {
 };
 
 static const wire_field_t s_ack[] = {
-    {"worker", WIRE_STR, true, ID_CAP},
-    {"task", WIRE_STR, true, ID_CAP},
+    {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
+    {"task", WIRE_STR, true, MESSAGES_ID_CAP},
     {"attempt", WIRE_INT, true, 0},
 };
 
 static const wire_field_t s_cancel[] = {
-    {"worker", WIRE_STR, true, ID_CAP},
-    {"task", WIRE_STR, true, ID_CAP},
+    {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
+    {"task", WIRE_STR, true, MESSAGES_ID_CAP},
     {"attempt", WIRE_INT, true, 0},
     {"reason", WIRE_STR, false, TEXT_CAP},
 };
 
 static const wire_field_t s_ping[] = {
-    {"worker", WIRE_STR, true, ID_CAP},
-    {"epoch", WIRE_STR, true, ID_CAP},
+    {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
+    {"epoch", WIRE_STR, true, MESSAGES_ID_CAP},
 };
 
 /* pan / any client -> control (each answered by one "reply") */
 static const wire_field_t s_task_ref[] = {
-    {"id", WIRE_STR, true, ID_CAP},
+    {"id", WIRE_STR, true, MESSAGES_ID_CAP},
 };
 
 static const wire_field_t s_specialist_ref[] = {
@@ -113,7 +112,7 @@ static const wire_field_t s_specialist_ref[] = {
 };
 
 static const wire_field_t s_none[] = {
-    {"client", WIRE_STR, false, ID_CAP},
+    {"client", WIRE_STR, false, MESSAGES_ID_CAP},
 };
 
 static const wire_field_t s_replay[] = {
@@ -135,16 +134,16 @@ static const wire_field_t s_event[] = {
     {"seq", WIRE_INT, true, 0},
     {"event", WIRE_STR, true, NAME_CAP},
     {"time", WIRE_INT, true, 0},
-    {"task", WIRE_STR, false, ID_CAP},
+    {"task", WIRE_STR, false, MESSAGES_ID_CAP},
     {"specialist", WIRE_STR, false, NAME_CAP},
     {"priority", WIRE_STR, false, 16},
     {"state", WIRE_STR, false, 16},
     {"attempt", WIRE_INT, false, 0},
-    {"worker", WIRE_STR, false, ID_CAP},
+    {"worker", WIRE_STR, false, MESSAGES_ID_CAP},
     {"title", WIRE_STR, false, TEXT_CAP},
-    {"issue", WIRE_STR, false, ID_CAP},
+    {"issue", WIRE_STR, false, MESSAGES_ID_CAP},
     {"group", WIRE_STR, false, 1024},
-    {"parent", WIRE_STR, false, ID_CAP},
+    {"parent", WIRE_STR, false, MESSAGES_ID_CAP},
     {"kind", WIRE_STR, false, NAME_CAP},
     {"text", WIRE_STR, false, TEXT_CAP * 2},
     {"error", WIRE_STR, false, LONG_TEXT_CAP},

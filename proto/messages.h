@@ -39,6 +39,10 @@ typedef struct {
     size_t nfields;
 } wire_spec_t;
 
+/* The byte cap of ids and issues (task, worker, parent): a submit's `payload.issueId`,
+ * which becomes the task's `issue`, must fit it too. */
+#define MESSAGES_ID_CAP 128
+
 /* The whole table, and its length. */
 extern const wire_spec_t messages_table[];
 extern const size_t messages_count;

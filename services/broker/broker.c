@@ -237,8 +237,23 @@ void broker_emit_rejected(broker_t *self, const char *event, const char *task_id
 
 /* ---- queues and specialists ---- */
 
-queue_t *broker_queue(broker_t *self, const char *name, bool create)
+/* Specialist names treat `_` and `-` as one (`merge_agent` is `merge-agent`, as in
+ * cloister.toml's tables): queues are kept under the `-` spelling. `buf` holds at least
+ * SPECIALIST_NAME_BUF bytes; a longer name is cut (it is refused as invalid anyway). */
+#define SPECIALIST_NAME_BUF 80
+static const char *s_canonical_name(const char *name, char *buf)
 {
+    size_t i = 0;
+    for (; name[i] != '\0' && i < SPECIALIST_NAME_BUF - 1; i++)
+        buf[i] = name[i] == '_' ? '-' : name[i];
+    buf[i] = '\0';
+    return buf;
+}
+
+queue_t *broker_queue(broker_t *self, const char *specialist, bool create)
+{
+    char buf[SPECIALIST_NAME_BUF];
+    const char *name = s_canonical_name(specialist, buf);
     queue_t *queue = zhashx_lookup(self->queues, name);
     if (queue != NULL || !create)
         return queue;
@@ -251,10 +266,37 @@ queue_t *broker_queue(broker_t *self, const char *name, bool create)
 
 bool broker_specialist_known(broker_t *self, const char *name)
 {
-    return zhashx_lookup(self->queues, name) != NULL;
+    return broker_queue(self, name, false) != NULL;
 }
 
 /* ---- task transitions ---- */
+
+/* Groups are counted locks: a running task holds its group, and so does a worker told to
+ * stop a task of it until it says it has (held_group). The group is free at zero. */
+static void s_group_hold(broker_t *self, const char *group)
+{
+    intptr_t holders = (intptr_t)zhashx_lookup(self->groups, group);
+    zhashx_update(self->groups, group, (void *)(holders + 1));
+}
+
+static void s_group_release(broker_t *self, const char *group)
+{
+    intptr_t holders = (intptr_t)zhashx_lookup(self->groups, group);
+    if (holders <= 1)
+        zhashx_delete(self->groups, group);
+    else
+        zhashx_update(self->groups, group, (void *)(holders - 1));
+}
+
+void broker_worker_hold_group(broker_t *self, worker_t *worker, const char *group)
+{
+    worker->draining = true;
+    worker->draining_since = clock_now_ms();
+    if (group == NULL || worker->held_group != NULL)
+        return;
+    worker->held_group = strdup(group);
+    s_group_hold(self, group);
+}
 
 /* Removes a running task from its worker, its group and the running list. The group stays
  * locked when the worker was told to stop and has not yet said it did (held_group). */
@@ -266,8 +308,8 @@ void broker_task_detach(broker_t *self, task_t *task)
     if (worker != NULL && worker->task == task)
         worker->task = NULL;
     task->worker = NULL;
-    if (task->group && !(worker != NULL && worker->held_group != NULL))
-        zhashx_delete(self->groups, task->group);
+    if (task->group)
+        s_group_release(self, task->group);
     if (task->prev)
         task->prev->next = task->next;
     else
@@ -285,7 +327,7 @@ void broker_worker_idle(broker_t *self, worker_t *worker)
     worker->draining = false;
     worker->idle_since = clock_now_ms();
     if (worker->held_group != NULL) {
-        zhashx_delete(self->groups, worker->held_group);
+        s_group_release(self, worker->held_group);
         free(worker->held_group);
         worker->held_group = NULL;
     }
@@ -359,13 +401,16 @@ int broker_task_requeue(broker_t *self, task_t *task, const char *outcome, bool 
     task->not_before = count_failure ? clock_wall_ms() + s_backoff_ms(self, task->failures) : 0;
     task->updated = clock_wall_ms();
     task_set_text(&task->error, reason);
-    task_set_text(&task->worker_id, NULL);
+    /* The event still names the worker the task came back from. */
+    char *previous_worker = task->worker_id;
+    task->worker_id = NULL;
     queue_insert(task->queue, task);
     int rc = store_task_update(self->store, task, NULL, 0);
     if (rc == 0) {
-        event_extra_t extra = {.error = reason};
+        event_extra_t extra = {.error = reason, .worker = previous_worker};
         rc = broker_emit(self, count_failure ? "task.retry" : "task.queued", task, &extra);
     }
+    free(previous_worker);
     return rc;
 }
 
@@ -380,10 +425,7 @@ void broker_send_cancel(broker_t *self, worker_t *worker, task_t *task, const ch
     size_t len;
     const void *data = wire_writer_data(w, &len);
     broker_outbox_worker(self, worker->id, data, len);
-    worker->draining = true;
-    worker->draining_since = clock_now_ms();
-    if (task == worker->task && task->group != NULL && worker->held_group == NULL)
-        worker->held_group = strdup(task->group);
+    broker_worker_hold_group(self, worker, task == worker->task ? task->group : NULL);
 }
 
 int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, const char *reason)
@@ -510,10 +552,18 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     task_set_text(&task->group, wire_msg_str(msg, "group", NULL));
     task_set_text(&task->parent, parent);
     const msgpack_object *payload = wire_msg_object(msg, "payload");
-    char issue[160];
+    char issue[MESSAGES_ID_CAP + 2]; /* one byte more than the cap shows it is over */
     task_set_text(&task->issue, wire_msg_str(msg, "issue",
                                              wire_obj_str(wire_map_get(payload, "issueId"), issue,
                                                           sizeof issue, NULL)));
+    if (task->issue != NULL && strlen(task->issue) > MESSAGES_ID_CAP) {
+        task_destroy(&task);
+        self->next_order--;
+        return failure_set(FAILURE_TOO_BIG,
+                           "payload.issueId is over the %d-byte cap of an issue (it becomes the "
+                           "task's issue)",
+                           MESSAGES_ID_CAP);
+    }
     size_t payload_len;
     const void *raw = wire_msg_raw(msg, "payload", &payload_len);
     if (payload_len > TASK_PAYLOAD_CAP) {
@@ -604,7 +654,14 @@ static bool s_eligible(broker_t *self, const task_t *task, int64_t now_wall)
 {
     if (task->not_before > now_wall)
         return false;
-    return task->group == NULL || zhashx_lookup(self->groups, task->group) == NULL;
+    if (task->group == NULL)
+        return true;
+    /* Which groups the workers were still stopping tasks of is not stored: after a start,
+     * a grouped task waits until they have had the heartbeat grace to say hello again
+     * (a hello naming a task it no longer owns holds that task's group). */
+    if (clock_now_ms() < self->orphan_deadline)
+        return false;
+    return zhashx_lookup(self->groups, task->group) == NULL;
 }
 
 static task_t *s_pick(broker_t *self, queue_t *queue, int64_t now_wall)
@@ -692,7 +749,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     self->running = task;
     self->running_count++;
     if (task->group)
-        zhashx_insert(self->groups, task->group, (void *)1);
+        s_group_hold(self, task->group);
     worker->task = task;
 
     int rc = store_begin(self->store);
@@ -1011,7 +1068,7 @@ static void s_recover_task(task_t *task, void *arg)
     self->running = task;
     self->running_count++;
     if (task->group)
-        zhashx_insert(self->groups, task->group, (void *)1);
+        s_group_hold(self, task->group);
 }
 
 static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)

@@ -321,13 +321,18 @@ static int s_replay_one(int64_t seq, const void *body, size_t len, void *arg)
     return 0;
 }
 
-/* A page cut before `limit` events because of the reply budget says `truncated: true`, so
- * the client knows to ask again rather than take the short page for the end. */
+/* A page cut before the `limit` asked for — by the reply budget, or by the page cap
+ * below a larger limit — says `truncated: true`, so the client knows to ask again rather
+ * than take the short page for the end. */
 static void s_replay(request_t *req, const wire_msg_t *msg)
 {
-    int64_t limit = wire_msg_int(msg, "limit", REPLAY_DEFAULT_LIMIT);
-    if (limit < 1 || limit > REPLAY_MAX_LIMIT)
-        limit = REPLAY_MAX_LIMIT;
+    int64_t asked = wire_msg_int(msg, "limit", REPLAY_DEFAULT_LIMIT);
+    if (asked < 1) {
+        s_reply_error(req, FAILURE_INVALID,
+                      "replay: limit must be at least 1 (default 1000; at most 10000 per page)");
+        return;
+    }
+    int64_t limit = asked < REPLAY_MAX_LIMIT ? asked : REPLAY_MAX_LIMIT;
     replay_page_t page = {.writer = s_reply_ok(req)};
     wire_open_array(page.writer, "data");
     /* Events of this iteration are not committed yet; replay only what is. */
@@ -335,7 +340,7 @@ static void s_replay(request_t *req, const wire_msg_t *msg)
                                  wire_msg_str(msg, "topic", NULL), (int)limit, s_replay_one,
                                  &page);
     wire_close(page.writer);
-    if (page.truncated)
+    if (page.truncated || (asked > limit && (int64_t)page.count == limit))
         wire_put_bool(page.writer, "truncated", true);
     if (rc != 0)
         s_reply_error(req, rc, failure_message());

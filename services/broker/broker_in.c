@@ -61,7 +61,19 @@ static void s_drop_same_endpoint(broker_t *self, const char *id, const char *end
     }
 }
 
-static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, queue_t *queue)
+/* The queue of a specialist a worker announced: created, and remembered across restarts,
+ * the first time. */
+static queue_t *s_announced_queue(broker_t *self, const char *specialist)
+{
+    bool known = broker_specialist_known(self, specialist);
+    queue_t *queue = broker_queue(self, specialist, true);
+    if (!known && queue != NULL)
+        store_specialist_remember(self->store, queue->name);
+    return queue;
+}
+
+/* Only a worker whose endpoint could be connected makes its specialist known. */
+static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const char *specialist)
 {
     const char *id = wire_msg_str(msg, "worker", "");
     const char *endpoint = wire_msg_str(msg, "endpoint", "");
@@ -78,6 +90,12 @@ static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, queue_
         worker->endpoint = strdup(endpoint);
         return worker;
     }
+    queue_t *queue = s_announced_queue(self, specialist);
+    if (queue == NULL) {
+        zmq_close(push);
+        failure_set(FAILURE_MEMORY, "out of memory");
+        return NULL;
+    }
     s_drop_same_endpoint(self, id, endpoint);
     worker = calloc(1, sizeof *worker);
     worker->id = strdup(id);
@@ -90,6 +108,24 @@ static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, queue_
     broker_emit(self, "worker.joined", NULL, &extra);
     log_info("worker %s joined %s at %s", id, queue->name, endpoint);
     return worker;
+}
+
+/* The worker runs a task the broker did not give it, or no longer does (cancelled, given
+ * to another worker, or from before a broker restart): it is told to stop, and the task's
+ * group stays held until it says it has. */
+static void s_cancel_stale(broker_t *self, worker_t *worker, const char *task_id, int attempt)
+{
+    task_t stale = {.id = (char *)task_id, .attempt = attempt};
+    broker_send_cancel(self, worker, &stale, "the task is no longer assigned to this worker");
+    task_t *active = zhashx_lookup(self->tasks, task_id);
+    if (active != NULL) {
+        broker_worker_hold_group(self, worker, active->group);
+        return;
+    }
+    task_t *stored = NULL;
+    if (store_task_load(self->store, task_id, &stored) == 0)
+        broker_worker_hold_group(self, worker, stored->group);
+    task_destroy(&stored);
 }
 
 /* After a hello: reconcile the task the worker says it holds with what the broker thinks. */
@@ -116,8 +152,7 @@ static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_m
         worker->task = task;
         return;
     }
-    task_t stale = {.id = (char *)held_id, .attempt = held_attempt};
-    broker_send_cancel(self, worker, &stale, "the task is no longer assigned to this worker");
+    s_cancel_stale(self, worker, held_id, held_attempt);
 }
 
 static void s_handle_hello(broker_t *self, const wire_msg_t *msg)
@@ -127,11 +162,7 @@ static void s_handle_hello(broker_t *self, const wire_msg_t *msg)
         s_reject_message(self, "bad hello", "hello: invalid specialist name");
         return;
     }
-    bool known = broker_specialist_known(self, specialist);
-    queue_t *queue = broker_queue(self, specialist, true);
-    if (!known && store_begin(self->store) == 0)
-        store_specialist_remember(self->store, specialist);
-    worker_t *worker = s_register_worker(self, msg, queue);
+    worker_t *worker = s_register_worker(self, msg, specialist);
     if (worker == NULL) {
         s_reject_message(self, "bad hello", failure_message());
         return;
@@ -171,8 +202,7 @@ static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
      * it runs, and tell it to stop the other. */
     if (task != NULL)
         broker_task_requeue(self, task, "undelivered", false, "its worker was busy with another task");
-    task_t stale = {.id = (char *)held, .attempt = (int)held_attempt};
-    broker_send_cancel(self, worker, &stale, "the task is no longer assigned to this worker");
+    s_cancel_stale(self, worker, held, (int)held_attempt);
 }
 
 static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
@@ -236,19 +266,9 @@ static void s_send_ack(broker_t *self, const char *worker_id, const char *task_i
 
 static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, const char *outcome)
 {
-    const char *worker_id = wire_msg_str(msg, "worker", "");
     const char *error = wire_msg_str(msg, "error", NULL);
-    /* A result for an attempt we had given up on is still real work: it wins, and whoever
-     * runs the task now is told to stop. */
-    if (task->worker != NULL && strcmp(task->worker->id, worker_id) != 0)
-        broker_send_cancel(self, task->worker, task, "finished by an earlier attempt");
-    worker_t *sender = zhashx_lookup(self->workers, worker_id);
-    if (sender != NULL && sender->task == task)
-        sender->idle_since = clock_now_ms();
-    int64_t attempt = wire_msg_int(msg, "attempt", task->attempt);
-    if (attempt > task->attempt)
-        task->attempt = (int)attempt;
-    task_set_text(&task->worker_id, worker_id);
+    if (task->worker != NULL)
+        task->worker->idle_since = clock_now_ms();
     if (store_begin(self->store) != 0 ||
         (task->issue != NULL && store_attempt_insert(self->store, task, task->queue->name, outcome,
                                                      error, clock_wall_ms()) != 0)) {
@@ -269,6 +289,17 @@ static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, 
     }
 }
 
+/* A result counts only for the attempt running now, from the worker it was given to. A
+ * resent result (its attempt closed already, even if the task was retried since), a late
+ * one (its worker was declared lost and the task requeued: the task runs again), or one
+ * for an attempt never dispatched is acknowledged and ignored, so nothing is applied
+ * twice. */
+static bool s_result_applies(const task_t *task, const char *worker_id, int64_t attempt)
+{
+    return task != NULL && task->state == TASK_RUNNING && task->attempt == attempt &&
+           task->worker_id != NULL && strcmp(task->worker_id, worker_id) == 0;
+}
+
 static void s_handle_result(broker_t *self, const wire_msg_t *msg)
 {
     const char *outcome = wire_msg_str(msg, "outcome", "");
@@ -286,13 +317,9 @@ static void s_handle_result(broker_t *self, const wire_msg_t *msg)
         worker->last_seen = clock_now_ms();
     task_t *task = zhashx_lookup(self->tasks, wire_msg_str(msg, "task", ""));
     int64_t attempt = wire_msg_int(msg, "attempt", 0);
-    /* Not active: finished already (a resent result) or unknown. Either way the worker
-     * must stop resending, so acknowledge. A `retry` only counts for the attempt that is
-     * running: a resent or late one must not requeue (or count) twice. */
-    bool applies = task != NULL && attempt >= 1 && attempt <= INT32_MAX &&
-                   (strcmp(outcome, "retry") != 0 ||
-                    (task->state == TASK_RUNNING && task->attempt == attempt));
-    if (applies)
+    /* Whether it applies or not (finished already: a resent result; or unknown), the
+     * worker must stop resending, so it is acknowledged. */
+    if (s_result_applies(task, worker_id, attempt))
         s_apply_result(self, task, msg, outcome);
     s_send_ack(self, worker_id, wire_msg_str(msg, "task", ""), wire_msg_int(msg, "attempt", 0));
 }

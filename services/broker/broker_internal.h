@@ -63,7 +63,7 @@ struct broker_t {
     zhashx_t *tasks;    /* id -> task_t (active tasks only; owned) */
     zhashx_t *queues;   /* name -> queue_t (owned) */
     zhashx_t *workers;  /* id -> worker_t (owned) */
-    zhashx_t *groups;   /* group -> (void *)1 while a task of it runs */
+    zhashx_t *groups;   /* group -> number of holders (intptr_t) while held (broker.c) */
     task_t *running;    /* list of running tasks (linked by prev/next) */
     size_t running_count;
     int64_t next_order;
@@ -98,10 +98,17 @@ int broker_emit(broker_t *self, const char *event, const task_t *task, const eve
 void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason);
 void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len);
 void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len);
+/* The queue of a specialist (created if `create`), or NULL. `_` and `-` in the name are
+ * one: the queue is named with `-`. */
 queue_t *broker_queue(broker_t *self, const char *name, bool create);
 bool broker_specialist_known(broker_t *self, const char *name);
 void broker_count_rejected(broker_t *self, const char *reason);
+/* Tells a worker to stop a task; if it is the task the worker runs, its group stays held by
+ * the worker until it says it stopped (broker_worker_idle) or is lost. */
 void broker_send_cancel(broker_t *self, worker_t *worker, task_t *task, const char *reason);
+/* The worker is stopping a task of `group` (NULL: none known): it gets no new task, and the
+ * group stays held, until it is idle again. */
+void broker_worker_hold_group(broker_t *self, worker_t *worker, const char *group);
 
 /* Task transitions (broker.c). Each writes the store and emits its event. */
 /* Puts a queued or running task back in its queue (at its original place). `outcome`, if

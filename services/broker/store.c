@@ -385,6 +385,9 @@ static void s_bind_blob(sqlite3_stmt *stmt, int index, const void *blob, size_t 
 
 int store_task_insert(store_t *self, task_t *task, bool *inserted)
 {
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
     sqlite3_stmt *stmt = self->stmt[STMT_TASK_INSERT];
     s_bind_text(stmt, 1, task->id);
     s_bind_text(stmt, 2, task->queue ? task->queue->name : task->specialist);
@@ -407,7 +410,7 @@ int store_task_insert(store_t *self, task_t *task, bool *inserted)
     sqlite3_bind_null(stmt, 19);
     sqlite3_bind_int64(stmt, 20, task->created);
     sqlite3_bind_int64(stmt, 21, task->updated);
-    int rc = s_run(self, stmt, "inserting a task");
+    rc = s_run(self, stmt, "inserting a task");
     *inserted = rc == 0 && sqlite3_changes(self->db) == 1;
     if (*inserted)
         task->rowid = sqlite3_last_insert_rowid(self->db);
@@ -416,6 +419,9 @@ int store_task_insert(store_t *self, task_t *task, bool *inserted)
 
 int store_task_update(store_t *self, const task_t *task, const void *result, size_t result_len)
 {
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
     sqlite3_stmt *stmt = self->stmt[result ? STMT_TASK_UPDATE_RESULT : STMT_TASK_UPDATE];
     sqlite3_bind_int64(stmt, 1, task->rowid);
     s_bind_text(stmt, 2, task_state_name(task->state));
@@ -433,6 +439,9 @@ int store_task_update(store_t *self, const task_t *task, const void *result, siz
 
 int store_task_dispatched(store_t *self, const task_t *task)
 {
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
     sqlite3_stmt *stmt = self->stmt[STMT_TASK_DISPATCHED];
     sqlite3_bind_int64(stmt, 1, task->rowid);
     s_bind_text(stmt, 2, task_state_name(task->state));
@@ -534,6 +543,9 @@ int store_task_load_active(store_t *self, void (*fn)(task_t *task, void *arg), v
 int store_attempt_insert(store_t *self, const task_t *task, const char *specialist,
                          const char *outcome, const char *error, int64_t finished)
 {
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
     sqlite3_stmt *stmt = self->stmt[STMT_ATTEMPT_INSERT];
     s_bind_text(stmt, 1, task->id);
     sqlite3_bind_int(stmt, 2, task->attempt);
@@ -569,6 +581,9 @@ int store_attempts_for_issue(store_t *self, const char *issue, const char *speci
 int store_event_insert(store_t *self, int64_t seq, const char *topic, size_t topic_len,
                        const void *body, size_t len)
 {
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
     if (self->events.size == 0)
         self->events_first = seq;
     self->events_last = seq;
@@ -582,6 +597,9 @@ int store_event_insert(store_t *self, int64_t seq, const char *topic, size_t top
 
 int store_events_trim(store_t *self, int64_t upto)
 {
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
     sqlite3_stmt *stmt = self->stmt[STMT_EVENTS_TRIM];
     sqlite3_bind_int64(stmt, 1, upto);
     return s_run(self, stmt, "trimming events");
@@ -655,6 +673,9 @@ int store_events_replay(store_t *self, int64_t since, const char *prefix, int li
 
 int store_specialist_remember(store_t *self, const char *name)
 {
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
     sqlite3_stmt *stmt = self->stmt[STMT_SPECIALIST_INSERT];
     s_bind_text(stmt, 1, name);
     return s_run(self, stmt, "remembering a specialist");

@@ -30,7 +30,8 @@ void store_close(store_t **self_p);
 /* Parses "full" | "normal" | "off"; returns -1 otherwise. */
 int store_sync_parse(const char *text);
 
-/* Starts a transaction if none is open. */
+/* Starts a transaction if none is open. Every write below starts one itself, so no change
+ * is ever committed on its own (SQLite autocommit) apart from the rest of its iteration. */
 int store_begin(store_t *self);
 /* Commits the open transaction (no-op if none). */
 int store_commit(store_t *self);

@@ -58,6 +58,20 @@ static bool s_wait_state(const char *id, const char *state)
     return strcmp(now, state) == 0;
 }
 
+/* Waits up to timeout_ms for a task to reach `waiter` (idle), while `holder` keeps saying it
+ * runs `held`, so the broker does not take the holder for lost meanwhile. */
+static wire_msg_t *s_expect_while_holding(fakeworker_t *waiter, int timeout_ms,
+                                          fakeworker_t *holder, const char *held, int attempt)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 100) {
+        wire_msg_t *task = fakeworker_expect(waiter, "task", 100, NULL, 0);
+        if (task != NULL)
+            return task;
+        fakeworker_heartbeat(holder, held, attempt);
+    }
+    return NULL;
+}
+
 /* A new worker `worker_id` of `specialist`, announced, holding the just-submitted task
  * `task_id` (attempt 1). The caller owns the worker. */
 static fakeworker_t *s_worker_holding(const char *specialist, const char *worker_id,
@@ -220,10 +234,10 @@ static void test_group_serialisation(void)
     CHECK_INT(testbroker_submit(s_client, "other", "merge-agent", "low", "merge:/other:main"), 0);
     fakeworker_hello(w2, NULL, 0);
     /* g-2 is more urgent but its group is in flight: w2 gets the other repository's merge. */
-    wire_msg_t *t2 = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    wire_msg_t *t2 = s_expect_while_holding(w2, 3000, w1, "g-1", 1);
     CHECK_STR(s_task_id(t2), "other");
     fakeworker_result(w2, "other", 1, "done", NULL, NULL, 0);
-    wire_msg_t *none = fakeworker_expect(w2, "task", 600, NULL, 0);
+    wire_msg_t *none = s_expect_while_holding(w2, 600, w1, "g-1", 1);
     CHECK(none == NULL); /* g-2 must wait for g-1 */
     fakeworker_heartbeat(w1, "g-1", 1);
     char state[32];
@@ -286,6 +300,26 @@ static void test_chained_exactly_once(void)
     wire_writer_destroy(&cancel);
 }
 
+/* A string field of the first stored event on `topic` ("" when there is none). */
+static const char *s_first_event_str(const char *topic, const char *key)
+{
+    static char value[128];
+    value[0] = '\0';
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "replay");
+    wire_put_int(w, "since", 0);
+    wire_put_str(w, "topic", topic);
+    wire_msg_t *reply = NULL;
+    if (client_call(s_client, w, &reply) == 0) {
+        const msgpack_object *events = wire_msg_object(reply, "data");
+        if (events != NULL && events->type == MSGPACK_OBJECT_ARRAY && events->via.array.size > 0)
+            wire_obj_str(wire_map_get(&events->via.array.ptr[0], key), value, sizeof value, "");
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    return value;
+}
+
 static void test_lost_worker_and_lease(void)
 {
     fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "lease-agent", "lease-w1");
@@ -302,6 +336,8 @@ static void test_lost_worker_and_lease(void)
     CHECK_STR(s_task_id(task), "lost-1");
     CHECK_INT(task ? wire_msg_int(task, "attempt", 0) : 0, 2);
     wire_msg_destroy(&task);
+    /* The event of the requeue names the worker the task came back from. */
+    CHECK_STR(s_first_event_str("task.retry/lease-agent", "worker"), "lease-w1");
     fakeworker_result(w2, "lost-1", 2, "done", NULL, NULL, 0);
     wire_msg_t *ack = fakeworker_expect(w2, "ack", 3000, NULL, 0);
     CHECK(ack != NULL);
@@ -616,16 +652,130 @@ static void test_config_defaults(void)
     CHECK_INT(s_task_int("conf-1", "max_attempts"), 7);
     CHECK_INT(testbroker_submit(s_client, "conf-2", "merge-agent", NULL, NULL), 0);
     CHECK_INT(s_task_int("conf-2", "timeout_s"), 900);
+    /* `_` and `-` in a specialist's name are one, as in cloister.toml's table names. */
+    CHECK_INT(testbroker_submit(s_client, "conf-3", "snake_agent", NULL, NULL), 0);
+    CHECK_INT(s_task_int("conf-3", "timeout_s"), 43);
+    CHECK_INT(testbroker_submit(s_client, "conf-4", "snake-agent", NULL, NULL), 0);
+    char queue[64];
+    CHECK_STR(testbroker_queue(s_client, "snake_agent", queue, sizeof queue), "conf-3 conf-4");
     wire_writer_t *w = wire_writer_new();
     wire_msg_t *reply = NULL;
-    const char *ids[] = {"conf-1", "conf-2"};
-    for (int i = 0; i < 2; i++) {
+    const char *ids[] = {"conf-1", "conf-2", "conf-3", "conf-4"};
+    for (int i = 0; i < 4; i++) {
         wire_writer_start(w, "cancel_task");
         wire_put_str(w, "id", ids[i]);
         CHECK_INT(client_call(s_client, w, &reply), 0);
         wire_msg_destroy(&reply);
     }
     wire_writer_destroy(&w);
+}
+
+static void s_control_task(const char *type, const char *id)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, type);
+    wire_put_str(w, "id", id);
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_call(s_client, w, &reply), 0);
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+}
+
+static void s_expect_ack(fakeworker_t *worker)
+{
+    wire_msg_t *ack = fakeworker_expect(worker, "ack", 3000, NULL, 0);
+    CHECK(ack != NULL);
+    wire_msg_destroy(&ack);
+}
+
+/* A result counts only for the attempt running now, from its worker: one from a worker
+ * the task was never given to, for an attempt never dispatched, or resent after the task
+ * was retried, is acknowledged and changes nothing. */
+static void test_result_only_for_running_attempt(void)
+{
+    fakeworker_t *w1 = s_worker_holding("res-agent", "res-w1", "res-hold");
+    CHECK_INT(testbroker_submit(s_client, "res-queued", "res-agent", NULL, NULL), 0);
+    fakeworker_t *stranger = fakeworker_new(s_env->dir, s_env->in_ep, "res-other", "res-x");
+    fakeworker_hello(stranger, NULL, 0);
+    s_wait_workers("res-other", 1);
+    fakeworker_result(stranger, "res-queued", 1, "done", NULL, NULL, 0);
+    s_expect_ack(stranger);
+    fakeworker_result(stranger, "res-hold", 1, "failed", "not mine", NULL, 0);
+    s_expect_ack(stranger);
+    char state[32];
+    CHECK_STR(testbroker_state(s_client, "res-queued", state, sizeof state), "queued");
+    CHECK_STR(testbroker_state(s_client, "res-hold", state, sizeof state), "running");
+
+    /* Its own worker fails it; it is retried; the failed result comes again (a resend that
+     * crossed its ack): the retried task is not failed a second time. */
+    fakeworker_result(w1, "res-hold", 1, "failed", "broken", NULL, 0);
+    s_expect_ack(w1);
+    CHECK_STR(testbroker_state(s_client, "res-hold", state, sizeof state), "failed");
+    s_control_task("retry_task", "res-hold");
+    fakeworker_result(w1, "res-hold", 1, "failed", "broken", NULL, 0);
+    s_expect_ack(w1);
+    CHECK(strcmp(testbroker_state(s_client, "res-hold", state, sizeof state), "failed") != 0);
+    /* The worker runs the retried task (attempt 2) and then the queued one. */
+    for (int i = 0; i < 2; i++) {
+        wire_msg_t *task = fakeworker_expect(w1, "task", 3000, NULL, 0);
+        if (task != NULL) {
+            fakeworker_result(w1, s_task_id(task), (int)wire_msg_int(task, "attempt", 0), "done",
+                              NULL, NULL, 0);
+            s_expect_ack(w1);
+        }
+        wire_msg_destroy(&task);
+    }
+    CHECK_STR(testbroker_state(s_client, "res-hold", state, sizeof state), "done");
+    CHECK_INT(s_task_int("res-hold", "attempt"), 2);
+    CHECK_STR(testbroker_state(s_client, "res-queued", state, sizeof state), "done");
+    fakeworker_bye(w1);
+    fakeworker_bye(stranger);
+    fakeworker_destroy(&w1);
+    fakeworker_destroy(&stranger);
+}
+
+/* A worker still stopping a cancelled task of a group when the broker is killed: after the
+ * restart, the group's next task waits until that worker says it has stopped. */
+static void test_restart_holds_draining_group(pid_t *broker)
+{
+    const char *group = "merge:/held:main";
+    fakeworker_t *w1 = fakeworker_new(s_env->dir, s_env->in_ep, "hold-agent", "hold-w1");
+    fakeworker_hello(w1, NULL, 0);
+    s_wait_workers("hold-agent", 1);
+    CHECK_INT(testbroker_submit(s_client, "hold-a", "hold-agent", NULL, group), 0);
+    wire_msg_t *task = fakeworker_expect(w1, "task", 5000, NULL, 0);
+    CHECK_STR(s_task_id(task), "hold-a");
+    wire_msg_destroy(&task);
+    s_control_task("cancel_task", "hold-a");
+    wire_msg_t *cancel = fakeworker_expect(w1, "cancel", 3000, "hold-a", 1);
+    CHECK(cancel != NULL);
+    wire_msg_destroy(&cancel);
+
+    testenv_signal(*broker, SIGKILL);
+    testenv_wait(s_env, *broker, 3000);
+    *broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
+    CHECK(*broker > 0);
+    fakeworker_t *w2 = fakeworker_new(s_env->dir, s_env->in_ep, "hold-agent", "hold-w2");
+    fakeworker_hello(w2, NULL, 0);
+    CHECK_INT(testbroker_submit(s_client, "hold-b", "hold-agent", NULL, group), 0);
+    /* w1 comes back still stopping hold-a: it is told again, and holds the group. */
+    fakeworker_hello(w1, "hold-a", 1);
+    task = s_expect_while_holding(w2, 2000, w1, "hold-a", 1);
+    CHECK(task == NULL);
+    wire_msg_destroy(&task);
+    /* Once w1 says it is idle, hold-b runs (on either worker). */
+    for (int i = 0; i < 40 && task == NULL; i++) {
+        task = fakeworker_expect(w1, "task", 50, NULL, 0);
+        if (task == NULL)
+            task = fakeworker_expect(w2, "task", 50, NULL, 0);
+    }
+    CHECK_STR(s_task_id(task), "hold-b");
+    wire_msg_destroy(&task);
+    s_control_task("cancel_task", "hold-b");
+    fakeworker_bye(w1);
+    fakeworker_bye(w2);
+    fakeworker_destroy(&w1);
+    fakeworker_destroy(&w2);
 }
 
 int main(void)
@@ -635,7 +785,8 @@ int main(void)
         return 1;
     char config[512];
     snprintf(config, sizeof config, "%s/cloister.toml", s_env->home);
-    testenv_write_file(config, "[specialists.conf-agent]\ntimeout = 42\nmax_attempts = 7\n");
+    testenv_write_file(config, "[specialists.conf-agent]\ntimeout = 42\nmax_attempts = 7\n"
+                                "[specialists.snake_agent]\ntimeout = 43\n");
     pid_t broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
     CHECK(broker > 0);
     s_client = testbroker_client(s_env);
@@ -652,7 +803,9 @@ int main(void)
         test_progress_and_release();
         test_undelivered_ends_dead();
         test_heartbeat_mismatch_and_group_while_draining();
+        test_result_only_for_running_attempt();
         test_restart_keeps_running_task(&broker);
+        test_restart_holds_draining_group(&broker);
     }
     client_destroy(&s_client);
     testenv_destroy(&s_env);

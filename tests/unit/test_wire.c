@@ -149,8 +149,33 @@ static void test_decode_as(void)
     wire_writer_destroy(&w);
 }
 
+/* PROTOCOL.md: bin is accepted where a string is expected, `type` included. */
+static void test_bin_as_string(void)
+{
+    msgpack_sbuffer buf;
+    msgpack_sbuffer_init(&buf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_int(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "type", 4);
+    msgpack_pack_bin_with_body(&pk, "heartbeat", 9);
+    msgpack_pack_str_with_body(&pk, "worker", 6);
+    msgpack_pack_bin_with_body(&pk, "w-1", 3);
+    wire_msg_t *msg = NULL;
+    CHECK_INT(wire_decode(buf.data, buf.size, &msg), 0);
+    if (msg != NULL) {
+        CHECK_STR(wire_msg_type(msg), "heartbeat");
+        CHECK_STR(wire_msg_str(msg, "worker", NULL), "w-1");
+    }
+    wire_msg_destroy(&msg);
+    msgpack_sbuffer_destroy(&buf);
+}
+
 int main(void)
 {
+    test_bin_as_string();
     test_submit_roundtrip();
     test_refusals();
     test_decode_as();

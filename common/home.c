@@ -4,21 +4,34 @@
 #include "failure.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+/* The user's home: $HOME, or the password database's entry when HOME is unset (cron,
+ * systemd units), so every program finds the same state wherever it is started. */
+static const char *s_user_home(void)
+{
+    const char *home = getenv("HOME");
+    if (home != NULL && home[0] != '\0')
+        return home;
+    struct passwd *entry = getpwuid(getuid());
+    if (entry != NULL && entry->pw_dir != NULL && entry->pw_dir[0] != '\0')
+        return entry->pw_dir;
+    return ".";
+}
 
 const char *home_dir(void)
 {
     static char dir[1024];
     const char *env = getenv("PANOPTICON_HOME");
-    if (env != NULL && env[0] != '\0') {
+    if (env != NULL && env[0] != '\0')
         snprintf(dir, sizeof dir, "%s", env);
-    } else {
-        const char *user_home = getenv("HOME");
-        snprintf(dir, sizeof dir, "%s/.panopticon", user_home ? user_home : ".");
-    }
+    else
+        snprintf(dir, sizeof dir, "%s/.panopticon", s_user_home());
     return dir;
 }
 

@@ -1,4 +1,5 @@
-/* home: where Cloister keeps its state. $PANOPTICON_HOME, or ~/.panopticon when unset.
+/* home: where Cloister keeps its state. $PANOPTICON_HOME, or ~/.panopticon when unset
+ * (the home directory from $HOME, or from the password database when HOME is unset).
  * Holds cloister.toml, the broker's database, specialists/<name>.session and
  * specialists/<name>/history.jsonl. */
 #ifndef CLOISTER_HOME_H

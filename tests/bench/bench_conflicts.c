@@ -169,7 +169,7 @@ static void s_report(const char *name, int64_t *us, size_t n)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
+    if (argc < 2 || argv[1][0] == '-') {
         fprintf(stderr, "usage: %s <repository> [max_merges]\n", argv[0]);
         return 2;
     }

@@ -35,7 +35,7 @@ static void test_submit_and_show(testenv_t *env)
     harness_chomp(s_out);
     CHECK_INT(strlen(s_out), 36); /* a uuid */
     char id[64];
-    snprintf(id, sizeof id, "%s", s_out);
+    snprintf(id, sizeof id, "%.36s", s_out); /* a uuid */
     CHECK_INT(harness_pan(env, s_out, "task", "show", id, "--json", NULL), 0);
     json_t *task = harness_json(s_out);
     CHECK_STR(json_string_value(json_object_get(task, "id")), id);

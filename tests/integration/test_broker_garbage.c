@@ -1,9 +1,13 @@
 /* Garbage on every socket: malformed msgpack, truncated frames, wrong types, unknown
  * message types, oversize messages, invalid priorities and specialists, raw bytes that are
- * not even ZMTP. Each is refused with a reason, counted, and the broker keeps serving. */
+ * not even ZMTP. Each is refused with a reason, counted, and the broker keeps serving.
+ * Also: a payload.issueId over the 128-byte cap of an issue is refused (on control and on
+ * `in`), and a refused hello does not make its specialist known, not even after a restart. */
 #include "check.h"
+#include "failure.h"
 #include "testbroker.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,26 +151,189 @@ static void s_garbage_control(client_t *client)
     wire_writer_destroy(&w);
 }
 
+/* A task.rejected event for `task_id` whose error holds `reason`; with a NULL `task_id`,
+ * a message.rejected event (it names no task). */
 static bool s_saw_rejection(client_t *client, const char *task_id, const char *reason)
 {
     wire_writer_t *w = wire_writer_new();
     wire_writer_start(w, "replay");
     wire_put_int(w, "since", 0);
-    wire_put_str(w, "topic", "task.rejected/");
+    wire_put_str(w, "topic", task_id ? "task.rejected/" : "message.rejected");
     wire_msg_t *reply = NULL;
     client_call(client, w, &reply);
     wire_writer_destroy(&w);
     const msgpack_object *events = reply ? wire_msg_object(reply, "data") : NULL;
     bool found = false;
     for (uint32_t i = 0; events && i < events->via.array.size; i++) {
-        char id[64], error[512];
-        wire_obj_str(wire_map_get(&events->via.array.ptr[i], "task"), id, sizeof id, "");
-        wire_obj_str(wire_map_get(&events->via.array.ptr[i], "error"), error, sizeof error, "");
-        if (strcmp(id, task_id) == 0 && strstr(error, reason) != NULL)
+        const msgpack_object *event = &events->via.array.ptr[i];
+        char id_buf[64], error_buf[512];
+        const char *id = wire_obj_str(wire_map_get(event, "task"), id_buf, sizeof id_buf, "");
+        const char *error =
+            wire_obj_str(wire_map_get(event, "error"), error_buf, sizeof error_buf, "");
+        if (strcmp(id, task_id ? task_id : "") == 0 && strstr(error, reason) != NULL)
             found = true;
     }
     wire_msg_destroy(&reply);
     return found;
+}
+
+/* ---- payload.issueId over the cap of an issue ---- */
+
+/* Starts a submit of `id` to test-agent whose payload.issueId is `issue_len` bytes. */
+static void s_issue_submit(wire_writer_t *w, const char *id, size_t issue_len)
+{
+    char issue[512];
+    memset(issue, 'i', issue_len);
+    issue[issue_len] = '\0';
+    wire_writer_start(w, "submit");
+    wire_put_str(w, "id", id);
+    wire_put_str(w, "specialist", "test-agent");
+    wire_open_map(w, "payload");
+    wire_put_str(w, "issueId", issue);
+    wire_close(w);
+}
+
+/* show_task of `id` answers not_found. */
+static bool s_task_unknown(client_t *client, const char *id)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "show_task");
+    wire_put_str(w, "id", id);
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    wire_msg_t *reply = NULL;
+    int rc = client_request(client, data, len, &reply);
+    bool unknown = rc == 0 && !wire_msg_bool(reply, "ok", true) &&
+                   strcmp(wire_msg_str(reply, "code", ""), "not_found") == 0;
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    return unknown;
+}
+
+typedef struct {
+    client_t *client;
+    const char *task;   /* NULL: a message.rejected (no task) */
+    const char *reason;
+} rejection_t;
+
+static bool s_rejection_seen(void *arg)
+{
+    rejection_t *want = arg;
+    return s_saw_rejection(want->client, want->task, want->reason);
+}
+
+/* Finds the task.queued event of "issue-at-cap" (decoded: its issue fits the cap); `arg`
+ * is a bool set when it is seen. */
+static int s_on_queued(const wire_msg_t *event, const void *raw, size_t len, void *arg)
+{
+    (void)raw;
+    (void)len;
+    bool *seen = arg;
+    if (strcmp(wire_msg_str(event, "task", ""), "issue-at-cap") == 0 &&
+        strlen(wire_msg_str(event, "issue", "")) == 128)
+        *seen = true;
+    return 0;
+}
+
+/* The issue of a task comes from payload.issueId when `issue` is absent; over 128 bytes it
+ * would make events and task messages nobody can decode, so the submit is refused. */
+static void test_issue_cap(client_t *client, void *push)
+{
+    wire_writer_t *w = wire_writer_new();
+    s_issue_submit(w, "issue-over-ctl", 200);
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_request(client, data, len, &reply), 0);
+    CHECK(reply != NULL && !wire_msg_bool(reply, "ok", true));
+    CHECK_STR(reply ? wire_msg_str(reply, "code", "") : NULL, "too_big");
+    const char *error = reply ? wire_msg_str(reply, "error", "") : "";
+    if (strstr(error, "payload.issueId") == NULL || strstr(error, "128-byte cap") == NULL) {
+        fprintf(stderr, "control error \"%s\" does not name payload.issueId's 128-byte cap\n",
+                error);
+        check_failures++;
+    }
+    wire_msg_destroy(&reply);
+    CHECK(s_task_unknown(client, "issue-over-ctl"));
+
+    /* One byte over, through `in`: a task.rejected event, and no task. */
+    s_issue_submit(w, "issue-over-in", 129);
+    s_send_writer(push, w);
+    rejection_t want = {client, "issue-over-in", "payload.issueId is over the 128-byte cap"};
+    CHECK(testenv_wait_until(s_rejection_seen, &want, 5000));
+    CHECK(s_task_unknown(client, "issue-over-in"));
+
+    /* At the cap: accepted, and its event decodes. */
+    s_issue_submit(w, "issue-at-cap", 128);
+    data = wire_writer_data(w, &len);
+    CHECK_INT(client_request(client, data, len, &reply), 0);
+    CHECK(reply != NULL && wire_msg_bool(reply, "ok", false));
+    wire_msg_destroy(&reply);
+    char state[32];
+    CHECK_STR(testbroker_state(client, "issue-at-cap", state, sizeof state), "queued");
+    client_events_t *events = client_events_new(NULL, "task.queued/test-agent");
+    bool seen = false;
+    CHECK_INT(client_events_run(events, client, 0, false, NULL, s_on_queued, &seen), 0);
+    CHECK(seen);
+    client_events_destroy(&events);
+    wire_writer_destroy(&w);
+}
+
+/* ---- a refused hello ---- */
+
+static void s_hello(void *push, const char *worker, const char *specialist, const char *endpoint)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "hello");
+    wire_put_str(w, "worker", worker);
+    wire_put_str(w, "specialist", specialist);
+    wire_put_str(w, "endpoint", endpoint);
+    s_send_writer(push, w);
+    wire_writer_destroy(&w);
+}
+
+/* Submits `id` to `specialist` through control; true if it is refused as unknown. */
+static bool s_refused_as_unknown(client_t *client, const char *id, const char *specialist)
+{
+    char expect[128];
+    snprintf(expect, sizeof expect, "unknown specialist '%s'", specialist);
+    int rc = testbroker_submit(client, id, specialist, NULL, NULL);
+    bool refused = rc == FAILURE_INVALID && strstr(failure_message(), expect) != NULL;
+    if (!refused)
+        fprintf(stderr, "submit %s to %s: rc %d (%s)\n", id, specialist, rc,
+                rc == 0 ? "accepted" : failure_message());
+    return refused;
+}
+
+/* A hello whose endpoint cannot be connected is refused: its specialist stays unknown, in
+ * memory and in the store (after kill -9 and a restart). A hello that is accepted, for
+ * comparison, makes its specialist known across the restart. */
+static void test_refused_hello(testenv_t *env, client_t **client, void *push, pid_t *broker)
+{
+    char endpoint[400];
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/real-worker.sock", env->dir);
+    s_hello(push, "w-real", "real-agent", endpoint);
+    s_hello(push, "w-ghost-1", "ghost-agent", "not-an-endpoint");
+    s_hello(push, "w-ghost-2", "phantom-agent", "tcp://");
+    rejection_t first = {*client, NULL, "cannot connect to worker endpoint 'not-an-endpoint'"};
+    CHECK(testenv_wait_until(s_rejection_seen, &first, 5000));
+    rejection_t second = {*client, NULL, "cannot connect to worker endpoint 'tcp://'"};
+    CHECK(testenv_wait_until(s_rejection_seen, &second, 5000));
+    CHECK(s_refused_as_unknown(*client, "ghost-1", "ghost-agent"));
+    CHECK(s_refused_as_unknown(*client, "phantom-1", "phantom-agent"));
+    /* The accepted hello was sent before the refused ones (one socket: in order), so it
+     * is applied already. */
+    CHECK_INT(testbroker_submit(*client, "real-1", "real-agent", NULL, NULL), 0);
+
+    testenv_signal(*broker, SIGKILL);
+    CHECK(testenv_wait(env, *broker, 3000) >= 0);
+    client_destroy(client);
+    *broker = testbroker_start(env, 200, "full");
+    CHECK(*broker > 0);
+    *client = testbroker_client(env);
+    CHECK(s_refused_as_unknown(*client, "ghost-2", "ghost-agent"));
+    CHECK(s_refused_as_unknown(*client, "phantom-2", "phantom-agent"));
+    CHECK_INT(testbroker_submit(*client, "real-2", "real-agent", NULL, NULL), 0);
 }
 
 int main(void)
@@ -220,6 +387,9 @@ int main(void)
     CHECK(invalid != NULL && invalid->via.u64 >= 4);
     wire_msg_destroy(&reply);
     wire_writer_destroy(&w);
+
+    test_issue_cap(client, push);
+    test_refused_hello(env, &client, push, &broker);
 
     zmq_close(wrong);
     zmq_close(push);

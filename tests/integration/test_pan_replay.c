@@ -4,7 +4,9 @@
  *   approve <issue>` sees the newest review, not an older approval on the first page; a
  *   replay that cannot go on makes pan approve refuse;
  * - a stop flag (Ctrl-C) ends a replay that is not followed;
- * - --since past the newest event is warned about (and still followed when asked). */
+ * - --since past the newest event is warned about (and still followed when asked);
+ * - a replay `limit` below 1 is refused, and one above the 10,000-event page cap gets a page
+ *   of 10,000 marked `truncated`. */
 #include "pan_harness.h"
 
 #include "clock.h"
@@ -460,6 +462,102 @@ static void test_since_beyond_newest(testenv_t *env)
     CHECK(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* ---- replay limits ---- */
+
+#define BURST_TASKS 10050
+#define REPLAY_PAGE_CAP 10000
+
+static int64_t s_stats_last_seq(client_t *control)
+{
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "stats");
+    wire_msg_t *reply = NULL;
+    int64_t last = -1;
+    if (client_call(control, writer, &reply) == 0) {
+        const msgpack_object *seq = wire_map_get(wire_msg_object(reply, "data"), "last_seq");
+        if (seq != NULL && seq->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            last = (int64_t)seq->via.u64;
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&writer);
+    return last;
+}
+
+typedef struct {
+    client_t *control;
+    int64_t seq;
+} stats_wanted_t;
+
+static bool s_stats_seq_reached(void *arg)
+{
+    stats_wanted_t *want = arg;
+    return s_stats_last_seq(want->control) >= want->seq;
+}
+
+/* A replay of `limit` events after `since`: client_call()'s result, the reply (caller
+ * owns) in *reply. */
+static int s_replay_limit(client_t *control, int64_t since, int64_t limit, wire_msg_t **reply)
+{
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "replay");
+    wire_put_int(writer, "since", since);
+    wire_put_int(writer, "limit", limit);
+    int rc = client_call(control, writer, reply);
+    wire_writer_destroy(&writer);
+    return rc;
+}
+
+/* A limit below 1 is an error, not a silent 10,000; a limit above the page cap gets a page
+ * of 10,000 that says it was cut, so the client asks again instead of stopping there. */
+static void test_replay_limits(testenv_t *env)
+{
+    client_t *control = client_new(env->control_ep, 10000);
+    int64_t since = s_stats_last_seq(control);
+    CHECK(since >= 0);
+    /* Fire-and-forget submits to `in` with no worker: each makes one task.queued event.
+     * The socket stays open until the broker has them all. */
+    zsock_t *push = zsock_new(ZMQ_PUSH);
+    zsock_set_linger(push, 2000);
+    CHECK(zsock_connect(push, "%s", env->in_ep) == 0);
+    wire_writer_t *writer = wire_writer_new();
+    for (int i = 0; i < BURST_TASKS; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "burst-%05d", i);
+        client_task_t task = {.id = id, .specialist = "test-agent"};
+        client_task_encode(writer, &task);
+        size_t len;
+        const void *data = wire_writer_data(writer, &len);
+        CHECK(zmq_send(zsock_resolve(push), data, len, 0) == (int)len);
+    }
+    wire_writer_destroy(&writer);
+    stats_wanted_t want = {control, since + BURST_TASKS};
+    CHECK(testenv_wait_until(s_stats_seq_reached, &want, 20000));
+    zsock_destroy(&push);
+
+    wire_msg_t *reply = NULL;
+    CHECK_INT(s_replay_limit(control, since, 2 * REPLAY_PAGE_CAP, &reply), 0);
+    const msgpack_object *data = reply ? wire_msg_object(reply, "data") : NULL;
+    CHECK(data != NULL && data->type == MSGPACK_OBJECT_ARRAY);
+    CHECK_INT(data != NULL ? (long long)data->via.array.size : -1, REPLAY_PAGE_CAP);
+    CHECK(reply != NULL && wire_msg_bool(reply, "truncated", false));
+    wire_msg_destroy(&reply);
+
+    /* Asking for exactly the cap is not cut: the page is what was asked for. */
+    CHECK_INT(s_replay_limit(control, since, REPLAY_PAGE_CAP, &reply), 0);
+    data = reply ? wire_msg_object(reply, "data") : NULL;
+    CHECK_INT(data != NULL ? (long long)data->via.array.size : -1, REPLAY_PAGE_CAP);
+    CHECK(reply != NULL && !wire_msg_bool(reply, "truncated", false));
+    wire_msg_destroy(&reply);
+
+    const int64_t bad_limits[] = {0, -1};
+    for (size_t i = 0; i < sizeof bad_limits / sizeof bad_limits[0]; i++) {
+        CHECK_INT(s_replay_limit(control, since, bad_limits[i], &reply), FAILURE_INVALID);
+        CHECK(strstr(failure_message(), "limit") != NULL);
+        wire_msg_destroy(&reply);
+    }
+    client_destroy(&control);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("pan-replay");
@@ -471,6 +569,7 @@ int main(void)
         test_client_stop_flag(env);
         test_pan_events_interrupted(env);
         test_since_beyond_newest(env);
+        test_replay_limits(env);
     } else {
         CHECK(!"broker started");
     }

@@ -1,0 +1,219 @@
+/* Unit tests for the broker's store (services/broker/store.c):
+ * - no write is committed on its own: a task inserted and updated without store_begin(),
+ *   by a process that then dies before store_commit() (as on kill -9), is not there when
+ *   the database is opened again, and neither is its event;
+ * - the same writes followed by store_commit() are there after reopening, event included;
+ * - a task's result round trip: set, kept by a NULL result, cleared by an empty one. */
+#include "check.h"
+#include "failure.h"
+#include "store.h"
+#include "testenv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char s_event_body[] = "event-body";
+static const char s_event_topic[] = "task.queued/test-agent";
+
+/* A queued task of "test-agent", ready to insert (caller owns). */
+static task_t *s_task(const char *id)
+{
+    task_t *task = task_new(id);
+    task_set_text(&task->specialist, "test-agent");
+    task_set_text(&task->title, "a title");
+    task->priority = PRIORITY_NORMAL;
+    task->state = TASK_QUEUED;
+    task->order = 1;
+    task->max_attempts = 3;
+    task->timeout_s = 60;
+    task->created = task->updated = 1000;
+    return task;
+}
+
+/* Inserts task `id`, updates it (running, attempt 1) and adds its event, all without
+ * calling store_begin() first; commits only if `commit`. Returns 0 if every call did. */
+static int s_write_task(store_t *store, const char *id, bool commit)
+{
+    task_t *task = s_task(id);
+    bool inserted = false;
+    int rc = store_task_insert(store, task, &inserted);
+    if (rc == 0 && !inserted)
+        rc = -1;
+    task->state = TASK_RUNNING;
+    task->attempt = 1;
+    task_set_text(&task->worker_id, "w-1");
+    if (rc == 0)
+        rc = store_task_update(store, task, NULL, 0);
+    if (rc == 0)
+        rc = store_event_insert(store, 1, s_event_topic, strlen(s_event_topic), s_event_body,
+                                sizeof s_event_body);
+    if (rc == 0 && commit)
+        rc = store_commit(store);
+    task_destroy(&task);
+    return rc;
+}
+
+/* In a child process: opens the store, writes task `id`, commits if `commit`, then ends
+ * with _exit() without closing anything, as a broker killed with -9 would. Returns the
+ * child's exit code (0: every store call succeeded). */
+static int s_child_writes(const char *path, const char *id, bool commit)
+{
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        store_t *store = NULL;
+        if (store_open(path, STORE_SYNC_FULL, &store) != 0)
+            _exit(2);
+        _exit(s_write_task(store, id, commit) == 0 ? 0 : 3);
+    }
+    int status = -1;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+typedef struct {
+    int count;
+    int64_t seq;
+    bool body_matches;
+} replayed_t;
+
+static int s_on_event(int64_t seq, const void *body, size_t len, void *arg)
+{
+    replayed_t *replayed = arg;
+    replayed->count++;
+    replayed->seq = seq;
+    replayed->body_matches = len == sizeof s_event_body && memcmp(body, s_event_body, len) == 0;
+    return 0;
+}
+
+static void test_uncommitted_writes_are_lost(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/uncommitted.db", dir);
+    CHECK_INT(s_child_writes(path, "t-lost", false), 0);
+
+    store_t *store = NULL;
+    CHECK_INT(store_open(path, STORE_SYNC_FULL, &store), 0);
+    if (store == NULL)
+        return;
+    task_t *task = NULL;
+    CHECK_INT(store_task_load(store, "t-lost", &task), FAILURE_NOT_FOUND);
+    CHECK(task == NULL);
+    task_destroy(&task);
+    replayed_t replayed = {0};
+    CHECK_INT(store_events_replay(store, 0, NULL, 100, s_on_event, &replayed), 0);
+    CHECK_INT(replayed.count, 0);
+    CHECK_INT(store_last_seq(store), 0);
+    store_close(&store);
+}
+
+static void test_committed_writes_stay(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/committed.db", dir);
+    CHECK_INT(s_child_writes(path, "t-kept", true), 0);
+
+    store_t *store = NULL;
+    CHECK_INT(store_open(path, STORE_SYNC_FULL, &store), 0);
+    if (store == NULL)
+        return;
+    task_t *task = NULL;
+    CHECK_INT(store_task_load(store, "t-kept", &task), 0);
+    CHECK(task != NULL);
+    if (task != NULL) {
+        CHECK_STR(task->specialist, "test-agent");
+        CHECK_STR(task_state_name(task->state), "running");
+        CHECK_INT(task->attempt, 1);
+        CHECK_STR(task->worker_id, "w-1");
+    }
+    task_destroy(&task);
+    replayed_t replayed = {0};
+    CHECK_INT(store_events_replay(store, 0, NULL, 100, s_on_event, &replayed), 0);
+    CHECK_INT(replayed.count, 1);
+    CHECK_INT(replayed.seq, 1);
+    CHECK(replayed.body_matches);
+    store_close(&store);
+}
+
+/* Loads `id` and checks its stored result is `expected` (NULL: none). */
+static void s_check_result(store_t *store, const char *id, const char *expected)
+{
+    task_t *task = NULL;
+    CHECK_INT(store_task_load(store, id, &task), 0);
+    if (task == NULL)
+        return;
+    if (expected == NULL) {
+        CHECK(task->result == NULL);
+        CHECK_INT(task->result_len, 0);
+    } else {
+        CHECK_INT(task->result_len, strlen(expected));
+        CHECK(task->result != NULL && memcmp(task->result, expected, strlen(expected)) == 0);
+    }
+    task_destroy(&task);
+}
+
+static void test_result_round_trip(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/round-trip.db", dir);
+    store_t *store = NULL;
+    CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
+    if (store == NULL)
+        return;
+    task_t *task = s_task("t-result");
+    bool inserted = false;
+    CHECK_INT(store_task_insert(store, task, &inserted), 0);
+    CHECK(inserted);
+    CHECK_INT(store_commit(store), 0);
+    s_check_result(store, "t-result", NULL);
+
+    task->state = TASK_DONE;
+    task_set_text(&task->error, "none really");
+    CHECK_INT(store_task_update(store, task, "result-1", strlen("result-1")), 0);
+    CHECK_INT(store_commit(store), 0);
+    s_check_result(store, "t-result", "result-1");
+
+    /* A NULL result keeps the stored one; the other columns are still written. */
+    task->attempt = 2;
+    CHECK_INT(store_task_update(store, task, NULL, 0), 0);
+    CHECK_INT(store_commit(store), 0);
+    s_check_result(store, "t-result", "result-1");
+    task_t *loaded = NULL;
+    CHECK_INT(store_task_load(store, "t-result", &loaded), 0);
+    CHECK_INT(loaded ? loaded->attempt : -1, 2);
+    CHECK_STR(loaded ? loaded->error : NULL, "none really");
+    CHECK_STR(loaded ? task_state_name(loaded->state) : NULL, "done");
+    task_destroy(&loaded);
+
+    /* An empty result clears it. */
+    CHECK_INT(store_task_update(store, task, "", 0), 0);
+    CHECK_INT(store_commit(store), 0);
+    s_check_result(store, "t-result", NULL);
+
+    /* Inserting the same id again changes nothing. */
+    task_t *again = s_task("t-result");
+    CHECK_INT(store_task_insert(store, again, &inserted), 0);
+    CHECK(!inserted);
+    CHECK_INT(store_commit(store), 0);
+    CHECK_INT(store_task_load(store, "t-result", &loaded), 0);
+    CHECK_STR(loaded ? task_state_name(loaded->state) : NULL, "done");
+    task_destroy(&loaded);
+    task_destroy(&again);
+    task_destroy(&task);
+    store_close(&store);
+}
+
+int main(void)
+{
+    testenv_t *env = testenv_new("store");
+    if (env == NULL)
+        return 1;
+    test_uncommitted_writes_are_lost(env->dir);
+    test_committed_writes_stay(env->dir);
+    test_result_round_trip(env->dir);
+    testenv_destroy(&env);
+    return check_exit_code("test_store");
+}

@@ -14,12 +14,14 @@
  *                    │ cancel from broker ─▶ muted: the job is told to stop; its progress
  *                    │                       and result are dropped
  *                    │ lease deadline ─────▶ cancelled (timeout); the result says so
- *                    │ SIGTERM ────────────▶ muted + `release` + `bye`
+ *                    │ SIGTERM ────────────▶ cancelled (shutdown); once the job ends:
+ *                    │                       `release` (its result if `done`) + `bye`
  *                    └ grace passed while cancelled and the job still runs ─▶ stuck:
  *                      kill the watched child, send the timeout result, leave
  *
  * Leaving (after SIGTERM, or stuck) ends the loop when nothing is left to wait for (no job,
- * no pending result) or when the leave deadline passes. */
+ * no pending result) or when the leave deadline passes; after SIGTERM a job still running a
+ * tenth of the grace before that deadline has its child killed. */
 #include "specialist.h"
 
 #include "clock.h"
@@ -125,6 +127,11 @@ typedef struct {
     bool stuck;
     bool bye_sent;
     int64_t leave_deadline;
+    /* After SIGTERM: the task is handed back (`release`) when its job ends, unless the job
+     * ends `done`; the job's child group is killed at kill_deadline if it still runs. */
+    bool release_at_end;
+    bool child_killed;
+    int64_t kill_deadline;
     int signals;
     bool done;
     int exit_code;
@@ -693,7 +700,9 @@ static void s_flush_progress(loop_t *loop, specialist_ctx_t *ctx)
     }
 }
 
-/* The job returned: join it, send its result (unless muted), forget it. */
+/* The job returned: join it, send its result (unless muted; a release instead if SIGTERM
+ * asked for one and the job did not finish its work), forget it. When leaving, `bye` follows:
+ * the job has ended, so the broker may give its task and group to another worker. */
 static void s_finish_job(loop_t *loop)
 {
     specialist_ctx_t *ctx = loop->ctx;
@@ -705,6 +714,10 @@ static void s_finish_job(loop_t *loop)
     if (s_ctx_muted(ctx)) {
         log_info("task %s (attempt %lld) stopped after %lld ms; nothing sent", ctx->task.id,
                  (long long)ctx->task.attempt, (long long)duration);
+    } else if (loop->release_at_end && outcome != SPECIALIST_DONE) {
+        log_info("task %s (attempt %lld) stopped after %lld ms", ctx->task.id,
+                 (long long)ctx->task.attempt, (long long)duration);
+        s_send_release(loop, ctx, "worker shutting down");
     } else {
         char *error = ctx->error;
         char *timeout_error = NULL;
@@ -737,6 +750,9 @@ static void s_finish_job(loop_t *loop)
     }
     s_ctx_destroy(&loop->ctx);
     loop->grace_deadline = 0;
+    loop->release_at_end = false;
+    if (loop->leaving && !loop->bye_sent)
+        s_send_bye(loop);
 }
 
 /* True (and the job's result taken) if the job has already returned. */
@@ -752,6 +768,18 @@ static bool s_take_finished_job(loop_t *loop)
     return finished;
 }
 
+/* After SIGTERM, a job given up (its child killed): hands its task back if SIGTERM asked
+ * for that and it is still held. Nothing more is sent for it. */
+static void s_release_held(loop_t *loop)
+{
+    specialist_ctx_t *ctx = loop->ctx;
+    if (loop->release_at_end && ctx != NULL && !s_ctx_muted(ctx)) {
+        s_ctx_cancel(ctx, SPECIALIST_CANCEL_SHUTDOWN, true);
+        s_send_release(loop, ctx, "worker shutting down");
+    }
+    loop->release_at_end = false;
+}
+
 /* The cancelled job did not return within its grace period. */
 static void s_job_stuck(loop_t *loop, int64_t now)
 {
@@ -762,6 +790,7 @@ static void s_job_stuck(loop_t *loop, int64_t now)
               ctx->task.id, loop->grace_ms);
     s_ctx_kill_child(ctx);
     s_flush_progress(loop, ctx);
+    s_release_held(loop); /* SIGTERM came during the grace: released, not timed out */
     if (!s_ctx_muted(ctx)) {
         char error[200];
         snprintf(error, sizeof error, "timed out after %lld s; the job did not stop within %d ms",
@@ -781,13 +810,15 @@ static void s_job_stuck(loop_t *loop, int64_t now)
 }
 
 /* Leaving while a job may still run: collect it if it has just finished, otherwise kill
- * its child and leave the thread behind (stuck). */
+ * its child and leave the thread behind (stuck), releasing its task if SIGTERM asked for
+ * that. */
 static void s_give_up_job(loop_t *loop)
 {
     if (loop->ctx == NULL || loop->stuck || s_take_finished_job(loop))
         return;
     log_error("task %s: the job did not stop before leaving", loop->ctx->task.id);
     s_ctx_kill_child(loop->ctx);
+    s_release_held(loop);
     loop->stuck = true;
 }
 
@@ -928,8 +959,14 @@ static void s_drain_pull(loop_t *loop, int64_t now)
     }
 }
 
-/* SIGTERM/SIGINT: release and leave; a second one leaves at once. Signals read in one go
- * (SIGTERM and SIGINT sent together) count as one: only a later signal escalates. */
+/* SIGTERM/SIGINT: stop the job and leave; a second one leaves at once. Signals read in one
+ * go (SIGTERM and SIGINT sent together) count as one: only a later signal escalates.
+ *
+ * The task is released, and `bye` sent, only once the job has ended (s_finish_job) or been
+ * given up (s_give_up_job), not at the signal: the broker requeues a released task and
+ * frees its group at once, and must not hand them to another worker while this job (a
+ * merge still pushing, an agent still writing) runs. Until then the heartbeat keeps naming
+ * the task, so the broker keeps it running and its group locked. */
 static void s_on_signal(loop_t *loop, int64_t now)
 {
     struct signalfd_siginfo info;
@@ -950,16 +987,18 @@ static void s_on_signal(loop_t *loop, int64_t now)
         log_info("signal %u: shutting down", info.ssi_signo);
         /* A job that has just returned keeps its result: it is sent, not released. */
         s_take_finished_job(loop);
-        specialist_ctx_t *ctx = loop->ctx;
-        if (ctx != NULL && !s_ctx_muted(ctx)) {
-            s_ctx_cancel(ctx, SPECIALIST_CANCEL_SHUTDOWN, true);
-            s_send_release(loop, ctx, "worker shutting down");
-        } else if (ctx != NULL) {
-            s_ctx_cancel(ctx, SPECIALIST_CANCEL_SHUTDOWN, false);
-        }
-        s_send_bye(loop);
         loop->leaving = true;
         loop->leave_deadline = now + loop->grace_ms;
+        /* The last tenth of the grace is for the killed child to be reaped and the job to
+         * return, so that the release still comes after it and within the grace. */
+        loop->kill_deadline = loop->leave_deadline - loop->grace_ms / 10;
+        specialist_ctx_t *ctx = loop->ctx;
+        if (ctx != NULL && !loop->stuck) {
+            loop->release_at_end = !s_ctx_muted(ctx);
+            s_ctx_cancel(ctx, SPECIALIST_CANCEL_SHUTDOWN, false);
+        } else if (!loop->bye_sent) {
+            s_send_bye(loop); /* no job to wait for: leave the broker's pool now */
+        }
     }
 }
 
@@ -1009,6 +1048,12 @@ static void s_on_deadlines(loop_t *loop, int64_t now)
     }
     if (loop->leaving) {
         bool job_gone = loop->ctx == NULL || loop->stuck;
+        if (!job_gone && !loop->child_killed && now >= loop->kill_deadline) {
+            log_warn("task %s: the job did not stop in time; killing its child",
+                     loop->ctx->task.id);
+            s_ctx_kill_child(loop->ctx);
+            loop->child_killed = true;
+        }
         if ((job_gone && loop->pending == NULL) || now >= loop->leave_deadline) {
             if (loop->pending != NULL)
                 log_warn("leaving with unacknowledged results");
@@ -1033,6 +1078,9 @@ static int64_t s_next_deadline(const loop_t *loop)
     }
     if (loop->leaving && loop->leave_deadline < next)
         next = loop->leave_deadline;
+    if (loop->leaving && loop->ctx != NULL && !loop->stuck && !loop->child_killed &&
+        loop->kill_deadline < next)
+        next = loop->kill_deadline;
     return next;
 }
 

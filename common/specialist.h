@@ -41,11 +41,16 @@
  * Signals. specialist_run() blocks SIGTERM and SIGINT for the whole process (threads
  * started later inherit the mask; common/proc gives its children a clean mask) and reads
  * them from a signalfd. On the first: the running job is cancelled (reason
- * SPECIALIST_CANCEL_SHUTDOWN), `release` is sent for its task (the broker requeues it at
- * once without counting a failure), then `bye`; the loop waits up to grace_ms for the job
- * thread and for acks of results still pending, and returns 0. A second signal returns
- * at once (after SIGKILL to the watched child group) with SPECIALIST_EXIT_STUCK if the job
- * still runs, else 0. */
+ * SPECIALIST_CANCEL_SHUTDOWN) and the loop keeps heartbeating its task while it stops, so
+ * the broker keeps the task running and its group locked. Only once the job has returned
+ * is `release` sent for the task (the broker requeues it at once without counting a
+ * failure) — or its result, if the job returned `done` — then `bye`. A job still running a
+ * tenth of grace_ms before the grace ends has its watched child group killed (SIGKILL);
+ * if it has not returned when the grace ends, the task is released, `bye` sent and the
+ * loop returns SPECIALIST_EXIT_STUCK. Otherwise the loop waits (within grace_ms of the
+ * signal) for acks of results still pending, and returns 0. A second signal returns at
+ * once (after SIGKILL to the watched child group, then `release` and `bye`) with
+ * SPECIALIST_EXIT_STUCK if the job still runs, else 0. */
 #ifndef CLOISTER_SPECIALIST_H
 #define CLOISTER_SPECIALIST_H
 
@@ -132,7 +137,8 @@ typedef enum {
     SPECIALIST_CANCEL_NONE = 0,
     SPECIALIST_CANCEL_REQUESTED, /* the broker sent `cancel` */
     SPECIALIST_CANCEL_TIMEOUT,   /* the task's timeout passed */
-    SPECIALIST_CANCEL_SHUTDOWN   /* SIGTERM/SIGINT: the task was released */
+    SPECIALIST_CANCEL_SHUTDOWN   /* SIGTERM/SIGINT: the task is released when the job
+                                    returns, unless it returns `done` */
 } specialist_cancel_t;
 
 typedef struct specialist_ctx_t specialist_ctx_t;

@@ -3,7 +3,6 @@
 
 #include "failure.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -482,6 +481,10 @@ struct wire_writer_t {
     msgpack_packer pk;
     wire_frame_t stack[WIRE_MAX_DEPTH];
     int depth; /* number of open containers */
+    /* Containers opened past WIRE_MAX_DEPTH: written as nil, and everything inside them
+     * dropped, until they are closed (see wire_writer_too_deep). */
+    int skipped;
+    bool too_deep;
 };
 
 wire_writer_t *wire_writer_new(void)
@@ -508,9 +511,15 @@ void wire_writer_destroy(wire_writer_t **self_p)
  * patches: valid msgpack, and no need to know the count up front. */
 static void s_open(wire_writer_t *self, unsigned char marker)
 {
-    assert(self->depth < WIRE_MAX_DEPTH);
     if (self->depth > 0)
         self->stack[self->depth - 1].count++;
+    if (self->depth == WIRE_MAX_DEPTH) {
+        /* Too deep for any receiver (and for our stack): a nil keeps the message valid. */
+        msgpack_pack_nil(&self->pk);
+        self->skipped = 1;
+        self->too_deep = true;
+        return;
+    }
     unsigned char header[5] = {marker, 0, 0, 0, 0};
     self->stack[self->depth].header_offset = self->sbuf.size + 1;
     self->stack[self->depth].count = 0;
@@ -593,18 +602,29 @@ static void s_key(wire_writer_t *self, const char *key)
     s_key_str(self, key, NULL, 0);
 }
 
-void wire_writer_start_map(wire_writer_t *self)
+static void s_restart(wire_writer_t *self)
 {
     msgpack_sbuffer_clear(&self->sbuf);
     self->depth = 0;
+    self->skipped = 0;
+    self->too_deep = false;
+}
+
+void wire_writer_start_map(wire_writer_t *self)
+{
+    s_restart(self);
     s_open(self, 0xdf);
 }
 
 void wire_writer_start_array(wire_writer_t *self)
 {
-    msgpack_sbuffer_clear(&self->sbuf);
-    self->depth = 0;
+    s_restart(self);
     s_open(self, 0xdd);
+}
+
+bool wire_writer_too_deep(const wire_writer_t *self)
+{
+    return self->too_deep;
 }
 
 void wire_writer_start(wire_writer_t *self, const char *type)
@@ -623,7 +643,7 @@ static void s_entry(wire_writer_t *self, const char *key)
 
 void wire_put_strn(wire_writer_t *self, const char *key, const char *value, size_t len)
 {
-    if (value == NULL)
+    if (value == NULL || self->skipped > 0)
         return;
     self->stack[self->depth - 1].count++;
     s_key_str(self, key, value, len);
@@ -637,12 +657,16 @@ void wire_put_str(wire_writer_t *self, const char *key, const char *value)
 
 void wire_put_int(wire_writer_t *self, const char *key, int64_t value)
 {
+    if (self->skipped > 0)
+        return;
     s_entry(self, key);
     msgpack_pack_int64(&self->pk, value);
 }
 
 void wire_put_bool(wire_writer_t *self, const char *key, bool value)
 {
+    if (self->skipped > 0)
+        return;
     s_entry(self, key);
     if (value)
         msgpack_pack_true(&self->pk);
@@ -652,13 +676,15 @@ void wire_put_bool(wire_writer_t *self, const char *key, bool value)
 
 void wire_put_float(wire_writer_t *self, const char *key, double value)
 {
+    if (self->skipped > 0)
+        return;
     s_entry(self, key);
     msgpack_pack_double(&self->pk, value);
 }
 
 void wire_put_raw(wire_writer_t *self, const char *key, const void *raw, size_t len)
 {
-    if (raw == NULL || len == 0)
+    if (raw == NULL || len == 0 || self->skipped > 0)
         return;
     s_entry(self, key);
     msgpack_sbuffer_write(&self->sbuf, raw, len);
@@ -666,18 +692,30 @@ void wire_put_raw(wire_writer_t *self, const char *key, const void *raw, size_t 
 
 void wire_open_map(wire_writer_t *self, const char *key)
 {
+    if (self->skipped > 0) {
+        self->skipped++;
+        return;
+    }
     s_key(self, key);
     s_open(self, 0xdf);
 }
 
 void wire_open_array(wire_writer_t *self, const char *key)
 {
+    if (self->skipped > 0) {
+        self->skipped++;
+        return;
+    }
     s_key(self, key);
     s_open(self, 0xdd);
 }
 
 void wire_close(wire_writer_t *self)
 {
+    if (self->skipped > 0) {
+        self->skipped--;
+        return;
+    }
     if (self->depth == 0)
         return;
     wire_frame_t *frame = &self->stack[--self->depth];
@@ -705,6 +743,7 @@ size_t wire_writer_size(const wire_writer_t *self)
 
 const void *wire_writer_data(wire_writer_t *self, size_t *len)
 {
+    self->skipped = 0;
     while (self->depth > 0)
         wire_close(self);
     *len = self->sbuf.size;

@@ -94,7 +94,9 @@ void wire_put_float(wire_writer_t *self, const char *key, double value);
 /* Writes already-encoded msgpack bytes as the value (NULL/0 writes nothing). */
 void wire_put_raw(wire_writer_t *self, const char *key, const void *raw, size_t len);
 
-/* Opens a nested map or array under `key` (key NULL when the parent is an array). */
+/* Opens a nested map or array under `key` (key NULL when the parent is an array). One
+ * opened WIRE_MAX_DEPTH deep is written as nil and what is put into it dropped, until its
+ * wire_close: the message stays valid, and wire_writer_too_deep() says it happened. */
 void wire_open_map(wire_writer_t *self, const char *key);
 void wire_open_array(wire_writer_t *self, const char *key);
 /* Closes the innermost open map or array. */
@@ -103,6 +105,10 @@ void wire_close(wire_writer_t *self);
 /* Elements of the innermost open array. */
 void wire_elem_str(wire_writer_t *self, const char *value);
 void wire_elem_raw(wire_writer_t *self, const void *raw, size_t len);
+
+/* True when a container was opened too deep since the last start (its content is lost):
+ * writers of untrusted nesting (JSON from a user or an agent) check it and refuse. */
+bool wire_writer_too_deep(const wire_writer_t *self);
 
 /* Bytes written so far (containers still open are counted as they stand). */
 size_t wire_writer_size(const wire_writer_t *self);

@@ -207,6 +207,11 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
         wire_put_int(writer, "timeout_s", timeout_s);
     msgjson_put(writer, "payload", payload);
     json_decref(payload);
+    if (wire_writer_too_deep(writer)) {
+        wire_writer_destroy(&writer);
+        fprintf(stderr, "pan: --payload is nested deeper than %d levels\n", WIRE_MAX_DEPTH - 2);
+        return PAN_EXIT_USAGE;
+    }
 
     json_t *task = NULL;
     code = pan_call(pan, writer, &task);

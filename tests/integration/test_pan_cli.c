@@ -74,6 +74,15 @@ static void test_invalid_input(testenv_t *env)
     CHECK(strstr(s_out, "usage:") != NULL);
     CHECK_INT(harness_pan_all(env, s_out, "submit", "x", "--max-attempts", "0", NULL), 2);
     CHECK_INT(harness_pan_all(env, s_out, "submit", "x", "--payload", "[1]", NULL), 2);
+    /* JSON nested deeper than a message may be is refused, not written past the writer. */
+    char deep[400] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(deep, "{\"a\":");
+    strcat(deep, "1");
+    for (int i = 0; i < 40; i++)
+        strcat(deep, "}");
+    CHECK_INT(harness_pan_all(env, s_out, "submit", "merge-agent", "--payload", deep, NULL), 2);
+    CHECK(strstr(s_out, "--payload is nested deeper than") != NULL);
     CHECK_INT(harness_pan_all(env, s_out, "frobnicate", NULL), 2);
     CHECK_INT(harness_pan_all(env, s_out, "specialists", "wake", "merge-agent", "--priority",
                               "soon", NULL),

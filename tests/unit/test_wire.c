@@ -173,8 +173,46 @@ static void test_bin_as_string(void)
     msgpack_sbuffer_destroy(&buf);
 }
 
+/* Nesting past WIRE_MAX_DEPTH (a user's JSON payload, an agent's result) must not run off
+ * the writer's stack: the too-deep container becomes nil, the message stays valid, and the
+ * writer says so. */
+static void test_writer_too_deep(void)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "submit");
+    wire_put_str(w, "id", "deep");
+    wire_open_map(w, "payload");
+    wire_open_array(w, "deep");
+    for (int i = 0; i < WIRE_MAX_DEPTH + 10; i++)
+        wire_open_array(w, NULL);
+    wire_put_int(w, NULL, 7);
+    for (int i = 0; i < WIRE_MAX_DEPTH + 11; i++)
+        wire_close(w);
+    wire_put_str(w, "title", "after");
+    wire_close(w);
+    wire_put_str(w, "specialist", "x");
+    CHECK(wire_writer_too_deep(w));
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    msgpack_unpacked unpacked;
+    msgpack_unpacked_init(&unpacked);
+    size_t offset = 0;
+    CHECK(msgpack_unpack_next(&unpacked, data, len, &offset) == MSGPACK_UNPACK_SUCCESS);
+    CHECK(offset == len);
+    msgpack_unpacked_destroy(&unpacked);
+    wire_msg_t *msg = NULL;
+    CHECK_INT(wire_decode(data, len, &msg), 0);
+    if (msg != NULL)
+        CHECK_STR(wire_msg_str(msg, "specialist", ""), "x");
+    wire_msg_destroy(&msg);
+    wire_writer_start(w, "submit");
+    CHECK(!wire_writer_too_deep(w));
+    wire_writer_destroy(&w);
+}
+
 int main(void)
 {
+    test_writer_too_deep();
     test_bin_as_string();
     test_submit_roundtrip();
     test_refusals();

@@ -110,6 +110,13 @@ static void s_clean_line(char *buf, const char *s, size_t len)
     buf[o] = '\0';
 }
 
+/* A count read from a summary line is believed only in 0..999,999,999: no suite is that
+ * big, and sums of such counts cannot overflow. */
+static bool s_count_ok(long n)
+{
+    return n >= 0 && n < 1000000000L;
+}
+
 /* Finds "<number> <word>" pairs in s[0..len): "2 failed, 40 passed (42)" gives
  * (2,failed) (40,passed) (42,""). A number glued to a letter or a '.' before it is not one. */
 static size_t s_pairs(const char *s, size_t len, s_pair_t *pairs)
@@ -407,10 +414,13 @@ static bool s_cargo_line(s_parser_t *p, const char *raw, const char *t)
         return true;
     }
     if (s_starts(t, "---- ")) {
-        const char *end = strstr(t, " stdout ----");
-        if (!end)
+        /* "---- <test name> stdout ----": a line without a name between (a separator
+         * a test printed itself, "---- stdout ----") is no failure. */
+        const char *name = t + 5;
+        const char *end = strstr(name, " stdout ----");
+        if (end == NULL || end == name)
             return false;
-        s_add_awaiting(p, t + 5, (size_t)(end - (t + 5)), S_WANT_CARGO, 0);
+        s_add_awaiting(p, name, (size_t)(end - name), S_WANT_CARGO, 0);
         return true;
     }
     if (strcmp(t, "failures:") == 0 && raw[0] == 'f') {
@@ -474,7 +484,8 @@ static bool s_go_line(s_parser_t *p, const char *raw, const char *t)
 static bool s_ctest_line(s_parser_t *p, const char *t)
 {
     long pct, failed, total;
-    if (sscanf(t, "%ld%% tests passed, %ld tests failed out of %ld", &pct, &failed, &total) == 3) {
+    if (sscanf(t, "%ld%% tests passed, %ld tests failed out of %ld", &pct, &failed, &total) == 3 &&
+        s_count_ok(failed) && s_count_ok(total)) {
         p->ctest = true;
         p->ct_failed = failed;
         p->ct_total = total;
@@ -530,7 +541,7 @@ static bool s_tap_line(s_parser_t *p, const char *t)
                 continue;
             char *end;
             long n = strtol(body + strlen(keys[k]), &end, 10);
-            if (end == body + strlen(keys[k]) || *s_skip_space(end) != '\0')
+            if (end == body + strlen(keys[k]) || *s_skip_space(end) != '\0' || !s_count_ok(n))
                 return false;
             p->tap = true;
             if (k == 1) {

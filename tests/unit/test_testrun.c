@@ -227,6 +227,30 @@ static void test_unknown_output(void)
     testrun_result_destroy(&r);
 }
 
+/* Lines that look like summaries but cannot be (found by fuzzing): a cargo-style
+ * separator without a test name is no failure, and negative or absurd counts are not
+ * believed (they overflowed, or gave negative counts the header promises never happen). */
+static void test_implausible_lines(void)
+{
+    testrun_result_t *r = NULL;
+    const char *separator = "running 3 tests\n---- stdout ----\nall good\n";
+    CHECK_INT(testrun_parse(&r, separator, strlen(separator)), 0);
+    CHECK_INT(r->nfailures, 0);
+    CHECK(!r->failures_reported);
+    testrun_result_destroy(&r);
+
+    const char *tap = "# pass -7\n# fail -3\n# skipped 9223372036854775807\n"
+                      "# skipped 9223372036854775807\n";
+    CHECK_INT(testrun_parse(&r, tap, strlen(tap)), 0);
+    CHECK(r->passed == -1 && r->failed == -1 && r->skipped == -1);
+    testrun_result_destroy(&r);
+
+    const char *ctest = "50% tests passed, -1 tests failed out of 9223372036854775807\n";
+    CHECK_INT(testrun_parse(&r, ctest, strlen(ctest)), 0);
+    CHECK_INT(r->run, -1);
+    testrun_result_destroy(&r);
+}
+
 static void test_many_failures(void)
 {
     size_t cap = 64 * 1024;
@@ -616,6 +640,7 @@ int main(void)
     test_jest();
     test_vitest();
     test_cargo();
+    test_implausible_lines();
     test_go();
     test_ctest();
     test_node();

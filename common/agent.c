@@ -207,10 +207,20 @@ static void s_tool_summary(char *out, size_t size, json_t *input)
     free(dumped);
 }
 
+/* A count the CLI reports (tokens, turns, milliseconds), believed in 0..10^12: its output
+ * is untrusted, a double outside int64's range cannot even be converted, and sums of
+ * believable counts cannot overflow. Anything else counts as 0. */
+static int64_t s_json_count(const json_t *v)
+{
+    if (!json_is_number(v))
+        return 0;
+    double n = json_number_value(v);
+    return n >= 0 && n <= 1e12 ? (int64_t)n : 0;
+}
+
 static int64_t s_usage_int(json_t *usage, const char *key)
 {
-    json_t *v = json_object_get(usage, key);
-    return json_is_number(v) ? (int64_t)json_number_value(v) : 0;
+    return s_json_count(json_object_get(usage, key));
 }
 
 /* input + cache creation + cache read of a `usage` object: what the call read as input,
@@ -576,10 +586,9 @@ static void s_fill_outcome(agent_run_t *run)
         o->output_tokens = s_usage(result, "output_tokens");
         /* Without per-call usage, the run's total is the best (over-)estimate there is. */
         o->context_tokens = s_usage_input_side(json_object_get(result, "usage"));
-        json_t *turns = json_object_get(result, "num_turns");
-        o->num_turns = json_is_number(turns) ? (int)json_number_value(turns) : 0;
-        json_t *duration = json_object_get(result, "duration_ms");
-        o->duration_ms = json_is_number(duration) ? (int64_t)json_number_value(duration) : 0;
+        int64_t turns = s_json_count(json_object_get(result, "num_turns"));
+        o->num_turns = turns <= INT_MAX ? (int)turns : INT_MAX;
+        o->duration_ms = s_json_count(json_object_get(result, "duration_ms"));
     }
     if (run->context_tokens > 0)
         o->context_tokens = run->context_tokens;

@@ -690,6 +690,32 @@ static void test_nul_in_stream(void)
     agent_run_destroy(&run);
 }
 
+/* Absurd numbers in the CLI's result (found by fuzzing: converting 1e300 to an integer is
+ * undefined, and sums of huge counts overflowed) count as unknown (0). */
+static void test_absurd_usage_numbers(void)
+{
+    s_reset_knobs();
+    agent_settings_t set = s_settings("numbers-agent");
+    set.command = s_script(
+        "numbers.sh",
+        "cat >/dev/null\n"
+        "printf '%s\\n' '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,"
+        "\"result\":\"ok\",\"usage\":{\"input_tokens\":1e300,"
+        "\"cache_read_input_tokens\":9000000000000000000,\"output_tokens\":-5},"
+        "\"num_turns\":1e300,\"duration_ms\":-1e300}'");
+    events_t ev = {0};
+    agent_run_t *run = NULL;
+    CHECK_INT(agent_run(&run, &set, "go", "t1", s_on_progress, &ev), 0);
+    const agent_outcome_t *o = agent_run_outcome(run);
+    CHECK(o->ok);
+    CHECK_INT(o->input_tokens, 0);
+    CHECK_INT(o->cache_read_input_tokens, 0);
+    CHECK_INT(o->output_tokens, 0);
+    CHECK_INT(o->num_turns, 0);
+    CHECK_INT(o->duration_ms, 0);
+    agent_run_destroy(&run);
+}
+
 /* Bytes that are not UTF-8 (in the agent's stderr, hence in the error, or in the task id)
  * still give a history entry: each becomes U+FFFD there. */
 static void test_history_not_utf8(void)
@@ -1034,6 +1060,7 @@ int main(void)
     test_rotation_and_cwd();
     test_context_is_last_call();
     test_nul_in_stream();
+    test_absurd_usage_numbers();
     test_history_not_utf8();
     test_cancel();
     test_runs_serialise();

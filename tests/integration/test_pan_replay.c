@@ -467,33 +467,6 @@ static void test_since_beyond_newest(testenv_t *env)
 #define BURST_TASKS 10050
 #define REPLAY_PAGE_CAP 10000
 
-static int64_t s_stats_last_seq(client_t *control)
-{
-    wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "stats");
-    wire_msg_t *reply = NULL;
-    int64_t last = -1;
-    if (client_call(control, writer, &reply) == 0) {
-        const msgpack_object *seq = wire_map_get(wire_msg_object(reply, "data"), "last_seq");
-        if (seq != NULL && seq->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-            last = (int64_t)seq->via.u64;
-    }
-    wire_msg_destroy(&reply);
-    wire_writer_destroy(&writer);
-    return last;
-}
-
-typedef struct {
-    client_t *control;
-    int64_t seq;
-} stats_wanted_t;
-
-static bool s_stats_seq_reached(void *arg)
-{
-    stats_wanted_t *want = arg;
-    return s_stats_last_seq(want->control) >= want->seq;
-}
-
 /* A replay of `limit` events after `since`: client_call()'s result, the reply (caller
  * owns) in *reply. */
 static int s_replay_limit(client_t *control, int64_t since, int64_t limit, wire_msg_t **reply)
@@ -512,7 +485,7 @@ static int s_replay_limit(client_t *control, int64_t since, int64_t limit, wire_
 static void test_replay_limits(testenv_t *env)
 {
     client_t *control = client_new(env->control_ep, 10000);
-    int64_t since = s_stats_last_seq(control);
+    int64_t since = s_last_seq(env);
     CHECK(since >= 0);
     /* Fire-and-forget submits to `in` with no worker: each makes one task.queued event.
      * The socket stays open until the broker has them all. */
@@ -530,8 +503,8 @@ static void test_replay_limits(testenv_t *env)
         CHECK(zmq_send(zsock_resolve(push), data, len, 0) == (int)len);
     }
     wire_writer_destroy(&writer);
-    stats_wanted_t want = {control, since + BURST_TASKS};
-    CHECK(testenv_wait_until(s_stats_seq_reached, &want, 20000));
+    seq_wanted_t want = {env, since + BURST_TASKS};
+    CHECK(testenv_wait_until(s_seq_reached, &want, 20000));
     zsock_destroy(&push);
 
     wire_msg_t *reply = NULL;

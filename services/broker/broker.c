@@ -564,6 +564,12 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
                            "task's issue)",
                            MESSAGES_ID_CAP);
     }
+    int rc = broker_gate_check(self, msg, specialist, task->issue, parent);
+    if (rc != 0) {
+        task_destroy(&task);
+        self->next_order--;
+        return rc;
+    }
     size_t payload_len;
     const void *raw = wire_msg_raw(msg, "payload", &payload_len);
     if (payload_len > TASK_PAYLOAD_CAP) {
@@ -582,7 +588,7 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     /* The insert is the idempotency check: an id the store knows (a finished task) is
      * left alone and the existing task is returned. */
     bool inserted = false;
-    int rc = store_begin(self->store);
+    rc = store_begin(self->store);
     if (rc == 0)
         rc = store_task_insert(self->store, task, &inserted);
     if (rc == 0 && !inserted) {

@@ -138,6 +138,13 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
 void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const task_t *task,
                        bool with_result);
 
+/* broker_gate.c: refuses a merge-agent submit (not a chained `next` task) for an issue
+ * whose newest finished review-agent task has GATE "blocked", unless payload.force is
+ * true. Returns 0, FAILURE_INVALID with the reason (the review and its blocking findings),
+ * or FAILURE_STORE. */
+int broker_gate_check(broker_t *self, const wire_msg_t *msg, const char *specialist,
+                      const char *issue, const char *parent);
+
 /* broker_in.c */
 void broker_handle_in(broker_t *self, const void *data, size_t len);
 

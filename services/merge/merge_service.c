@@ -457,6 +457,36 @@ static void s_report(merge_job_t *job, const merge_result_t *result)
         specialist_result_error(ctx, "%s", result->reason ? result->reason : "merge failed");
 }
 
+/* The payload's override record ({by, at, reason, review}: a person merged over a blocked
+ * review gate, see pan approve --force), or NULL. A bare payload.force = true counts as an
+ * override by an unknown person. */
+static const json_t *s_override(specialist_ctx_t *ctx)
+{
+    const json_t *payload = specialist_task(ctx)->payload_json;
+    const json_t *override = json_object_get(payload, "override");
+    if (json_is_object(override))
+        return override;
+    return json_is_true(json_object_get(payload, "force")) ? json_object_get(payload, "force")
+                                                            : NULL;
+}
+
+/* Says, in the task's events and its result, that this merge overrides a review gate. */
+static void s_report_override(specialist_ctx_t *ctx)
+{
+    const json_t *override = s_override(ctx);
+    if (override == NULL)
+        return;
+    const char *by = json_string_value(json_object_get(override, "by"));
+    const char *at = json_string_value(json_object_get(override, "at"));
+    const char *reason = json_string_value(json_object_get(override, "reason"));
+    specialist_progressf(ctx, "review.overridden",
+                         "merging although the review gate may be blocked "
+                         "(forced by %s at %s: %s)",
+                         by ? by : "an unknown user", at ? at : "an unknown time",
+                         reason ? reason : "payload.force");
+    specialist_result_json(ctx, "override", (json_t *)override);
+}
+
 /* Appends the merge's line to specialists/merge-agent/history.jsonl. */
 static void s_history(const merge_job_t *job, const merge_result_t *result,
                       specialist_outcome_t outcome)
@@ -475,6 +505,9 @@ static void s_history(const merge_job_t *job, const merge_result_t *result,
         s_files_json(result->failed_files, result->failed_count), "reason", result->reason, "notes",
         result->notes, "attempts", result->attempts, "duration_ms", (json_int_t)result->total_ms,
         "agent", job->agent_ran);
+    const json_t *override = s_override(job->ctx);
+    if (entry != NULL && override != NULL)
+        json_object_set(entry, "override", (json_t *)override);
     if (entry == NULL || session_history_append(MERGE_SERVICE_SPECIALIST, entry) != 0)
         log_error("task %s: cannot append to the merge history: %s", task->id,
                   entry ? failure_message() : "out of memory");
@@ -529,6 +562,7 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
             specialist_progress(ctx, "info",
                                 "warning: this task has no group; merges into the same target "
                                 "may race (submit with group merge:<repository>:<target>)");
+        s_report_override(ctx);
         specialist_progressf(ctx, "info", "merging '%s' into '%s' of %s", job.source, job.target,
                              job.workspace);
         merge_request_t request;

@@ -6,9 +6,12 @@
  * review of it is used: the stored `task.done/review-agent` events are replayed and the
  * last one whose issue matches (case-insensitively) wins; when that replay cannot be
  * completed nothing is approved (an older approval must never stand in for a newer
- * verdict). The review task must be `done`
- * and its result's REVIEW_RESULT must be APPROVED (--force skips that check, not the
- * others). Its payload gives workspace, branch, target (default main) and issueId.
+ * verdict). The review task must be `done` and its gate open (its result's GATE, which
+ * follows the review mode's rules; a blocked gate is refused with its blocking findings by
+ * file:line). --force overrides a blocked gate, and the override is recorded in the merge's
+ * payload.override {by, at, reason, review} (payload.force tells the broker, which holds
+ * the same gate at submit). Its payload gives workspace, branch, target (default main)
+ * and issueId.
  *
  * The merge is submitted through `pan submit` (cmd_submit), so it gets the same payload
  * and the serialisation group merge:<repository root>:<target>: id `merge-<review task
@@ -126,10 +129,64 @@ static int s_find_review(const pan_t *pan, const char *what, json_t **review)
     return code;
 }
 
-/* Checks that `review` is a finished, approved review with what a merge needs. Returns
- * PAN_EXIT_OK or PAN_EXIT_ERROR after printing why. */
-static int s_check_review(const json_t *review, bool force)
+/* True when a finding of the review blocks its gate: as the review marked it, or (a
+ * review from before findings were marked) when it is an error. */
+static bool s_finding_blocks(const json_t *finding)
 {
+    const json_t *blocking = json_object_get(finding, "blocking");
+    if (json_is_boolean(blocking))
+        return json_is_true(blocking);
+    return strcmp(pan_json_str(finding, "severity", ""), "error") == 0;
+}
+
+/* Prints why the review's gate is blocked: its mode and verdict, and each blocking finding
+ * by file:line. */
+static void s_print_blocked(const json_t *review)
+{
+    const json_t *result = json_object_get(review, "result");
+    const char *mode = pan_json_str(result, "review_mode", "");
+    fprintf(stderr, "pan: review %s blocked the merge gate (%s%s%sREVIEW_RESULT: %s):\n",
+            pan_json_str(review, "id", "?"), mode[0] ? "mode " : "", mode, mode[0] ? ", " : "",
+            pan_json_str(result, "REVIEW_RESULT", "none"));
+    size_t i;
+    const json_t *finding;
+    int named = 0;
+    json_array_foreach(json_object_get(result, "FINDINGS"), i, finding)
+    {
+        if (!s_finding_blocks(finding))
+            continue;
+        const char *file = pan_json_str(finding, "file", "");
+        int64_t line = pan_json_int(finding, "line", 0);
+        fprintf(stderr, "  %s ", pan_json_str(finding, "severity", "?"));
+        if (file[0] != '\0' && line > 0)
+            fprintf(stderr, "%s:%lld ", file, (long long)line);
+        else if (file[0] != '\0')
+            fprintf(stderr, "%s ", file);
+        fprintf(stderr, "%s\n", pan_json_str(finding, "message", ""));
+        named++;
+    }
+    if (named == 0)
+        fprintf(stderr, "  (no blocking finding: the verdict itself blocks)\n");
+    fprintf(stderr, "pan: not merging (--force merges anyway, and records the override)\n");
+}
+
+/* True when the review's gate is open. A review from before GATE existed is open when its
+ * verdict is APPROVED. */
+static bool s_gate_open(const json_t *review)
+{
+    const json_t *result = json_object_get(review, "result");
+    const char *gate = pan_json_str(result, "GATE", NULL);
+    if (gate != NULL)
+        return strcmp(gate, "open") == 0;
+    return strcasecmp(pan_json_str(result, "REVIEW_RESULT", ""), "APPROVED") == 0;
+}
+
+/* Checks that `review` is a finished review with what a merge needs, whose gate is open
+ * (or *overridden is set: --force over a blocked gate). Returns PAN_EXIT_OK or
+ * PAN_EXIT_ERROR after printing why. */
+static int s_check_review(const json_t *review, bool force, bool *overridden)
+{
+    *overridden = false;
     const char *id = pan_json_str(review, "id", "?");
     const char *specialist = pan_json_str(review, "specialist", "");
     const char *state = pan_json_str(review, "state", "?");
@@ -139,19 +196,40 @@ static int s_check_review(const json_t *review, bool force)
     if (strcmp(state, "done") != 0)
         return pan_fail(PAN_EXIT_ERROR, "review %s is %s, not finished: nothing to approve", id,
                         state);
-    const char *verdict = pan_json_str(json_object_get(review, "result"), "REVIEW_RESULT", "");
-    if (strcasecmp(verdict, "APPROVED") != 0 && !force)
-        return pan_fail(PAN_EXIT_ERROR,
-                        "review %s says REVIEW_RESULT: %s, not APPROVED: not merging "
-                        "(--force merges anyway)",
-                        id, verdict[0] ? verdict : "(none)");
     const json_t *payload = json_object_get(review, "payload");
     if (pan_json_str(payload, "workspace", "")[0] == '\0' ||
         pan_json_str(payload, "branch", "")[0] == '\0')
         return pan_fail(PAN_EXIT_ERROR,
                         "review %s has no workspace and branch in its payload: nothing to merge",
                         id);
+    if (!s_gate_open(review)) {
+        if (!force) {
+            s_print_blocked(review);
+            return PAN_EXIT_ERROR;
+        }
+        *overridden = true;
+    }
     return PAN_EXIT_OK;
+}
+
+/* The merge's payload beyond the flags: the reviewed commit it is pinned to, and the
+ * override record when --force overrode a blocked gate. Returns its JSON text (caller
+ * frees) or NULL when memory runs out. */
+static char *s_merge_payload(const json_t *review, bool overridden)
+{
+    json_t *payload = json_object();
+    /* The merge is pinned to the commit the review read: a branch that moved since is not
+     * merged unreviewed (the merge-agent refuses it). */
+    const char *reviewed = pan_json_str(json_object_get(review, "result"), "diff_head", "");
+    if (payload != NULL && reviewed[0] != '\0')
+        json_object_set_new(payload, "commit", json_string(reviewed));
+    if (payload != NULL && overridden)
+        json_object_set_new(payload, "override",
+                            pan_override_new("review gate blocked (pan approve --force)",
+                                             pan_json_str(review, "id", "")));
+    char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
+    json_decref(payload);
+    return text;
 }
 
 int cmd_approve(const pan_t *pan, int argc, char **argv)
@@ -182,9 +260,10 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
         return pan_usage(s_usage, "invalid priority '%s' (urgent, high, normal, low)", priority);
 
     json_t *review = NULL;
+    bool overridden = false;
     int code = s_find_review(pan, what, &review);
     if (code == PAN_EXIT_OK)
-        code = s_check_review(review, force);
+        code = s_check_review(review, force, &overridden);
     if (code != PAN_EXIT_OK) {
         json_decref(review);
         return code;
@@ -194,21 +273,18 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
     const char *branch = pan_json_str(payload, "branch", "");
     const char *target = pan_json_str(payload, "target", "main");
     const char *issue = pan_json_str(payload, "issueId", pan_json_str(review, "issue", ""));
-    /* The merge is pinned to the commit the review read: a branch that moved since is not
-     * merged unreviewed (the merge-agent refuses it). */
-    const char *reviewed = pan_json_str(json_object_get(review, "result"), "diff_head", "");
-    char *merge_id = NULL, *title = NULL, *pin = NULL;
-    if (asprintf(&merge_id, "merge-%s", review_id) < 0 ||
-        asprintf(&title, "Merge %s into %s", branch, target) < 0 ||
-        (reviewed[0] != '\0' && asprintf(&pin, "{\"commit\": \"%.40s\"}", reviewed) < 0)) {
+    char *merge_id = NULL, *title = NULL, *extra = s_merge_payload(review, overridden);
+    if (extra == NULL || asprintf(&merge_id, "merge-%s", review_id) < 0 ||
+        asprintf(&title, "Merge %s into %s", branch, target) < 0) {
         free(merge_id);
         free(title);
+        free(extra);
         json_decref(review);
         return pan_fail(PAN_EXIT_ERROR, "out of memory");
     }
     if (!json)
         printf("Approving review %s%s: merging '%s' into '%s' of %s\n", review_id,
-               force ? " (forced)" : "", branch, target, pan_json_str(payload, "workspace", "?"));
+               overridden ? " (its blocked gate overridden by --force)" : "", branch, target, pan_json_str(payload, "workspace", "?"));
     char *submit_argv[24];
     int n = 0;
     const char *args[][2] = {
@@ -220,7 +296,7 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
         {"--priority", priority},
         {"--title", title},
         {"--source", "pan approve"},
-        {"--payload", pin ? pin : ""},
+        {"--payload", extra},
     };
     submit_argv[n++] = "merge-agent";
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
@@ -229,13 +305,15 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
         submit_argv[n++] = (char *)args[i][0];
         submit_argv[n++] = (char *)args[i][1];
     }
+    if (overridden)
+        submit_argv[n++] = "--force";
     if (json)
         submit_argv[n++] = "--json";
     submit_argv[n] = NULL;
     code = cmd_submit(pan, n, submit_argv);
     free(merge_id);
     free(title);
-    free(pin);
+    free(extra);
     json_decref(review);
     return code;
 }

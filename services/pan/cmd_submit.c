@@ -3,7 +3,11 @@
  * The payload is built from the flags by the seed's names (prUrl, issueId, workspace,
  * branch, target, description) over whatever --payload JSON gives. A merge-agent task with
  * a workspace and no --group is put in the group `merge:<repository root>:<target>`, so
- * two merges into one target of one repository never run at once. */
+ * two merges into one target of one repository never run at once.
+ *
+ * --force sets payload.force = true, which the broker reads as "merge although the newest
+ * review of the issue blocked its gate", and records who forced it and when in
+ * payload.override (unless the payload brings one, as `pan approve --force` does). */
 #include "pan.h"
 #include "repository.h"
 
@@ -20,7 +24,7 @@ static const char *const s_usage =
     "pan submit <specialist> [--priority urgent|high|normal|low] [--issue ID] [--pr-url URL]\n"
     "       [--workspace DIR] [--branch B] [--target T] [--title TEXT] [--id ID] [--group G]\n"
     "       [--source S] [--max-attempts N] [--timeout SECONDS] [--description TEXT]\n"
-    "       [--payload JSON] [--json]";
+    "       [--payload JSON] [--force] [--json]";
 
 typedef struct {
     const char *specialist;
@@ -28,6 +32,7 @@ typedef struct {
     const char *group, *source, *description, *payload;
     const char *max_attempts, *timeout;
     bool json;
+    bool force;
 } submit_args_t;
 
 /* True if `name` is a queue name the protocol accepts: [a-z0-9][a-z0-9._-]*, <= 64. */
@@ -68,8 +73,8 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
         {"--payload", &args->payload},
     };
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            args->json = true;
+        if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--force") == 0) {
+            *(strcmp(argv[i], "--json") == 0 ? &args->json : &args->force) = true;
             continue;
         }
         int found = 0;
@@ -119,6 +124,17 @@ static int s_absolute(const char *path, char *out, size_t size)
     return 0;
 }
 
+/* payload.force = true, and payload.override unless the payload has one. Returns 0, or -1
+ * when memory runs out. */
+static int s_mark_forced(json_t *payload)
+{
+    if (json_object_get(payload, "override") == NULL &&
+        json_object_set_new(payload, "override",
+                            pan_override_new("forced at submit (pan submit --force)", NULL)) != 0)
+        return -1;
+    return json_object_set_new(payload, "force", json_true());
+}
+
 /* Builds the payload: --payload JSON first, then the flags over it. Returns a new
  * object (caller owns) or NULL after printing why. */
 static json_t *s_payload(const submit_args_t *args, const char *workspace)
@@ -159,6 +175,11 @@ static json_t *s_payload(const submit_args_t *args, const char *workspace)
             json_decref(payload);
             return NULL;
         }
+    }
+    if (args->force && s_mark_forced(payload) != 0) {
+        pan_fail(PAN_EXIT_ERROR, "out of memory");
+        json_decref(payload);
+        return NULL;
     }
     return payload;
 }

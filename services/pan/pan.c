@@ -6,11 +6,13 @@
 #include "msgjson.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int pan_call(const pan_t *pan, wire_writer_t *request, json_t **data)
 {
@@ -140,6 +142,21 @@ const char *pan_json_str(const json_t *object, const char *key, const char *fall
 {
     const char *value = json_string_value(json_object_get(object, key));
     return value ? value : fallback;
+}
+
+json_t *pan_override_new(const char *reason, const char *review)
+{
+    const struct passwd *user = getpwuid(getuid());
+    const char *name = user != NULL ? user->pw_name : getenv("USER");
+    char at[32];
+    time_t now = time(NULL);
+    struct tm utc;
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &utc));
+    json_t *record = json_pack("{s:s, s:s, s:s}", "by", name ? name : "unknown", "at", at,
+                               "reason", reason);
+    if (record != NULL && review != NULL)
+        json_object_set_new(record, "review", json_string(review));
+    return record;
 }
 
 int64_t pan_json_int(const json_t *object, const char *key, int64_t fallback)

@@ -77,6 +77,11 @@ const char *pan_json_str(const json_t *object, const char *key, const char *fall
 /* An integer member of a JSON object (a real is truncated), or `fallback`. */
 int64_t pan_json_int(const json_t *object, const char *key, int64_t fallback);
 
+/* A record of a person overriding a gate, for a task's payload.override: {by (the user
+ * name), at (UTC ISO 8601), reason, review (when given)}. New object (caller owns), or NULL
+ * when memory runs out. */
+json_t *pan_override_new(const char *reason, const char *review);
+
 /* Commands: each takes the arguments after its name and returns the exit code. */
 int cmd_submit(const pan_t *pan, int argc, char **argv);
 int cmd_specialists(const pan_t *pan, int argc, char **argv);

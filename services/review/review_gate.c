@@ -107,13 +107,27 @@ json_t *review_finding_parse(const char *text, const char *source, review_counts
     return finding;
 }
 
+bool review_finding_blocks(review_mode_t mode, const char *severity)
+{
+    switch (mode) {
+    case REVIEW_MODE_STRICT:
+        return true;
+    case REVIEW_MODE_NORMAL:
+    case REVIEW_MODE_YOLO:
+        return severity != NULL && strcmp(severity, "error") == 0;
+    case REVIEW_MODE_DISABLED:
+        return false;
+    }
+    return true;
+}
+
 bool review_gate_open(review_mode_t mode, const char *verdict, const review_counts_t *counts)
 {
     bool changes = verdict != NULL && strcasecmp(verdict, "CHANGES_REQUESTED") == 0;
     switch (mode) {
     case REVIEW_MODE_STRICT:
         return verdict != NULL && strcasecmp(verdict, "APPROVED") == 0 && counts->errors == 0 &&
-               counts->warnings == 0;
+               counts->warnings == 0 && counts->infos == 0;
     case REVIEW_MODE_NORMAL:
     case REVIEW_MODE_YOLO:
         return !changes && counts->errors == 0;

@@ -4,14 +4,15 @@
  * info; anything else counts as a warning so an odd word never hides a problem; a finding
  * without a location is kept with the whole text as its message).
  *
- * The gate, per review mode (the execution spec's table):
- *   strict   open only when the verdict is APPROVED and there is no error and no warning;
- *   normal   open unless the verdict is CHANGES_REQUESTED or there is an error;
+ * The gate, per review mode (Coven's rules):
+ *   strict   every finding blocks (info too), and so does any verdict but APPROVED;
+ *   normal   error findings block (a failed check is one), and so does CHANGES_REQUESTED;
  *   yolo     like normal, and an open gate is merged automatically (the service chains a
  *            merge-agent task);
  *   disabled no review: open, approved without running the agent.
  * In strict and normal mode an open gate still needs a person's approval (approval
- * "manual"); in yolo and disabled it does not ("auto"). */
+ * "manual"); in yolo and disabled it does not ("auto"); a blocked gate's approval is
+ * "blocked" in every mode. */
 #ifndef CLOISTER_REVIEW_GATE_H
 #define CLOISTER_REVIEW_GATE_H
 
@@ -41,6 +42,9 @@ const char *review_mode_name(review_mode_t mode);
  * line 0 when absent); the caller owns it. `source` is e.g. "agent" or "check". Counts it
  * in *counts. Returns NULL only if memory runs out. */
 json_t *review_finding_parse(const char *text, const char *source, review_counts_t *counts);
+
+/* True when a finding of `severity` ("error", "warning", "info") blocks the gate in `mode`. */
+bool review_finding_blocks(review_mode_t mode, const char *severity);
 
 /* True when the gate is open (see above). `verdict` is the REVIEW_RESULT value. */
 bool review_gate_open(review_mode_t mode, const char *verdict, const review_counts_t *counts);

@@ -290,15 +290,36 @@ static void s_history(review_run_t *r, const char *verdict, bool open, const cha
     json_decref(entry);
 }
 
+/* Marks each finding `blocking` (true when it alone would block the gate in this mode), so
+ * `pan approve` and the broker can name what blocks without knowing the rules. */
+static void s_mark_blocking(review_run_t *r)
+{
+    size_t i;
+    json_t *finding;
+    json_array_foreach(r->findings, i, finding)
+    {
+        const char *severity = json_string_value(json_object_get(finding, "severity"));
+        json_object_set_new(finding, "blocking",
+                            json_boolean(review_finding_blocks(r->service->mode, severity)));
+    }
+}
+
+/* The approval an open or blocked gate needs (see review_gate.h). */
+static const char *s_approval(review_mode_t mode, bool open)
+{
+    if (!open)
+        return "blocked";
+    return mode == REVIEW_MODE_STRICT || mode == REVIEW_MODE_NORMAL ? "manual" : "auto";
+}
+
 /* Sets the gate and verdict fields. */
 static void s_gate(review_run_t *r, const char *verdict, bool open)
 {
     review_mode_t mode = r->service->mode;
+    s_mark_blocking(r);
     specialist_result_str(r->ctx, "REVIEW_RESULT", verdict);
     specialist_result_str(r->ctx, "GATE", open ? "open" : "blocked");
-    specialist_result_str(r->ctx, "approval",
-                          mode == REVIEW_MODE_STRICT || mode == REVIEW_MODE_NORMAL ? "manual"
-                                                                                   : "auto");
+    specialist_result_str(r->ctx, "approval", s_approval(mode, open));
     specialist_result_str(r->ctx, "review_mode", review_mode_name(mode));
     specialist_result_json(r->ctx, "FINDINGS", r->findings);
     specialist_result_int(r->ctx, "errors", r->counts.errors);

@@ -656,7 +656,8 @@ static void test_pan_approve(void)
     CHECK(s_pan("approve", "PAN-404", NULL) == 1);
     CHECK(strstr(s_pan_out, "no finished review found") != NULL);
     CHECK(s_pan("approve", "PAN-8", NULL) == 1);
-    CHECK(strstr(s_pan_out, "not APPROVED") != NULL);
+    CHECK(strstr(s_pan_out, "review review-8 blocked the merge gate (REVIEW_RESULT: "
+                             "CHANGES_REQUESTED)") != NULL);
     CHECK(s_pan("task", "show", "merge-review-8", NULL) != 0);
 
     CHECK(s_pan("approve", "pan-7", NULL) == 0);
@@ -683,6 +684,72 @@ static void test_pan_approve(void)
     s_teardown();
 }
 
+/* The merge history's line of `task`, as text ("" when there is none; static). */
+static const char *s_history_line(const char *task)
+{
+    static char found[8192];
+    char path[700], needle[300];
+    snprintf(path, sizeof path, "%s/specialists/merge-agent/history.jsonl", s_h->env->home);
+    snprintf(needle, sizeof needle, "\"task\":\"%s\"", task);
+    char *text = testenv_read_file(path);
+    found[0] = '\0';
+    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n"))
+        if (strstr(line, needle) != NULL)
+            snprintf(found, sizeof found, "%s", line);
+    free(text);
+    return found;
+}
+
+/* A blocked review gate holds: pan approve refuses and names the review, a merge submitted
+ * directly for the issue is refused by the broker, and --force merges with the override
+ * recorded in the merge's payload, its events and the merge history. */
+static void test_approve_override(void)
+{
+    s_setup("merge-svc-override", NULL);
+    testgit_push_branch(s_repos.user, "feature/ok", "d.c", "int d;\n");
+    char feature[41];
+    testgit_rev(s_repos.user, "feature/ok", feature);
+    harness_worker(s_h, "review-1", "review-agent", "echo 'REVIEW_RESULT: CHANGES_REQUESTED'");
+    s_review("review-9", "PAN-9", "feature/ok");
+
+    CHECK(s_pan("approve", "PAN-9", NULL) == 1);
+    CHECK(strstr(s_pan_out, "review review-9 blocked the merge gate") != NULL);
+    CHECK(s_pan("submit", "merge-agent", "--workspace", s_repos.user, "--branch", "feature/ok",
+                "--issue", "PAN-9", "--id", "direct-9", NULL) != 0);
+    CHECK(strstr(s_pan_out, "the newest review of issue PAN-9 (task review-9) blocked the merge "
+                            "gate") != NULL);
+    CHECK(s_pan("task", "show", "direct-9", NULL) != 0);
+    CHECK(harness_wait(s_h, "task.rejected", "direct-9", 5000) != NULL);
+
+    CHECK(s_pan("approve", "PAN-9", "--force", NULL) == 0);
+    CHECK(strstr(s_pan_out, "overridden by --force") != NULL);
+    CHECK(s_pan("task", "show", "merge-review-9", "--json", NULL) == 0);
+    json_t *task = json_loads(s_pan_out, 0, NULL);
+    const json_t *payload = json_object_get(task, "payload");
+    const json_t *override = json_object_get(payload, "override");
+    CHECK(json_is_true(json_object_get(payload, "force")));
+    CHECK_STR(harness_field(override, "reason"), "review gate blocked (pan approve --force)");
+    CHECK_STR(harness_field(override, "review"), "review-9");
+    CHECK(harness_field(override, "by")[0] != '\0');
+    CHECK(strlen(harness_field(override, "at")) == strlen("2026-01-01T00:00:00Z"));
+    json_decref(task);
+
+    s_start_merge("merge-1");
+    json_t *end = s_wait_end("merge-review-9", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
+    char after[41];
+    s_remote_main(after);
+    CHECK_STR(after, feature);
+    bool mentioned = false;
+    for (int i = 0; (i = harness_find(s_h, i, "task.progress", "merge-review-9")) >= 0; i++)
+        mentioned = mentioned ||
+                    strcmp(harness_field(s_h->events[i], "kind"), "review.overridden") == 0;
+    CHECK(mentioned);
+    CHECK(strstr(s_history_line("merge-review-9"), "\"override\"") != NULL);
+    CHECK(strstr(s_history_line("merge-review-9"), "review gate blocked") != NULL);
+    s_teardown();
+}
+
 /* Runs every scenario, or only those named on the command line. */
 int main(int argc, char **argv)
 {
@@ -700,6 +767,7 @@ int main(int argc, char **argv)
         {"serialised_by_group", test_serialised_by_group},
         {"killed_mid_merge", test_killed_mid_merge},
         {"pan_approve", test_pan_approve},
+        {"approve_override", test_approve_override},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         bool wanted = argc < 2;

@@ -232,7 +232,8 @@ static void test_big_reviews(testenv_t *env)
 
     /* The newest review of PAN-9 asks for changes: nothing is approved. */
     CHECK_INT(harness_pan_all(env, s_out, "approve", "PAN-9", NULL), 1);
-    CHECK(strstr(s_out, "review rv-5 says REVIEW_RESULT: CHANGES_REQUESTED") != NULL);
+    CHECK(strstr(s_out, "review rv-5 blocked the merge gate (REVIEW_RESULT: CHANGES_REQUESTED)") !=
+          NULL);
     CHECK_INT(harness_pan_all(env, s_out, "task", "show", "merge-rv-4", NULL), 1);
 }
 

@@ -92,7 +92,15 @@ static void test_strict_warning_blocks(review_env_t *r)
     if (done == NULL)
         return;
     CHECK_STR(harness_field(review_result(done), "GATE"), "blocked");
-    CHECK_STR(harness_field(review_result(done), "approval"), "manual");
+    CHECK_STR(harness_field(review_result(done), "approval"), "blocked");
+    /* Strict: every finding blocks, an info too. */
+    done = s_review(r, "strict", "REVIEW_RESULT: APPROVED\nFINDINGS:\n- info: src/db.c:1 a nit\n",
+                    "g3b");
+    if (done == NULL)
+        return;
+    CHECK_STR(harness_field(review_result(done), "GATE"), "blocked");
+    const json_t *finding = json_array_get(json_object_get(review_result(done), "FINDINGS"), 0);
+    CHECK(json_is_true(json_object_get(finding, "blocking")));
 }
 
 static void test_disabled_skips_agent(review_env_t *r)

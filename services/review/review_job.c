@@ -245,7 +245,7 @@ static void s_read_findings(review_run_t *r)
 }
 
 /* Posts the review on its pull request when [review] post is on and there is one. */
-static void s_post(review_run_t *r, const char *verdict)
+static void s_post(review_run_t *r, const char *verdict, bool open)
 {
     const char *pr_url = specialist_payload_str(r->ctx, "prUrl");
     if (!config_bool(r->service->config, "review", "post", false) || pr_url == NULL ||
@@ -256,6 +256,7 @@ static void s_post(review_run_t *r, const char *verdict)
         .pr_url = pr_url,
         .workspace = r->workspace,
         .verdict = verdict,
+        .gate_open = open,
         .notes = markers_get(r->markers, "NOTES"),
         .findings = r->findings,
     };
@@ -468,7 +469,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
         specialist_result_str(ctx, keys[i], markers_get(r.markers, keys[i]));
     if (open && service->mode == REVIEW_MODE_YOLO)
         s_chain_merge(&r);
-    s_post(&r, verdict);
+    s_post(&r, verdict, open);
     s_history(&r, verdict, open, NULL);
     outcome = SPECIALIST_DONE;
 out:

@@ -34,30 +34,48 @@ static bool s_append(char **text, size_t *len, const char *fmt, ...)
     return true;
 }
 
-char *review_post_body(const review_post_t *post)
+/* True when the finding has a file and a line: it can sit on the diff. */
+static bool s_inline(const json_t *finding)
+{
+    const char *file = json_string_value(json_object_get(finding, "file"));
+    return file != NULL && file[0] != '\0' &&
+           json_integer_value(json_object_get(finding, "line")) > 0;
+}
+
+char *review_post_body(const review_post_t *post, bool skip_inline)
 {
     char *text = NULL;
     size_t len = 0;
-    bool ok = s_append(&text, &len, "**Cloister review-agent: %s**\n", post->verdict);
+    bool ok = s_append(&text, &len, "**Cloister review-agent: %s** (merge gate %s)\n",
+                       post->verdict, post->gate_open ? "open" : "blocked");
     if (ok && post->notes != NULL && post->notes[0] != '\0')
         ok = s_append(&text, &len, "\n%s\n", post->notes);
-    size_t count = json_array_size(post->findings);
-    if (ok)
-        ok = count == 0 ? s_append(&text, &len, "\nNo findings.\n")
-                        : s_append(&text, &len, "\nFindings:\n");
+    size_t count = json_array_size(post->findings), listed = 0, inline_count = 0;
     for (size_t i = 0; ok && i < count; i++) {
         const json_t *finding = json_array_get(post->findings, i);
+        if (skip_inline && s_inline(finding)) {
+            inline_count++;
+            continue;
+        }
         const char *severity = json_string_value(json_object_get(finding, "severity"));
         const char *file = json_string_value(json_object_get(finding, "file"));
         const char *message = json_string_value(json_object_get(finding, "message"));
         json_int_t line = json_integer_value(json_object_get(finding, "line"));
-        ok = s_append(&text, &len, "- **%s**", severity ? severity : "info");
+        if (listed++ == 0)
+            ok = s_append(&text, &len, "\nFindings:\n");
+        if (ok)
+            ok = s_append(&text, &len, "- **%s**", severity ? severity : "info");
         if (ok && file != NULL && file[0] != '\0')
             ok = line > 0 ? s_append(&text, &len, " `%s:%lld`", file, (long long)line)
                           : s_append(&text, &len, " `%s`", file);
         if (ok)
             ok = s_append(&text, &len, " %s\n", message ? message : "");
     }
+    if (ok && count == 0)
+        ok = s_append(&text, &len, "\nNo findings.\n");
+    if (ok && inline_count > 0)
+        ok = s_append(&text, &len, "\n%zu finding%s on the diff.\n", inline_count,
+                      inline_count == 1 ? "" : "s");
     if (!ok) {
         free(text);
         return NULL;
@@ -65,14 +83,74 @@ char *review_post_body(const review_post_t *post)
     return text;
 }
 
-/* gh's flag for a verdict. */
-static const char *s_flag(const char *verdict)
+/* The review event the gate calls for (GitHub's names). */
+static const char *s_event(const review_post_t *post)
 {
-    if (strcmp(verdict, "APPROVED") == 0)
+    if (!post->gate_open)
+        return "REQUEST_CHANGES";
+    return json_array_size(post->findings) > 0 ? "COMMENT" : "APPROVE";
+}
+
+/* gh pr review's flag for an event. */
+static const char *s_flag(const char *event)
+{
+    if (strcmp(event, "APPROVE") == 0)
         return "--approve";
-    if (strcmp(verdict, "CHANGES_REQUESTED") == 0)
+    if (strcmp(event, "REQUEST_CHANGES") == 0)
         return "--request-changes";
     return "--comment";
+}
+
+/* The API path of the pull request's reviews from a URL
+ * https://github.com/OWNER/REPO/pull/N[/...], into buf. False when the URL is not one. */
+static bool s_reviews_path(const char *url, char *buf, size_t size)
+{
+    const char *prefix = "https://github.com/";
+    if (strncmp(url, prefix, strlen(prefix)) != 0)
+        return false;
+    char owner[128], repo[128];
+    unsigned long number = 0;
+    int used = 0;
+    if (sscanf(url + strlen(prefix), "%127[A-Za-z0-9_.-]/%127[A-Za-z0-9_.-]/pull/%lu%n", owner,
+               repo, &number, &used) != 3 ||
+        number == 0)
+        return false;
+    char next = url[strlen(prefix) + (size_t)used];
+    if (next != '\0' && next != '/' && next != '#' && next != '?')
+        return false;
+    return (size_t)snprintf(buf, size, "repos/%s/%s/pulls/%lu/reviews", owner, repo, number) < size;
+}
+
+/* The request body of one review with inline comments (caller frees), or NULL. */
+static char *s_api_request(const review_post_t *post, const char *event, size_t *inline_count)
+{
+    char *body = review_post_body(post, true);
+    json_t *comments = json_array();
+    json_t *request = body && comments ? json_pack("{s:s, s:s, s:O}", "event", event, "body",
+                                                   body, "comments", comments)
+                                       : NULL;
+    size_t i;
+    const json_t *finding;
+    json_array_foreach(post->findings, i, finding)
+    {
+        if (!s_inline(finding))
+            continue;
+        char text[4600];
+        snprintf(text, sizeof text, "**%s** %s",
+                 json_string_value(json_object_get(finding, "severity")),
+                 json_string_value(json_object_get(finding, "message")));
+        json_array_append_new(json_object_get(request, "comments"),
+                              json_pack("{s:O, s:O, s:s, s:s}", "path",
+                                        json_object_get(finding, "file"), "line",
+                                        json_object_get(finding, "line"), "side", "RIGHT",
+                                        "body", text));
+        (*inline_count)++;
+    }
+    char *text = request ? json_dumps(request, JSON_COMPACT) : NULL;
+    json_decref(request);
+    json_decref(comments);
+    free(body);
+    return text;
 }
 
 /* The last non-empty line of text, trimmed, into buf. */
@@ -94,28 +172,18 @@ static void s_failed(specialist_ctx_t *ctx, const char *error)
     specialist_progressf(ctx, "info", "review not posted: %s", error);
 }
 
-void review_post_run(specialist_ctx_t *ctx, const review_post_t *post)
+/* Runs argv with `input` on stdin; records the outcome. `what` names the command in errors. */
+static void s_run(specialist_ctx_t *ctx, const review_post_t *post, char **argv,
+                  const char *input, const char *what)
 {
-    if (post->pr_url[0] == '-') { /* gh would take it for an option */
-        s_failed(ctx, "prUrl is not a pull request URL");
-        return;
-    }
-    char *body = review_post_body(post);
-    if (body == NULL) {
-        s_failed(ctx, "out of memory");
-        return;
-    }
-    char *argv[] = {(char *)post->gh_command, "pr", "review", (char *)post->pr_url,
-                    (char *)s_flag(post->verdict), "--body-file", "-", NULL};
     proc_options_t options = {.argv = argv,
                               .cwd = post->workspace,
-                              .stdin_data = body,
-                              .stdin_len = strlen(body),
+                              .stdin_data = input,
+                              .stdin_len = strlen(input),
                               .timeout_ms = REVIEW_POST_TIMEOUT_S * 1000};
     proc_t *proc = NULL;
     if (proc_start(&proc, &options) != 0) {
         s_failed(ctx, failure_message());
-        free(body);
         return;
     }
     specialist_watch_child(ctx, proc_pid(proc));
@@ -127,14 +195,14 @@ void review_post_run(specialist_ctx_t *ctx, const review_post_t *post)
     const proc_status_t *status = proc_status(proc);
     char error[1200], detail[1000];
     if (status->stopped_by == PROC_STOP_TIMEOUT) {
-        snprintf(error, sizeof error, "%s pr review did not finish within %d s",
-                 post->gh_command, REVIEW_POST_TIMEOUT_S);
+        snprintf(error, sizeof error, "%s %s did not finish within %d s", post->gh_command, what,
+                 REVIEW_POST_TIMEOUT_S);
         s_failed(ctx, error);
     } else if (status->stopped_by != PROC_STOP_NONE) {
         s_failed(ctx, "cancelled");
     } else if (!status->exited || status->exit_code != 0) {
         s_last_line(status->stderr_tail ? status->stderr_tail : "", detail, sizeof detail);
-        snprintf(error, sizeof error, "%s pr review %s %d%s%s", post->gh_command,
+        snprintf(error, sizeof error, "%s %s %s %d%s%s", post->gh_command, what,
                  status->exited ? "exited" : "was killed by signal",
                  status->exited ? status->exit_code : status->term_signal, detail[0] ? ": " : "",
                  detail);
@@ -144,5 +212,46 @@ void review_post_run(specialist_ctx_t *ctx, const review_post_t *post)
         specialist_progressf(ctx, "info", "review posted on %s", post->pr_url);
     }
     proc_destroy(&proc);
-    free(body);
+}
+
+/* True when some finding can sit on the diff. */
+static bool s_any_inline(const json_t *findings)
+{
+    size_t i;
+    const json_t *finding;
+    json_array_foreach(findings, i, finding)
+    {
+        if (s_inline(finding))
+            return true;
+    }
+    return false;
+}
+
+void review_post_run(specialist_ctx_t *ctx, const review_post_t *post)
+{
+    if (post->pr_url[0] == '-') { /* gh would take it for an option */
+        s_failed(ctx, "prUrl is not a pull request URL");
+        return;
+    }
+    const char *event = s_event(post);
+    specialist_result_str(ctx, "post_event", event);
+    char path[400];
+    size_t inline_count = 0;
+    bool api = s_any_inline(post->findings) && s_reviews_path(post->pr_url, path, sizeof path);
+    char *input = api ? s_api_request(post, event, &inline_count) : review_post_body(post, false);
+    if (input == NULL) {
+        s_failed(ctx, "out of memory");
+        return;
+    }
+    specialist_result_int(ctx, "post_inline", (int64_t)inline_count);
+    if (api) {
+        char *argv[] = {(char *)post->gh_command, "api", "--method", "POST", path, "--input",
+                        "-", NULL};
+        s_run(ctx, post, argv, input, "api");
+    } else {
+        char *argv[] = {(char *)post->gh_command, "pr", "review", (char *)post->pr_url,
+                        (char *)s_flag(event), "--body-file", "-", NULL};
+        s_run(ctx, post, argv, input, "pr review");
+    }
+    free(input);
 }

@@ -302,6 +302,91 @@ static void test_post_review(review_env_t *r)
     review_clear_fake_env();
 }
 
+/* Runs review `id` in normal mode with [review] post through the stand-in gh (which
+ * records its argv in <record>.args and its stdin in <record>.body); what gh received is
+ * left in *args and *body (caller frees both). */
+static void s_post_case(review_env_t *r, const char *gh, const char *record, const char *id,
+                        const char *answer, const char *pr_url, char **args, char **body)
+{
+    char extra[1600], payload[600], path[700];
+    snprintf(extra, sizeof extra, "[review]\nmode = \"normal\"\npost = true\ngh_command = \"%s\"\n",
+             gh);
+    review_config(r, extra);
+    setenv("FAKE_CLAUDE_RESULT", answer, 1);
+    char worker[64];
+    snprintf(worker, sizeof worker, "review-%s", id);
+    pid_t svc = review_start(r, worker);
+    snprintf(payload, sizeof payload, ",\"prUrl\":\"%s\"", pr_url);
+    review_submit(r, id, 30, payload);
+    json_t *done = harness_wait(r->h, "task.done", id, 15000);
+    CHECK(done != NULL);
+    if (done != NULL)
+        CHECK(json_is_true(json_object_get(review_result(done), "posted")));
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+    snprintf(path, sizeof path, "%s.args", record);
+    *args = testenv_read_file(path);
+    snprintf(path, sizeof path, "%s.body", record);
+    *body = testenv_read_file(path);
+    CHECK(*args != NULL && *body != NULL);
+}
+
+/* What is posted follows the gate, not the agent's verdict; findings with a line go on the
+ * diff as inline comments of one review (gh api). */
+static void test_post_follows_gate(review_env_t *r)
+{
+    char gh[600], record[600], script[4096];
+    snprintf(gh, sizeof gh, "%s/fake-gh-gate", r->h->env->dir);
+    snprintf(record, sizeof record, "%s/gh-gate", r->h->env->dir);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\nprintf '%%s\\n' \"$@\" > '%s.args'\ncat > '%s.body'\n", record, record);
+    CHECK(testenv_write_file(gh, script) == 0);
+    CHECK(chmod(gh, 0755) == 0);
+    char *args = NULL, *body = NULL;
+
+    /* APPROVED, but an error finding blocks the gate in normal mode: changes requested, the
+     * located finding inline, the other one in the body. */
+    s_post_case(r, gh, record, "p1",
+                "REVIEW_RESULT: APPROVED\nFINDINGS:\n- error: src/db.c:1 SQL injection\n"
+                "- warning: the module has no tests\n",
+                "https://github.com/acme/shop/pull/42", &args, &body);
+    CHECK(args != NULL &&
+          strcmp(args, "api\n--method\nPOST\nrepos/acme/shop/pulls/42/reviews\n--input\n-\n") == 0);
+    json_t *request = body ? json_loads(body, 0, NULL) : NULL;
+    CHECK(request != NULL);
+    CHECK_STR(harness_field(request, "event"), "REQUEST_CHANGES");
+    const json_t *comments = json_object_get(request, "comments");
+    CHECK_INT(json_array_size(comments), 1);
+    const json_t *comment = json_array_get(comments, 0);
+    CHECK_STR(harness_field(comment, "path"), "src/db.c");
+    CHECK_INT(harness_int(comment, "line"), 1);
+    CHECK(strstr(harness_field(comment, "body"), "SQL injection") != NULL);
+    CHECK(strstr(harness_field(request, "body"), "the module has no tests") != NULL);
+    CHECK(strstr(harness_field(request, "body"), "SQL injection") == NULL);
+    json_decref(request);
+    free(args);
+    free(body);
+
+    /* COMMENTED with no findings: the gate is open and clean, so the review approves. */
+    s_post_case(r, gh, record, "p2", "REVIEW_RESULT: COMMENTED\nFINDINGS: none\n",
+                "https://github.com/acme/shop/pull/43", &args, &body);
+    CHECK(args != NULL && strcmp(args, "pr\nreview\nhttps://github.com/acme/shop/pull/43\n"
+                                       "--approve\n--body-file\n-\n") == 0);
+    free(args);
+    free(body);
+
+    /* Open with a finding: a comment, inline. */
+    s_post_case(r, gh, record, "p3",
+                "REVIEW_RESULT: APPROVED\nFINDINGS:\n- warning: src/db.c:1 name it better\n",
+                "https://github.com/acme/shop/pull/44", &args, &body);
+    request = body ? json_loads(body, 0, NULL) : NULL;
+    CHECK_STR(harness_field(request, "event"), "COMMENT");
+    CHECK_INT(json_array_size(json_object_get(request, "comments")), 1);
+    json_decref(request);
+    free(args);
+    free(body);
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("review-gate");
@@ -315,6 +400,7 @@ int main(void)
         test_yolo_unreadable_findings_block(r);
         test_approve_pins_reviewed_commit(r);
         test_post_review(r);
+        test_post_follows_gate(r);
     }
     review_env_destroy(&r);
     return check_exit_code("test_review_gate");

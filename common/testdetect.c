@@ -214,6 +214,8 @@ static bool s_rule_pytest(testdetect_t *out, const char *dir)
         reason = "tox.ini [pytest]";
     else if (s_is_file(dir, "conftest.py"))
         reason = "conftest.py";
+    else if (s_is_file(dir, "setup.py")) /* a Python package: pytest, as Panopticon runs it */
+        reason = "setup.py";
     else if (s_find_python_test(dir, name, sizeof name)) {
         snprintf(found, sizeof found, "%s", name);
         reason = found;

@@ -9,8 +9,8 @@
  *   3. jest.config.{js,ts,mjs,cjs,json} → `npx jest`;
  *      vitest.config.{js,ts,mjs,mts,cjs,cts} → `npx vitest run`
  *   4. pytest: pytest.ini, pyproject.toml with `[tool.pytest`, setup.cfg with
- *      `[tool:pytest]`, tox.ini with `[pytest]`, conftest.py, or test_*.py / *_test.py at the
- *      top or in tests/ → `pytest`
+ *      `[tool:pytest]`, tox.ini with `[pytest]`, conftest.py, setup.py (with or without
+ *      setup.cfg), or test_*.py / *_test.py at the top or in tests/ → `pytest`
  *   5. Cargo.toml → `cargo test`
  *   6. pom.xml → `mvn test`
  *   7. build.gradle(.kts) → `./gradlew test` when gradlew exists, else `gradle test`

@@ -5,7 +5,7 @@
  * failure lines add a failing test. Some runners print a failure's reason on a later line
  * (jest, vitest, go, cargo, node's TAP); `want` remembers which failure waits for one and
  * how to find it. At the end one runner's counters are chosen (the first with a summary, in
- * the order pytest, jest/vitest, cargo, ctest, node, go).
+ * the order pytest, jest/vitest, cargo, ctest, node, go, unittest).
  *
  * Failures come in two tiers: names from a runner's failure report (pytest's FAILED lines,
  * jest's ●, vitest's FAIL a > b, cargo's ---- x stdout ----, go's --- FAIL, ctest's list,
@@ -50,7 +50,7 @@ typedef struct {
 } s_pair_t;
 
 typedef struct {
-    bool pytest, jest, cargo, ctest, tap, go;
+    bool pytest, jest, cargo, ctest, tap, go, unittest;
     long py_passed, py_failed, py_skipped;
     long js_passed, js_failed, js_skipped, js_total;
     long cg_passed, cg_failed, cg_ignored;
@@ -58,6 +58,7 @@ typedef struct {
     long tap_pass, tap_fail, tap_skip;
     bool tap_has_pass, tap_has_fail;
     long go_pass, go_fail, go_skip, go_pkg_ok, go_pkg_fail;
+    long ut_run, ut_failed, ut_skipped; /* ut_failed < 0 until the OK / FAILED line */
     bool in_ctest_failed, in_ctest_notrun, in_cargo_list;
     s_failures_t primary, secondary;
     s_want_t want;
@@ -272,6 +273,53 @@ static void s_add_with_reason(s_parser_t *p, const char *name, size_t name_len, 
 }
 
 /* --- recognisers, one per runner ----------------------------------------------------- */
+
+/* Python's unittest: "Ran 5 tests in 0.003s", then "OK", "OK (skipped=1)" or
+ * "FAILED (failures=2, errors=1, skipped=1)"; each failing test has a header
+ * "FAIL: test_add (tests.test_math.MathTest.test_add)" (or "ERROR: ..."). The skipped are
+ * counted in Ran. */
+static bool s_unittest_line(s_parser_t *p, const char *t)
+{
+    long ran = 0;
+    char unit[8];
+    if (sscanf(t, "Ran %ld %7s in ", &ran, unit) == 2 && s_count_ok(ran) &&
+        (strcmp(unit, "tests") == 0 || strcmp(unit, "test") == 0)) {
+        p->unittest = true;
+        p->ut_run = ran;
+        p->ut_failed = -1;
+        p->ut_skipped = 0;
+        return true;
+    }
+    if (p->unittest && p->ut_failed < 0 && (strcmp(t, "OK") == 0 || s_starts(t, "OK (") ||
+                                            s_starts(t, "FAILED ("))) {
+        s_pair_t pairs[S_MAX_PAIRS];
+        long failed = 0, skipped = 0;
+        /* "failures=2" has no space: read each key=value by hand. */
+        for (const char *q = t; (q = strchr(q, '=')) != NULL; q++) {
+            const char *key = q;
+            while (key > t && key[-1] >= 'a' && key[-1] <= 'z')
+                key--;
+            size_t n = s_pairs(q + 1, strcspn(q + 1, ",)"), pairs);
+            long value = n == 1 && s_count_ok(pairs[0].n) ? pairs[0].n : 0;
+            if (s_starts(key, "failures=") || s_starts(key, "errors="))
+                failed += value;
+            else if (s_starts(key, "skipped="))
+                skipped += value;
+        }
+        p->ut_failed = failed;
+        p->ut_skipped = skipped;
+        return true;
+    }
+    if ((s_starts(t, "FAIL: ") || s_starts(t, "ERROR: ")) && t[strlen(t) - 1] == ')') {
+        const char *name = t + (t[0] == 'F' ? 6 : 7);
+        const char *paren = strrchr(name, '(');
+        if (paren != NULL && paren > name && memchr(paren, '.', strlen(paren)) != NULL) {
+            s_add_failure(p, &p->primary, name, strlen(name));
+            return true;
+        }
+    }
+    return false;
+}
 
 /* pytest: "==== 2 failed, 40 passed, 1 skipped in 0.12s ====" (or without the '='s with
  * -q), "FAILED tests/test_x.py::test_y - AssertionError: ...", "ERROR tests/x.py - ...". */
@@ -640,7 +688,7 @@ static void s_feed(s_parser_t *p, const char *raw)
         return;
     }
     if (s_ctest_line(p, t) || s_cargo_line(p, raw, t) || s_go_line(p, raw, t) ||
-        s_pytest_line(p, t) || s_js_line(p, t))
+        s_pytest_line(p, t) || s_js_line(p, t) || s_unittest_line(p, t))
         return;
     s_tap_line(p, t);
 }
@@ -689,6 +737,12 @@ static void s_choose_counts(const s_parser_t *p, testrun_result_t *r)
         r->passed = verbose ? p->go_pass : p->go_pkg_ok;
         r->failed = verbose ? p->go_fail : p->go_pkg_fail;
         r->skipped = verbose ? p->go_skip : 0;
+    } else if (p->unittest && p->ut_failed >= 0) {
+        r->failed = p->ut_failed;
+        r->skipped = p->ut_skipped;
+        r->passed = p->ut_run - p->ut_failed - p->ut_skipped;
+        if (r->passed < 0)
+            r->passed = 0;
     }
     if (r->passed >= 0 && r->failed >= 0)
         r->run = r->passed + r->failed;

@@ -14,7 +14,7 @@
 
 #include "merge_locks.h"
 #include "merge_verify.h"
-#include "merge_worktree.h"
+#include "worktree.h"
 
 #include "clock.h"
 #include "failure.h"
@@ -53,7 +53,7 @@ typedef struct {
     git_index *merge_index; /* in-memory three-way merge of this attempt */
     s_conflict_t *conflicts;
     size_t nconflicts;
-    merge_worktree_t *worktree;
+    worktree_t *worktree;
     char *push_message;     /* rejection message of the last push */
 } s_job_t;
 
@@ -217,7 +217,7 @@ static int s_push_progress(unsigned int current, unsigned int total, size_t byte
 
 static void s_clear_attempt(s_job_t *job)
 {
-    merge_worktree_destroy(&job->worktree);
+    worktree_destroy(&job->worktree);
     git_index_free(job->merge_index);
     job->merge_index = NULL;
     for (size_t i = 0; i < job->nconflicts; i++)
@@ -517,7 +517,7 @@ static int s_local_target_checked_out(s_job_t *job)
 
 static int s_preflight(s_job_t *job)
 {
-    int rc = merge_worktree_clean_stale(job->repo, job->req->worktree_dir, s_note_progress, job);
+    int rc = worktree_clean_stale(job->repo, job->req->worktree_dir, s_note_progress, job);
     if (rc != 0)
         return s_fail_from_module(job, rc);
     rc = s_check_locks(job);
@@ -677,8 +677,8 @@ static merge_markers_count_t s_blob_markers(s_job_t *job, bool exists, const git
  * file resolves by deletion) and names the files that still hold conflict markers. */
 static int s_stage_resolutions(s_job_t *job)
 {
-    git_repository *wt_repo = merge_worktree_repo(job->worktree);
-    const char *wt_path = merge_worktree_path(job->worktree);
+    git_repository *wt_repo = worktree_repo(job->worktree);
+    const char *wt_path = worktree_path(job->worktree);
     merge_result_t *result = job->result;
     for (size_t i = 0; i < job->nconflicts; i++) {
         const s_conflict_t *c = &job->conflicts[i];
@@ -736,7 +736,7 @@ static int s_check_outside_changes(s_job_t *job, const git_oid *tree_oid)
     merge_result_t *result = job->result;
     int rc = 0;
     if (git_tree_lookup(&tree, job->repo, tree_oid) < 0 ||
-        git_diff_tree_to_workdir(&diff, merge_worktree_repo(job->worktree), tree, &opts) < 0) {
+        git_diff_tree_to_workdir(&diff, worktree_repo(job->worktree), tree, &opts) < 0) {
         rc = s_git_fail(job, "cannot compare the worktree with the merge");
         goto out;
     }
@@ -766,7 +766,7 @@ static int s_check_resolver_commit(s_job_t *job, const git_oid *tree_oid, bool *
 {
     *accepted = false;
     git_oid head;
-    if (git_reference_name_to_id(&head, merge_worktree_repo(job->worktree), "HEAD") < 0)
+    if (git_reference_name_to_id(&head, worktree_repo(job->worktree), "HEAD") < 0)
         return s_git_fail(job, "cannot read the worktree's HEAD");
     if (git_oid_equal(&head, &job->target_oid))
         return 0;
@@ -812,12 +812,12 @@ static int s_resolve_conflicts(s_job_t *job)
         return s_fail(job, FAILURE_STATE, "conflicts and no resolver");
     }
 
-    rc = merge_worktree_add(&job->worktree, job->repo, req->worktree_dir, &job->target_oid);
+    rc = worktree_add(&job->worktree, job->repo, req->worktree_dir, &job->target_oid);
     if (rc != 0) {
         free(paths);
         return s_fail_from_module(job, rc);
     }
-    git_repository *wt_repo = merge_worktree_repo(job->worktree);
+    git_repository *wt_repo = worktree_repo(job->worktree);
     git_annotated_commit *source = NULL;
     git_merge_options merge_opts;
     s_merge_options(&merge_opts);
@@ -833,17 +833,17 @@ static int s_resolve_conflicts(s_job_t *job)
     }
     git_annotated_commit_free(source);
 
-    s_progress(job, "resolving in %s", merge_worktree_path(job->worktree));
+    s_progress(job, "resolving in %s", worktree_path(job->worktree));
     /* The worktree shares the repository's branches: whatever the resolver does to them
      * from there (checkout -b, committing on a branch) is undone before anything else. */
-    rc = merge_worktree_watch_branches(job->worktree);
+    rc = worktree_watch_branches(job->worktree);
     if (rc != 0) {
         free(paths);
         return s_fail_from_module(job, rc);
     }
     int64_t start = clock_now_ms();
     char *notes = NULL;
-    int resolver_rc = req->resolve(merge_worktree_path(job->worktree),
+    int resolver_rc = req->resolve(worktree_path(job->worktree),
                                    (const char *const *)paths, job->nconflicts, &notes,
                                    req->callback_arg);
     result->resolve_ms += s_since(start);
@@ -851,7 +851,7 @@ static int s_resolve_conflicts(s_job_t *job)
         s_add_note(job, notes);
         free(notes);
     }
-    rc = merge_worktree_undo_branches(job->worktree, s_note_undo, job);
+    rc = worktree_undo_branches(job->worktree, s_note_undo, job);
     if (rc != 0) {
         free(paths);
         return s_fail_from_module(job, rc);
@@ -894,15 +894,15 @@ static int s_run_tests(s_job_t *job)
         return 0;
     }
     int rc = job->worktree != NULL
-                 ? merge_worktree_checkout(job->worktree, &job->merge_oid)
-                 : merge_worktree_add(&job->worktree, job->repo, req->worktree_dir,
+                 ? worktree_checkout(job->worktree, &job->merge_oid)
+                 : worktree_add(&job->worktree, job->repo, req->worktree_dir,
                                       &job->merge_oid);
     if (rc != 0)
         return s_fail_from_module(job, rc);
-    s_progress(job, "running tests in %s", merge_worktree_path(job->worktree));
+    s_progress(job, "running tests in %s", worktree_path(job->worktree));
     int64_t start = clock_now_ms();
     char *summary = NULL;
-    result->tests = req->run_tests(merge_worktree_path(job->worktree), &summary,
+    result->tests = req->run_tests(worktree_path(job->worktree), &summary,
                                    req->callback_arg);
     result->tests_ms += s_since(start);
     if (summary != NULL) {
@@ -1025,8 +1025,8 @@ static int s_push_rejected(s_job_t *job)
 static int s_push_remote(s_job_t *job)
 {
     char temp_name[64];
-    merge_worktree_unique_name(temp_name, sizeof temp_name);
-    char *temp_ref = s_strdupf("%s%s", MERGE_WORKTREE_REF_DIR, temp_name);
+    worktree_unique_name(temp_name, sizeof temp_name);
+    char *temp_ref = s_strdupf("%s%s", WORKTREE_REF_DIR, temp_name);
     char *spec = temp_ref ? s_strdupf("%s:refs/heads/%s", temp_ref, job->target) : NULL;
     if (spec == NULL) {
         free(temp_ref);

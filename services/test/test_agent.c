@@ -10,6 +10,7 @@
 #include "session.h"
 #include "template.h"
 #include "test_suite.h"
+#include "test_tree.h"
 #include "testdetect.h"
 #include "testrun.h"
 
@@ -33,6 +34,7 @@ typedef struct {
     specialist_ctx_t *ctx;
     const test_agent_t *agent;
     char workspace[PATH_MAX];
+    test_tree_t *tree; /* what is tested, and where (test_tree.h) */
     testdetect_t detected;
     int64_t deadline_ms; /* when the test runs and the fix must be over (clock_now_ms) */
     int64_t tests_ms;    /* time spent in test runs */
@@ -88,30 +90,24 @@ static int s_resolve_workspace(test_job_t *job)
     return 0;
 }
 
-/* When the workspace is in a git repository: reports its branch (`workspace_branch`) and
- * notes when it is not the branch the task named. Never changes the repository. */
-static void s_check_branch(test_job_t *job)
+/* Chooses the commit to test and the tree to run in (test_tree.h); reports it in
+ * TESTED_COMMIT and NOTES. Returns 0 or a FAILURE_* code with the reason. */
+static int s_open_tree(test_job_t *job)
 {
-    const char *wanted = specialist_payload_str(job->ctx, "branch");
-    git_repository *repo = NULL;
-    git_reference *head = NULL;
-    if (git_repository_open_ext(&repo, job->workspace, 0, NULL) != 0)
-        goto out; /* not a repository: nothing to compare */
-    const char *actual = "(detached HEAD)";
-    int rc = git_repository_head(&head, repo);
-    if (rc == 0 && git_reference_is_branch(head))
-        actual = git_reference_shorthand(head);
-    else if (rc == GIT_EUNBORNBRANCH)
-        actual = "(no commits yet)";
-    specialist_result_str(job->ctx, "workspace_branch", actual);
-    if (wanted != NULL && wanted[0] != '\0' && strcmp(wanted, actual) != 0)
-        s_note(job,
-               "the workspace is on %s, not on the requested branch %s: the tests ran on the "
-               "tree as it is (the test-agent never checks out)",
-               actual, wanted);
-out:
-    git_reference_free(head);
-    git_repository_free(repo);
+    char workdir[AGENT_JOB_WORKDIR_SIZE], worktrees[AGENT_JOB_WORKDIR_SIZE + 16];
+    int rc = agent_job_workdir(workdir, sizeof workdir, job->agent->config, TEST_AGENT_SPECIALIST);
+    if (rc != 0)
+        return rc;
+    snprintf(worktrees, sizeof worktrees, "%s/worktrees", workdir);
+    rc = test_tree_open(&job->tree, job->workspace, specialist_payload_str(job->ctx, "branch"),
+                        specialist_payload_str(job->ctx, "commit"), worktrees);
+    if (rc != 0)
+        return rc;
+    const char *commit = test_tree_commit(job->tree);
+    if (commit[0] != '\0')
+        specialist_result_str(job->ctx, "TESTED_COMMIT", commit);
+    s_note(job, "tested %s", test_tree_source(job->tree));
+    return 0;
 }
 
 /* The last `max` bytes of `text`, starting at a line (or at least a UTF-8 character). */
@@ -152,11 +148,11 @@ static testrun_result_t *s_run_tests(test_job_t *job)
     int64_t left = job->deadline_ms - clock_now_ms();
     test_suite_options_t options = {
         .command = job->detected.command,
-        .dir = job->workspace,
+        .dir = test_tree_dir(job->tree),
         .timeout_ms = left > 1 ? left : 1,
     };
-    specialist_progressf(job->ctx, "info", "running %s in %s", job->detected.command,
-                         job->workspace);
+    specialist_progressf(job->ctx, "info", "running %s in %s (%s)", job->detected.command,
+                         options.dir, test_tree_source(job->tree));
     testrun_result_t *result = NULL;
     test_suite_run(&result, job->ctx, &options);
     if (result != NULL)
@@ -222,6 +218,31 @@ static void s_report_run(test_job_t *job, const testrun_result_t *result)
     job->run_reported = true;
 }
 
+/* True when the command (or a program it runs) was not there: the shell's exit 127, or a
+ * last line saying "not found" / "No such file or directory". Rewrites `last` as what is
+ * missing: "pytest: not found". */
+static bool s_could_not_run(const test_job_t *job, const testrun_result_t *result, char *last,
+                            size_t size)
+{
+    const char *missing = strstr(last, ": not found");
+    bool gone = result->exit_code == 127 || missing != NULL ||
+                strstr(last, "No such file or directory") != NULL ||
+                strstr(last, "command not found") != NULL;
+    if (!gone || result->exit_code == 0)
+        return false;
+    if (missing != NULL) {
+        /* "sh: 1: pytest: not found" -> "pytest: not found" */
+        const char *name = missing;
+        while (name > last && name[-1] != ' ' && name[-1] != ':')
+            name--;
+        memmove(last, name, strlen(name) + 1);
+    } else if (result->exit_code == 127 && last[0] == '\0') {
+        snprintf(last, size, "%.*s: not found", (int)strcspn(job->detected.command, " \t"),
+                 job->detected.command);
+    }
+    return true;
+}
+
 /* Why a run gave no verdict, as the task's error. Returns SPECIALIST_FAILED. */
 static specialist_outcome_t s_run_error(test_job_t *job, const testrun_result_t *result,
                                         const char *when)
@@ -235,6 +256,9 @@ static specialist_outcome_t s_run_error(test_job_t *job, const testrun_result_t 
     } else if (result->timed_out) {
         specialist_result_error(ctx, "%stest command timed out after %.1f s (killed): %s", when,
                                 (double)result->duration_ms / 1000.0, job->detected.command);
+    } else if (s_could_not_run(job, result, last, sizeof last)) {
+        specialist_result_error(ctx, "%stests could not run: %s (exit %d)", when, last,
+                                result->exit_code);
     } else if (result->exit_code < 0) {
         specialist_result_error(ctx, "%stest command killed by signal %d: %s%s%s", when,
                                 result->term_signal, job->detected.command, last[0] ? ": " : "",
@@ -324,12 +348,13 @@ static int s_fix_prompt(char **prompt_p, test_job_t *job, const testrun_result_t
         return rc;
     char *results = s_results_text(result);
     char *policy = NULL;
+    const char *tree = test_tree_dir(job->tree);
     if (asprintf(&policy,
                  "Fix simple failures (under 5 minutes of work) by editing files under %s "
                  "(use absolute paths: your working directory is elsewhere), then rerun "
                  "`%s` in %s to check. If the fix is not simple, change nothing and explain "
                  "why in NOTES.",
-                 job->workspace, job->detected.command, job->workspace) < 0)
+                 tree, job->detected.command, tree) < 0)
         policy = NULL;
     template_vars_t *vars = template_vars_new();
     if (results == NULL || policy == NULL || vars == NULL ||
@@ -337,7 +362,7 @@ static int s_fix_prompt(char **prompt_p, test_job_t *job, const testrun_result_t
         template_vars_set(vars, "test_detection", job->detected.reason) != 0 ||
         template_vars_set(vars, "test_results", results) != 0 ||
         template_vars_set(vars, "fix_policy", policy) != 0 ||
-        template_vars_set(vars, "workspace", job->workspace) != 0) {
+        template_vars_set(vars, "workspace", tree) != 0) {
         rc = failure_set(FAILURE_MEMORY, "out of memory building the prompt");
     } else {
         rc = prompt_build(prompt_p, job->agent->config, dir, TEST_AGENT_SPECIALIST,
@@ -378,7 +403,7 @@ static bool s_attempt_fix(test_job_t *job, const testrun_result_t *result)
     if (agent_job_settings_from_config(&settings, job->agent->config, TEST_AGENT_SPECIALIST,
                                        NULL) != 0 ||
         agent_job_settings_add_arg(&settings, "--add-dir") != 0 ||
-        agent_job_settings_add_arg(&settings, job->workspace) != 0) {
+        agent_job_settings_add_arg(&settings, test_tree_dir(job->tree)) != 0) {
         s_note(job, "no fix attempted: %s", failure_message());
         free(prompt);
         return false;
@@ -408,13 +433,30 @@ static bool s_attempt_fix(test_job_t *job, const testrun_result_t *result)
     return started;
 }
 
+/* A fix made in a worktree does not reach the user's checkout: its patch goes in the
+ * result (FIX_PATCH), for the user or the next agent to apply. */
+static void s_report_fix_patch(test_job_t *job)
+{
+    char *patch = test_tree_changes(job->tree, TEST_AGENT_PATCH_CAP);
+    if (patch == NULL)
+        return;
+    if (patch[0] != '\0') {
+        specialist_result_str(job->ctx, "FIX_PATCH", patch);
+        s_note(job, "the fix was made in a worktree of the tested commit, not in your checkout: "
+                    "its patch is in FIX_PATCH");
+    }
+    free(patch);
+}
+
 /* One line in specialists/test-agent/history.jsonl for this job. */
 static void s_history(test_job_t *job, const char *verdict, specialist_outcome_t outcome)
 {
     const specialist_task_t *task = specialist_task(job->ctx);
-    json_t *entry = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:b, s:s, s:I}", "kind", "job",
-                              "task", task->id, "attempt", (json_int_t)task->attempt, "workspace",
-                              job->workspace, "command", job->detected.command, "verdict", verdict,
+    const char *commit = job->tree ? test_tree_commit(job->tree) : "";
+    json_t *entry = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:I}", "kind",
+                              "job", "task", task->id, "attempt", (json_int_t)task->attempt,
+                              "workspace", job->workspace, "commit", commit, "command",
+                              job->detected.command, "verdict", verdict,
                               "outcome", outcome == SPECIALIST_DONE ? "done" : "failed",
                               "fix_attempted", job->fix_attempted, "fix_result", job->fix_result,
                               "tests_ms", (json_int_t)job->tests_ms);
@@ -458,9 +500,12 @@ specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
         specialist_result_error(ctx, "%s", failure_message());
         goto out;
     }
-    s_check_branch(job);
+    if (s_open_tree(job) != 0) {
+        specialist_result_error(ctx, "%s", failure_message());
+        goto out;
+    }
     const char *configured = config_specialist_test_command(agent->config, TEST_AGENT_SPECIALIST);
-    if (testdetect_find(&job->detected, job->workspace, configured) != 0) {
+    if (testdetect_find(&job->detected, test_tree_dir(job->tree), configured) != 0) {
         specialist_result_error(ctx, "%s", failure_message());
         goto out;
     }
@@ -521,6 +566,7 @@ specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
         s_report_run(job, result);
         testrun_verdict_t second = testrun_verdict(result);
         job->fix_result = second == TESTRUN_PASS ? "SUCCESS" : "FAILED";
+        s_report_fix_patch(job);
         if (second == TESTRUN_ERROR) {
             outcome = s_run_error(job, result, "after the fix attempt: ");
             goto out;
@@ -541,6 +587,7 @@ out:
         specialist_result_str(ctx, "NOTES", job->notes);
     s_history(job, verdict, outcome);
     testrun_result_destroy(&result);
+    test_tree_close(&job->tree);
     free(job);
     return outcome;
 }

@@ -3,10 +3,12 @@
  *
  * A task's payload:
  *   workspace  (string, required) an absolute path to the project directory;
- *   branch     (string, optional) the branch the caller expects. The tests always run on
- *              the workspace AS IT IS: the test-agent never checks out, stashes or resets
- *              the user's tree. When the workspace is a git repository whose HEAD is not
- *              that branch, NOTES says so (and `workspace_branch` names the actual one);
+ *   commit     (string, optional) the commit to test (a SHA, or any revision naming one);
+ *   branch     (string, optional) the local branch to test, when no commit is given;
+ *              without either, the workspace's HEAD commit is tested (NOTES says so).
+ *              The commit is checked out in a worktree the service owns (test_tree.h):
+ *              the user's checkout, index and uncommitted changes are never touched nor
+ *              tested. A workspace outside git is tested in place, as it is;
  *   fix        (bool, optional) ask for a fix when tests fail; overrides the config.
  *
  * One job:
@@ -18,13 +20,14 @@
  *     lease cancels the job; output streams as progress;
  *  3. the verdict and counts (common/testrun.h);
  *  4. when the verdict is FAIL and a fix was asked for (payload `fix`, else
- *     [specialists.test-agent] fix, default false: an agent editing the user's working tree
- *     must be opted into), the prompt prompts/test-agent.md is rendered with the command,
+ *     [specialists.test-agent] fix, default false), the prompt prompts/test-agent.md is rendered with the command,
  *     its output (fenced as data) and the failures, and the agent runs (common/agent_job.h)
  *     in the specialist's fixed workdir with `--add-dir <workspace>`: one agent session
  *     for every workspace, resumable across tasks, because the CLI finds a session by its
- *     cwd (agent-cli.md §3.2, §5.4); the prompt names the workspace's absolute path. Then
- *     the tests run again and FIX_RESULT says whether they pass now.
+ *     cwd (see common/agent.h); the prompt names the tested tree's
+ *     absolute path (the worktree). Then the tests run again and FIX_RESULT says whether
+ *     they pass now; a fix made in a worktree is reported as a patch (FIX_PATCH), since
+ *     the worktree is removed after the job.
  *
  * Result fields: TEST_RESULT (PASS|FAIL|ERROR, of the last run), TESTS_RUN, TESTS_PASSED,
  * TESTS_FAILED, TESTS_SKIPPED (each only when the output reveals it), FAILURES (array of
@@ -33,14 +36,17 @@
  * summed), output_tail (the last TEST_AGENT_OUTPUT_TAIL bytes), FIX_ATTEMPTED (true once
  * the agent ran; false when it could not even start), FIX_RESULT
  * (SUCCESS|FAILED|NOT_ATTEMPTED), FAILURES_BEFORE_FIX (when a fix was attempted),
- * workspace_branch (in a git repository), NOTES; the agent_job fields after a fix attempt.
+ * TESTED_COMMIT (the full SHA tested, in a git repository), FIX_PATCH (the fix's diff,
+ * at most TEST_AGENT_PATCH_CAP bytes), NOTES (which commit was tested and why, the run,
+ * the fix); the agent_job fields after a fix attempt.
  * The run fields (TEST_RESULT to output_tail) describe one run: after a fix, the rerun's
  * replace the first run's entirely, and those the rerun does not give are null.
  *
  * Outcome: `done` when the tests ran and gave a verdict (PASS or FAIL: the verdict is in
- * the result); `failed` with a one-line `error` when they could not: no workspace, no test
- * command ("no test command found in <dir>: ..."), a timeout, a crash without test output
- * (TEST_RESULT ERROR). Also `failed` after a cancel. Each job appends one line to
+ * the result); `failed` with a one-line `error` when they could not: no workspace, a
+ * branch or commit not found, no test command ("no test command found in <dir>: ..."), a
+ * command that is not installed ("tests could not run: pytest: not found (exit 127)"), a
+ * timeout, a crash without test output (TEST_RESULT ERROR). Also `failed` after a cancel. Each job appends one line to
  * specialists/test-agent/history.jsonl. */
 #ifndef CLOISTER_TEST_AGENT_H
 #define CLOISTER_TEST_AGENT_H
@@ -55,6 +61,8 @@
 /* Bytes of output quoted in `output_tail` and in the prompt. */
 #define TEST_AGENT_OUTPUT_TAIL 4000
 #define TEST_AGENT_PROMPT_OUTPUT 12000
+/* Bytes of a fix's patch kept in FIX_PATCH. */
+#define TEST_AGENT_PATCH_CAP (64 * 1024)
 
 typedef struct {
     const config_t *config; /* borrowed for the service's life */

@@ -5,7 +5,7 @@
  * clean. */
 #include "check.h"
 #include "merge_engine.h"
-#include "merge_worktree.h"
+#include "worktree.h"
 #include "testenv.h"
 #include "testgit.h"
 
@@ -67,8 +67,8 @@ static bool s_repo_left_clean(void)
         ok = false;
     }
     testgit_run(s_repos.user, "for-each-ref", "--format=%(refname)", NULL);
-    if (strstr(testgit_out(), "refs/heads/cloister-merge-") ||
-        strstr(testgit_out(), "refs/cloister-merge/")) {
+    if (strstr(testgit_out(), "refs/heads/cloister-wt-") ||
+        strstr(testgit_out(), "refs/cloister-wt/")) {
         fprintf(stderr, "ref left: %s\n", testgit_out());
         ok = false;
     }
@@ -259,7 +259,7 @@ static void test_clean_merge_and_idempotence(void)
         _exit(0);
     waitpid(dead, NULL, 0);
     char leftover[700], name[64];
-    snprintf(name, sizeof name, "cloister-merge-%ld-1", (long)dead);
+    snprintf(name, sizeof name, "cloister-wt-%ld-1", (long)dead);
     snprintf(leftover, sizeof leftover, "%s/%s", s_wtdir, name);
     CHECK_INT(
         testgit_run(s_repos.user, "worktree", "add", "-q", "--detach", leftover, "main", NULL), 0);
@@ -281,13 +281,13 @@ static void test_clean_merge_and_idempotence(void)
     /* Our pid with another start time is a predecessor that had the same pid (pid 1 of a
      * restarted container): its leftover goes. A name of this very process stays. */
     char live[64], reused[64], live_path[700], reused_path[700];
-    merge_worktree_unique_name(live, sizeof live);
+    worktree_unique_name(live, sizeof live);
     long pid = 0;
     long long start = 0;
     unsigned seq = 0;
-    CHECK(sscanf(live, MERGE_WORKTREE_PREFIX "%ld-%lld-%u", &pid, &start, &seq) == 3);
+    CHECK(sscanf(live, WORKTREE_PREFIX "%ld-%lld-%u", &pid, &start, &seq) == 3);
     CHECK_INT(pid, getpid());
-    snprintf(reused, sizeof reused, "%s%ld-%lld-%u", MERGE_WORKTREE_PREFIX, pid, start + 1, seq);
+    snprintf(reused, sizeof reused, "%s%ld-%lld-%u", WORKTREE_PREFIX, pid, start + 1, seq);
     snprintf(live_path, sizeof live_path, "%s/%s", s_wtdir, live);
     snprintf(reused_path, sizeof reused_path, "%s/%s", s_wtdir, reused);
     CHECK_INT(testgit_run(s_repos.user, "worktree", "add", "-q", "--detach", live_path, "main", NULL), 0);

@@ -1,6 +1,7 @@
 /* cloister-test honours [specialists.test-agent] test_command over detection: a project
  * whose Makefile would fail is tested with the configured command instead, and the result
- * names it (runner "configured"). The [specialists.test_agent] spelling works too. */
+ * names it (runner "configured"). The [specialists.test_agent] spelling works too. A
+ * command that is not there is reported as tests that could not run, not as failing. */
 #include "test_test_service_harness.h"
 
 int main(void)
@@ -10,7 +11,7 @@ int main(void)
         return 1;
     tsh_config(h, "[specialists.test_agent]\n"
                   "test_command = \"sh -c 'echo ===== 5 passed in 0.03s ====='\"\n");
-    tsh_service(h, "t1");
+    pid_t t1 = tsh_service(h, "t1");
     const char *dir = tsh_make_project(h, "proj", TSH_PYTEST_FAIL, 1);
     tsh_submit(h, "cfg1", 30, "{\"workspace\": \"%s\"}", dir);
     json_t *end = tsh_end(h, "cfg1", 10000);
@@ -30,6 +31,17 @@ int main(void)
     end = tsh_end(h, "cfg2", 10000);
     CHECK_STR(tsh_event(end), "task.done");
     CHECK_STR(tsh_result_str(end, "runner"), "configured");
+
+    /* A runner that is not installed: the error names it and the shell's exit code. */
+    testenv_signal(t1, SIGTERM);
+    CHECK_INT(testenv_wait(h->env, t1, 10000), 0);
+    tsh_config(h, "[specialists.test-agent]\ntest_command = \"no-such-runner-xyz --quiet\"\n");
+    tsh_service(h, "t2");
+    tsh_submit(h, "cfg3", 30, "{\"workspace\": \"%s\"}", empty);
+    end = tsh_end(h, "cfg3", 10000);
+    CHECK_STR(tsh_event(end), "task.failed");
+    CHECK_STR(harness_field(end, "error"), "tests could not run: no-such-runner-xyz: not found (exit 127)");
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "ERROR");
     harness_destroy(&h);
     return check_exit_code("test_test_service_config");
 }

@@ -160,33 +160,85 @@ static void s_bad_workspace(harness_t *h)
     CHECK_STR(harness_field(end, "error"), "workspace pass is not an absolute path");
 }
 
+/* The commit of `rev` in the repository at dir, into sha (41 bytes). */
+static void s_rev(harness_t *h, const char *dir, const char *rev, char *sha)
+{
+    char script[300], out[512];
+    snprintf(script, sizeof script, "cd \"$1\" && git rev-parse %s", rev);
+    CHECK_INT(s_sh(h, dir, script, out, sizeof out), 0);
+    snprintf(sha, 41, "%.40s", out);
+}
+
+/* The test-agent tests the branch or commit it was asked for, in a worktree of its own:
+ * never the user's checkout (their HEAD, index and uncommitted changes stay as they are). */
 static void s_other_branch(harness_t *h)
 {
     const char *dir = tsh_make_project(h, "repo", TSH_PYTEST_PASS, 0);
-    char out[512];
+    char out[2048], main_sha[41], feature_sha[41];
+    /* main passes; feature fails; the checkout stays on main with an uncommitted change
+     * that would make the run an error. */
     CHECK_INT(s_sh(h, dir,
                    "cd \"$1\" && git init -q -b main && git add -A && "
-                   "git -c user.name=t -c user.email=t@t commit -q -m init",
+                   "git -c user.name=t -c user.email=t@t commit -q -m init && "
+                   "git checkout -q -b feature",
                    out, sizeof out),
               0);
+    tsh_file(h, "repo", "tests.sh", "cat <<'EOF'\n" TSH_PYTEST_FAIL "EOF\nexit 1\n");
+    CHECK_INT(s_sh(h, dir,
+                   "cd \"$1\" && git -c user.name=t -c user.email=t@t commit -q -am 'break it' "
+                   "&& git checkout -q main && echo 'echo UNCOMMITTED; exit 3' > tests.sh",
+                   out, sizeof out),
+              0);
+    s_rev(h, dir, "main", main_sha);
+    s_rev(h, dir, "feature", feature_sha);
+
     tsh_submit(h, "branch1", 30, "{\"workspace\": \"%s\", \"branch\": \"feature\"}", dir);
     json_t *end = tsh_end(h, "branch1", 10000);
     CHECK_STR(tsh_event(end), "task.done");
-    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "PASS");
-    CHECK_STR(tsh_result_str(end, "workspace_branch"), "main");
-    CHECK(strstr(tsh_result_str(end, "NOTES"),
-                 "the workspace is on main, not on the requested branch feature") != NULL);
-    /* Still on main, nothing changed in the tree. */
-    CHECK_INT(s_sh(h, dir, "cd \"$1\" && git symbolic-ref --short HEAD && git status --porcelain",
-                   out, sizeof out),
-              0);
-    CHECK_STR(out, "main\n");
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "FAIL");
+    CHECK_STR(tsh_result_str(end, "TESTED_COMMIT"), feature_sha);
+    CHECK(strstr(tsh_result_str(end, "NOTES"), "tested branch feature") != NULL);
 
-    /* On the requested branch: no note about it. */
-    tsh_submit(h, "branch2", 30, "{\"workspace\": \"%s\", \"branch\": \"main\"}", dir);
+    /* No branch: the HEAD commit, not the uncommitted change. */
+    tsh_submit(h, "branch2", 30, "{\"workspace\": \"%s\"}", dir);
     end = tsh_end(h, "branch2", 10000);
     CHECK_STR(tsh_event(end), "task.done");
-    CHECK(strstr(tsh_result_str(end, "NOTES"), "requested branch") == NULL);
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "PASS");
+    CHECK_STR(tsh_result_str(end, "TESTED_COMMIT"), main_sha);
+    char note[200];
+    snprintf(note, sizeof note, "no branch given: the workspace's HEAD %.12s", main_sha);
+    CHECK(strstr(tsh_result_str(end, "NOTES"), note) != NULL);
+
+    /* A commit, by SHA. */
+    tsh_submit(h, "branch3", 30, "{\"workspace\": \"%s\", \"commit\": \"%s\"}", dir, feature_sha);
+    end = tsh_end(h, "branch3", 10000);
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "FAIL");
+    CHECK_STR(tsh_result_str(end, "TESTED_COMMIT"), feature_sha);
+
+    /* A branch that does not exist is an error that names it. */
+    tsh_submit(h, "branch4", 30, "{\"workspace\": \"%s\", \"branch\": \"nope\"}", dir);
+    end = tsh_end(h, "branch4", 10000);
+    CHECK_STR(tsh_event(end), "task.failed");
+    char error[700];
+    snprintf(error, sizeof error, "branch 'nope' not found in %s", dir);
+    CHECK_STR(harness_field(end, "error"), error);
+
+    /* The user's checkout: still on main, the same uncommitted change, no worktree or
+     * branch left behind. */
+    CHECK_INT(s_sh(h, dir,
+                   "cd \"$1\" && git symbolic-ref --short HEAD && git status --porcelain && "
+                   "cat tests.sh && git worktree list | wc -l && git branch | wc -l",
+                   out, sizeof out),
+              0);
+    CHECK_STR(out, "main\n M tests.sh\necho UNCOMMITTED; exit 3\n1\n2\n");
+
+    /* A directory outside git: a branch cannot be tested there. */
+    const char *plain = tsh_make_project(h, "plain", TSH_PYTEST_PASS, 0);
+    tsh_submit(h, "branch5", 30, "{\"workspace\": \"%s\", \"branch\": \"main\"}", plain);
+    end = tsh_end(h, "branch5", 10000);
+    CHECK_STR(tsh_event(end), "task.failed");
+    CHECK(strstr(harness_field(end, "error"), "is not in a git repository: cannot test branch "
+                                              "'main'") != NULL);
 }
 
 int main(void)

@@ -69,6 +69,10 @@ static void test_each_runner(void)
              "tox.ini [pytest]");
     s_expect(s_project("conftest.py", "\n", NULL), NULL, TESTDETECT_PYTEST, "pytest",
              "conftest.py");
+    s_expect(s_project("setup.py", "from setuptools import setup\nsetup()\n", NULL), NULL,
+             TESTDETECT_PYTEST, "pytest", "setup.py");
+    s_expect(s_project("setup.py", "\n", "setup.cfg", "[metadata]\nname = x\n", NULL), NULL,
+             TESTDETECT_PYTEST, "pytest", "setup.py");
     s_expect(s_project("test_app.py", "def test_a(): pass\n", NULL), NULL, TESTDETECT_PYTEST,
              "pytest", "test_app.py");
     s_expect(s_project("tests/app_test.py", "def test_a(): pass\n", NULL), NULL, TESTDETECT_PYTEST,

@@ -82,6 +82,26 @@ static void test_pytest(void)
     }
 }
 
+/* Python's unittest, output recorded from a real `python3 -m unittest` run. */
+static void test_unittest(void)
+{
+    testrun_result_t *r = s_parse_fixture("unittest_fail.txt");
+    if (!r)
+        return;
+    s_check_counts(r, 4, 2, 2, 1);
+    CHECK_INT(r->nfailures, 2);
+    s_check_failure(r, 0, "test_div (tests.test_math.MathTest.test_div)");
+    s_check_failure(r, 1, "test_add (tests.test_math.MathTest.test_add)");
+    testrun_result_destroy(&r);
+
+    r = s_parse_fixture("unittest_pass.txt");
+    if (r) {
+        s_check_counts(r, 2, 2, 0, 0);
+        CHECK_INT(r->nfailures, 0);
+        testrun_result_destroy(&r);
+    }
+}
+
 static void test_jest(void)
 {
     testrun_result_t *r = s_parse_fixture("jest_fail.txt");
@@ -637,6 +657,7 @@ static void test_step_cancel(testenv_t *env)
 int main(void)
 {
     test_pytest();
+    test_unittest();
     test_jest();
     test_vitest();
     test_cargo();

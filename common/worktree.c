@@ -1,5 +1,5 @@
-/* merge_worktree: service-owned linked worktrees (see merge_worktree.h). */
-#include "merge_worktree.h"
+/* worktree: service-owned linked worktrees (see worktree.h). */
+#include "worktree.h"
 
 #include "failure.h"
 #include "home.h"
@@ -21,18 +21,18 @@ typedef struct {
     git_oid oid;
 } s_branch_t;
 
-struct merge_worktree_t {
+struct worktree_t {
     git_repository *repo;    /* the main repository (borrowed) */
     git_worktree *worktree;
     git_repository *wt_repo; /* the worktree opened as a repository */
     char name[64];
     char *path;
-    s_branch_t *branches;    /* merge_worktree_watch_branches() snapshot */
+    s_branch_t *branches;    /* worktree_watch_branches() snapshot */
     size_t branch_count;
     git_oid watched_head;    /* the worktree's HEAD then */
 };
 
-static void s_forget_branches(merge_worktree_t *self)
+static void s_forget_branches(worktree_t *self)
 {
     for (size_t i = 0; i < self->branch_count; i++)
         free(self->branches[i].name);
@@ -86,25 +86,25 @@ static long long s_start_time(pid_t pid)
     return start;
 }
 
-void merge_worktree_unique_name(char *buf, size_t size)
+void worktree_unique_name(char *buf, size_t size)
 {
     static unsigned s_sequence;
     static long long s_own_start = -2;
     if (s_own_start == -2)
         s_own_start = s_start_time(getpid());
-    snprintf(buf, size, "%s%ld-%lld-%u", MERGE_WORKTREE_PREFIX, (long)getpid(), s_own_start,
+    snprintf(buf, size, "%s%ld-%lld-%u", WORKTREE_PREFIX, (long)getpid(), s_own_start,
              ++s_sequence);
 }
 
-int merge_worktree_add(merge_worktree_t **out, git_repository *repo, const char *dir,
+int worktree_add(worktree_t **out, git_repository *repo, const char *dir,
                        const git_oid *commit)
 {
     *out = NULL;
-    merge_worktree_t *self = calloc(1, sizeof *self);
+    worktree_t *self = calloc(1, sizeof *self);
     if (self == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
     self->repo = repo;
-    merge_worktree_unique_name(self->name, sizeof self->name);
+    worktree_unique_name(self->name, sizeof self->name);
     if (home_mkdirs(dir) != 0 ||
         asprintf(&self->path, "%s/%s", dir, self->name) < 0) {
         free(self);
@@ -148,24 +148,24 @@ out:
             git_branch_delete(left);
             git_reference_free(left);
         }
-        merge_worktree_destroy(&self);
+        worktree_destroy(&self);
         return rc;
     }
     *out = self;
     return 0;
 }
 
-const char *merge_worktree_path(const merge_worktree_t *self)
+const char *worktree_path(const worktree_t *self)
 {
     return self->path;
 }
 
-git_repository *merge_worktree_repo(merge_worktree_t *self)
+git_repository *worktree_repo(worktree_t *self)
 {
     return self->wt_repo;
 }
 
-int merge_worktree_checkout(merge_worktree_t *self, const git_oid *commit)
+int worktree_checkout(worktree_t *self, const git_oid *commit)
 {
     git_object *object = NULL;
     git_checkout_options opts;
@@ -201,9 +201,9 @@ static void s_prune(git_repository *repo, const char *name, const char *path)
         s_remove_tree(path);
 }
 
-void merge_worktree_destroy(merge_worktree_t **self_p)
+void worktree_destroy(worktree_t **self_p)
 {
-    merge_worktree_t *self = *self_p;
+    worktree_t *self = *self_p;
     if (self == NULL)
         return;
     git_repository_free(self->wt_repo);
@@ -215,7 +215,7 @@ void merge_worktree_destroy(merge_worktree_t **self_p)
     *self_p = NULL;
 }
 
-int merge_worktree_watch_branches(merge_worktree_t *self)
+int worktree_watch_branches(worktree_t *self)
 {
     s_forget_branches(self);
     if (git_reference_name_to_id(&self->watched_head, self->wt_repo, "HEAD") < 0)
@@ -250,7 +250,7 @@ int merge_worktree_watch_branches(merge_worktree_t *self)
     return rc;
 }
 
-static const s_branch_t *s_branch_before(const merge_worktree_t *self, const char *name)
+static const s_branch_t *s_branch_before(const worktree_t *self, const char *name)
 {
     for (size_t i = 0; i < self->branch_count; i++)
         if (strcmp(self->branches[i].name, name) == 0)
@@ -259,7 +259,7 @@ static const s_branch_t *s_branch_before(const merge_worktree_t *self, const cha
 }
 
 /* Reports "<undo> <branch>, which the resolver had <change>". */
-static void s_undo_note(merge_worktree_note_fn note, void *arg, const char *undo,
+static void s_undo_note(worktree_note_fn note, void *arg, const char *undo,
                         const char *name, const char *change)
 {
     if (note == NULL)
@@ -270,7 +270,7 @@ static void s_undo_note(merge_worktree_note_fn note, void *arg, const char *undo
 }
 
 /* Puts branch `name` back as it was in the snapshot: moved back, or deleted if it is new. */
-static int s_restore_branch(merge_worktree_t *self, const char *name, merge_worktree_note_fn note,
+static int s_restore_branch(worktree_t *self, const char *name, worktree_note_fn note,
                             void *arg)
 {
     const s_branch_t *before = s_branch_before(self, name);
@@ -292,7 +292,7 @@ static int s_restore_branch(merge_worktree_t *self, const char *name, merge_work
     return rc;
 }
 
-int merge_worktree_undo_branches(merge_worktree_t *self, merge_worktree_note_fn note, void *arg)
+int worktree_undo_branches(worktree_t *self, worktree_note_fn note, void *arg)
 {
     git_reference *head = NULL;
     if (git_reference_lookup(&head, self->wt_repo, "HEAD") < 0)
@@ -346,13 +346,13 @@ int merge_worktree_undo_branches(merge_worktree_t *self, merge_worktree_note_fn 
 
 /* True if `name` (a worktree, directory or ref basename) was made by a process that no
  * longer runs. Names of live processes, including ours, are left alone.
- * A name is "cloister-merge-<pid>-<start time>-<n>"; names from before the start time was
- * added, "cloister-merge-<pid>-<n>", count as gone when the pid is ours (we make no such
+ * A name is "cloister-wt-<pid>-<start time>-<n>"; names from before the start time was
+ * added, "cloister-wt-<pid>-<n>", count as gone when the pid is ours (we make no such
  * names) or runs no more. */
 static bool s_owner_gone(const char *name)
 {
-    size_t plen = strlen(MERGE_WORKTREE_PREFIX);
-    if (strncmp(name, MERGE_WORKTREE_PREFIX, plen) != 0)
+    size_t plen = strlen(WORKTREE_PREFIX);
+    if (strncmp(name, WORKTREE_PREFIX, plen) != 0)
         return false;
     long long numbers[3];
     int count = 0;
@@ -379,7 +379,7 @@ static bool s_owner_gone(const char *name)
     return start < 0 || start != numbers[1];
 }
 
-static void s_note(merge_worktree_note_fn note, void *arg, const char *what, const char *name)
+static void s_note(worktree_note_fn note, void *arg, const char *what, const char *name)
 {
     if (note == NULL)
         return;
@@ -389,7 +389,7 @@ static void s_note(merge_worktree_note_fn note, void *arg, const char *what, con
 }
 
 /* Deletes refs matching `glob` whose basename belongs to a process that is gone. */
-static int s_clean_refs(git_repository *repo, const char *glob, merge_worktree_note_fn note,
+static int s_clean_refs(git_repository *repo, const char *glob, worktree_note_fn note,
                         void *arg)
 {
     git_reference_iterator *it = NULL;
@@ -409,8 +409,8 @@ static int s_clean_refs(git_repository *repo, const char *glob, merge_worktree_n
     return 0;
 }
 
-int merge_worktree_clean_stale(git_repository *repo, const char *dir,
-                               merge_worktree_note_fn note, void *arg)
+int worktree_clean_stale(git_repository *repo, const char *dir,
+                               worktree_note_fn note, void *arg)
 {
     git_strarray names = {NULL, 0};
     if (git_worktree_list(&names, repo) < 0)
@@ -447,7 +447,7 @@ int merge_worktree_clean_stale(git_repository *repo, const char *dir,
     }
 
     /* Branches of worktrees that crashed before detaching, then temporary push refs. */
-    if (s_clean_refs(repo, "refs/heads/" MERGE_WORKTREE_PREFIX "*", note, arg) != 0)
+    if (s_clean_refs(repo, "refs/heads/" WORKTREE_PREFIX "*", note, arg) != 0)
         return FAILURE_GIT;
-    return s_clean_refs(repo, MERGE_WORKTREE_REF_DIR "*", note, arg);
+    return s_clean_refs(repo, WORKTREE_REF_DIR "*", note, arg);
 }

@@ -474,14 +474,26 @@ static int s_queue(const pan_t *pan, int argc, char **argv)
 
 /* ---- wake ---- */
 
+/* True for the built-in specialists, whose tasks are about a repository (a workspace). */
+static bool s_needs_workspace(const char *name)
+{
+    return strcmp(name, "review-agent") == 0 || strcmp(name, "test-agent") == 0 ||
+           strcmp(name, "merge-agent") == 0;
+}
+
 static int s_wake(const pan_t *pan, int argc, char **argv)
 {
-    static const char *const usage = "pan specialists wake <name> [--task TEXT] [--priority P]";
+    static const char *const usage =
+        "pan specialists wake <name> [--task TEXT] [--priority P] [--workspace DIR]\n"
+        "       [--branch B] [--target T]";
     const char *name = NULL, *text = NULL, *priority = "urgent";
+    const char *workspace_arg = NULL, *branch = NULL, *target = NULL;
     for (int i = 0; i < argc; i++) {
-        int found = pan_option(argc, argv, &i, "--task", &text);
-        if (found == 0)
-            found = pan_option(argc, argv, &i, "--priority", &priority);
+        const char *const names[] = {"--task", "--priority", "--workspace", "--branch", "--target"};
+        const char **values[] = {&text, &priority, &workspace_arg, &branch, &target};
+        int found = 0;
+        for (size_t k = 0; k < sizeof names / sizeof names[0] && found == 0; k++)
+            found = pan_option(argc, argv, &i, names[k], values[k]);
         if (found < 0)
             return pan_usage(usage, "%s needs a value", argv[i]);
         if (found > 0)
@@ -494,6 +506,13 @@ static int s_wake(const pan_t *pan, int argc, char **argv)
         return pan_usage(usage, "which specialist?");
     if (!pan_priority_valid(priority))
         return pan_usage(usage, "invalid priority '%s' (urgent, high, normal, low)", priority);
+    if (workspace_arg == NULL && s_needs_workspace(name))
+        return pan_usage(usage, "%s works on a repository: say which with --workspace DIR%s", name,
+                         strcmp(name, "merge-agent") == 0 ? " --branch B" : "");
+    char workspace[PATH_MAX] = "";
+    if (workspace_arg != NULL &&
+        pan_absolute_path(workspace_arg, workspace, sizeof workspace) != 0)
+        return pan_fail(PAN_EXIT_ERROR, "--workspace: %s", failure_message());
     known_t known;
     int code = s_known_load(pan, &known, BROKER_REQUIRED);
     if (code != PAN_EXIT_OK)
@@ -522,6 +541,9 @@ static int s_wake(const pan_t *pan, int argc, char **argv)
     wire_put_str(writer, "title", title);
     wire_open_map(writer, "payload");
     wire_put_str(writer, "task", text ? text : "Manual wake");
+    wire_put_str(writer, "workspace", workspace[0] ? workspace : NULL);
+    wire_put_str(writer, "branch", branch);
+    wire_put_str(writer, "target", target);
     wire_close(writer);
     json_t *task = NULL;
     code = pan_call(pan, writer, &task);

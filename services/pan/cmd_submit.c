@@ -104,26 +104,6 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
     return PAN_EXIT_OK;
 }
 
-/* The absolute form of `path`: its realpath when it exists, else joined to the cwd. */
-static int s_absolute(const char *path, char *out, size_t size)
-{
-    char resolved[PATH_MAX];
-    if (realpath(path, resolved) != NULL) {
-        snprintf(out, size, "%s", resolved);
-        return 0;
-    }
-    if (path[0] == '/') {
-        snprintf(out, size, "%s", path);
-        return 0;
-    }
-    char cwd[PATH_MAX];
-    if (getcwd(cwd, sizeof cwd) == NULL)
-        return failure_set(FAILURE_IO, "cannot read the current directory");
-    if ((size_t)snprintf(out, size, "%s/%s", cwd, path) >= size)
-        return failure_set(FAILURE_TOO_BIG, "workspace path too long");
-    return 0;
-}
-
 /* payload.force = true, and payload.override unless the payload has one. Returns 0, or -1
  * when memory runs out. */
 static int s_mark_forced(json_t *payload)
@@ -197,7 +177,7 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
         return pan_usage(s_usage, "--timeout must be a number of seconds, not '%s'", args.timeout);
 
     char workspace[PATH_MAX] = "";
-    if (args.workspace != NULL && s_absolute(args.workspace, workspace, sizeof workspace) != 0)
+    if (args.workspace != NULL && pan_absolute_path(args.workspace, workspace, sizeof workspace) != 0)
         return pan_fail(PAN_EXIT_ERROR, "--workspace: %s", failure_message());
     char group[PATH_MAX + 256] = "";
     if (args.group != NULL) {

@@ -6,6 +6,7 @@
 #include "msgjson.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -142,6 +143,25 @@ const char *pan_json_str(const json_t *object, const char *key, const char *fall
 {
     const char *value = json_string_value(json_object_get(object, key));
     return value ? value : fallback;
+}
+
+int pan_absolute_path(const char *path, char *out, size_t size)
+{
+    char resolved[PATH_MAX];
+    if (realpath(path, resolved) != NULL) {
+        snprintf(out, size, "%s", resolved);
+        return 0;
+    }
+    if (path[0] == '/') {
+        snprintf(out, size, "%s", path);
+        return 0;
+    }
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd) == NULL)
+        return failure_set(FAILURE_IO, "cannot read the current directory");
+    if ((size_t)snprintf(out, size, "%s/%s", cwd, path) >= size)
+        return failure_set(FAILURE_TOO_BIG, "workspace path too long");
+    return 0;
 }
 
 json_t *pan_override_new(const char *reason, const char *review)

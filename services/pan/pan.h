@@ -77,6 +77,10 @@ const char *pan_json_str(const json_t *object, const char *key, const char *fall
 /* An integer member of a JSON object (a real is truncated), or `fallback`. */
 int64_t pan_json_int(const json_t *object, const char *key, int64_t fallback);
 
+/* The absolute form of `path` into out: its realpath when it exists, else joined to the
+ * current directory. Returns 0, FAILURE_IO or FAILURE_TOO_BIG (with the reason). */
+int pan_absolute_path(const char *path, char *out, size_t size);
+
 /* A record of a person overriding a gate, for a task's payload.override: {by (the user
  * name), at (UTC ISO 8601), reason, review (when given)}. New object (caller owns), or NULL
  * when memory runs out. */

@@ -4,8 +4,8 @@
 #include "agent_job.h"
 #include "failure.h"
 #include "markers.h"
+#include "pipeline.h"
 #include "prompt.h"
-#include "repository.h"
 #include "review_diff.h"
 #include "review_post.h"
 #include "session.h"
@@ -158,47 +158,53 @@ static int s_head_branch(const char *workspace, char *buf, size_t size)
     return rc;
 }
 
-/* Chains the merge (yolo mode, gate open): of the branch reviewed, pinned to the commit
- * reviewed, in the repository's merge group (the one `pan submit` and `pan approve` use). */
-static void s_chain_merge(review_run_t *r)
+/* Hands the change on (gate open, see common/pipeline.h): the merge in yolo mode, or the
+ * test-agent, pinned to the reviewed commit, of the branch reviewed (or the one HEAD is
+ * on), in the repository's merge group. */
+static void s_chain(review_run_t *r)
 {
+    review_mode_t mode = r->service->mode;
+    pipeline_step_t step = pipeline_after_review(r->service->config);
+    if (step == PIPELINE_NONE || (step == PIPELINE_MERGE && mode != REVIEW_MODE_YOLO))
+        return;
     const specialist_task_t *task = specialist_task(r->ctx);
-    char id[600], group[4200], title[600], branch[256];
+    char branch[256];
     const char *source = r->branch;
     if (source[0] == '\0') {
         if (s_head_branch(r->workspace, branch, sizeof branch) != 0) {
-            specialist_result_str(r->ctx, "approval", "manual");
+            if (step == PIPELINE_MERGE)
+                specialist_result_str(r->ctx, "approval", "manual");
             specialist_progressf(r->ctx, "info",
-                                 "approved, but not queuing the merge: %s is on a detached HEAD, "
-                                 "so there is no branch to merge (submit it by hand)",
-                                 r->workspace);
+                                 "gate open, but not handing on: %s is on a detached HEAD, "
+                                 "so there is no branch to %s (submit it by hand)",
+                                 r->workspace, step == PIPELINE_MERGE ? "merge" : "test");
             return;
         }
         source = branch;
     }
-    snprintf(id, sizeof id, "merge-%s", task->id);
-    repository_merge_group(r->workspace, r->target, group, sizeof group);
-    snprintf(title, sizeof title, "Merge %s into %s", source, r->target);
-    json_t *payload = json_pack("{s:s, s:s, s:s, s:s}", "workspace", r->workspace, "branch", source,
-                                "target", r->target, "commit", r->diff->head);
-    const char *issue = s_or(specialist_payload_str(r->ctx, "issueId"), task->issue);
-    if (payload != NULL && issue[0] != '\0')
-        json_object_set_new(payload, "issueId", json_string(issue));
-    const char *pr = specialist_payload_str(r->ctx, "prUrl");
-    if (payload != NULL && pr != NULL)
-        json_object_set_new(payload, "prUrl", json_string(pr));
-    json_t *submit =
-        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o*}", "id", id, "specialist", "merge-agent",
-                  "priority", s_or(task->priority, "normal"), "source", REVIEW_SPECIALIST, "title",
-                  title, "group", group, "payload", payload);
-    if (submit != NULL && issue[0] != '\0')
-        json_object_set_new(submit, "issue", json_string(issue));
+    pipeline_change_t change = {
+        .workspace = r->workspace,
+        .branch = source,
+        .target = r->target,
+        .commit = r->diff->head,
+        .issue = s_or(specialist_payload_str(r->ctx, "issueId"), task->issue),
+        .pr_url = specialist_payload_str(r->ctx, "prUrl"),
+        .priority = s_or(task->priority, "normal"),
+        .source = REVIEW_SPECIALIST,
+        .review = task->id,
+        .mode = review_mode_name(mode),
+    };
+    json_t *submit = step == PIPELINE_MERGE ? pipeline_merge_task(&change, task->id)
+                                            : pipeline_test_task(&change, task->id);
+    const char *what = step == PIPELINE_MERGE ? "merge" : "test run";
     if (submit == NULL || specialist_result_next(r->ctx, submit) != 0) {
-        specialist_progressf(r->ctx, "info", "could not chain the merge: %s",
+        specialist_progressf(r->ctx, "info", "could not chain the %s: %s", what,
                              submit ? failure_message() : "out of memory");
     } else {
-        specialist_result_str(r->ctx, "merge_task", id);
-        specialist_progressf(r->ctx, "info", "approved in yolo mode: merge queued as %s", id);
+        const char *id = json_string_value(json_object_get(submit, "id"));
+        specialist_result_str(r->ctx, step == PIPELINE_MERGE ? "merge_task" : "test_task", id);
+        specialist_progressf(r->ctx, "info", "gate open (%s mode): %s queued as %s",
+                             review_mode_name(mode), what, id);
     }
     json_decref(submit);
 }
@@ -467,8 +473,8 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     const char *const keys[] = {"SECURITY_ISSUES", "PERFORMANCE_ISSUES", "NOTES"};
     for (size_t i = 0; i < 3; i++)
         specialist_result_str(ctx, keys[i], markers_get(r.markers, keys[i]));
-    if (open && service->mode == REVIEW_MODE_YOLO)
-        s_chain_merge(&r);
+    if (open)
+        s_chain(&r);
     s_post(&r, verdict, open);
     s_history(&r, verdict, open, NULL);
     outcome = SPECIALIST_DONE;

@@ -6,6 +6,7 @@
 #include "failure.h"
 #include "log.h"
 #include "markers.h"
+#include "pipeline.h"
 #include "prompt.h"
 #include "session.h"
 #include "template.h"
@@ -448,6 +449,51 @@ static void s_report_fix_patch(test_job_t *job)
     free(patch);
 }
 
+/* A passing run of a pipeline task (chained by a review, payload.pipeline) hands the
+ * change on when [pipeline] after_test = "merge": the merge of the tested commit, chained
+ * in yolo mode; in normal and strict mode it waits for `pan approve` (see pipeline.h). */
+static void s_chain_merge(test_job_t *job)
+{
+    const specialist_task_t *task = specialist_task(job->ctx);
+    const json_t *pipeline = json_object_get(task->payload_json, "pipeline");
+    if (!json_is_object(pipeline) || pipeline_after_test(job->agent->config) != PIPELINE_MERGE)
+        return;
+    const char *mode = json_string_value(json_object_get(pipeline, "mode"));
+    const char *review = json_string_value(json_object_get(pipeline, "review"));
+    if (mode == NULL || strcmp(mode, "yolo") != 0) {
+        s_note(job, "tests passed: the merge waits for `pan approve %s` (review mode %s)",
+               review ? review : task->issue, mode ? mode : "unknown");
+        return;
+    }
+    const char *branch = specialist_payload_str(job->ctx, "branch");
+    const char *target = specialist_payload_str(job->ctx, "target");
+    pipeline_change_t change = {
+        .workspace = job->workspace,
+        .branch = branch ? branch : "",
+        .target = target && target[0] ? target : "main",
+        .commit = test_tree_commit(job->tree),
+        .issue = specialist_payload_str(job->ctx, "issueId"),
+        .pr_url = specialist_payload_str(job->ctx, "prUrl"),
+        .priority = task->priority,
+        .source = TEST_AGENT_SPECIALIST,
+        .review = review,
+        .mode = mode,
+    };
+    if (change.branch[0] == '\0' || change.commit[0] == '\0') {
+        s_note(job, "tests passed, but there is no branch and commit to merge");
+        return;
+    }
+    json_t *submit = pipeline_merge_task(&change, task->id);
+    if (submit == NULL || specialist_result_next(job->ctx, submit) != 0) {
+        s_note(job, "could not chain the merge: %s", submit ? failure_message() : "out of memory");
+    } else {
+        const char *id = json_string_value(json_object_get(submit, "id"));
+        specialist_result_str(job->ctx, "merge_task", id);
+        s_note(job, "tests passed: merge queued as %s", id);
+    }
+    json_decref(submit);
+}
+
 /* One line in specialists/test-agent/history.jsonl for this job. */
 static void s_history(test_job_t *job, const char *verdict, specialist_outcome_t outcome)
 {
@@ -575,6 +621,8 @@ specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
     }
     verdict = testrun_verdict_name(testrun_verdict(result));
     outcome = SPECIALIST_DONE;
+    if (testrun_verdict(result) == TESTRUN_PASS)
+        s_chain_merge(job);
 out:
     if (outcome != SPECIALIST_DONE) {
         verdict = "ERROR";

@@ -119,12 +119,15 @@ static inline void review_env_destroy(review_env_t **r_p)
     review_clear_fake_env();
 }
 
-/* Starts cloister-review as worker `id` and waits until the broker announced it. */
-static inline pid_t review_start(review_env_t *r, const char *id)
+/* Starts a specialist service (`program`, e.g. cloister-review or cloister-test) as
+ * worker `id` and waits until the broker announced it. The review-agent gets the fixed
+ * workdir (--workdir); other services use their default. */
+static inline pid_t review_start_program(review_env_t *r, const char *program, const char *id)
 {
+    bool review = strcmp(program, "cloister-review") == 0;
     char bind[600];
     snprintf(bind, sizeof bind, "ipc://%s/%s.sock", r->h->env->dir, id);
-    char *argv[] = {(char *)testenv_bin("cloister-review"),
+    char *argv[] = {(char *)testenv_bin(program),
                     "--heartbeat-ms",
                     HARNESS_HB,
                     "--worker-id",
@@ -133,12 +136,18 @@ static inline pid_t review_start(review_env_t *r, const char *id)
                     bind,
                     "--grace-ms",
                     "3000",
-                    "--workdir",
+                    review ? "--workdir" : NULL,
                     r->workdir,
                     NULL};
     pid_t pid = testenv_spawn(r->h->env, id, argv);
     CHECK(harness_wait_joined(r->h, id));
     return pid;
+}
+
+/* Starts cloister-review as worker `id`. */
+static inline pid_t review_start(review_env_t *r, const char *id)
+{
+    return review_start_program(r, "cloister-review", id);
 }
 
 /* SIGTERM to the service; waits for it to exit. Returns its exit status or -1. */

@@ -129,7 +129,7 @@ static void test_queue_order(testenv_t *env)
 static void test_wake(testenv_t *env)
 {
     CHECK_INT(harness_pan(env, s_out, "specialists", "wake", "review-agent", "--task",
-                          "look at the auth module", NULL),
+                          "look at the auth module", "--workspace", env->dir, NULL),
               0);
     CHECK(strstr(s_out, "✓ Specialist review-agent woken up successfully") != NULL);
     CHECK_INT(harness_pan(env, s_out, "specialists", "queue", "review-agent", "--json", NULL), 0);
@@ -141,6 +141,8 @@ static void test_wake(testenv_t *env)
     CHECK_STR(json_string_value(json_object_get(first, "priority")), "urgent");
     CHECK_STR(json_string_value(json_object_get(json_object_get(first, "payload"), "task")),
               "look at the auth module");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(first, "payload"), "workspace")),
+              env->dir);
     json_decref(queue);
     CHECK_INT(harness_pan_all(env, s_out, "specialists", "wake", "nobody", NULL), 1);
     CHECK(strstr(s_out, "Error: Unknown specialist 'nobody'") != NULL);

@@ -125,7 +125,8 @@ static void test_wake_title_cut(testenv_t *env)
     char text[256];
     memset(text, 'a', 199);
     snprintf(text + 199, sizeof text - 199, "\xC3\xA9 and more");
-    CHECK_INT(harness_pan(env, s_out, "specialists", "wake", "merge-agent", "--task", text, NULL),
+    CHECK_INT(harness_pan(env, s_out, "specialists", "wake", "merge-agent", "--task", text,
+                          "--workspace", env->dir, "--branch", "feature", NULL),
               0);
     CHECK_INT(harness_pan(env, s_out, "specialists", "queue", "merge-agent", "--json", NULL), 0);
     json_t *queue = harness_json(s_out);

@@ -387,6 +387,77 @@ static void test_post_follows_gate(review_env_t *r)
     free(body);
 }
 
+/* Review → test → merge: with [pipeline] after_review = "test", a review whose gate opens
+ * chains the test-agent on the reviewed commit; with after_test = "merge", a passing run
+ * chains the merge of that commit in yolo mode, and leaves it to `pan approve` in normal. */
+static void test_pipeline_chains(review_env_t *r)
+{
+    char reviewed[41], group[PATH_MAX + 64], root[PATH_MAX];
+    testgit_rev(r->repo, "feature", reviewed);
+    CHECK(realpath(r->repo, root) != NULL);
+    snprintf(group, sizeof group, "merge:%s:main", root);
+    static const char *const pipeline =
+        "[pipeline]\nafter_review = \"test\"\nafter_test = \"merge\"\n\n"
+        "[specialists.test-agent]\ntest_command = \"echo '=== 3 passed in 0.01s ==='\"\n";
+    char extra[1024];
+    snprintf(extra, sizeof extra, "[review]\nmode = \"yolo\"\n\n%s", pipeline);
+    review_config(r, extra);
+    setenv("FAKE_CLAUDE_RESULT", "REVIEW_RESULT: APPROVED\nFINDINGS: none\n", 1);
+    pid_t reviewer = review_start(r, "review-pipe");
+    pid_t tester = review_start_program(r, "cloister-test", "tester-pipe");
+    review_submit(r, "pipe1", 30, NULL);
+    json_t *done = harness_wait(r->h, "task.done", "pipe1", 15000);
+    CHECK(done != NULL);
+    if (done != NULL) {
+        CHECK_STR(harness_field(review_result(done), "test_task"), "test-pipe1");
+        CHECK_STR(harness_field(review_result(done), "merge_task"), "");
+    }
+    json_t *tested = harness_wait(r->h, "task.done", "test-pipe1", 20000);
+    CHECK(tested != NULL);
+    if (tested != NULL) {
+        CHECK_STR(harness_field(tested, "parent"), "pipe1");
+        CHECK_STR(harness_field(review_result(tested), "TEST_RESULT"), "PASS");
+        CHECK_STR(harness_field(review_result(tested), "TESTED_COMMIT"), reviewed);
+        CHECK_STR(harness_field(review_result(tested), "merge_task"), "merge-test-pipe1");
+    }
+    json_t *queued = harness_wait(r->h, "task.queued", "merge-test-pipe1", 5000);
+    CHECK(queued != NULL);
+    if (queued != NULL) {
+        CHECK_STR(harness_field(queued, "specialist"), "merge-agent");
+        CHECK_STR(harness_field(queued, "parent"), "test-pipe1");
+        CHECK_STR(harness_field(queued, "group"), group);
+    }
+    char out[16384];
+    char *show[] = {(char *)testenv_bin("pan"), "task", "show", "merge-test-pipe1", "--json", NULL};
+    CHECK_INT(testenv_run(r->h->env, show, out, sizeof out, 10000), 0);
+    json_t *task = json_loads(out, 0, NULL);
+    const json_t *payload = json_object_get(task, "payload");
+    CHECK_STR(harness_field(payload, "commit"), reviewed);
+    CHECK_STR(harness_field(payload, "branch"), "feature");
+    CHECK_STR(harness_field(json_object_get(payload, "pipeline"), "review"), "pipe1");
+    json_decref(task);
+    CHECK(review_stop(r, reviewer) == 0);
+    CHECK(review_stop(r, tester) == 0);
+
+    /* Normal mode: the tests run, the merge waits for a person. */
+    snprintf(extra, sizeof extra, "[review]\nmode = \"normal\"\n\n%s", pipeline);
+    review_config(r, extra);
+    reviewer = review_start(r, "review-pipe2");
+    tester = review_start_program(r, "cloister-test", "tester-pipe2");
+    review_submit(r, "pipe2", 30, NULL);
+    tested = harness_wait(r->h, "task.done", "test-pipe2", 20000);
+    CHECK(tested != NULL);
+    if (tested != NULL) {
+        CHECK_STR(harness_field(review_result(tested), "merge_task"), "");
+        CHECK(strstr(harness_field(review_result(tested), "NOTES"), "pan approve pipe2") != NULL);
+    }
+    harness_pump(r->h, 300);
+    CHECK_INT(harness_count(r->h, "task.queued", "merge-test-pipe2"), 0);
+    CHECK(review_stop(r, reviewer) == 0);
+    CHECK(review_stop(r, tester) == 0);
+    review_clear_fake_env();
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("review-gate");
@@ -401,6 +472,7 @@ int main(void)
         test_approve_pins_reviewed_commit(r);
         test_post_review(r);
         test_post_follows_gate(r);
+        test_pipeline_chains(r);
     }
     review_env_destroy(&r);
     return check_exit_code("test_review_gate");

@@ -32,6 +32,21 @@ int main(void)
     CHECK_STR(tsh_event(end), "task.done");
     CHECK_STR(tsh_result_str(end, "runner"), "configured");
 
+    /* pan specialists wake takes the workspace the built-in specialists need. */
+    char out[4096], id[64] = "";
+    char *wake[] = {(char *)testenv_bin("pan"), "specialists", "wake", "test-agent",
+                    "--workspace", (char *)empty, NULL};
+    CHECK_INT(testenv_run(h->env, wake, out, sizeof out, 10000), 0);
+    const char *queued = strstr(out, "Queued urgent task ");
+    CHECK(queued != NULL && sscanf(queued, "Queued urgent task %63s", id) == 1);
+    end = tsh_end(h, id, 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "PASS");
+    char *bare[] = {"/bin/sh", "-c", "exec \"$0\" specialists wake test-agent 2>&1",
+                    (char *)testenv_bin("pan"), NULL};
+    CHECK_INT(testenv_run(h->env, bare, out, sizeof out, 10000), 2);
+    CHECK(strstr(out, "test-agent works on a repository: say which with --workspace DIR") != NULL);
+
     /* A runner that is not installed: the error names it and the shell's exit code. */
     testenv_signal(t1, SIGTERM);
     CHECK_INT(testenv_wait(h->env, t1, 10000), 0);

@@ -727,6 +727,16 @@ static bool s_contains(const char *text, const char *needle)
 {
     return text != NULL && strstr(text, needle) != NULL;
 }
+/* Why the agent could not start, into buf; a command that is not there says where the
+ * command comes from, since that is what the user must change. */
+static void s_start_error(char *buf, size_t size)
+{
+    const char *why = failure_message();
+    bool missing = strstr(why, "cannot execute") != NULL;
+    snprintf(buf, size, "%s%s", why,
+             missing ? " — set [agent] command or CLOISTER_AGENT_COMMAND" : "");
+}
+
 
 /* After an attempt ended: recover with another attempt (returns true) or not. */
 static bool s_recover(agent_run_t *run)
@@ -764,7 +774,7 @@ static bool s_recover(agent_run_t *run)
     }
     if (s_spawn(run) != 0) {
         char error[1200];
-        snprintf(error, sizeof error, "cannot start the agent: %s", failure_message());
+        s_start_error(error, sizeof error);
         s_finish(run, error);
     }
     return true;
@@ -846,7 +856,7 @@ static void s_step_lock(agent_run_t *run, int timeout_ms)
     run->phase = RUN_AGENT;
     if (s_spawn(run) != 0) {
         char error[1200];
-        snprintf(error, sizeof error, "cannot start the agent: %s", failure_message());
+        s_start_error(error, sizeof error);
         s_finish(run, error);
     }
 }

@@ -847,12 +847,11 @@ static int s_resolve_conflicts(s_job_t *job)
                                    (const char *const *)paths, job->nconflicts, &notes,
                                    req->callback_arg);
     result->resolve_ms += s_since(start);
-    if (notes != NULL) {
+    if (notes != NULL)
         s_add_note(job, notes);
-        free(notes);
-    }
     rc = worktree_undo_branches(job->worktree, s_note_undo, job);
     if (rc != 0) {
+        free(notes);
         free(paths);
         return s_fail_from_module(job, rc);
     }
@@ -860,8 +859,12 @@ static int s_resolve_conflicts(s_job_t *job)
     if (rc == 0 && resolver_rc != 0) {
         for (size_t i = 0; i < job->nconflicts && rc == 0; i++)
             rc = s_list_add(&result->failed_files, &result->failed_count, paths[i]);
-        rc = s_fail(job, FAILURE_AGENT, "the resolver gave up on the conflicts");
+        /* The resolver's own account is the root cause; the unresolved files follow. */
+        rc = s_fail(job, FAILURE_AGENT, "%s%sthe conflicts in %zu file(s) were not resolved",
+                    notes && notes[0] ? notes : "", notes && notes[0] ? " — so " : "",
+                    job->nconflicts);
     }
+    free(notes);
     free(paths);
     if (rc != 0)
         return rc;

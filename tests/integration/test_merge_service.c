@@ -408,12 +408,29 @@ static void test_conflict_unresolved(void)
     s_submit("unresolved-2", "feature/x", s_group(), 0, NULL);
     end = s_wait_end("unresolved-2", 30000);
     CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
-    CHECK(strstr(harness_field(end, "error"), "gave up") != NULL);
+    CHECK(strstr(harness_field(end, "error"), "incompatible") != NULL);
+    CHECK(strstr(harness_field(end, "error"), "the conflicts in 1 file(s) were not resolved") !=
+          NULL);
     CHECK_STR(s_result_str(end, "agent_merge_result"), "FAILURE");
     s_remote_main(after);
     CHECK_STR(after, before);
     CHECK(s_user_clean(head));
     CHECK_INT(s_history_lines(NULL), 2);
+
+    /* No agent at all: the task's error names the root cause and what to change. */
+    pid = s_h->env->procs[s_h->env->nprocs - 1];
+    testenv_signal(pid, SIGTERM);
+    CHECK(testenv_wait(s_h->env, pid, 5000) >= 0);
+    setenv("CLOISTER_AGENT_COMMAND", "/nonexistent/claude", 1);
+    s_start_merge("merge-3");
+    unsetenv("CLOISTER_AGENT_COMMAND");
+    s_submit("unresolved-3", "feature/x", s_group(), 0, NULL);
+    end = s_wait_end("unresolved-3", 30000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    CHECK(strstr(harness_field(end, "error"),
+                 "cannot execute /nonexistent/claude: No such file or directory — set [agent] "
+                 "command or CLOISTER_AGENT_COMMAND — so the conflicts in 1 file(s) were not "
+                 "resolved") != NULL);
     s_teardown();
 }
 

@@ -126,6 +126,9 @@ static const schema_t s_schema[] = {
     {"merge", "remote", SCHEMA_STRING, true, "origin", 0, 0, NULL},
     {"merge", "push_retries", SCHEMA_INT, true, NULL, 3, 0, NULL},
 
+    {"pipeline", "after_review", SCHEMA_STRING, true, "merge", 0, 0, "merge|test|none"},
+    {"pipeline", "after_test", SCHEMA_STRING, true, "none", 0, 0, "merge|none"},
+
     {SPECIALIST_TABLE, "enabled", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "auto_wake", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "model", SCHEMA_STRING, false, NULL, 0, 0, NULL},

@@ -22,8 +22,8 @@
 
 typedef enum { PIPELINE_NONE, PIPELINE_TEST, PIPELINE_MERGE } pipeline_step_t;
 
-/* [pipeline] after_review / after_test (see above). An unknown value reads as the default;
- * config_check reports it. */
+/* [pipeline] after_review / after_test (see above). The configuration's schema refuses
+ * other values when it is loaded; one that slips through reads as the default. */
 pipeline_step_t pipeline_after_review(const config_t *config);
 pipeline_step_t pipeline_after_test(const config_t *config);
 

@@ -16,10 +16,11 @@ static const char *const s_usage =
     "commands:\n"
     "  submit <specialist> [--priority P] [--issue ID] [--pr-url URL] [--workspace DIR]\n"
     "         [--branch B] [--target T] [--title TEXT] [--id ID] [--group G] [--source S]\n"
-    "         [--max-attempts N] [--timeout S] [--description TEXT] [--payload JSON] [--json]\n"
+    "         [--max-attempts N] [--timeout S] [--description TEXT] [--payload JSON] [--force]\n"
+    "         [--json]\n"
     "  specialists list [--json]\n"
     "  specialists queue <name> [--json]\n"
-    "  specialists wake <name> [--task TEXT] [--priority P]\n"
+    "  specialists wake <name> [--task TEXT] [--priority P] [--workspace DIR] [--branch B]\n"
     "  specialists reset <name>|--all [--force]\n"
     "  events [--since SEQ] [--follow] [--topic PREFIX] [--limit N] [--json]\n"
     "  task show <id> [--json]\n"
@@ -29,6 +30,7 @@ static const char *const s_usage =
     "  tests detect [DIR] [--json]\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
     "  prompt <specialist> <task-id> [--prompts-dir DIR]\n"
+    "  doctor [--workspace DIR]... [--json]\n"
     "\n"
     "Endpoints come from the flags, else CLOISTER_CONTROL / CLOISTER_EVENTS / CLOISTER_IN,\n"
     "else [broker] in $PANOPTICON_HOME/cloister.toml, else tcp://127.0.0.1:5562/5561/5560.\n"
@@ -98,8 +100,15 @@ int main(int argc, char **argv)
         return PAN_EXIT_OK;
     }
     config_t *config = NULL;
-    if (config_load(NULL, &config) != 0)
-        return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    char config_error[1024] = "";
+    if (config_load(NULL, &config) != 0) {
+        if (strcmp(command, "doctor") != 0)
+            return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+        /* The doctor reports a broken configuration and checks the rest on the defaults. */
+        snprintf(config_error, sizeof config_error, "%s", failure_message());
+        if (config_parse_buffer("defaults", "", 0, &config) != 0)
+            return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    }
     pan.config = config;
     if (pan.control_ep == NULL)
         pan.control_ep = config_string(config, "broker", "control", "tcp://127.0.0.1:5562");
@@ -129,6 +138,8 @@ int main(int argc, char **argv)
         code = cmd_approve(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "prompt") == 0)
         code = cmd_prompt(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "doctor") == 0)
+        code = cmd_doctor(&pan, argc - 1, argv + 1, config_error[0] ? config_error : NULL);
     else {
         fprintf(stderr, "pan: unknown command '%s'\n\n%s", command, s_usage);
         code = PAN_EXIT_USAGE;

@@ -458,6 +458,50 @@ static void test_pipeline_chains(review_env_t *r)
     review_clear_fake_env();
 }
 
+/* pan doctor: a line per check against the running broker, the fake agent and the test's
+ * repository; a broken configuration, a missing agent or a missing gh is a ✗ and exit 1. */
+static void test_doctor(review_env_t *r)
+{
+    char out[16384];
+    char *argv[] = {"/bin/sh", "-c", "exec \"$0\" doctor --workspace \"$1\" 2>&1",
+                    (char *)testenv_bin("pan"), r->repo, NULL};
+    review_config(r, NULL);
+    setenv("ANTHROPIC_API_KEY", "test-key", 1);
+    CHECK_INT(testenv_run(r->h->env, argv, out, sizeof out, 20000), 0);
+    CHECK(strstr(out, "✓ broker") != NULL);
+    CHECK(strstr(out, "✓ agent          `") != NULL && strstr(out, "2.1.330") != NULL);
+    CHECK(strstr(out, "✓ agent login    ANTHROPIC_API_KEY is set") != NULL);
+    CHECK(strstr(out, "✓ git identity") != NULL);
+    CHECK(strstr(out, "✓ workspace") != NULL);
+    CHECK(strstr(out, "✓ disk") != NULL);
+    CHECK(strstr(out, "✗") == NULL);
+    if (strstr(out, "✗") != NULL)
+        fprintf(stderr, "%s", out);
+
+    /* Posting on without gh, and the agent gone: each is a ✗ with its remedy. */
+    unsetenv("ANTHROPIC_API_KEY");
+    char extra[600], path[700];
+    snprintf(extra, sizeof extra,
+             "[review]\npost = true\ngh_command = \"%s/no-such-gh\"\n", r->h->env->dir);
+    review_config(r, extra);
+    setenv("CLOISTER_AGENT_COMMAND", "/nonexistent/claude", 1);
+    CHECK_INT(testenv_run(r->h->env, argv, out, sizeof out, 20000), 1);
+    unsetenv("CLOISTER_AGENT_COMMAND");
+    CHECK(strstr(out, "✗ agent          `/nonexistent/claude --version` failed: cannot execute "
+                      "/nonexistent/claude: No such file or directory — set [agent] command or "
+                      "CLOISTER_AGENT_COMMAND") != NULL);
+    CHECK(strstr(out, "✗ gh") != NULL);
+    CHECK(strstr(out, "✗ agent login") != NULL);
+
+    /* A configuration that does not parse: said, with where, and the rest still checked. */
+    snprintf(path, sizeof path, "%s/cloister.toml", r->h->env->home);
+    CHECK(testenv_write_file(path, "[review\nmode = 1\n") == 0);
+    CHECK_INT(testenv_run(r->h->env, argv, out, sizeof out, 20000), 1);
+    CHECK(strstr(out, "✗ configuration  ") != NULL && strstr(out, "cloister.toml:1:") != NULL);
+    CHECK(strstr(out, "✓ git identity") != NULL);
+    review_config(r, NULL);
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("review-gate");
@@ -473,6 +517,7 @@ int main(void)
         test_post_review(r);
         test_post_follows_gate(r);
         test_pipeline_chains(r);
+        test_doctor(r);
     }
     review_env_destroy(&r);
     return check_exit_code("test_review_gate");

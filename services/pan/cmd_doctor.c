@@ -1,0 +1,288 @@
+/* pan doctor: checks what the system needs before it can do anything useful, one line each.
+ *
+ *   pan doctor [--workspace DIR]... [--json]
+ *
+ * ✓/✗ per check, exit 1 if any ✗:
+ *   configuration  $PANOPTICON_HOME/cloister.toml parses (or is absent: defaults);
+ *   broker         answers a `stats` request on the control endpoint;
+ *   agent          for the enabled built-in specialists: the agent command runs
+ *                  (`<command> --version`), and it is logged in where that can be told
+ *                  (ANTHROPIC_API_KEY, or the CLI's .credentials.json in CLAUDE_CONFIG_DIR
+ *                  or ~/.claude);
+ *   git identity   user.name and user.email, or GIT_AUTHOR_NAME/EMAIL (the agents' git
+ *                  commands, e.g. a fix or a resolution, commit in that name);
+ *   workspaces     each --workspace opens as a git repository for this user (an
+ *                  unsafe-ownership refusal names the safe.directory setting);
+ *   gh             present, when [review] post = true;
+ *   disk           at least DOCTOR_MIN_FREE_MB free in $PANOPTICON_HOME.
+ * Workspaces are named on the command line: the configuration has no list of them. */
+#include "pan.h"
+
+#include "failure.h"
+#include "home.h"
+#include "proc.h"
+
+#include <git2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+/* Free space in $PANOPTICON_HOME below which the store and worktrees are at risk. */
+#define DOCTOR_MIN_FREE_MB 1024
+/* How long `<command> --version` may take. */
+#define DOCTOR_COMMAND_TIMEOUT_MS 15000
+
+static const char *const s_usage = "pan doctor [--workspace DIR]... [--json]";
+static const char *const s_builtin[] = {"review-agent", "test-agent", "merge-agent"};
+
+typedef struct {
+    json_t *checks; /* array of {check, ok, detail} */
+    bool json;
+    bool failed;
+} doctor_t;
+
+static void s_report(doctor_t *d, const char *check, bool ok, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void s_report(doctor_t *d, const char *check, bool ok, const char *fmt, ...)
+{
+    char detail[2048];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(detail, sizeof detail, fmt, args);
+    va_end(args);
+    if (!ok)
+        d->failed = true;
+    if (d->json)
+        json_array_append_new(d->checks, json_pack("{s:s, s:b, s:s}", "check", check, "ok", ok,
+                                                   "detail", detail));
+    else
+        printf("%s %-14s %s\n", ok ? "✓" : "✗", check, detail);
+}
+
+/* Runs argv to its end; the first line of its stdout into first_line. */
+typedef struct {
+    char line[256];
+} first_line_t;
+
+static int s_keep_first(void *arg, const char *line, size_t len)
+{
+    first_line_t *first = arg;
+    if (first->line[0] == '\0')
+        snprintf(first->line, sizeof first->line, "%.*s", (int)len, line);
+    return 0;
+}
+
+/* True when argv ran and exited 0; what it printed (or why not) in out. */
+static bool s_runs(char *const *argv, char *out, size_t size)
+{
+    first_line_t first = {.line = ""};
+    proc_options_t options = {.argv = argv,
+                              .on_line = s_keep_first,
+                              .on_line_arg = &first,
+                              .timeout_ms = DOCTOR_COMMAND_TIMEOUT_MS};
+    proc_t *proc = NULL;
+    if (proc_run(&proc, &options) != 0) {
+        snprintf(out, size, "%s", failure_message());
+        return false;
+    }
+    const proc_status_t *status = proc_status(proc);
+    bool ok = status->exited && status->exit_code == 0;
+    if (ok)
+        snprintf(out, size, "%s", first.line[0] ? first.line : "(no output)");
+    else if (status->exited)
+        snprintf(out, size, "exited %d: %.200s", status->exit_code,
+                 status->stderr_tail ? status->stderr_tail : "");
+    else
+        snprintf(out, size, "did not finish within %d s", DOCTOR_COMMAND_TIMEOUT_MS / 1000);
+    proc_destroy(&proc);
+    for (char *p = out; *p; p++) /* one line */
+        if (*p == '\n')
+            *p = ' ';
+    return ok;
+}
+
+static void s_check_config(doctor_t *d, const char *config_error)
+{
+    char path[4096];
+    home_path(path, sizeof path, "cloister.toml");
+    struct stat st;
+    if (config_error != NULL)
+        s_report(d, "configuration", false, "%s", config_error);
+    else if (stat(path, &st) != 0)
+        s_report(d, "configuration", true, "%s absent: the defaults apply", path);
+    else
+        s_report(d, "configuration", true, "%s parses", path);
+}
+
+static void s_check_broker(doctor_t *d, const pan_t *pan)
+{
+    client_t *client = client_new(pan->control_ep, pan->timeout_ms);
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, "stats");
+    wire_msg_t *reply = NULL;
+    int rc = client ? client_call(client, writer, &reply) : FAILURE_INVALID;
+    if (rc == 0)
+        s_report(d, "broker", true, "answers on %s", pan->control_ep);
+    else
+        s_report(d, "broker", false, "no answer on %s: %s", pan->control_ep, failure_message());
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&writer);
+    client_destroy(&client);
+}
+
+/* True when the agent CLI can tell it is logged in: an API key, or its credentials file. */
+static bool s_logged_in(char *how, size_t size)
+{
+    const char *key = getenv("ANTHROPIC_API_KEY");
+    if (key != NULL && key[0] != '\0') {
+        snprintf(how, size, "ANTHROPIC_API_KEY is set");
+        return true;
+    }
+    const char *dir = getenv("CLAUDE_CONFIG_DIR");
+    char path[4096];
+    if (dir != NULL && dir[0] != '\0')
+        snprintf(path, sizeof path, "%s/.credentials.json", dir);
+    else
+        snprintf(path, sizeof path, "%s/.claude/.credentials.json",
+                 getenv("HOME") ? getenv("HOME") : "");
+    struct stat st;
+    bool found = stat(path, &st) == 0;
+    snprintf(how, size, found ? "%s exists" : "no ANTHROPIC_API_KEY and no %s (run `claude` and log in)",
+             path);
+    return found;
+}
+
+static void s_check_agent(doctor_t *d, const config_t *config)
+{
+    char enabled[200] = "";
+    for (size_t i = 0; i < sizeof s_builtin / sizeof s_builtin[0]; i++) {
+        if (!config_specialist_enabled(config, s_builtin[i]))
+            continue;
+        size_t len = strlen(enabled);
+        snprintf(enabled + len, sizeof enabled - len, "%s%s", len ? ", " : "", s_builtin[i]);
+    }
+    if (enabled[0] == '\0') {
+        s_report(d, "agent", true, "no built-in specialist is enabled: no agent needed");
+        return;
+    }
+    const char *command = config_string(config, "agent", "command", "claude");
+    char *argv[] = {(char *)command, "--version", NULL};
+    char out[1200];
+    bool runs = s_runs(argv, out, sizeof out);
+    if (runs)
+        s_report(d, "agent", true, "`%s --version`: %s (for %s)", command, out, enabled);
+    else
+        s_report(d, "agent", false,
+                 "`%s --version` failed: %s — set [agent] command or CLOISTER_AGENT_COMMAND",
+                 command, out);
+    char how[4200];
+    s_report(d, "agent login", s_logged_in(how, sizeof how), "%s", how);
+}
+
+static void s_check_git_identity(doctor_t *d)
+{
+    const char *env_name = getenv("GIT_AUTHOR_NAME"), *env_email = getenv("GIT_AUTHOR_EMAIL");
+    if (env_name != NULL && env_name[0] != '\0' && env_email != NULL && env_email[0] != '\0') {
+        s_report(d, "git identity", true, "%s <%s> (GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL)", env_name,
+                 env_email);
+        return;
+    }
+    git_config *config = NULL;
+    git_buf name = {0}, email = {0};
+    bool ok = git_config_open_default(&config) == 0 &&
+              git_config_get_string_buf(&name, config, "user.name") == 0 &&
+              git_config_get_string_buf(&email, config, "user.email") == 0;
+    if (ok)
+        s_report(d, "git identity", true, "%s <%s>", name.ptr, email.ptr);
+    else
+        s_report(d, "git identity", false,
+                 "user.name and user.email are not both set (git config --global user.name ...)");
+    git_buf_dispose(&name);
+    git_buf_dispose(&email);
+    git_config_free(config);
+}
+
+static void s_check_workspace(doctor_t *d, const char *workspace)
+{
+    git_repository *repo = NULL;
+    if (git_repository_open_ext(&repo, workspace, 0, NULL) == 0) {
+        s_report(d, "workspace", true, "%s opens as a git repository", workspace);
+        git_repository_free(repo);
+        return;
+    }
+    const git_error *e = git_error_last();
+    const char *why = e && e->message ? e->message : "not a git repository";
+    bool owner = e != NULL && e->klass == GIT_ERROR_CONFIG && strstr(why, "owner") != NULL;
+    s_report(d, "workspace", false, "%s: %s%s%s", workspace, why,
+             owner ? " — trust it with: git config --global --add safe.directory " : "",
+             owner ? workspace : "");
+}
+
+static void s_check_gh(doctor_t *d, const config_t *config)
+{
+    if (!config_bool(config, "review", "post", false))
+        return;
+    const char *gh = config_string(config, "review", "gh_command", "gh");
+    char *argv[] = {(char *)gh, "--version", NULL};
+    char out[1200];
+    bool runs = s_runs(argv, out, sizeof out);
+    s_report(d, "gh", runs, runs ? "`%s --version`: %s ([review] post = true)"
+                                 : "`%s --version` failed: %s ([review] post = true needs it)",
+             gh, out);
+}
+
+static void s_check_disk(doctor_t *d)
+{
+    /* A home not made yet will be made inside its nearest existing parent. */
+    char home[4096];
+    snprintf(home, sizeof home, "%s", home_dir());
+    struct statvfs fs;
+    while (statvfs(home, &fs) != 0) {
+        char *slash = strrchr(home, '/');
+        if (slash == NULL || slash == home) {
+            s_report(d, "disk", false, "cannot read the free space of %s", home_dir());
+            return;
+        }
+        *slash = '\0';
+    }
+    unsigned long long free_mb =
+        (unsigned long long)fs.f_bavail * (unsigned long long)fs.f_frsize / (1024 * 1024);
+    s_report(d, "disk", free_mb >= DOCTOR_MIN_FREE_MB, "%llu MB free in %s (at least %d wanted)",
+             free_mb, home, DOCTOR_MIN_FREE_MB);
+}
+
+int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error)
+{
+    doctor_t d = {.checks = json_array()};
+    const char *workspaces[32];
+    int nworkspaces = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *value = NULL;
+        int found = pan_option(argc, argv, &i, "--workspace", &value);
+        if (found < 0)
+            return pan_usage(s_usage, "--workspace needs a value");
+        if (found > 0 && nworkspaces < 32)
+            workspaces[nworkspaces++] = value;
+        else if (found == 0 && strcmp(argv[i], "--json") == 0)
+            d.json = true;
+        else if (found == 0)
+            return pan_usage(s_usage, "unexpected argument '%s'", argv[i]);
+    }
+    git_libgit2_init();
+    s_check_config(&d, config_error);
+    s_check_broker(&d, pan);
+    s_check_agent(&d, pan->config);
+    s_check_git_identity(&d);
+    for (int i = 0; i < nworkspaces; i++)
+        s_check_workspace(&d, workspaces[i]);
+    s_check_gh(&d, pan->config);
+    s_check_disk(&d);
+    git_libgit2_shutdown();
+    if (d.json)
+        pan_print_json(d.checks);
+    json_decref(d.checks);
+    return d.failed ? PAN_EXIT_ERROR : PAN_EXIT_OK;
+}

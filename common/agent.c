@@ -733,7 +733,7 @@ static void s_start_error(char *buf, size_t size)
 {
     const char *why = failure_message();
     bool missing = strstr(why, "cannot execute") != NULL;
-    snprintf(buf, size, "%s%s", why,
+    snprintf(buf, size, "cannot start the agent: %s%s", why,
              missing ? " — set [agent] command or CLOISTER_AGENT_COMMAND" : "");
 }
 

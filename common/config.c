@@ -126,6 +126,9 @@ static const schema_t s_schema[] = {
     {"merge", "remote", SCHEMA_STRING, true, "origin", 0, 0, NULL},
     {"merge", "push_retries", SCHEMA_INT, true, NULL, 3, 0, NULL},
 
+    {"tests", "command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"tests", "timeout_s", SCHEMA_INT, false, NULL, 0, 1, NULL},
+
     {"pipeline", "after_review", SCHEMA_STRING, true, "merge", 0, 0, "merge|test|none"},
     {"pipeline", "after_test", SCHEMA_STRING, true, "none", 0, 0, "merge|none"},
 
@@ -1129,10 +1132,12 @@ void config_destroy(config_t **self_p)
     *self_p = NULL;
 }
 
-int config_parse_buffer(const char *name, const char *text, size_t len, config_t **out)
+/* Parses text into `config` (which holds at least the "" table first); on success *out is
+ * it, on failure it is destroyed. */
+static int s_parse_into(config_t *config, const char *name, const char *text, size_t len,
+                        config_t **out)
 {
     *out = NULL;
-    config_t *config = config_defaults();
     if (config == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory reading the configuration");
     parser_t p = {
@@ -1141,7 +1146,7 @@ int config_parse_buffer(const char *name, const char *text, size_t len, config_t
         .len = text ? len : 0,
         .line = 1,
         .config = config,
-        .table = 0, /* the "" table config_defaults() created first */
+        .table = 0, /* the "" table created first */
     };
     int rc = s_parse(&p);
     if (rc != 0) {
@@ -1150,6 +1155,19 @@ int config_parse_buffer(const char *name, const char *text, size_t len, config_t
     }
     *out = config;
     return 0;
+}
+
+int config_parse_buffer(const char *name, const char *text, size_t len, config_t **out)
+{
+    return s_parse_into(config_defaults(), name, text, len, out);
+}
+
+int config_parse_overlay(const char *name, const char *text, size_t len, config_t **out)
+{
+    config_t *config = calloc(1, sizeof *config);
+    if (config != NULL && s_add_table(config, "") == NULL)
+        config_destroy(&config);
+    return s_parse_into(config, name, text, len, out);
 }
 
 /* Applies CLOISTER_* variables over the loaded values. */

@@ -76,6 +76,11 @@ int config_load(const char *path, config_t **out);
  * failure_message() and *out NULL. */
 int config_parse_buffer(const char *name, const char *text, size_t len, config_t **out);
 
+/* Like config_parse_buffer(), but without the defaults: the config holds only what the
+ * text sets (config_has() tells), for a file laid over another (a repository's
+ * .cloister/config.toml over cloister.toml). */
+int config_parse_overlay(const char *name, const char *text, size_t len, config_t **out);
+
 /* A config holding only the defaults (no file, no environment). The caller owns it. Returns
  * NULL only if memory runs out. */
 config_t *config_defaults(void);

@@ -40,3 +40,39 @@ int repository_merge_group(const char *path, const char *target, char *out, size
     snprintf(out, size, "merge:%s:%s", root, target);
     return rc;
 }
+
+int repository_config_at(const char *workspace, const char *rev, config_t **out)
+{
+    *out = NULL;
+    git_libgit2_init();
+    git_repository *repo = NULL;
+    git_object *object = NULL;
+    git_tree_entry *entry = NULL;
+    git_blob *blob = NULL;
+    git_commit *commit = NULL;
+    git_tree *tree = NULL;
+    int rc = 0;
+    if (git_repository_open_ext(&repo, workspace, 0, NULL) < 0)
+        rc = failure_set(FAILURE_NOT_FOUND, "%s is not in a git repository", workspace);
+    else if (rev[0] == '-' || git_revparse_single(&object, repo, rev) < 0 ||
+             git_object_peel((git_object **)&commit, object, GIT_OBJECT_COMMIT) < 0 ||
+             git_commit_tree(&tree, commit) < 0)
+        rc = failure_set(FAILURE_NOT_FOUND, "'%s' is not a commit or branch of %s", rev,
+                         workspace);
+    else if (git_tree_entry_bypath(&entry, tree, REPOSITORY_CONFIG_PATH) == 0 &&
+             git_tree_entry_type(entry) == GIT_OBJECT_BLOB &&
+             git_blob_lookup(&blob, repo, git_tree_entry_id(entry)) == 0) {
+        char name[600];
+        snprintf(name, sizeof name, "%.255s:%s", rev, REPOSITORY_CONFIG_PATH);
+        rc = config_parse_overlay(name, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
+                                  out);
+    }
+    git_blob_free(blob);
+    git_tree_entry_free(entry);
+    git_tree_free(tree);
+    git_commit_free(commit);
+    git_object_free(object);
+    git_repository_free(repo);
+    git_libgit2_shutdown();
+    return rc;
+}

@@ -2,6 +2,8 @@
 #ifndef CLOISTER_REPOSITORY_H
 #define CLOISTER_REPOSITORY_H
 
+#include "config.h"
+
 #include <stddef.h>
 
 /* Writes into `out` the root of the repository that contains `path`: the main working
@@ -16,5 +18,17 @@ int repository_root(const char *path, char *out, size_t size);
 /* Writes "merge:<repository root of path>:<target>" into `out` (the group every merge of
  * that repository into `target` must carry). Returns as repository_root(). */
 int repository_merge_group(const char *path, const char *target, char *out, size_t size);
+
+/* Where a repository keeps its own Cloister settings, relative to its root. */
+#define REPOSITORY_CONFIG_PATH ".cloister/config.toml"
+
+/* Reads the repository's own settings (REPOSITORY_CONFIG_PATH) as committed at `rev` (a
+ * branch or a commit) of the repository containing `workspace` — never from a working
+ * tree, so what counts is what is committed where it matters (the commit under test; the
+ * target branch for the review mode, which a branch under review cannot change). *out is
+ * an overlay (config_parse_overlay(): only the keys the file sets) or NULL when there is no
+ * such file. Returns 0, FAILURE_NOT_FOUND (no repository, or no such rev) or
+ * FAILURE_INVALID ("<rev>:.cloister/config.toml:line:col: ..."). */
+int repository_config_at(const char *workspace, const char *rev, config_t **out);
 
 #endif

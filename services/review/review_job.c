@@ -6,6 +6,7 @@
 #include "markers.h"
 #include "pipeline.h"
 #include "prompt.h"
+#include "repository.h"
 #include "review_diff.h"
 #include "review_post.h"
 #include "session.h"
@@ -28,6 +29,8 @@ typedef struct {
     const char *workspace;
     const char *branch;
     const char *target;
+    review_mode_t mode;          /* the service's, or the target branch's own (see below) */
+    config_t *repo_config;       /* the target branch's .cloister/config.toml, or NULL */
     review_diff_t *diff;
     char *checks_text;
     json_t *findings; /* array */
@@ -40,6 +43,7 @@ typedef struct {
 
 static void s_job_free(review_run_t *r)
 {
+    config_destroy(&r->repo_config);
     review_diff_destroy(&r->diff);
     free(r->checks_text);
     json_decref(r->findings);
@@ -68,7 +72,10 @@ static const char *s_tail(const char *text, size_t max)
 /* Runs [review] checks; fills r->checks, r->checks_text and check findings. */
 static int s_run_checks(review_run_t *r)
 {
-    const config_t *config = r->service->config;
+    /* The target branch's own checks replace the service's: a branch cannot drop them. */
+    const config_t *config = r->repo_config && config_has(r->repo_config, "review", "checks")
+                                 ? r->repo_config
+                                 : r->service->config;
     size_t n = config_array_len(config, "review", "checks");
     char *text = NULL;
     size_t len = 0;
@@ -163,7 +170,7 @@ static int s_head_branch(const char *workspace, char *buf, size_t size)
  * on), in the repository's merge group. */
 static void s_chain(review_run_t *r)
 {
-    review_mode_t mode = r->service->mode;
+    review_mode_t mode = r->mode;
     pipeline_step_t step = pipeline_after_review(r->service->config);
     if (step == PIPELINE_NONE || (step == PIPELINE_MERGE && mode != REVIEW_MODE_YOLO))
         return;
@@ -289,7 +296,7 @@ static void s_history(review_run_t *r, const char *verdict, bool open, const cha
 {
     json_t *entry = json_pack(
         "{s:s, s:s, s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:s}", "task", specialist_task(r->ctx)->id,
-        "workspace", s_or(r->workspace, ""), "mode", review_mode_name(r->service->mode), "verdict",
+        "workspace", s_or(r->workspace, ""), "mode", review_mode_name(r->mode), "verdict",
         verdict, "gate", open ? "open" : "blocked", "ok", error == NULL, "errors", r->counts.errors,
         "warnings", r->counts.warnings, "infos", r->counts.infos, "error", error ? error : "");
     if (entry != NULL)
@@ -307,7 +314,7 @@ static void s_mark_blocking(review_run_t *r)
     {
         const char *severity = json_string_value(json_object_get(finding, "severity"));
         json_object_set_new(finding, "blocking",
-                            json_boolean(review_finding_blocks(r->service->mode, severity)));
+                            json_boolean(review_finding_blocks(r->mode, severity)));
     }
 }
 
@@ -322,7 +329,7 @@ static const char *s_approval(review_mode_t mode, bool open)
 /* Sets the gate and verdict fields. */
 static void s_gate(review_run_t *r, const char *verdict, bool open)
 {
-    review_mode_t mode = r->service->mode;
+    review_mode_t mode = r->mode;
     s_mark_blocking(r);
     specialist_result_str(r->ctx, "REVIEW_RESULT", verdict);
     specialist_result_str(r->ctx, "GATE", open ? "open" : "blocked");
@@ -364,7 +371,7 @@ static int s_build_prompt(review_run_t *r)
     if (rc == 0 &&
         ((rc = template_vars_set(vars, "diff", diff_text)) != 0 ||
          (rc = template_vars_set(vars, "checks", r->checks_text)) != 0 ||
-         (rc = template_vars_set(vars, "review_mode", review_mode_name(r->service->mode))) != 0 ||
+         (rc = template_vars_set(vars, "review_mode", review_mode_name(r->mode))) != 0 ||
          (r->diff->nfiles > 0 && (rc = template_vars_set(vars, "files_changed", joined)) != 0)))
         rc = failure_set(rc, "cannot set the prompt variables");
     if (rc == 0) {
@@ -379,6 +386,28 @@ static int s_build_prompt(review_run_t *r)
     return rc;
 }
 
+/* The target branch's own settings (common/repository.h): [review] mode and checks there
+ * win over the service's. Read from the target, not the branch under review, so a branch
+ * cannot soften its own review. No repository, target or file: the service's settings.
+ * Returns 0, or -1 with the reason in error (a settings file that does not parse). */
+static int s_read_repo_config(review_run_t *r, char *error, size_t size)
+{
+    if (r->workspace == NULL || r->workspace[0] == '\0')
+        return 0;
+    int rc = repository_config_at(r->workspace, r->target, &r->repo_config);
+    if (rc == FAILURE_NOT_FOUND)
+        return 0;
+    if (rc != 0) {
+        snprintf(error, size, "the repository's settings: %s", failure_message());
+        return -1;
+    }
+    const char *mode = r->repo_config ? config_string(r->repo_config, "review", "mode", NULL) : NULL;
+    if (mode != NULL && review_mode_parse(&r->mode, mode) == 0)
+        specialist_progressf(r->ctx, "info", "review mode %s, from %s of %s's target branch %s",
+                             mode, REPOSITORY_CONFIG_PATH, r->workspace, r->target);
+    return 0;
+}
+
 specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
 {
     const review_service_t *service = job_arg;
@@ -388,6 +417,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
         .workspace = specialist_payload_str(ctx, "workspace"),
         .branch = s_or(specialist_payload_str(ctx, "branch"), ""),
         .target = s_or(specialist_payload_str(ctx, "target"), "main"),
+        .mode = service->mode,
         .findings = json_array(),
         .checks = json_array(),
     };
@@ -397,7 +427,11 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
         outcome = s_fail(&r, SPECIALIST_FAILED, "out of memory");
         goto out;
     }
-    if (service->mode == REVIEW_MODE_DISABLED) {
+    if (s_read_repo_config(&r, error, sizeof error) != 0) {
+        outcome = s_fail(&r, SPECIALIST_FAILED, error);
+        goto out;
+    }
+    if (r.mode == REVIEW_MODE_DISABLED) {
         specialist_progress(ctx, "info", "review mode disabled: approved without a review");
         s_gate(&r, "APPROVED", true);
         s_history(&r, "APPROVED", true, NULL);
@@ -467,7 +501,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     }
     s_read_findings(&r);
     const char *verdict = markers_get(r.markers, "REVIEW_RESULT");
-    bool open = review_gate_open(service->mode, verdict, &r.counts);
+    bool open = review_gate_open(r.mode, verdict, &r.counts);
     s_gate(&r, verdict, open);
     s_result_list(&r, "FILES_REVIEWED", "FILES_REVIEWED");
     const char *const keys[] = {"SECURITY_ISSUES", "PERFORMANCE_ISSUES", "NOTES"};

@@ -8,6 +8,7 @@
 #include "markers.h"
 #include "pipeline.h"
 #include "prompt.h"
+#include "repository.h"
 #include "session.h"
 #include "template.h"
 #include "test_suite.h"
@@ -36,6 +37,7 @@ typedef struct {
     const test_agent_t *agent;
     char workspace[PATH_MAX];
     test_tree_t *tree; /* what is tested, and where (test_tree.h) */
+    config_t *repo_config; /* the tested commit's .cloister/config.toml, or NULL */
     testdetect_t detected;
     int64_t deadline_ms; /* when the test runs and the fix must be over (clock_now_ms) */
     int64_t tests_ms;    /* time spent in test runs */
@@ -109,6 +111,38 @@ static int s_open_tree(test_job_t *job)
         specialist_result_str(job->ctx, "TESTED_COMMIT", commit);
     s_note(job, "tested %s", test_tree_source(job->tree));
     return 0;
+}
+
+/* The tested commit's own settings (common/repository.h): [tests] command and timeout_s
+ * there win over the service's. Returns 0 or FAILURE_INVALID (a file that does not parse). */
+static int s_read_repo_config(test_job_t *job)
+{
+    const char *commit = test_tree_commit(job->tree);
+    if (commit[0] == '\0')
+        return 0;
+    int rc = repository_config_at(job->workspace, commit, &job->repo_config);
+    if (rc != 0)
+        return failure_set(rc, "the repository's settings: %s", failure_message());
+    int64_t timeout_s = job->repo_config
+                            ? config_int(job->repo_config, "tests", "timeout_s", 0)
+                            : config_int(job->agent->config, "tests", "timeout_s", 0);
+    if (timeout_s > 0 && clock_now_ms() + timeout_s * 1000 < job->deadline_ms)
+        job->deadline_ms = clock_now_ms() + timeout_s * 1000;
+    return 0;
+}
+
+/* The configured test command: the repository's [tests] command, else the service's
+ * [specialists.test-agent] test_command, else [tests] command; NULL to detect. */
+static const char *s_configured_command(test_job_t *job)
+{
+    const char *command =
+        job->repo_config ? config_string(job->repo_config, "tests", "command", NULL) : NULL;
+    if (command != NULL) {
+        s_note(job, "test command from the repository's %s", REPOSITORY_CONFIG_PATH);
+        return command;
+    }
+    command = config_specialist_test_command(job->agent->config, TEST_AGENT_SPECIALIST);
+    return command ? command : config_string(job->agent->config, "tests", "command", NULL);
 }
 
 /* The last `max` bytes of `text`, starting at a line (or at least a UTF-8 character). */
@@ -550,8 +584,12 @@ specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
         specialist_result_error(ctx, "%s", failure_message());
         goto out;
     }
-    const char *configured = config_specialist_test_command(agent->config, TEST_AGENT_SPECIALIST);
-    if (testdetect_find(&job->detected, test_tree_dir(job->tree), configured) != 0) {
+    if (s_read_repo_config(job) != 0) {
+        specialist_result_error(ctx, "%s", failure_message());
+        goto out;
+    }
+    if (testdetect_find(&job->detected, test_tree_dir(job->tree), s_configured_command(job)) !=
+        0) {
         specialist_result_error(ctx, "%s", failure_message());
         goto out;
     }
@@ -636,6 +674,7 @@ out:
     s_history(job, verdict, outcome);
     testrun_result_destroy(&result);
     test_tree_close(&job->tree);
+    config_destroy(&job->repo_config);
     free(job);
     return outcome;
 }

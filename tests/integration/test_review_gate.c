@@ -502,6 +502,34 @@ static void test_doctor(review_env_t *r)
     review_config(r, NULL);
 }
 
+/* The review mode comes from the target branch's .cloister/config.toml, over the service's:
+ * main says strict, so a warning blocks a yolo service's gate; the branch under review
+ * saying "disabled" in its own file changes nothing. */
+static void test_repo_review_mode(review_env_t *r)
+{
+    char script[1600];
+    snprintf(script, sizeof script,
+             "cd '%s' && mkdir -p .cloister && printf '[review]\\nmode = \"strict\"\\n' > "
+             ".cloister/config.toml && git add .cloister && git commit -q -m strict && "
+             "git checkout -q feature && mkdir -p .cloister && "
+             "printf '[review]\\nmode = \"disabled\"\\n' > .cloister/config.toml && "
+             "git add .cloister && git commit -q -m 'disable my review' && git checkout -q main",
+             r->repo);
+    CHECK(review_sh(r, script));
+    json_t *done = s_review(r, "yolo",
+                            "REVIEW_RESULT: APPROVED\nFINDINGS:\n- warning: src/db.c:1 long line\n",
+                            "repo1");
+    if (done != NULL) {
+        CHECK_STR(harness_field(review_result(done), "review_mode"), "strict");
+        CHECK_STR(harness_field(review_result(done), "GATE"), "blocked");
+        CHECK_STR(harness_field(review_result(done), "merge_task"), "");
+    }
+    snprintf(script, sizeof script,
+             "cd '%s' && git rm -q -r .cloister && git commit -q -m 'back to the service mode'",
+             r->repo);
+    CHECK(review_sh(r, script));
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("review-gate");
@@ -518,6 +546,7 @@ int main(void)
         test_post_follows_gate(r);
         test_pipeline_chains(r);
         test_doctor(r);
+        test_repo_review_mode(r);
     }
     review_env_destroy(&r);
     return check_exit_code("test_review_gate");

@@ -241,6 +241,37 @@ static void s_other_branch(harness_t *h)
                                               "'main'") != NULL);
 }
 
+/* The tested commit's own .cloister/config.toml sets the test command; one that does not
+ * parse fails the task with where. */
+static void s_repo_settings(harness_t *h)
+{
+    const char *dir = tsh_make_project(h, "settings", TSH_PYTEST_FAIL, 1);
+    tsh_file(h, "settings", ".cloister/config.toml",
+             "[tests]\ncommand = \"echo '=== 7 passed in 0.01s ==='\"\n");
+    char out[2048];
+    CHECK_INT(s_sh(h, dir,
+                   "cd \"$1\" && git init -q -b main && git add -A && "
+                   "git -c user.name=t -c user.email=t@t commit -q -m init && "
+                   "git checkout -q -b broken && printf '[tests\\n' > .cloister/config.toml && "
+                   "git -c user.name=t -c user.email=t@t commit -q -am broken && "
+                   "git checkout -q main",
+                   out, sizeof out),
+              0);
+    tsh_submit(h, "repo1", 30, "{\"workspace\": \"%s\"}", dir);
+    json_t *end = tsh_end(h, "repo1", 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "PASS");
+    CHECK_INT(tsh_result_int(end, "TESTS_RUN"), 7);
+    CHECK(strstr(tsh_result_str(end, "NOTES"),
+                 "test command from the repository's .cloister/config.toml") != NULL);
+
+    tsh_submit(h, "repo2", 30, "{\"workspace\": \"%s\", \"branch\": \"broken\"}", dir);
+    end = tsh_end(h, "repo2", 10000);
+    CHECK_STR(tsh_event(end), "task.failed");
+    CHECK(strstr(harness_field(end, "error"), "the repository's settings: ") != NULL &&
+          strstr(harness_field(end, "error"), ":.cloister/config.toml:1:") != NULL);
+}
+
 int main(void)
 {
     harness_t *h = harness_new("test-service-verdicts");
@@ -255,6 +286,7 @@ int main(void)
     s_no_tests(h);
     s_bad_workspace(h);
     s_other_branch(h);
+    s_repo_settings(h);
     harness_destroy(&h);
     return check_exit_code("test_test_service_verdicts");
 }

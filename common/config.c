@@ -128,6 +128,8 @@ static const schema_t s_schema[] = {
 
     {"tests", "command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {"tests", "timeout_s", SCHEMA_INT, false, NULL, 0, 1, NULL},
+    {"tests", "sandbox", SCHEMA_STRING, false, NULL, 0, 0, "auto|bwrap|none"},
+    {"tests", "env", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
 
     {"pipeline", "after_review", SCHEMA_STRING, true, "merge", 0, 0, "merge|test|none"},
     {"pipeline", "after_test", SCHEMA_STRING, true, "none", 0, 0, "merge|none"},

@@ -119,8 +119,9 @@ static bool s_env_listed(const char *entry, const char *const *names)
     return false;
 }
 
-/* The child's environment: ours minus env_remove and minus names in env_set, plus
- * env_set. The array is malloc'd; the strings are borrowed from environ and options. */
+/* The child's environment: ours (only the env_keep names, when there is such a list) minus
+ * env_remove and minus names in env_set, plus env_set. The array is malloc'd; the strings
+ * are borrowed from environ and options. */
 static char **s_build_env(const proc_options_t *options)
 {
     size_t count = 0, set_count = 0;
@@ -133,7 +134,8 @@ static char **s_build_env(const proc_options_t *options)
         return NULL;
     size_t n = 0;
     for (char **e = environ; e && *e; e++) {
-        if (!s_env_listed(*e, options->env_remove) && !s_env_listed(*e, options->env_set))
+        bool kept = options->env_keep == NULL || s_env_listed(*e, options->env_keep);
+        if (kept && !s_env_listed(*e, options->env_remove) && !s_env_listed(*e, options->env_set))
             env[n++] = *e;
     }
     for (size_t i = 0; i < set_count; i++)

@@ -49,6 +49,9 @@ typedef struct {
     /* NULL-terminated list of variable names to drop from the inherited environment, or
      * NULL. An entry ending in '*' is a prefix: "CLAUDE_CODE_*". */
     const char *const *env_remove;
+    /* NULL-terminated allow-list of variable names the child inherits (an entry ending in
+     * '*' is a prefix), or NULL: every variable is inherited (minus env_remove). */
+    const char *const *env_keep;
     /* NULL-terminated list of "NAME=value" to set (replacing inherited values), or NULL. */
     const char *const *env_set;
     /* Bytes for the child's stdin, copied by proc_start(); stdin is closed after the last

@@ -15,6 +15,7 @@
 
 #include "failure.h"
 #include "proc.h"
+#include "sandbox.h"
 #include "specialist.h"
 
 #include <stdio.h>
@@ -943,11 +944,24 @@ int testrun_start(testrun_t **run_p, const testrun_options_t *options)
     self->on_line_arg = options->on_line_arg;
     snprintf(script, script_len, "exec 2>&1\n%s", options->command);
     char *argv[] = {"/bin/sh", "-c", script, NULL};
+    char **wrapped = NULL;
+    int rc = 0;
+    if (options->sandbox != NULL)
+        rc = sandbox_wrap(options->sandbox, options->dir ? options->dir : ".", argv, &wrapped);
+    if (rc != 0) {
+        free(script);
+        *run_p = self;
+        self->code = rc;
+        snprintf(self->error, sizeof self->error, "%s", failure_message());
+        s_done(self);
+        return rc;
+    }
     /* Runners print plain, non-interactive output when they see CI and no colour. */
     static const char *const env_set[] = {"CI=true", "NO_COLOR=1", "FORCE_COLOR=0", NULL};
     proc_options_t po = {
-        .argv = argv,
+        .argv = wrapped ? wrapped : argv,
         .cwd = options->dir,
+        .env_keep = options->sandbox ? sandbox_env_keep(options->sandbox) : NULL,
         .env_set = env_set,
         .on_line = s_on_line,
         .on_line_arg = self,
@@ -955,7 +969,8 @@ int testrun_start(testrun_t **run_p, const testrun_options_t *options)
         .kill_grace_ms = options->kill_grace_ms,
         .max_line = cap,
     };
-    int rc = proc_start(&self->proc, &po);
+    rc = proc_start(&self->proc, &po);
+    sandbox_argv_free(&wrapped);
     free(script);
     *run_p = self;
     if (rc != 0) {

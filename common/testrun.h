@@ -40,6 +40,7 @@
 #include <sys/types.h>
 
 typedef struct specialist_ctx_t specialist_ctx_t;
+typedef struct sandbox_t sandbox_t;
 
 #define TESTRUN_DEFAULT_OUTPUT_CAP (1024 * 1024)
 #define TESTRUN_MAX_FAILURES 100
@@ -64,6 +65,9 @@ typedef struct {
     testrun_line_fn *on_line; /* optional: streams the output, called from testrun_step() */
     void *on_line_arg;
     specialist_ctx_t *job; /* optional (borrowed): the job whose cancel stops the run */
+    /* optional (borrowed): the command is a repository's, run it under this policy (a
+     * scrubbed environment, bwrap); NULL runs it with our environment, unwrapped. */
+    const sandbox_t *sandbox;
 } testrun_options_t;
 
 typedef struct {

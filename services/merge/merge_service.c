@@ -14,6 +14,7 @@
 #include "log.h"
 #include "markers.h"
 #include "prompt.h"
+#include "sandbox.h"
 #include "session.h"
 #include "testdetect.h"
 #include "testrun.h"
@@ -29,6 +30,7 @@
 
 struct merge_service_t {
     const config_t *config; /* borrowed */
+    sandbox_t *sandbox;     /* how the merged tree's tests run */
     char workdir[AGENT_JOB_WORKDIR_SIZE];
     char worktree_dir[AGENT_JOB_WORKDIR_SIZE + 16];
     const char *remote;       /* [merge] remote (owned by the config) */
@@ -69,6 +71,11 @@ int merge_service_new(merge_service_t **out, const config_t *config)
         self->test_command = config_specialist_test_command(config, "test-agent");
     if (self->test_command != NULL && self->test_command[0] == '\0')
         self->test_command = NULL;
+    rc = sandbox_new(&self->sandbox, config);
+    if (rc != 0) {
+        free(self);
+        return rc;
+    }
     *out = self;
     return 0;
 }
@@ -77,6 +84,7 @@ void merge_service_destroy(merge_service_t **self_p)
 {
     if (self_p == NULL || *self_p == NULL)
         return;
+    sandbox_destroy(&(*self_p)->sandbox);
     free(*self_p);
     *self_p = NULL;
 }
@@ -307,8 +315,11 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
     }
     specialist_progressf(job->ctx, "info", "running tests: %s (%s)", detect.command, detect.reason);
     /* With the job attached, a cancel stops the tests. */
-    testrun_options_t options = {
-        .command = detect.command, .dir = worktree, .timeout_ms = left, .job = job->ctx};
+    testrun_options_t options = {.command = detect.command,
+                                 .dir = worktree,
+                                 .timeout_ms = left,
+                                 .job = job->ctx,
+                                 .sandbox = job->service->sandbox};
     testrun_result_t *run = NULL;
     testrun_run(&run, &options);
     if (run == NULL) {

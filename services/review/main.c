@@ -62,14 +62,22 @@ int main(int argc, char **argv)
         config_destroy(&config);
         return SPECIALIST_EXIT_SETUP;
     }
+    sandbox_t *sandbox = NULL;
+    if (sandbox_new(&sandbox, config) != 0) {
+        log_error("%s", failure_message());
+        config_destroy(&config);
+        return SPECIALIST_EXIT_SETUP;
+    }
     service.config = config;
     service.prompts_dir = prompts_dir;
+    service.sandbox = sandbox;
     specialist_args_apply_config(&settings, config);
 
     git_libgit2_init();
     log_info("review mode %s, prompts in %s", review_mode_name(service.mode), prompts_dir);
     code = specialist_run(&settings, review_job, &service, NULL);
     git_libgit2_shutdown();
+    sandbox_destroy(&sandbox);
     config_destroy(&config);
     return code;
 }

@@ -98,6 +98,7 @@ static int s_run_checks(review_run_t *r)
             .timeout_ms = timeout_s * 1000,
             .output_cap = 64 * 1024,
             .job = r->ctx, /* a cancel stops the check */
+            .sandbox = r->service->sandbox,
         };
         testrun_result_t *result = NULL;
         testrun_run(&result, &options);

@@ -43,6 +43,7 @@
 
 #include "config.h"
 #include "review_gate.h"
+#include "sandbox.h"
 #include "specialist.h"
 
 #define REVIEW_SPECIALIST "review-agent"
@@ -56,6 +57,7 @@ typedef struct {
     review_mode_t mode;
     const char *workdir;     /* the agent's workdir, or NULL for agent_job's default */
     const char *prompts_dir; /* borrowed */
+    const sandbox_t *sandbox; /* how [review] checks run (borrowed) */
 } review_service_t;
 
 /* The job function (specialist_job_fn) for specialist_run(); job_arg is a

@@ -45,10 +45,17 @@ int main(int argc, char **argv)
     }
     specialist_args_apply_config(&settings, config);
 
+    sandbox_t *sandbox = NULL;
+    if (sandbox_new(&sandbox, config) != 0) {
+        log_error("%s", failure_message());
+        config_destroy(&config);
+        return SPECIALIST_EXIT_SETUP;
+    }
     git_libgit2_init();
-    test_agent_t agent = {.config = config};
+    test_agent_t agent = {.config = config, .sandbox = sandbox};
     code = specialist_run(&settings, test_agent_job, &agent, NULL);
     git_libgit2_shutdown();
+    sandbox_destroy(&sandbox);
     config_destroy(&config);
     return code;
 }

@@ -185,6 +185,7 @@ static testrun_result_t *s_run_tests(test_job_t *job)
         .command = job->detected.command,
         .dir = test_tree_dir(job->tree),
         .timeout_ms = left > 1 ? left : 1,
+        .sandbox = job->agent->sandbox,
     };
     specialist_progressf(job->ctx, "info", "running %s in %s (%s)", job->detected.command,
                          options.dir, test_tree_source(job->tree));
@@ -596,6 +597,7 @@ specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
     if (job->detected.warning[0] != '\0')
         s_note(job, "%s", job->detected.warning);
     specialist_result_str(ctx, "TEST_COMMAND", job->detected.command);
+    specialist_result_str(ctx, "sandbox", sandbox_describe(agent->sandbox));
     specialist_result_str(ctx, "runner", testdetect_runner_name(job->detected.runner));
     specialist_result_str(ctx, "detected_by", job->detected.reason);
 

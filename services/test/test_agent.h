@@ -52,6 +52,7 @@
 #define CLOISTER_TEST_AGENT_H
 
 #include "config.h"
+#include "sandbox.h"
 #include "specialist.h"
 
 #define TEST_AGENT_SPECIALIST "test-agent"
@@ -66,6 +67,7 @@
 
 typedef struct {
     const config_t *config; /* borrowed for the service's life */
+    const sandbox_t *sandbox; /* how the tests run (borrowed) */
 } test_agent_t;
 
 /* The job (specialist_job_fn): `arg` is a test_agent_t (borrowed). See above. */

@@ -61,6 +61,7 @@ int test_suite_run(testrun_result_t **out, specialist_ctx_t *ctx,
         .on_line = s_on_line,
         .on_line_arg = &progress,
         .job = ctx,
+        .sandbox = options->sandbox,
     };
     testrun_t *run = NULL;
     int rc = testrun_start(&run, &run_options);

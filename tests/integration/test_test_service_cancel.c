@@ -111,7 +111,9 @@ int main(void)
     harness_t *h = harness_new("test-service-cancel");
     if (h == NULL)
         return 1;
-    tsh_config(h, "");
+    /* The pids the commands write down must be this namespace's: no bwrap pid namespace
+     * (the sandbox's own clean-up is test_sandbox's). */
+    tsh_config(h, "[tests]\nsandbox = \"none\"\n");
     pid_t service = tsh_service(h, "t1");
     s_cancel(h);
     s_sigterm(h, service);

@@ -49,6 +49,40 @@ static int s_set_owned(template_vars_t *vars, const char *name, char *value, int
     return rc;
 }
 
+/* Sets name to `text` fenced as data (template_fence_data): what a submitter wrote is read,
+ * never obeyed, like the diff. An empty text is `empty` unfenced. */
+static int s_set_fenced(template_vars_t *vars, const char *name, const char *label,
+                        const char *text, const char *empty)
+{
+    if (text == NULL || text[0] == '\0')
+        return s_set(vars, name, empty);
+    char *fenced = template_fence_data(label, text);
+    return s_set_owned(vars, name, fenced, fenced ? 0 : FAILURE_MEMORY);
+}
+
+/* The title on one line: control characters and backticks become spaces, at most
+ * PROMPT_TITLE_MAX bytes (cut between characters), quoted as inline code so it reads as a
+ * name, not as instructions. */
+static int s_set_title(template_vars_t *vars, const char *title)
+{
+    if (title == NULL || title[0] == '\0')
+        return s_set(vars, "task_title", "(untitled)");
+    char line[PROMPT_TITLE_MAX + 8];
+    size_t n = 0;
+    line[n++] = '`';
+    for (size_t i = 0; title[i] != '\0' && n < PROMPT_TITLE_MAX; i++) {
+        unsigned char c = (unsigned char)title[i];
+        line[n++] = c < 0x20 || c == 0x7f || c == '`' ? ' ' : (char)c;
+    }
+    while (n > 1 && ((unsigned char)line[n - 1] & 0xC0) == 0x80) /* a cut character */
+        n--;
+    if (n > 1 && ((unsigned char)line[n - 1] & 0xC0) == 0xC0)
+        n--;
+    line[n++] = '`';
+    line[n] = '\0';
+    return s_set(vars, "task_title", line);
+}
+
 /* The text keywords are taken from: title, description, acceptance, free-text task. */
 static char *s_keyword_text(const json_t *task, const json_t *payload)
 {
@@ -128,17 +162,16 @@ int prompt_fill_vars(template_vars_t *vars, const config_t *config, const char *
     const char *target = s_str(payload, "target");
     int rc = 0;
     if ((rc = s_set(vars, "task_id", s_str(task, "id"))) != 0 ||
-        (rc = s_set(vars, "task_title",
-                    s_str(task, "title")[0] ? s_str(task, "title") : "(untitled)")) != 0 ||
+        (rc = s_set_title(vars, s_str(task, "title"))) != 0 ||
         (rc = s_set(vars, "issue",
                     s_str(task, "issue")[0] ? s_str(task, "issue") : s_str(payload, "issueId"))) !=
             0 ||
         (rc = s_set(vars, "specialist", specialist)) != 0 ||
         (rc = s_set(vars, "priority", s_str(task, "priority"))) != 0 ||
-        (rc = s_set(vars, "description",
-                    description[0] ? description : "(no description given)")) != 0 ||
-        (rc = s_set(vars, "task_text",
-                    s_str(payload, "task")[0] ? s_str(payload, "task") : "(none)")) != 0 ||
+        (rc = s_set_fenced(vars, "description", "task description (from the submitter)",
+                           description, "(no description given)")) != 0 ||
+        (rc = s_set_fenced(vars, "task_text", "request (from the submitter)",
+                           s_str(payload, "task"), "(none)")) != 0 ||
         (rc = s_set(vars, "workspace", repo ? repo : "(not given)")) != 0 ||
         (rc = s_set(vars, "branch", s_str(payload, "branch"))) != 0 ||
         (rc = s_set(vars, "target", target[0] ? target : "main")) != 0 ||
@@ -156,7 +189,14 @@ int prompt_fill_vars(template_vars_t *vars, const config_t *config, const char *
     if ((rc = s_set_owned(vars, "files_changed", text, text ? 0 : FAILURE_MEMORY)) != 0)
         return rc;
     rc = context_checklist(&text, json_object_get(payload, "acceptance"));
-    if ((rc = s_set_owned(vars, "acceptance", text, rc)) != 0)
+    if (rc == 0 && json_array_size(json_object_get(payload, "acceptance")) > 0) {
+        rc = s_set_fenced(vars, "acceptance", "acceptance criteria (from the submitter)", text,
+                          "");
+        free(text);
+    } else if ((rc = s_set_owned(vars, "acceptance", text, rc)) != 0) {
+        return rc;
+    }
+    if (rc != 0)
         return rc;
     size_t limit = s_budget(config, "session_context_limit", 10);
     rc = context_active_tasks(&text, context, limit);

@@ -30,6 +30,9 @@
 #ifndef CLOISTER_PROMPT_H
 #define CLOISTER_PROMPT_H
 
+/* Longest task title put in a prompt, in bytes. */
+#define PROMPT_TITLE_MAX 200
+
 #include "config.h"
 #include "template.h"
 

@@ -34,6 +34,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
@@ -750,4 +751,43 @@ void proc_destroy(proc_t **self_p)
         }
     }
     s_free(self);
+}
+
+#define PROC_PROBE_LINE 256
+
+/* proc_probe's line callback: keeps the first line. */
+static int s_keep_first_line(void *arg, const char *line, size_t len)
+{
+    char *first = arg; /* PROC_PROBE_LINE bytes */
+    if (first[0] == '\0')
+        snprintf(first, PROC_PROBE_LINE, "%.*s", (int)len, line);
+    return 0;
+}
+
+bool proc_probe(char *const *argv, int64_t timeout_ms, char *out, size_t size)
+{
+    char first[PROC_PROBE_LINE] = "";
+    proc_options_t options = {
+        .argv = argv, .on_line = s_keep_first_line, .on_line_arg = first, .timeout_ms = timeout_ms};
+    proc_t *proc = NULL;
+    if (proc_run(&proc, &options) != 0) {
+        snprintf(out, size, "%s", failure_message());
+        return false;
+    }
+    const proc_status_t *status = proc_status(proc);
+    bool ok = status->exited && status->exit_code == 0;
+    if (ok)
+        snprintf(out, size, "%s", first[0] ? first : "(no output)");
+    else if (status->exited)
+        snprintf(out, size, "exited %d: %.200s", status->exit_code,
+                 status->stderr_tail ? status->stderr_tail : "");
+    else if (status->stopped_by == PROC_STOP_TIMEOUT)
+        snprintf(out, size, "did not finish within %lld ms", (long long)timeout_ms);
+    else
+        snprintf(out, size, "killed by signal %d", status->term_signal);
+    proc_destroy(&proc);
+    for (char *p = out; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    return ok;
 }

@@ -121,6 +121,11 @@ void proc_stop(proc_t *self, proc_stop_t reason);
  * *proc_p is NULL. Returns as proc_start(), or FAILURE_IO if polling failed. */
 int proc_run(proc_t **proc_p, const proc_options_t *options);
 
+/* Runs argv (our environment, no stdin) to the end within timeout_ms, for a check such as
+ * `gh --version`: true when it exited 0, with its first stdout line in `out`; false with
+ * why in `out` (cannot execute, exit code and stderr, or the time limit), on one line. */
+bool proc_probe(char *const *argv, int64_t timeout_ms, char *out, size_t size);
+
 /* The current status; the pointer is owned by self and valid until proc_destroy(). */
 const proc_status_t *proc_status(proc_t *self);
 

@@ -16,6 +16,8 @@
 #define SANDBOX_MAX_KEEP 64
 /* Most arguments the bwrap wrapper adds before the command. */
 #define SANDBOX_MAX_WRAP 48
+/* How long the one trial of bwrap may take. */
+#define SANDBOX_PROBE_TIMEOUT_MS 10000
 
 typedef enum { SANDBOX_AUTO, SANDBOX_BWRAP, SANDBOX_NONE } sandbox_mode_t;
 
@@ -36,22 +38,7 @@ static bool s_bwrap_works(char *why, size_t size)
 {
     char *argv[] = {"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                     "--unshare-pid", "--die-with-parent", "true", NULL};
-    proc_options_t options = {.argv = argv, .timeout_ms = 10000};
-    proc_t *proc = NULL;
-    if (proc_run(&proc, &options) != 0) {
-        snprintf(why, size, "%s", failure_message());
-        return false;
-    }
-    const proc_status_t *status = proc_status(proc);
-    bool ok = status->exited && status->exit_code == 0;
-    if (!ok)
-        snprintf(why, size, "bwrap exited %d: %.200s", status->exit_code,
-                 status->stderr_tail ? status->stderr_tail : "");
-    proc_destroy(&proc);
-    for (char *p = why; *p; p++)
-        if (*p == '\n')
-            *p = ' ';
-    return ok;
+    return proc_probe(argv, SANDBOX_PROBE_TIMEOUT_MS, why, size);
 }
 
 int sandbox_new(sandbox_t **out, const config_t *config)

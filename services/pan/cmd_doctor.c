@@ -62,48 +62,6 @@ static void s_report(doctor_t *d, const char *check, bool ok, const char *fmt, .
         printf("%s %-14s %s\n", ok ? "✓" : "✗", check, detail);
 }
 
-/* Runs argv to its end; the first line of its stdout into first_line. */
-typedef struct {
-    char line[256];
-} first_line_t;
-
-static int s_keep_first(void *arg, const char *line, size_t len)
-{
-    first_line_t *first = arg;
-    if (first->line[0] == '\0')
-        snprintf(first->line, sizeof first->line, "%.*s", (int)len, line);
-    return 0;
-}
-
-/* True when argv ran and exited 0; what it printed (or why not) in out. */
-static bool s_runs(char *const *argv, char *out, size_t size)
-{
-    first_line_t first = {.line = ""};
-    proc_options_t options = {.argv = argv,
-                              .on_line = s_keep_first,
-                              .on_line_arg = &first,
-                              .timeout_ms = DOCTOR_COMMAND_TIMEOUT_MS};
-    proc_t *proc = NULL;
-    if (proc_run(&proc, &options) != 0) {
-        snprintf(out, size, "%s", failure_message());
-        return false;
-    }
-    const proc_status_t *status = proc_status(proc);
-    bool ok = status->exited && status->exit_code == 0;
-    if (ok)
-        snprintf(out, size, "%s", first.line[0] ? first.line : "(no output)");
-    else if (status->exited)
-        snprintf(out, size, "exited %d: %.200s", status->exit_code,
-                 status->stderr_tail ? status->stderr_tail : "");
-    else
-        snprintf(out, size, "did not finish within %d s", DOCTOR_COMMAND_TIMEOUT_MS / 1000);
-    proc_destroy(&proc);
-    for (char *p = out; *p; p++) /* one line */
-        if (*p == '\n')
-            *p = ' ';
-    return ok;
-}
-
 static void s_check_config(doctor_t *d, const char *config_error)
 {
     char path[4096];
@@ -171,7 +129,7 @@ static void s_check_agent(doctor_t *d, const config_t *config)
     const char *command = config_string(config, "agent", "command", "claude");
     char *argv[] = {(char *)command, "--version", NULL};
     char out[1200];
-    bool runs = s_runs(argv, out, sizeof out);
+    bool runs = proc_probe(argv, DOCTOR_COMMAND_TIMEOUT_MS, out, sizeof out);
     if (runs)
         s_report(d, "agent", true, "`%s --version`: %s (for %s)", command, out, enabled);
     else
@@ -228,7 +186,7 @@ static void s_check_gh(doctor_t *d, const config_t *config)
     const char *gh = config_string(config, "review", "gh_command", "gh");
     char *argv[] = {(char *)gh, "--version", NULL};
     char out[1200];
-    bool runs = s_runs(argv, out, sizeof out);
+    bool runs = proc_probe(argv, DOCTOR_COMMAND_TIMEOUT_MS, out, sizeof out);
     s_report(d, "gh", runs, runs ? "`%s --version`: %s ([review] post = true)"
                                  : "`%s --version` failed: %s ([review] post = true needs it)",
              gh, out);

@@ -29,6 +29,7 @@
 #include "failure.h"
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -790,4 +791,53 @@ bool proc_probe(char *const *argv, int64_t timeout_ms, char *out, size_t size)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
     return ok;
+}
+
+int proc_become_subreaper(void)
+{
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+        return failure_set(FAILURE_IO, "cannot become a child subreaper: %s", strerror(errno));
+    return 0;
+}
+
+/* The parent pid in /proc/<pid>/stat: the field after the command, which is in parentheses
+ * and may itself contain ") ". -1 when unreadable. */
+static pid_t s_parent_of(const char *pid)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    text[n] = '\0';
+    const char *end = strrchr(text, ')');
+    char state;
+    int ppid;
+    if (end == NULL || sscanf(end + 1, " %c %d", &state, &ppid) != 2)
+        return -1;
+    return (pid_t)ppid;
+}
+
+int proc_kill_orphans(void)
+{
+    DIR *dir = opendir("/proc");
+    if (dir == NULL)
+        return 0;
+    pid_t self = getpid();
+    int killed = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] < '1' || entry->d_name[0] > '9' || s_parent_of(entry->d_name) != self)
+            continue;
+        pid_t pid = (pid_t)atoi(entry->d_name);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        killed++;
+    }
+    closedir(dir);
+    return killed;
 }

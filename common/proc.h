@@ -126,6 +126,17 @@ int proc_run(proc_t **proc_p, const proc_options_t *options);
  * why in `out` (cannot execute, exit code and stderr, or the time limit), on one line. */
 bool proc_probe(char *const *argv, int64_t timeout_ms, char *out, size_t size);
 
+/* Makes this process the reaper of its orphaned descendants (PR_SET_CHILD_SUBREAPER): a
+ * process a job started that detaches itself (setsid, a double fork) escapes the kill of
+ * its process group, but is reparented to us rather than to init, so
+ * proc_kill_orphans() can end it. Returns 0 or FAILURE_IO. */
+int proc_become_subreaper(void);
+
+/* Kills (SIGKILL) and reaps every child process of ours: call it when no proc_t is running
+ * (between jobs), when every child left is an orphan adopted from a finished job. Returns
+ * how many there were. */
+int proc_kill_orphans(void);
+
 /* The current status; the pointer is owned by self and valid until proc_destroy(). */
 const proc_status_t *proc_status(proc_t *self);
 

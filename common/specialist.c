@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "failure.h"
 #include "log.h"
+#include "proc.h"
 #include "msgjson.h"
 #include "wire.h"
 
@@ -466,6 +467,11 @@ static void *s_job_thread(void *arg)
 {
     specialist_ctx_t *ctx = arg;
     specialist_outcome_t outcome = ctx->job(ctx, ctx->job_arg);
+    /* Whatever the job started and detached (setsid) was adopted by us: it ends with the
+     * job, before the result says the job is over. */
+    int orphans = proc_kill_orphans();
+    if (orphans > 0)
+        log_warn("task %s: killed %d process(es) its job left behind", ctx->task.id, orphans);
     pthread_mutex_lock(&ctx->lock);
     ctx->finished = true;
     ctx->outcome = outcome;
@@ -1227,6 +1233,8 @@ int specialist_run(const specialist_config_t *config, specialist_job_fn *job, vo
     loop->job = job;
     loop->job_arg = job_arg;
     int exit_code = 0;
+    if (proc_become_subreaper() != 0)
+        log_warn("%s (a detached process of a job may outlive it)", failure_message());
     if (s_setup(loop, config) != 0) {
         log_error("%s", failure_message());
         exit_code = SPECIALIST_EXIT_SETUP;

@@ -95,6 +95,7 @@ static const schema_t s_schema[] = {
     {"broker", "event_retention", SCHEMA_INT, true, NULL, 100000, 1, NULL},
     {"broker", "max_attempts", SCHEMA_INT, true, NULL, 3, 1, NULL},
     {"broker", "retry_backoff_ms", SCHEMA_INT, true, NULL, 1000, 0, NULL},
+    {"broker", "wal_limit_mb", SCHEMA_INT, true, NULL, 64, 1, NULL},
 
     {"agent", "command", SCHEMA_STRING, true, "claude", 0, 0, NULL},
     {"agent", "args", SCHEMA_STRING_ARRAY, true, NULL, 0, 0, NULL},

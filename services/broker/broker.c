@@ -1120,6 +1120,8 @@ int broker_new(const broker_config_t *config, broker_t **out)
     srandom((unsigned)clock_now_us());
 
     int rc = store_open(config->db_path, config->sync, &self->store);
+    if (rc == 0 && config->wal_limit_mb > 0)
+        rc = store_set_wal_limit(self->store, config->wal_limit_mb * 1024 * 1024);
     if (rc != 0)
         goto out;
     for (size_t i = 0; s_builtin_specialists[i]; i++)

@@ -24,6 +24,7 @@ typedef struct {
     int heartbeat_misses;
     int64_t event_retention; /* events kept for replay */
     int retry_backoff_ms;    /* base of the exponential backoff */
+    int64_t wal_limit_mb;    /* the store's WAL bound (0: the store's default) */
     /* cloister.toml (borrowed, outlives the broker): per specialist `timeout` and
      * `max_attempts` defaults, and the declared [specialists.<name>] are known names. */
     const config_t *config;

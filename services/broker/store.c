@@ -84,19 +84,33 @@ static const char *s_sql[STMT_COUNT] = {
     [STMT_SPECIALIST_INSERT] = "INSERT OR IGNORE INTO specialists (name) VALUES (?)",
 };
 
-/* WAL frames after which the checkpointer is woken. */
+/* WAL frames after which the checkpointer is woken (fewer when the WAL limit is small). */
 #define CHECKPOINT_FRAMES 2000
+/* Bytes of one WAL frame: SQLite's default page (the store never changes it) and the
+ * frame's header. */
+#define STORE_FRAME_BYTES (4096 + 24)
 
 /* Checkpoints run on a thread of their own, over a second connection, so the broker's loop
- * never pays for copying the WAL back into the database (PASSIVE: writers never wait). */
+ * never pays for copying the WAL back into the database (PASSIVE: writers never wait).
+ * Under a sustained stream of commits a PASSIVE checkpoint never catches up (the WAL can
+ * only start over once every frame in it was copied), so when the WAL passes its limit the
+ * loop itself runs a TRUNCATE checkpoint right after the commit that crossed it: it pays a
+ * copy of at most the limit, and the file shrinks to nothing. */
 typedef struct {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
+    /* Held while a checkpoint runs, by the thread or by the loop: SQLite refuses a second
+     * checkpoint while one runs (BUSY, without waiting), so the loop's TRUNCATE waits for
+     * the thread's PASSIVE to end instead of failing. */
+    pthread_mutex_t busy;
     sqlite3 *db;
+    int64_t limit_frames;    /* frames past which the loop truncates the WAL */
+    int trigger_frames;      /* frames after which a checkpoint is asked for */
     bool requested;
     bool stop;
     bool running;
+    bool warned;             /* a checkpoint that copied nothing was reported */
 } checkpointer_t;
 
 struct store_t {
@@ -165,6 +179,22 @@ static int s_migrate(store_t *self)
     return 0;
 }
 
+/* One PASSIVE checkpoint. */
+static void s_checkpoint(checkpointer_t *cp)
+{
+    int log_frames = 0, copied = 0;
+    int rc = sqlite3_wal_checkpoint_v2(cp->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_frames,
+                                       &copied);
+    /* BUSY: the loop's commit was resetting the WAL; the next request copies. */
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+        log_warn("store: checkpoint: %s", sqlite3_errmsg(cp->db));
+    } else if (rc == SQLITE_OK && log_frames < 0 && !cp->warned) {
+        /* -1: this connection does not see the database in WAL mode; nothing was copied. */
+        log_warn("store: the checkpoint copied nothing (log %d): the WAL will grow", log_frames);
+        cp->warned = true;
+    }
+}
+
 static void *s_checkpointer_main(void *arg)
 {
     checkpointer_t *cp = arg;
@@ -176,10 +206,9 @@ static void *s_checkpointer_main(void *arg)
             break;
         cp->requested = false;
         pthread_mutex_unlock(&cp->lock);
-        int log_frames = 0, copied = 0;
-        if (sqlite3_wal_checkpoint_v2(cp->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_frames,
-                                      &copied) != SQLITE_OK)
-            log_warn("store: checkpoint: %s", sqlite3_errmsg(cp->db));
+        pthread_mutex_lock(&cp->busy);
+        s_checkpoint(cp);
+        pthread_mutex_unlock(&cp->busy);
         pthread_mutex_lock(&cp->lock);
     }
     pthread_mutex_unlock(&cp->lock);
@@ -189,16 +218,34 @@ static void *s_checkpointer_main(void *arg)
 /* Called by SQLite after each commit with the WAL's size in frames. */
 static int s_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
-    (void)db;
     (void)name;
     checkpointer_t *cp = arg;
-    if (frames >= CHECKPOINT_FRAMES) {
+    if (frames > cp->limit_frames) {
+        int log_frames = 0, copied = 0;
+        pthread_mutex_lock(&cp->busy);
+        if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log_frames,
+                                      &copied) != SQLITE_OK)
+            log_warn("store: truncating the WAL (%d frames): %s", frames, sqlite3_errmsg(db));
+        pthread_mutex_unlock(&cp->busy);
+        return SQLITE_OK;
+    }
+    if (frames >= cp->trigger_frames) {
         pthread_mutex_lock(&cp->lock);
         cp->requested = true;
         pthread_cond_signal(&cp->wake);
         pthread_mutex_unlock(&cp->lock);
     }
     return SQLITE_OK;
+}
+
+/* Frames after which to checkpoint: CHECKPOINT_FRAMES, or fewer so that a checkpoint comes
+ * at half the WAL limit. */
+static int s_trigger_frames(int64_t wal_limit)
+{
+    int64_t frames = wal_limit / 2 / STORE_FRAME_BYTES;
+    if (frames < 16)
+        frames = 16;
+    return frames < CHECKPOINT_FRAMES ? (int)frames : CHECKPOINT_FRAMES;
 }
 
 static int s_checkpointer_start(store_t *self, const char *path)
@@ -208,7 +255,15 @@ static int s_checkpointer_start(store_t *self, const char *path)
         SQLITE_OK)
         return failure_set(FAILURE_STORE, "cannot open %s for checkpoints", path);
     sqlite3_busy_timeout(cp->db, 5000);
+    /* A connection learns that the database is in WAL mode when it first reads it; until
+     * then a checkpoint through it copies nothing. */
+    if (sqlite3_exec(cp->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) != SQLITE_OK)
+        return failure_set(FAILURE_STORE, "cannot read %s for checkpoints: %s", path,
+                           sqlite3_errmsg(cp->db));
+    cp->limit_frames = STORE_DEFAULT_WAL_LIMIT / STORE_FRAME_BYTES;
+    cp->trigger_frames = s_trigger_frames(STORE_DEFAULT_WAL_LIMIT);
     pthread_mutex_init(&cp->lock, NULL);
+    pthread_mutex_init(&cp->busy, NULL);
     pthread_cond_init(&cp->wake, NULL);
     if (pthread_create(&cp->thread, NULL, s_checkpointer_main, cp) != 0)
         return failure_set(FAILURE_STORE, "cannot start the checkpoint thread");
@@ -228,11 +283,28 @@ static void s_checkpointer_stop(store_t *self)
         pthread_mutex_unlock(&cp->lock);
         pthread_join(cp->thread, NULL);
         pthread_mutex_destroy(&cp->lock);
+        pthread_mutex_destroy(&cp->busy);
         pthread_cond_destroy(&cp->wake);
         cp->running = false;
     }
     sqlite3_close(cp->db);
     cp->db = NULL;
+}
+
+int store_set_wal_limit(store_t *self, int64_t bytes)
+{
+    if (bytes < 64 * 1024)
+        return failure_set(FAILURE_INVALID, "a WAL limit of %lld bytes is too small (64 KiB at least)",
+                           (long long)bytes);
+    char pragma[64];
+    snprintf(pragma, sizeof pragma, "PRAGMA journal_size_limit=%lld", (long long)bytes);
+    int rc = s_exec(self, pragma);
+    if (rc != 0)
+        return rc;
+    /* Both are read by the WAL hook, which runs on this (the loop's) thread. */
+    self->checkpointer.limit_frames = bytes / STORE_FRAME_BYTES;
+    self->checkpointer.trigger_frames = s_trigger_frames(bytes);
+    return 0;
 }
 
 int store_sync_parse(const char *text)
@@ -281,6 +353,8 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
         rc = s_migrate(self);
     if (rc == 0)
         rc = s_checkpointer_start(self, path);
+    if (rc == 0)
+        rc = store_set_wal_limit(self, STORE_DEFAULT_WAL_LIMIT);
     for (int i = 0; rc == 0 && i < STMT_COUNT; i++) {
         if (sqlite3_prepare_v3(self->db, s_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &self->stmt[i],
                                NULL) != SQLITE_OK)

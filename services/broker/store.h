@@ -27,6 +27,12 @@ typedef struct store_t store_t;
 int store_open(const char *path, store_sync_t sync, store_t **out);
 void store_close(store_t **self_p);
 
+/* The WAL file's bound: past it the checkpointer truncates the WAL, and SQLite keeps it no
+ * bigger after a reset (journal_size_limit). Default STORE_DEFAULT_WAL_LIMIT. Returns 0,
+ * FAILURE_INVALID (under 64 KiB) or FAILURE_STORE. */
+#define STORE_DEFAULT_WAL_LIMIT (64LL * 1024 * 1024)
+int store_set_wal_limit(store_t *self, int64_t bytes);
+
 /* Parses "full" | "normal" | "off"; returns -1 otherwise. */
 int store_sync_parse(const char *text);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,9 +34,10 @@ static task_t *s_task(const char *id)
     return task;
 }
 
-/* Inserts task `id`, updates it (running, attempt 1) and adds its event, all without
- * calling store_begin() first; commits only if `commit`. Returns 0 if every call did. */
-static int s_write_task(store_t *store, const char *id, bool commit)
+/* Inserts task `id`, updates it (running, attempt 1) and adds its event (number `seq`),
+ * all without calling store_begin() first; commits only if `commit`. Returns 0 if every
+ * call did. */
+static int s_write_task_seq(store_t *store, const char *id, int64_t seq, bool commit)
 {
     task_t *task = s_task(id);
     bool inserted = false;
@@ -48,12 +50,17 @@ static int s_write_task(store_t *store, const char *id, bool commit)
     if (rc == 0)
         rc = store_task_update(store, task, NULL, 0);
     if (rc == 0)
-        rc = store_event_insert(store, 1, s_event_topic, strlen(s_event_topic), s_event_body,
+        rc = store_event_insert(store, seq, s_event_topic, strlen(s_event_topic), s_event_body,
                                 sizeof s_event_body);
     if (rc == 0 && commit)
         rc = store_commit(store);
     task_destroy(&task);
     return rc;
+}
+
+static int s_write_task(store_t *store, const char *id, bool commit)
+{
+    return s_write_task_seq(store, id, 1, commit);
 }
 
 /* In a child process: opens the store, writes task `id`, commits if `commit`, then ends
@@ -206,6 +213,38 @@ static void test_result_round_trip(const char *dir)
     store_close(&store);
 }
 
+/* The WAL stays near its limit under a stream of commits: the checkpointer copies it back
+ * (its connection must have read the database first) and truncates it when it is over. */
+static void test_wal_is_bounded(const char *dir)
+{
+    char path[512], wal[600];
+    snprintf(path, sizeof path, "%s/wal.db", dir);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    store_t *store = NULL;
+    CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
+    if (store == NULL)
+        return;
+    const int64_t limit = 512 * 1024;
+    CHECK_INT(store_set_wal_limit(store, limit), 0);
+    CHECK_INT(store_set_wal_limit(store, 1000), FAILURE_INVALID);
+    int64_t largest = 0;
+    for (int i = 0; i < 6000; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "wal-%d", i);
+        CHECK_INT(s_write_task_seq(store, id, i + 1, true), 0);
+        struct stat st;
+        if (i % 100 == 0 && stat(wal, &st) == 0 && st.st_size > largest)
+            largest = st.st_size;
+    }
+    /* Unbounded, 6,000 commits of a few pages each make a WAL of tens of MB. */
+    fprintf(stderr, "test_store: largest WAL seen %lld bytes (limit %lld)\n", (long long)largest,
+            (long long)limit);
+    CHECK(largest > 0);
+    /* At most the limit and the commit that crossed it. */
+    CHECK(largest < limit + 64 * 1024);
+    store_close(&store);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("store");
@@ -214,6 +253,7 @@ int main(void)
     test_uncommitted_writes_are_lost(env->dir);
     test_committed_writes_stay(env->dir);
     test_result_round_trip(env->dir);
+    test_wal_is_bounded(env->dir);
     testenv_destroy(&env);
     return check_exit_code("test_store");
 }

@@ -202,6 +202,8 @@ int broker_emit(broker_t *self, const char *event, const task_t *task, const eve
     if (extra != NULL) {
         wire_put_str(w, "kind", extra->kind);
         wire_put_str(w, "text", extra->text);
+        if (extra->coalesced > 0)
+            wire_put_int(w, "coalesced", extra->coalesced);
         wire_put_str(w, "error", extra->error);
         /* An event must stay far below the message cap; a huge result is only in the store. */
         if (extra->result_len <= EVENT_RESULT_CAP)

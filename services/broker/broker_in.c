@@ -214,8 +214,24 @@ static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
     if (task == NULL || task->state != TASK_RUNNING ||
         task->attempt != wire_msg_int(msg, "attempt", 0))
         return; /* progress of an attempt that is over */
+    /* One chatty task (a worker streaming `yes`) must not flood the store and push every
+     * other event out of the replay window: a window of one second holds at most
+     * BROKER_PROGRESS_PER_SECOND events per task, and what does not fit is counted into
+     * the next event published. */
+    int64_t now = clock_now_ms();
+    if (now - task->progress_window >= 1000) {
+        task->progress_window = now;
+        task->progress_sent = 0;
+    }
+    if (task->progress_sent >= BROKER_PROGRESS_PER_SECOND) {
+        task->progress_folded++;
+        return;
+    }
+    task->progress_sent++;
     event_extra_t extra = {.kind = wire_msg_str(msg, "kind", "info"),
-                           .text = wire_msg_str(msg, "text", "")};
+                           .text = wire_msg_str(msg, "text", ""),
+                           .coalesced = task->progress_folded};
+    task->progress_folded = 0;
     broker_emit(self, "task.progress", task, &extra);
 }
 

@@ -49,7 +49,12 @@ typedef struct {
     size_t result_len;
     const char *worker;
     const char *specialist; /* for events without a task (worker.*) */
+    int64_t coalesced;      /* task.progress: messages folded into this one (0: none) */
 } event_extra_t;
+
+/* At most this many task.progress events per task per second are published; the rest are
+ * counted into the next one published (its `coalesced`). */
+#define BROKER_PROGRESS_PER_SECOND 20
 
 #define LATENCY_SAMPLES 1024
 

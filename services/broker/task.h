@@ -55,6 +55,11 @@ typedef struct task_t {
     struct worker_t *worker;
     int64_t lease_until;   /* monotonic ms */
     int64_t dispatched_at; /* monotonic ms */
+    /* progress rate limit (broker_in.c): the current one-second window, the events
+     * published in it, and the progress messages folded since the last one published */
+    int64_t progress_window; /* monotonic ms when it began */
+    int progress_sent;
+    int64_t progress_folded;
     /* queue links (queued) or running-list links (running) */
     struct task_t *prev, *next;
 } task_t;

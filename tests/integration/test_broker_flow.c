@@ -644,6 +644,53 @@ static void test_progress_and_release(void)
     fakeworker_destroy(&worker);
 }
 
+/* A worker that floods progress (5,000 messages at once) gets at most
+ * BROKER_PROGRESS_PER_SECOND events a second stored and published; the next one published
+ * says how many were folded into it. */
+static void test_progress_flood_is_coalesced(void)
+{
+    fakeworker_t *worker = s_worker_holding("flood-agent", "flood-w1", "flood-1");
+    for (int i = 0; i < 5000; i++)
+        fakeworker_progress(worker, "flood-1", 1, "y");
+    for (int i = 0; i < 11; i++) { /* into the next window, heartbeating */
+        fakeworker_heartbeat(worker, "flood-1", 1);
+        testenv_sleep_ms(100);
+    }
+    fakeworker_progress(worker, "flood-1", 1, "after the flood");
+    fakeworker_result(worker, "flood-1", 1, "done", NULL, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(worker, "ack", 5000, NULL, 0);
+    CHECK(ack != NULL);
+    wire_msg_destroy(&ack);
+
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "replay");
+    wire_put_int(w, "since", 0);
+    wire_put_str(w, "topic", "task.progress/flood-agent");
+    wire_put_int(w, "limit", 1000);
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_call(s_client, w, &reply), 0);
+    const msgpack_object *events = reply ? wire_msg_object(reply, "data") : NULL;
+    CHECK(events != NULL && events->type == MSGPACK_OBJECT_ARRAY);
+    uint32_t n = events && events->type == MSGPACK_OBJECT_ARRAY ? events->via.array.size : 0;
+    /* The flood took at most a few windows to send: a few times the rate, not 5,000. */
+    CHECK(n > 0 && n <= 4 * 20 + 1);
+    int64_t folded = 0;
+    char text[64] = "";
+    for (uint32_t i = 0; i < n; i++) {
+        const msgpack_object *c = wire_map_get(&events->via.array.ptr[i], "coalesced");
+        if (c != NULL && c->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            folded += (int64_t)c->via.u64;
+        wire_obj_str(wire_map_get(&events->via.array.ptr[i], "text"), text, sizeof text, "");
+    }
+    CHECK_STR(text, "after the flood");
+    /* Every message is an event or counted in one. */
+    CHECK_INT(folded + n, 5001);
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    fakeworker_bye(worker);
+    fakeworker_destroy(&worker);
+}
+
 /* A specialist declared in cloister.toml is known, with its own timeout and attempts. */
 static void test_config_defaults(void)
 {
@@ -801,6 +848,7 @@ int main(void)
         test_retry_to_dead_and_back();
         test_dead_and_duplicate_retry();
         test_progress_and_release();
+    test_progress_flood_is_coalesced();
         test_undelivered_ends_dead();
         test_heartbeat_mismatch_and_group_while_draining();
         test_result_only_for_running_attempt();

@@ -229,11 +229,13 @@ void broker_count_rejected(broker_t *self, const char *reason)
     zhashx_update(self->rejected, reason, (void *)(count + 1));
 }
 
-void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason)
+void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason,
+                          int64_t coalesced)
 {
-    log_warn("%s%s%s: %s", event, task_id ? " " : "", task_id ? task_id : "", reason);
+    log_warn("%s%s%s: %s%s", event, task_id ? " " : "", task_id ? task_id : "", reason,
+             coalesced > 0 ? " (and more refused without an event: see coalesced)" : "");
     task_t rejected = {.id = (char *)task_id, .state = TASK_CANCELLED, .priority = PRIORITY_NORMAL};
-    event_extra_t extra = {.error = reason};
+    event_extra_t extra = {.error = reason, .coalesced = coalesced};
     broker_emit(self, event, task_id ? &rejected : NULL, &extra);
 }
 

@@ -62,7 +62,7 @@ static void s_submit(request_t *req, const wire_msg_t *msg)
     if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG) {
         broker_count_rejected(req->broker, "invalid submit");
         broker_emit_rejected(req->broker, "task.rejected", wire_msg_str(msg, "id", NULL),
-                             failure_message());
+                             failure_message(), 0);
     }
     if (rc != 0) {
         s_reply_error(req, rc, failure_message());
@@ -354,7 +354,7 @@ void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, s
     wire_msg_t *msg = NULL;
     int rc = wire_decode(data, len, &msg);
     if (rc != 0) {
-        broker_count_rejected(self, rc == FAILURE_TOO_BIG ? "too big" : "malformed");
+        broker_count_rejected(self, rc == FAILURE_TOO_BIG ? "too_big" : "malformed");
         log_warn("control: %s", failure_message());
         s_reply_error(&req, rc, failure_message());
         return;

@@ -12,11 +12,27 @@
 #include <string.h>
 #include <zmq.h>
 
-/* `category` is the counter in stats ("malformed", "bad hello", ...); `reason` the detail. */
-static void s_reject_message(broker_t *self, const char *category, const char *reason)
+/* `category` is the counter in stats ("malformed", "bad hello", ...); `reason` the detail.
+ * Every refusal is counted; a message that names nobody (undecodable, too big, meant for
+ * another socket) is garbage anyone can send by the thousand, so its message.rejected
+ * events (and log lines) are limited to one a second, which says in `coalesced` how many
+ * were refused since the last one without an event. */
+static void s_reject_message(broker_t *self, const char *category, const char *reason,
+                             bool garbage)
 {
     broker_count_rejected(self, category);
-    broker_emit_rejected(self, "message.rejected", NULL, reason);
+    if (garbage) {
+        int64_t now = clock_now_ms();
+        if (self->garbage_reported_at != 0 && now - self->garbage_reported_at < 1000) {
+            self->garbage_unreported++;
+            return;
+        }
+        self->garbage_reported_at = now;
+    }
+    broker_emit_rejected(self, "message.rejected", NULL, reason,
+                         garbage ? self->garbage_unreported : 0);
+    if (garbage)
+        self->garbage_unreported = 0;
 }
 
 static void s_handle_submit(broker_t *self, const wire_msg_t *msg)
@@ -26,7 +42,8 @@ static void s_handle_submit(broker_t *self, const wire_msg_t *msg)
     int rc = broker_submit(self, msg, NULL, &task, &loaded, &created);
     if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG) {
         broker_count_rejected(self, "invalid submit");
-        broker_emit_rejected(self, "task.rejected", wire_msg_str(msg, "id", NULL), failure_message());
+        broker_emit_rejected(self, "task.rejected", wire_msg_str(msg, "id", NULL), failure_message(),
+                             0);
     } else if (rc != 0) {
         log_error("submit %s: %s", wire_msg_str(msg, "id", "?"), failure_message());
     }
@@ -159,12 +176,12 @@ static void s_handle_hello(broker_t *self, const wire_msg_t *msg)
 {
     const char *specialist = wire_msg_str(msg, "specialist", "");
     if (!broker_valid_specialist_name(specialist)) {
-        s_reject_message(self, "bad hello", "hello: invalid specialist name");
+        s_reject_message(self, "bad hello", "hello: invalid specialist name", false);
         return;
     }
     worker_t *worker = s_register_worker(self, msg, specialist);
     if (worker == NULL) {
-        s_reject_message(self, "bad hello", failure_message());
+        s_reject_message(self, "bad hello", failure_message(), false);
         return;
     }
     worker->last_seen = clock_now_ms();
@@ -260,7 +277,7 @@ static void s_submit_next(broker_t *self, const task_t *parent, const wire_msg_t
                      failure_message());
             broker_count_rejected(self, "invalid next task");
             broker_emit_rejected(self, "task.rejected", sub ? wire_msg_str(sub, "id", NULL) : NULL,
-                                 reason);
+                                 reason, 0);
         }
         if (loaded)
             task_destroy(&task);
@@ -324,7 +341,7 @@ static void s_handle_result(broker_t *self, const wire_msg_t *msg)
         char reason[128];
         snprintf(reason, sizeof reason, "result: invalid outcome '%.32s' (done, failed, retry)",
                  outcome);
-        s_reject_message(self, "bad result", reason);
+        s_reject_message(self, "bad result", reason, false);
         return;
     }
     const char *worker_id = wire_msg_str(msg, "worker", "");
@@ -367,7 +384,8 @@ void broker_handle_in(broker_t *self, const void *data, size_t len)
     wire_msg_t *msg = NULL;
     int rc = wire_decode(data, len, &msg);
     if (rc != 0) {
-        s_reject_message(self, rc == FAILURE_TOO_BIG ? "too big" : "malformed", failure_message());
+        s_reject_message(self, rc == FAILURE_TOO_BIG ? "too_big" : "malformed", failure_message(),
+                         true);
         return;
     }
     const char *type = wire_msg_type(msg);
@@ -388,7 +406,7 @@ void broker_handle_in(broker_t *self, const void *data, size_t len)
     else {
         char reason[128];
         snprintf(reason, sizeof reason, "message type '%s' is not accepted on the in socket", type);
-        s_reject_message(self, "wrong socket", reason);
+        s_reject_message(self, "wrong socket", reason, true);
     }
     wire_msg_destroy(&msg);
 }

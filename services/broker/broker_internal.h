@@ -76,6 +76,8 @@ struct broker_t {
     int64_t trimmed_upto; /* events up to here are trimmed */
     int64_t dead_count;
     int64_t orphan_deadline; /* after a restart: running tasks without a worker until then */
+    int64_t garbage_reported_at; /* monotonic ms of the last message.rejected for garbage */
+    int64_t garbage_unreported;  /* garbage refused since then without an event */
 
     outbox_item_t *outbox;
     size_t outbox_len, outbox_cap;
@@ -100,7 +102,10 @@ struct broker_t {
  * worker's own timeout report (sent after its job's grace) arrive first. */
 int64_t broker_lease_deadline(const broker_t *self, const task_t *task, int64_t now);
 int broker_emit(broker_t *self, const char *event, const task_t *task, const event_extra_t *extra);
-void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason);
+/* Emits a refusal event (task.rejected / message.rejected) and logs it; `coalesced` is how
+ * many refusals before it got no event of their own (see broker_in.c), 0 for none. */
+void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason,
+                          int64_t coalesced);
 void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len);
 void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len);
 /* The queue of a specialist (created if `create`), or NULL. `_` and `-` in the name are

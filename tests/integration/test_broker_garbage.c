@@ -177,6 +177,69 @@ static bool s_saw_rejection(client_t *client, const char *task_id, const char *r
     return found;
 }
 
+/* The message.rejected events stored so far, and the sum of their `coalesced`. */
+static int s_garbage_events(client_t *client, int64_t *coalesced)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "replay");
+    wire_put_int(w, "since", 0);
+    wire_put_str(w, "topic", "message.rejected");
+    wire_put_int(w, "limit", 1000);
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_call(client, w, &reply), 0);
+    wire_writer_destroy(&w);
+    const msgpack_object *events = reply ? wire_msg_object(reply, "data") : NULL;
+    int n = events && events->type == MSGPACK_OBJECT_ARRAY ? (int)events->via.array.size : 0;
+    *coalesced = 0;
+    for (int i = 0; i < n; i++) {
+        const msgpack_object *c = wire_map_get(&events->via.array.ptr[i], "coalesced");
+        if (c != NULL && c->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            *coalesced += (int64_t)c->via.u64;
+    }
+    wire_msg_destroy(&reply);
+    return n;
+}
+
+/* The `malformed` count in stats.rejected. */
+static int64_t s_malformed_count(client_t *client)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "stats");
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_call(client, w, &reply), 0);
+    wire_writer_destroy(&w);
+    const msgpack_object *count = wire_map_get(
+        wire_map_get(reply ? wire_msg_object(reply, "data") : NULL, "rejected"), "malformed");
+    int64_t n = count != NULL && count->type == MSGPACK_OBJECT_POSITIVE_INTEGER
+                    ? (int64_t)count->via.u64
+                    : -1;
+    wire_msg_destroy(&reply);
+    return n;
+}
+
+/* 2,000 undecodable messages at once: every one counted in stats, but message.rejected
+ * events (and log lines) at most one a second, the next saying how many it stands for. */
+static void test_garbage_flood(client_t *client, void *push)
+{
+    /* Past the window of the garbage sent before, one more reports what it left folded. */
+    testenv_sleep_ms(1100);
+    zmq_send(push, "\xc1garbage", 8, 0);
+    testenv_sleep_ms(1100);
+    int64_t coalesced_before = 0;
+    int events_before = s_garbage_events(client, &coalesced_before);
+    int64_t counted_before = s_malformed_count(client);
+    for (int i = 0; i < 2000; i++)
+        zmq_send(push, "\xc1garbage", 8, 0);
+    testenv_sleep_ms(1100);
+    zmq_send(push, "\xc1garbage", 8, 0); /* reports the folded ones */
+    testenv_sleep_ms(300);
+    int64_t coalesced_after = 0;
+    int events_after = s_garbage_events(client, &coalesced_after);
+    CHECK_INT(s_malformed_count(client) - counted_before, 2001);
+    CHECK(events_after - events_before >= 2 && events_after - events_before <= 3);
+    CHECK_INT((events_after - events_before) + (coalesced_after - coalesced_before), 2001);
+}
+
 /* ---- payload.issueId over the cap of an issue ---- */
 
 /* Starts a submit of `id` to test-agent whose payload.issueId is `issue_len` bytes. */
@@ -388,6 +451,7 @@ int main(void)
     wire_msg_destroy(&reply);
     wire_writer_destroy(&w);
 
+    test_garbage_flood(client, push);
     test_issue_cap(client, push);
     test_refused_hello(env, &client, push, &broker);
 

@@ -144,6 +144,9 @@ static void s_outbox_discard(broker_t *self)
 /* ---- events ---- */
 
 #define EVENT_RESULT_CAP (1024 * 1024)
+/* Send high-water marks, in messages per peer (see s_socket). */
+#define BROKER_EVENTS_HWM 10000
+#define BROKER_REPLIES_HWM 16
 
 /* Writes "<event>/<specialist>" into buf (truncated to size - 1 bytes, NUL-terminated)
  * and returns its length. */
@@ -1086,8 +1089,11 @@ static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
     void *socket = zmq_socket(self->zmq_context, type);
     int linger = 0;
     zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
-    if (type == ZMQ_PUB) {
-        int hwm = 100000;
+    /* What a subscriber or a requester that does not read can make us hold: PUB drops
+     * events for a subscriber past its mark (it replays by seq to fill the gap), ROUTER
+     * drops replies for a peer past its mark (a replay reply may be 4 MiB). */
+    if (type == ZMQ_PUB || type == ZMQ_ROUTER) {
+        int hwm = type == ZMQ_PUB ? BROKER_EVENTS_HWM : BROKER_REPLIES_HWM;
         zmq_setsockopt(socket, ZMQ_SNDHWM, &hwm, sizeof hwm);
     }
     if (type == ZMQ_PULL || type == ZMQ_ROUTER) {

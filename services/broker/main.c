@@ -9,11 +9,13 @@
 #include "home.h"
 #include "log.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static volatile sig_atomic_t s_stop;
 
@@ -61,9 +63,23 @@ static const char **s_configured_specialists(const config_t *config)
     return names;
 }
 
+/* Every connection costs a file descriptor (inside libzmq, which aborts when it runs out):
+ * take all the system allows us. */
+static void s_raise_fd_limit(void)
+{
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == limit.rlim_max)
+        return;
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
+        log_warn("cannot raise the open-files limit to %llu: %s",
+                 (unsigned long long)limit.rlim_max, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
     log_init(argv[0], LOG_LEVEL_INFO);
+    s_raise_fd_limit();
     enum { OPT_IN = 1, OPT_EVENTS, OPT_CONTROL, OPT_HOME, OPT_DB, OPT_SYNC, OPT_HB, OPT_MISSES,
            OPT_RETENTION, OPT_HELP };
     static const struct option options[] = {

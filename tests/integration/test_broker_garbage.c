@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -399,13 +400,37 @@ static void test_refused_hello(testenv_t *env, client_t **client, void *push, pi
     CHECK_INT(testbroker_submit(*client, "real-2", "real-agent", NULL, NULL), 0);
 }
 
+/* True when `pid`'s open-files soft limit is its hard limit (/proc/<pid>/limits). */
+static bool s_fd_limit_raised(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    FILE *f = fopen(path, "r");
+    bool raised = false;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        char soft[32], hard[32];
+        if (sscanf(line, "Max open files %31s %31s", soft, hard) == 2)
+            raised = strcmp(soft, hard) == 0;
+    }
+    if (f != NULL)
+        fclose(f);
+    return raised;
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("broker-garbage");
     if (env == NULL)
         return 1;
+    /* The broker takes the open-files limit up to its hard limit, whatever it inherits. */
+    struct rlimit ours;
+    CHECK(getrlimit(RLIMIT_NOFILE, &ours) == 0);
+    struct rlimit lowered = {.rlim_cur = 256, .rlim_max = ours.rlim_max};
+    CHECK(setrlimit(RLIMIT_NOFILE, &lowered) == 0);
     pid_t broker = testbroker_start(env, 200, "full");
+    CHECK(setrlimit(RLIMIT_NOFILE, &ours) == 0);
     CHECK(broker > 0);
+    CHECK(s_fd_limit_raised(broker));
     client_t *client = testbroker_client(env);
     void *context = zmq_ctx_new();
     void *push = zmq_socket(context, ZMQ_PUSH);

@@ -198,6 +198,8 @@ static int s_code_from_name(const char *code)
         return FAILURE_NOT_FOUND;
     if (strcmp(code, "too_big") == 0)
         return FAILURE_TOO_BIG;
+    if (strcmp(code, "disk_full") == 0)
+        return FAILURE_DISK_FULL;
     return FAILURE_STATE;
 }
 

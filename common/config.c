@@ -96,6 +96,8 @@ static const schema_t s_schema[] = {
     {"broker", "max_attempts", SCHEMA_INT, true, NULL, 3, 1, NULL},
     {"broker", "retry_backoff_ms", SCHEMA_INT, true, NULL, 1000, 0, NULL},
     {"broker", "wal_limit_mb", SCHEMA_INT, true, NULL, 64, 1, NULL},
+    {"broker", "min_free_mb", SCHEMA_INT, true, NULL, 64, 0, NULL},
+    {"broker", "reserve_mb", SCHEMA_INT, true, NULL, 16, 0, NULL},
 
     {"agent", "command", SCHEMA_STRING, true, "claude", 0, 0, NULL},
     {"agent", "args", SCHEMA_STRING_ARRAY, true, NULL, 0, 0, NULL},

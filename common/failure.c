@@ -34,6 +34,7 @@ const char *failure_name(int code)
     case FAILURE_GIT: return "git";
     case FAILURE_AGENT: return "agent";
     case FAILURE_MEMORY: return "memory";
+    case FAILURE_DISK_FULL: return "disk_full";
     default: return "unknown";
     }
 }

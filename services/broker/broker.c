@@ -519,6 +519,9 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
         *out = existing;
         return 0;
     }
+    /* A next task is part of a result, which must be kept; a new submit can wait. */
+    if (parent == NULL && disk_guard_low(self->disk))
+        return failure_set(FAILURE_DISK_FULL, "%s", disk_guard_reason(self->disk));
     if (!broker_valid_specialist_name(specialist))
         return failure_set(FAILURE_INVALID,
                            "invalid specialist name '%s' (lowercase letters, digits, '-', '_', '.')",
@@ -1004,6 +1007,7 @@ int broker_run(broker_t *self, volatile sig_atomic_t *stop)
             break;
         }
         int64_t completed_before = self->completed;
+        disk_guard_check(self->disk, now);
         if (items[0].revents & ZMQ_POLLIN)
             s_drain_in(self);
         if (items[1].revents & ZMQ_POLLIN)
@@ -1129,7 +1133,10 @@ int broker_new(const broker_config_t *config, broker_t **out)
     uuid_unparse_lower(uuid, self->epoch);
     srandom((unsigned)clock_now_us());
 
-    int rc = store_open(config->db_path, config->sync, &self->store);
+    self->disk = disk_guard_new(config->db_path, config->min_free_mb << 20,
+                                config->reserve_mb << 20);
+    int rc = self->disk ? store_open(config->db_path, config->sync, &self->store)
+                        : failure_set(FAILURE_MEMORY, "out of memory");
     if (rc == 0 && config->wal_limit_mb > 0)
         rc = store_set_wal_limit(self->store, config->wal_limit_mb * 1024 * 1024);
     if (rc != 0)
@@ -1193,6 +1200,7 @@ void broker_destroy(broker_t **self_p)
     wire_writer_destroy(&self->writer);
     free(self->idle);
     store_close(&self->store);
+    disk_guard_destroy(&self->disk);
     free(self);
     *self_p = NULL;
 }

@@ -25,6 +25,8 @@ typedef struct {
     int64_t event_retention; /* events kept for replay */
     int retry_backoff_ms;    /* base of the exponential backoff */
     int64_t wal_limit_mb;    /* the store's WAL bound (0: the store's default) */
+    int64_t min_free_mb;     /* below this much free disk, submits are refused (disk_guard.h) */
+    int64_t reserve_mb;      /* room kept for running tasks' results when the disk fills */
     /* cloister.toml (borrowed, outlives the broker): per specialist `timeout` and
      * `max_attempts` defaults, and the declared [specialists.<name>] are known names. */
     const config_t *config;

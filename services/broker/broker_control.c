@@ -59,8 +59,9 @@ static void s_submit(request_t *req, const wire_msg_t *msg)
     task_t *task = NULL;
     bool loaded = false, created = false;
     int rc = broker_submit(req->broker, msg, NULL, &task, &loaded, &created);
-    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG) {
-        broker_count_rejected(req->broker, "invalid submit");
+    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL) {
+        broker_count_rejected(req->broker,
+                              rc == FAILURE_DISK_FULL ? "disk_full" : "invalid submit");
         broker_emit_rejected(req->broker, "task.rejected", wire_msg_str(msg, "id", NULL),
                              failure_message(), 0);
     }
@@ -294,6 +295,8 @@ static void s_stats(request_t *req)
         wire_put_int(w, zhashx_cursor(self->rejected), (int64_t)(intptr_t)count);
     wire_close(w);
     wire_put_int(w, "last_seq", self->last_seq);
+    wire_put_int(w, "disk_free_mb", disk_guard_free(self->disk) >> 20);
+    wire_put_bool(w, "disk_low", disk_guard_low(self->disk));
     wire_close(w);
     s_send(req);
 }

@@ -40,8 +40,8 @@ static void s_handle_submit(broker_t *self, const wire_msg_t *msg)
     task_t *task = NULL;
     bool loaded = false, created = false;
     int rc = broker_submit(self, msg, NULL, &task, &loaded, &created);
-    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG) {
-        broker_count_rejected(self, "invalid submit");
+    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL) {
+        broker_count_rejected(self, rc == FAILURE_DISK_FULL ? "disk_full" : "invalid submit");
         broker_emit_rejected(self, "task.rejected", wire_msg_str(msg, "id", NULL), failure_message(),
                              0);
     } else if (rc != 0) {

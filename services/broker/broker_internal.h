@@ -5,6 +5,7 @@
 #define CLOISTER_BROKER_INTERNAL_H
 
 #include "broker.h"
+#include "disk_guard.h"
 #include "task.h"
 #include "wire.h"
 
@@ -76,6 +77,7 @@ struct broker_t {
     int64_t trimmed_upto; /* events up to here are trimmed */
     int64_t dead_count;
     int64_t orphan_deadline; /* after a restart: running tasks without a worker until then */
+    disk_guard_t *disk;          /* refuses submits when the disk fills */
     int64_t garbage_reported_at; /* monotonic ms of the last message.rejected for garbage */
     int64_t garbage_unreported;  /* garbage refused since then without an event */
 

@@ -166,6 +166,8 @@ int main(int argc, char **argv)
         .event_retention = retention ? retention : config_int(config, "broker", "event_retention", 100000),
         .retry_backoff_ms = (int)config_int(config, "broker", "retry_backoff_ms", 1000),
         .wal_limit_mb = config_int(config, "broker", "wal_limit_mb", 64),
+        .min_free_mb = config_int(config, "broker", "min_free_mb", 64),
+        .reserve_mb = config_int(config, "broker", "reserve_mb", 16),
         .config = config,
         .specialists = specialists,
     };

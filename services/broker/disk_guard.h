@@ -1,0 +1,41 @@
+/* disk_guard: keeps the broker up when the disk under its store fills.
+ *
+ * A commit that fails leaves the broker's memory ahead of its store, so the broker stops
+ * (and recovers from the store when started again). A full disk must not come to that: the
+ * guard looks at the free space of the store's directory (at most every
+ * DISK_GUARD_CHECK_MS) and, below `min_free` bytes, says the disk is low. The broker then
+ * refuses new submits (code disk_full, nothing acknowledged that was not committed) and
+ * keeps everything else going: reads, status, dispatch, and the results of running tasks,
+ * which the guard makes room for by deleting its reserve file (`<db>.reserve`, `reserve`
+ * bytes written at start). When the free space is back above min_free + reserve, the
+ * reserve is written again and submits are accepted: the broker resumes by itself. */
+#ifndef CLOISTER_DISK_GUARD_H
+#define CLOISTER_DISK_GUARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DISK_GUARD_CHECK_MS 250
+
+typedef struct disk_guard_t disk_guard_t;
+
+/* A guard for the store at db_path. Writes the reserve (a failure to is logged: the guard
+ * still watches). Returns NULL only when memory runs out. */
+disk_guard_t *disk_guard_new(const char *db_path, int64_t min_free, int64_t reserve);
+void disk_guard_destroy(disk_guard_t **self_p);
+
+/* Looks at the free space again if DISK_GUARD_CHECK_MS passed since the last look (now is
+ * monotonic ms); logs each change between low and fine. Returns true while the disk is low. */
+bool disk_guard_check(disk_guard_t *self, int64_t now);
+
+/* True while the disk is low (as of the last check). */
+bool disk_guard_low(const disk_guard_t *self);
+
+/* The free bytes seen at the last check. */
+int64_t disk_guard_free(const disk_guard_t *self);
+
+/* One line for a refusal: "disk full: 12 MB free for the store in /var/lib/cloister (at
+ * least 64 MB wanted): not accepting new tasks until there is room". Owned by the guard. */
+const char *disk_guard_reason(const disk_guard_t *self);
+
+#endif

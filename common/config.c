@@ -98,6 +98,7 @@ static const schema_t s_schema[] = {
     {"broker", "wal_limit_mb", SCHEMA_INT, true, NULL, 64, 1, NULL},
     {"broker", "min_free_mb", SCHEMA_INT, true, NULL, 64, 0, NULL},
     {"broker", "reserve_mb", SCHEMA_INT, true, NULL, 16, 0, NULL},
+    {"broker", "keep_finished_days", SCHEMA_INT, true, NULL, 30, 0, NULL},
 
     {"agent", "command", SCHEMA_STRING, true, "claude", 0, 0, NULL},
     {"agent", "args", SCHEMA_STRING_ARRAY, true, NULL, 0, 0, NULL},

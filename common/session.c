@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
 
@@ -258,6 +259,19 @@ int session_reset(const char *name)
     return rc;
 }
 
+/* A history past SESSION_HISTORY_MAX_BYTES becomes history.jsonl.1 (the one before is
+ * dropped), so the file does not grow for ever. */
+static void s_rotate_history(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || st.st_size < SESSION_HISTORY_MAX_BYTES)
+        return;
+    char old[SESSION_PATH_SIZE + 40];
+    snprintf(old, sizeof old, "%s.1", path);
+    if (rename(path, old) != 0)
+        log_warn("cannot rotate %s: %s", path, strerror(errno));
+}
+
 int session_history_append(const char *name, json_t *entry)
 {
     char dir[SESSION_PATH_SIZE], path[SESSION_PATH_SIZE + 32];
@@ -282,6 +296,7 @@ int session_history_append(const char *name, json_t *entry)
     }
     line[len] = '\n';
     line[len + 1] = '\0';
+    s_rotate_history(path);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0) {
         rc = failure_set(FAILURE_IO, "cannot open %s: %s", path, strerror(errno));

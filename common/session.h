@@ -78,10 +78,15 @@ int session_lock_try(session_lock_t **lock_p, const char *name);
 /* Releases and frees the lock; nulls *lock_p; safe with NULL. */
 void session_unlock(session_lock_t **lock_p);
 
+/* A history.jsonl past this size is rotated to history.jsonl.1 before the next append. */
+#define SESSION_HISTORY_MAX_BYTES (16 * 1024 * 1024)
+
 /* Appends `entry` (borrowed; an "at_ms" key, wall clock, is added to it when absent) as one
  * compact JSON line to
  * specialists/<name>/history.jsonl, creating the directory. One write(2) with O_APPEND,
- * so concurrent appenders do not interleave within a line. Returns 0 or a FAILURE_*. */
+ * so concurrent appenders do not interleave within a line. Past
+ * SESSION_HISTORY_MAX_BYTES the file is first renamed history.jsonl.1 (the older one is
+ * dropped). Returns 0 or a FAILURE_*. */
 int session_history_append(const char *name, json_t *entry);
 
 #endif

@@ -144,6 +144,8 @@ static void s_outbox_discard(broker_t *self)
 /* ---- events ---- */
 
 #define EVENT_RESULT_CAP (1024 * 1024)
+/* Rows deleted per retention pass (s_prune_finished). */
+#define BROKER_PRUNE_BATCH 2000
 /* Send high-water marks, in messages per peer (see s_socket). */
 #define BROKER_EVENTS_HWM 10000
 #define BROKER_REPLIES_HWM 16
@@ -913,6 +915,20 @@ static int s_trim_events(broker_t *self)
     return rc ? rc : store_events_trim(self->store, upto);
 }
 
+/* Retention: deletes finished tasks (and attempts) older than keep_finished_days, a batch
+ * at a time so no commit grows long; a full batch means more soon, else a minute's rest. */
+static int s_prune_finished(broker_t *self, int64_t now)
+{
+    if (self->config.keep_finished_days <= 0 || now < self->next_prune)
+        return 0;
+    int64_t before = clock_wall_ms() - self->config.keep_finished_days * 24 * 3600 * 1000;
+    int removed = store_prune_finished(self->store, before, BROKER_PRUNE_BATCH);
+    if (removed < 0)
+        return removed;
+    self->next_prune = now + (removed >= BROKER_PRUNE_BATCH ? 100 : 60 * 1000);
+    return 0;
+}
+
 static int s_run_timers(broker_t *self, int64_t now)
 {
     if (now >= self->next_ping) {
@@ -926,6 +942,8 @@ static int s_run_timers(broker_t *self, int64_t now)
     int rc = s_check_workers(self, now);
     if (rc == 0)
         rc = s_check_leases(self, now);
+    if (rc == 0)
+        rc = s_prune_finished(self, now);
     return rc;
 }
 

@@ -78,6 +78,7 @@ struct broker_t {
     int64_t dead_count;
     int64_t orphan_deadline; /* after a restart: running tasks without a worker until then */
     disk_guard_t *disk;          /* refuses submits when the disk fills */
+    int64_t next_prune;          /* monotonic ms of the next retention pass */
     int64_t garbage_reported_at; /* monotonic ms of the last message.rejected for garbage */
     int64_t garbage_unreported;  /* garbage refused since then without an event */
 

@@ -168,6 +168,7 @@ int main(int argc, char **argv)
         .wal_limit_mb = config_int(config, "broker", "wal_limit_mb", 64),
         .min_free_mb = config_int(config, "broker", "min_free_mb", 64),
         .reserve_mb = config_int(config, "broker", "reserve_mb", 16),
+        .keep_finished_days = config_int(config, "broker", "keep_finished_days", 30),
         .config = config,
         .specialists = specialists,
     };

@@ -34,6 +34,10 @@ static const char *s_migrations[] = {
     "CREATE TABLE events (first_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL,"
     "  data BLOB NOT NULL);"
     "CREATE TABLE specialists (name TEXT PRIMARY KEY) WITHOUT ROWID;",
+    /* 2: finished tasks and attempts found by age, for retention. */
+    "CREATE INDEX tasks_finished ON tasks(updated)"
+    "  WHERE state IN ('done', 'failed', 'dead', 'cancelled');"
+    "CREATE INDEX attempts_by_finished ON attempts(finished);",
 };
 
 enum {
@@ -50,6 +54,8 @@ enum {
     STMT_EVENTS_TRIM,
     STMT_EVENTS_REPLAY,
     STMT_SPECIALIST_INSERT,
+    STMT_TASKS_PRUNE,
+    STMT_ATTEMPTS_PRUNE,
     STMT_COUNT
 };
 
@@ -82,6 +88,10 @@ static const char *s_sql[STMT_COUNT] = {
     [STMT_EVENTS_REPLAY] = "SELECT last_seq, data FROM events WHERE last_seq > ? ORDER BY first_seq"
                            " LIMIT 64",
     [STMT_SPECIALIST_INSERT] = "INSERT OR IGNORE INTO specialists (name) VALUES (?)",
+    [STMT_TASKS_PRUNE] = "DELETE FROM tasks WHERE rid IN (SELECT rid FROM tasks WHERE state IN"
+                         " ('done', 'failed', 'dead', 'cancelled') AND updated < ?1 LIMIT ?2)",
+    [STMT_ATTEMPTS_PRUNE] = "DELETE FROM attempts WHERE (task, attempt) IN (SELECT task, attempt"
+                            " FROM attempts WHERE finished < ?1 LIMIT ?2)",
 };
 
 /* WAL frames after which the checkpointer is woken (fewer when the WAL limit is small). */
@@ -667,6 +677,24 @@ int store_event_insert(store_t *self, int64_t seq, const char *topic, size_t top
     msgpack_pack_bin(&self->events_packer, len);
     msgpack_pack_bin_body(&self->events_packer, body, len);
     return 0;
+}
+
+int store_prune_finished(store_t *self, int64_t before, int limit)
+{
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
+    int removed = 0;
+    sqlite3_stmt *stmts[] = {self->stmt[STMT_TASKS_PRUNE], self->stmt[STMT_ATTEMPTS_PRUNE]};
+    for (size_t i = 0; i < 2; i++) {
+        sqlite3_bind_int64(stmts[i], 1, before);
+        sqlite3_bind_int(stmts[i], 2, limit);
+        rc = s_run(self, stmts[i], "pruning finished tasks");
+        if (rc != 0)
+            return rc;
+        removed += sqlite3_changes(self->db);
+    }
+    return removed;
 }
 
 int store_events_trim(store_t *self, int64_t upto)

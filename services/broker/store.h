@@ -77,6 +77,11 @@ int store_attempts_for_issue(store_t *self, const char *issue, const char *speci
  * `topic_len` bytes, and `body` are borrowed). */
 int store_event_insert(store_t *self, int64_t seq, const char *topic, size_t topic_len,
                        const void *body, size_t len);
+/* Retention: in the open transaction, deletes at most `limit` finished tasks (done, failed,
+ * dead, cancelled) last changed before `before` (wall ms), and at most `limit` attempts
+ * finished before it. Returns how many rows went (>= 0), or FAILURE_STORE. */
+int store_prune_finished(store_t *self, int64_t before, int limit);
+
 /* Deletes stored batches whose events all have seq <= `upto`. */
 int store_events_trim(store_t *self, int64_t upto);
 /* Calls fn for events with seq > since whose topic starts with `prefix` (NULL = all),

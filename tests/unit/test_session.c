@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
@@ -292,6 +293,27 @@ static void test_history(void)
     json_decref(not_object);
 }
 
+/* A history past SESSION_HISTORY_MAX_BYTES is rotated before the next append. */
+static void test_history_rotates(void)
+{
+    char path[600], old[640];
+    s_home_file(path, sizeof path, "specialists/big/history.jsonl");
+    snprintf(old, sizeof old, "%s.1", path);
+    json_t *entry = json_pack("{s:s}", "task_id", "first");
+    CHECK_INT(session_history_append("big", entry), 0); /* makes the directory */
+    json_decref(entry);
+    CHECK(truncate(path, SESSION_HISTORY_MAX_BYTES) == 0);
+    entry = json_pack("{s:s}", "task_id", "after");
+    CHECK_INT(session_history_append("big", entry), 0);
+    json_decref(entry);
+    struct stat st;
+    CHECK(stat(old, &st) == 0 && st.st_size == SESSION_HISTORY_MAX_BYTES);
+    char *text = testenv_read_file(path);
+    CHECK(text != NULL && strstr(text, "\"after\"") != NULL && strchr(text, '\n') ==
+                                                                   text + strlen(text) - 1);
+    free(text);
+}
+
 int main(void)
 {
     env = testenv_new("session");
@@ -304,6 +326,7 @@ int main(void)
     test_reset();
     test_lock_excludes();
     test_history();
+    test_history_rotates();
     testenv_destroy(&env);
     return check_exit_code("test_session");
 }

@@ -245,6 +245,51 @@ static void test_wal_is_bounded(const char *dir)
     store_close(&store);
 }
 
+/* A task `id` finished (done) at `updated`, or still queued. */
+static void s_write_finished(store_t *store, const char *id, int64_t updated, bool finished)
+{
+    task_t *task = s_task(id);
+    bool inserted = false;
+    CHECK_INT(store_task_insert(store, task, &inserted), 0);
+    task->state = finished ? TASK_DONE : TASK_QUEUED;
+    task->updated = updated;
+    CHECK_INT(store_task_update(store, task, NULL, 0), 0);
+    task_destroy(&task);
+}
+
+static bool s_stored(store_t *store, const char *id)
+{
+    task_t *task = NULL;
+    int rc = store_task_load(store, id, &task);
+    task_destroy(&task);
+    return rc == 0;
+}
+
+/* Retention deletes old finished tasks, a batch at a time, and nothing else. */
+static void test_prune_finished(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/prune.db", dir);
+    store_t *store = NULL;
+    CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
+    if (store == NULL)
+        return;
+    s_write_finished(store, "old-1", 1000, true);
+    s_write_finished(store, "old-2", 1000, true);
+    s_write_finished(store, "old-3", 1500, true);
+    s_write_finished(store, "old-queued", 1000, false);
+    s_write_finished(store, "recent", 9000, true);
+    CHECK_INT(store_commit(store), 0);
+    CHECK_INT(store_prune_finished(store, 5000, 2), 2);
+    CHECK_INT(store_prune_finished(store, 5000, 2), 1);
+    CHECK_INT(store_prune_finished(store, 5000, 2), 0);
+    CHECK_INT(store_commit(store), 0);
+    CHECK(!s_stored(store, "old-1") && !s_stored(store, "old-2") && !s_stored(store, "old-3"));
+    CHECK(s_stored(store, "old-queued"));
+    CHECK(s_stored(store, "recent"));
+    store_close(&store);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("store");
@@ -254,6 +299,7 @@ int main(void)
     test_committed_writes_stay(env->dir);
     test_result_round_trip(env->dir);
     test_wal_is_bounded(env->dir);
+    test_prune_finished(env->dir);
     testenv_destroy(&env);
     return check_exit_code("test_store");
 }

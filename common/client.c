@@ -2,6 +2,7 @@
 #include "client.h"
 
 #include "clock.h"
+#include "curve.h"
 #include "failure.h"
 
 #include <czmq.h>
@@ -33,6 +34,8 @@ static int s_connect(client_t *self)
         return failure_set(FAILURE_IO, "cannot create a control socket");
     zsock_set_linger(self->req, 0);
     zsock_set_sndtimeo(self->req, self->timeout_ms);
+    if (curve_client() != NULL)
+        curve_apply_client(curve_client(), self->req);
     if (zsock_connect(self->req, "%s", self->endpoint) != 0) {
         zsock_destroy(&self->req);
         return failure_set(FAILURE_INVALID, "cannot connect to control endpoint '%s': %s",
@@ -291,6 +294,8 @@ client_events_t *client_events_new(const char *events_ep, const char *topic)
         return NULL;
     }
     zsock_set_linger(self->sub, 0);
+    if (curve_client() != NULL)
+        curve_apply_client(curve_client(), self->sub);
     zsock_set_subscribe(self->sub, self->topic);
     if (zsock_connect(self->sub, "%s", events_ep) != 0) {
         failure_set(FAILURE_INVALID, "cannot connect to events endpoint '%s': %s", events_ep,

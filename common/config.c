@@ -135,6 +135,9 @@ static const schema_t s_schema[] = {
     {"tests", "sandbox", SCHEMA_STRING, false, NULL, 0, 0, "auto|bwrap|none"},
     {"tests", "env", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
 
+    {"security", "curve", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
+    {"security", "allow_insecure", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
+
     {"pipeline", "after_review", SCHEMA_STRING, true, "merge", 0, 0, "merge|test|none"},
     {"pipeline", "after_test", SCHEMA_STRING, true, "none", 0, 0, "merge|none"},
 

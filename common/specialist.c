@@ -25,6 +25,7 @@
 #include "specialist.h"
 
 #include "clock.h"
+#include "curve.h"
 #include "failure.h"
 #include "log.h"
 #include "proc.h"
@@ -1192,6 +1193,8 @@ static int s_setup(loop_t *loop, const specialist_config_t *config)
         return failure_set(FAILURE_IO, "cannot bind %s: %s", bind, zmq_strerror(errno));
     if (s_resolve_endpoint(loop, config->advertise) != 0)
         return FAILURE_INVALID;
+    if (curve_client() != NULL)
+        curve_apply_client(curve_client(), loop->push);
     if (zmq_connect(loop->push, loop->in_endpoint) != 0)
         return failure_set(FAILURE_IO, "cannot connect to %s: %s", loop->in_endpoint,
                            zmq_strerror(errno));

@@ -1,6 +1,8 @@
 /* specialist_args: the command line of a specialist service (see specialist_args.h). */
 #include "specialist_args.h"
 
+#include "curve.h"
+
 #include "failure.h"
 
 #include <errno.h>
@@ -142,7 +144,7 @@ bool specialist_args_parse(const specialist_args_t *args, int argc, char **argv,
     return *exit_code == 0;
 }
 
-void specialist_args_apply_config(specialist_config_t *settings, const config_t *config)
+int specialist_args_apply_config(specialist_config_t *settings, const config_t *config)
 {
     if (settings->in_endpoint == NULL)
         settings->in_endpoint = config_string(config, "broker", "in", NULL);
@@ -157,4 +159,8 @@ void specialist_args_apply_config(specialist_config_t *settings, const config_t 
     if (settings->default_timeout_s == 0 && timeout_s >= 1 &&
         timeout_s <= SPECIALIST_ARGS_MAX_TIMEOUT_S)
         settings->default_timeout_s = (int)timeout_s;
+    /* The endpoint the worker sends to decides whether the bus is authenticated. */
+    const char *in = settings->in_endpoint ? settings->in_endpoint : getenv("CLOISTER_IN");
+    const char *endpoints[] = {in ? in : SPECIALIST_DEFAULT_IN, NULL};
+    return curve_client_init(config, endpoints);
 }

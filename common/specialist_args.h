@@ -78,7 +78,9 @@ bool specialist_args_parse(const specialist_args_t *args, int argc, char **argv,
  *   default_timeout_s [specialists.<settings->specialist>] timeout (default 600 s, 900 s
  *                     for merge-agent), if within 1..SPECIALIST_ARGS_MAX_TIMEOUT_S.
  * A value out of its limits is ignored: the skeleton's default applies.
- * settings->specialist must be set. */
-void specialist_args_apply_config(specialist_config_t *settings, const config_t *config);
+ * settings->specialist must be set. Then the bus's security (common/curve.h): when CURVE
+ * is on for the `in` endpoint, the process's client keys are loaded. Returns 0, or the
+ * failure of that (keys missing) with the reason. */
+int specialist_args_apply_config(specialist_config_t *settings, const config_t *config);
 
 #endif

@@ -1012,6 +1012,13 @@ static void s_count_completions(broker_t *self, int64_t before)
     self->completed_window[second % 10] += self->completed - before;
 }
 
+/* (Re)loads the authorized keys into the ZAP handler. */
+static int s_load_authorized(broker_t *self)
+{
+    zstr_sendx(self->auth, "CURVE", curve_authorized_dir(self->curve), NULL);
+    return zsock_wait(self->auth) == 0 ? 0 : failure_set(FAILURE_IO, "zauth did not answer");
+}
+
 int broker_run(broker_t *self, volatile sig_atomic_t *stop)
 {
     zmq_pollitem_t items[] = {{self->in, 0, ZMQ_POLLIN, 0}, {self->control, 0, ZMQ_POLLIN, 0}};
@@ -1026,6 +1033,11 @@ int broker_run(broker_t *self, volatile sig_atomic_t *stop)
         }
         int64_t completed_before = self->completed;
         disk_guard_check(self->disk, now);
+        if (self->config.reload_keys != NULL && *self->config.reload_keys) {
+            *self->config.reload_keys = 0;
+            if (self->auth != NULL && s_load_authorized(self) == 0)
+                log_info("reloaded the authorized keys");
+        }
         if (items[0].revents & ZMQ_POLLIN)
             s_drain_in(self);
         if (items[1].revents & ZMQ_POLLIN)
@@ -1122,12 +1134,42 @@ static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
         int64_t max = WIRE_MAX_MESSAGE + 1024;
         zmq_setsockopt(socket, ZMQ_MAXMSGSIZE, &max, sizeof max);
     }
+    if (self->curve != NULL)
+        curve_apply_server(self->curve, socket);
     if (zmq_bind(socket, endpoint) != 0) {
         *rc = failure_set(FAILURE_IO, "cannot bind %s: %s", endpoint, zmq_strerror(errno));
         zmq_close(socket);
         return NULL;
     }
     return socket;
+}
+
+/* The ZeroMQ context, and with CURVE the keys and the ZAP handler. zauth answers the
+ * handshakes of czmq's own context, so with CURVE the broker's sockets live there. */
+static int s_start_curve(broker_t *self)
+{
+    const char *endpoints[] = {self->config.in_endpoint, self->config.events_endpoint,
+                               self->config.control_endpoint, NULL};
+    bool enabled = false;
+    int rc = curve_decide(self->config.config, endpoints, true, &enabled);
+    if (rc != 0)
+        return rc;
+    if (!enabled) {
+        self->zmq_context = zmq_ctx_new();
+        return 0;
+    }
+    rc = curve_keys_init();
+    if (rc == 0)
+        rc = curve_load(&self->curve, true);
+    if (rc != 0)
+        return rc;
+    zsys_handler_set(NULL); /* the broker handles its own signals */
+    self->zmq_context = zsys_init();
+    self->auth = zactor_new(zauth, NULL);
+    if (self->zmq_context == NULL || self->auth == NULL)
+        return failure_set(FAILURE_IO, "cannot start the CURVE authenticator");
+    log_info("CURVE on: clients need a key in %s", curve_authorized_dir(self->curve));
+    return s_load_authorized(self);
 }
 
 int broker_new(const broker_config_t *config, broker_t **out)
@@ -1151,10 +1193,14 @@ int broker_new(const broker_config_t *config, broker_t **out)
     uuid_unparse_lower(uuid, self->epoch);
     srandom((unsigned)clock_now_us());
 
+    /* Security first: a broker that must not listen as configured touches nothing. */
+    int rc = s_start_curve(self);
+    if (rc != 0)
+        goto out;
     self->disk = disk_guard_new(config->db_path, config->min_free_mb << 20,
                                 config->reserve_mb << 20);
-    int rc = self->disk ? store_open(config->db_path, config->sync, &self->store)
-                        : failure_set(FAILURE_MEMORY, "out of memory");
+    rc = self->disk ? store_open(config->db_path, config->sync, &self->store)
+                    : failure_set(FAILURE_MEMORY, "out of memory");
     if (rc == 0 && config->wal_limit_mb > 0)
         rc = store_set_wal_limit(self->store, config->wal_limit_mb * 1024 * 1024);
     if (rc != 0)
@@ -1175,7 +1221,6 @@ int broker_new(const broker_config_t *config, broker_t **out)
     self->next_ping = now;
     self->next_check = now;
 
-    self->zmq_context = zmq_ctx_new();
     self->in = s_socket(self, ZMQ_PULL, config->in_endpoint, &rc);
     if (rc == 0)
         self->events = s_socket(self, ZMQ_PUB, config->events_endpoint, &rc);
@@ -1209,8 +1254,11 @@ void broker_destroy(broker_t **self_p)
         zmq_close(self->events);
     if (self->control)
         zmq_close(self->control);
-    if (self->zmq_context)
+    zactor_destroy(&self->auth);
+    /* czmq's own context (with CURVE) is czmq's to end, at exit. */
+    if (self->zmq_context && self->curve == NULL)
         zmq_ctx_term(self->zmq_context);
+    curve_destroy(&self->curve);
     zhashx_destroy(&self->tasks);
     zhashx_destroy(&self->queues);
     zhashx_destroy(&self->groups);

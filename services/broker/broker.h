@@ -5,7 +5,13 @@
  * that announces itself. One loop iteration: wait for input or the next deadline, apply
  * everything that arrived, run the timers (worker liveness, leases, backoff), hand tasks
  * to idle workers, commit once, and only then publish events, answer requests and send
- * tasks and acks. A crash before the commit loses nothing anyone was told about. */
+ * tasks and acks. A crash before the commit loses nothing anyone was told about.
+ *
+ * With CURVE on (common/curve.h; on by default when an endpoint is reachable beyond
+ * loopback) the three sockets are CURVE servers: a czmq zauth actor (the ZAP handler)
+ * admits only the public keys in keys/authorized, so a stranger's connection never
+ * completes its handshake and nothing it sends is read. The broker makes its keys and the
+ * default client's on first start. */
 #ifndef CLOISTER_BROKER_H
 #define CLOISTER_BROKER_H
 
@@ -32,6 +38,8 @@ typedef struct {
      * `max_attempts` defaults, and the declared [specialists.<name>] are known names. */
     const config_t *config;
     const char *const *specialists; /* the declared names (NULL-terminated) */
+    /* Set (by a SIGHUP) to reload the authorized keys (common/curve.h); may be NULL. */
+    volatile sig_atomic_t *reload_keys;
 } broker_config_t;
 
 typedef struct broker_t broker_t;

@@ -5,6 +5,7 @@
 #define CLOISTER_BROKER_INTERNAL_H
 
 #include "broker.h"
+#include "curve.h"
 #include "disk_guard.h"
 #include "task.h"
 #include "wire.h"
@@ -78,6 +79,8 @@ struct broker_t {
     int64_t dead_count;
     int64_t orphan_deadline; /* after a restart: running tasks without a worker until then */
     disk_guard_t *disk;          /* refuses submits when the disk fills */
+    curve_t *curve;              /* the broker's keys, NULL when the bus is plain */
+    zactor_t *auth;              /* czmq's ZAP handler (zauth), with curve */
     int64_t next_prune;          /* monotonic ms of the next retention pass */
     int64_t garbage_reported_at; /* monotonic ms of the last message.rejected for garbage */
     int64_t garbage_unreported;  /* garbage refused since then without an event */

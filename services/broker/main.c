@@ -18,11 +18,14 @@
 #include <sys/resource.h>
 
 static volatile sig_atomic_t s_stop;
+static volatile sig_atomic_t s_reload_keys;
 
 static void s_on_signal(int sig)
 {
-    (void)sig;
-    s_stop = 1;
+    if (sig == SIGHUP)
+        s_reload_keys = 1;
+    else
+        s_stop = 1;
 }
 
 static void s_usage(FILE *out)
@@ -171,12 +174,14 @@ int main(int argc, char **argv)
         .keep_finished_days = config_int(config, "broker", "keep_finished_days", 30),
         .config = config,
         .specialists = specialists,
+        .reload_keys = &s_reload_keys,
     };
 
     struct sigaction action = {0};
     action.sa_handler = s_on_signal;
     sigaction(SIGINT, &action, NULL);
     sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGHUP, &action, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     broker_t *broker = NULL;

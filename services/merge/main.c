@@ -65,7 +65,11 @@ int main(int argc, char **argv)
         log_error("cannot load the configuration: %s", failure_message());
         return SPECIALIST_EXIT_SETUP;
     }
-    specialist_args_apply_config(&skeleton, config);
+    if (specialist_args_apply_config(&skeleton, config) != 0) {
+        log_error("%s", failure_message());
+        config_destroy(&config);
+        return SPECIALIST_EXIT_SETUP;
+    }
     merge_service_t *service = NULL;
     if (merge_service_new(&service, config) != 0) {
         log_error("cannot set up the merge service: %s", failure_message());

@@ -3,6 +3,8 @@
  * loads the configuration and hands the rest to one command module. */
 #include "pan.h"
 
+#include "curve.h"
+
 #include "cmd_prompt.h"
 #include "failure.h"
 
@@ -31,6 +33,7 @@ static const char *const s_usage =
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
     "  prompt <specialist> <task-id> [--prompts-dir DIR]\n"
     "  doctor [--workspace DIR]... [--json]\n"
+    "  keys init | add NAME | revoke NAME\n"
     "\n"
     "Endpoints come from the flags, else CLOISTER_CONTROL / CLOISTER_EVENTS / CLOISTER_IN,\n"
     "else [broker] in $PANOPTICON_HOME/cloister.toml, else tcp://127.0.0.1:5562/5561/5560.\n"
@@ -116,6 +119,13 @@ int main(int argc, char **argv)
         pan.events_ep = config_string(config, "broker", "events", "tcp://127.0.0.1:5561");
     if (pan.in_ep == NULL)
         pan.in_ep = config_string(config, "broker", "in", "tcp://127.0.0.1:5560");
+    /* The bus's keys (common/curve.h); `pan keys` makes them, and the doctor reports. */
+    const char *endpoints[] = {pan.control_ep, pan.events_ep, pan.in_ep, NULL};
+    if (strcmp(command, "keys") != 0 && strcmp(command, "doctor") != 0 &&
+        curve_client_init(config, endpoints) != 0) {
+        config_destroy(&config);
+        return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    }
 
     int code;
     if (strcmp(command, "submit") == 0)
@@ -138,6 +148,8 @@ int main(int argc, char **argv)
         code = cmd_approve(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "prompt") == 0)
         code = cmd_prompt(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "keys") == 0)
+        code = cmd_keys(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "doctor") == 0)
         code = cmd_doctor(&pan, argc - 1, argv + 1, config_error[0] ? config_error : NULL);
     else {

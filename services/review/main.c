@@ -71,7 +71,12 @@ int main(int argc, char **argv)
     service.config = config;
     service.prompts_dir = prompts_dir;
     service.sandbox = sandbox;
-    specialist_args_apply_config(&settings, config);
+    if (specialist_args_apply_config(&settings, config) != 0) {
+        log_error("%s", failure_message());
+        sandbox_destroy(&sandbox);
+        config_destroy(&config);
+        return SPECIALIST_EXIT_SETUP;
+    }
 
     git_libgit2_init();
     log_info("review mode %s, prompts in %s", review_mode_name(service.mode), prompts_dir);

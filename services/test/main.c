@@ -43,7 +43,11 @@ int main(int argc, char **argv)
         log_error("cannot load the configuration: %s", failure_message());
         return SPECIALIST_EXIT_SETUP;
     }
-    specialist_args_apply_config(&settings, config);
+    if (specialist_args_apply_config(&settings, config) != 0) {
+        log_error("%s", failure_message());
+        config_destroy(&config);
+        return SPECIALIST_EXIT_SETUP;
+    }
 
     sandbox_t *sandbox = NULL;
     if (sandbox_new(&sandbox, config) != 0) {

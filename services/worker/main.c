@@ -353,7 +353,11 @@ int main(int argc, char **argv)
         log_error("cannot load the configuration: %s", failure_message());
         return SPECIALIST_EXIT_SETUP;
     }
-    specialist_args_apply_config(&settings, config);
+    if (specialist_args_apply_config(&settings, config) != 0) {
+        log_error("%s", failure_message());
+        config_destroy(&config);
+        return SPECIALIST_EXIT_SETUP;
+    }
     code = specialist_run(&settings, s_job, &worker, NULL);
     config_destroy(&config);
     return code;

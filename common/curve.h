@@ -1,0 +1,72 @@
+/* curve: who may use the bus. CURVE is ZeroMQ's public-key security: every connection to
+ * the broker is encrypted, and only clients whose public key is authorised get through.
+ *
+ * Keys live in $PANOPTICON_HOME/keys/, in czmq's certificate format (zcert: a text file per
+ * key, the secret one 0600):
+ *   broker, broker_secret    the broker's pair; clients need its public key
+ *   client, client_secret    the default client pair (pan, the specialists, cloister-mcp)
+ *   clients/NAME(_secret)    more client pairs, one per party (`pan keys add NAME`)
+ *   authorized/NAME          the public keys the broker accepts (client, and each NAME)
+ * The broker reloads authorized/ on SIGHUP (and czmq notices a changed directory itself),
+ * so `pan keys revoke NAME` takes effect without a restart.
+ *
+ * [security] curve = true | false. Unset, it is true whenever an endpoint is tcp on
+ * anything but a loopback address (ipc and loopback stay plain), so a bus that can be
+ * reached from elsewhere is authenticated by default. A broker asked to listen beyond
+ * loopback with curve off refuses to start unless [security] allow_insecure = true.
+ * CLOISTER_CURVE=1|0 overrides the setting; CLOISTER_CURVE_CERT names the secret
+ * certificate a client uses instead of keys/client_secret. */
+#ifndef CLOISTER_CURVE_H
+#define CLOISTER_CURVE_H
+
+#include "config.h"
+
+#include <stdbool.h>
+
+#define CURVE_KEYS_DIR "keys"
+
+typedef struct curve_t curve_t;
+
+/* Whether the bus uses CURVE, for these endpoints (NULL-terminated) and configuration.
+ * Returns 0 with *enabled, or (`listening`: the broker's own endpoints) FAILURE_INVALID
+ * when one would be reachable beyond loopback without CURVE and allow_insecure is not set
+ * (the reason names the endpoint). */
+int curve_decide(const config_t *config, const char *const *endpoints, bool listening,
+                 bool *enabled);
+
+/* For a client process (pan, a specialist, cloister-mcp): decides with the endpoints it
+ * connects to and, when CURVE is on, loads its keys for the whole process: every client
+ * socket and every specialist's socket to the broker then uses them. Returns 0 or
+ * curve_load()'s failure. */
+int curve_client_init(const config_t *config, const char *const *endpoints);
+
+/* The process's client keys (curve_client_init), or NULL when the bus is plain. */
+const curve_t *curve_client(void);
+
+/* Makes the broker pair, the default client pair and authorizes the client, in
+ * $PANOPTICON_HOME/keys (the pairs that exist already are kept). Returns 0 or FAILURE_IO. */
+int curve_keys_init(void);
+
+/* A new client pair keys/clients/NAME(_secret), authorized. Returns 0, FAILURE_INVALID (a
+ * bad or taken name) or FAILURE_IO. */
+int curve_keys_add(const char *name);
+
+/* Removes NAME from authorized/ (its pair stays in clients/). FAILURE_NOT_FOUND if it was
+ * not there. */
+int curve_keys_revoke(const char *name);
+
+/* The keys of one side, loaded from $PANOPTICON_HOME/keys: `server` for the broker (its
+ * pair), else a client (its pair and the broker's public key). Returns 0 with *out (caller
+ * destroys), or FAILURE_NOT_FOUND naming the missing file (run `pan keys init`). */
+int curve_load(curve_t **out, bool server);
+void curve_destroy(curve_t **self_p);
+
+/* The directory of authorized public keys (for zauth). Owned by the keys. */
+const char *curve_authorized_dir(const curve_t *self);
+
+/* Sets a socket (zsock or raw libzmq) up as a CURVE server with the broker's pair, or as a
+ * client of the broker with the client pair. Before bind / connect. */
+void curve_apply_server(const curve_t *self, void *socket);
+void curve_apply_client(const curve_t *self, void *socket);
+
+#endif

@@ -1,0 +1,47 @@
+/* pan keys: the bus's CURVE keys (see common/curve.h).
+ *
+ *   pan keys init           the broker's pair and the default client's, authorized (the
+ *                           broker also makes them on its first start with CURVE on)
+ *   pan keys add NAME       a pair for another party: give it keys/clients/NAME_secret
+ *                           and keys/broker (the broker's public key)
+ *   pan keys revoke NAME    NAME may no longer connect (the broker reloads on SIGHUP) */
+#include "pan.h"
+
+#include "curve.h"
+#include "failure.h"
+#include "home.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const s_usage = "pan keys init | add NAME | revoke NAME";
+
+int cmd_keys(const pan_t *pan, int argc, char **argv)
+{
+    (void)pan;
+    if (argc < 1)
+        return pan_usage(s_usage, "which keys command?");
+    const char *command = argv[0];
+    char dir[4096];
+    home_path(dir, sizeof dir, CURVE_KEYS_DIR);
+    if (strcmp(command, "init") == 0 && argc == 1) {
+        if (curve_keys_init() != 0)
+            return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+        printf("Keys in %s: broker, client (authorized)\n", dir);
+        return PAN_EXIT_OK;
+    }
+    if (strcmp(command, "add") == 0 && argc == 2) {
+        if (curve_keys_init() != 0 || curve_keys_add(argv[1]) != 0)
+            return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+        printf("Authorized %s: give it %s/clients/%s_secret (CLOISTER_CURVE_CERT) and %s/broker\n",
+               argv[1], dir, argv[1], dir);
+        return PAN_EXIT_OK;
+    }
+    if (strcmp(command, "revoke") == 0 && argc == 2) {
+        if (curve_keys_revoke(argv[1]) != 0)
+            return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+        printf("Revoked %s (a running broker drops it at its next SIGHUP)\n", argv[1]);
+        return PAN_EXIT_OK;
+    }
+    return pan_usage(s_usage, "unknown keys command or wrong arguments");
+}

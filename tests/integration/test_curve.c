@@ -1,0 +1,194 @@
+/* The bus refuses strangers ([security] curve = true, on ipc here): a client without a key,
+ * or with a key nobody authorized, gets no reply, no event, and nothing it sends is
+ * accepted; an authorized client (pan) works; a key revoked with `pan keys revoke` stops
+ * working after the broker's SIGHUP; the generic worker runs a task end to end with CURVE;
+ * and a broker told to listen on 0.0.0.0 without CURVE refuses to start. */
+#include "check.h"
+#include "curve.h"
+#include "testbroker.h"
+
+#include <czmq.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Sends a `stats` request on a REQ socket set up by `setup` (NULL: plain); true when a
+ * reply came within 1 s. */
+static bool s_stats_answered(testenv_t *env, zcert_t *own, const char *server_key)
+{
+    zsock_t *req = zsock_new(ZMQ_REQ);
+    zsock_set_linger(req, 0);
+    if (own != NULL) {
+        zcert_apply(own, req);
+        zsock_set_curve_serverkey(req, server_key);
+    }
+    zsock_connect(req, "%s", env->control_ep);
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "stats");
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    zframe_t *frame = zframe_new(data, len);
+    zframe_send(&frame, req, ZFRAME_DONTWAIT);
+    wire_writer_destroy(&w);
+    zpoller_t *poller = zpoller_new(req, NULL);
+    bool answered = zpoller_wait(poller, 1000) != NULL;
+    zpoller_destroy(&poller);
+    zsock_destroy(&req);
+    return answered;
+}
+
+/* A plain PUSH of a submit of `id`, and a plain SUB: true when the SUB heard anything. */
+static bool s_stranger_heard(testenv_t *env, const char *id)
+{
+    zsock_t *sub = zsock_new_sub(env->events_ep, "");
+    zsock_t *push = zsock_new_push(env->in_ep);
+    zsock_set_linger(push, 0);
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, "submit");
+    wire_put_str(w, "id", id);
+    wire_put_str(w, "specialist", "test-agent");
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    zframe_t *frame = zframe_new(data, len);
+    zframe_send(&frame, push, ZFRAME_DONTWAIT);
+    wire_writer_destroy(&w);
+    zpoller_t *poller = zpoller_new(sub, NULL);
+    bool heard = zpoller_wait(poller, 1000) != NULL;
+    zpoller_destroy(&poller);
+    zsock_destroy(&push);
+    zsock_destroy(&sub);
+    return heard;
+}
+
+/* Runs pan with the arguments (NULL-terminated), CLOISTER_CURVE_CERT = cert (NULL: the
+ * default client); returns its exit code. */
+static int s_pan(testenv_t *env, const char *cert, const char *first, ...)
+{
+    char *argv[12];
+    int n = 0;
+    argv[n++] = (char *)testenv_bin("pan");
+    argv[n++] = "--timeout-ms";
+    argv[n++] = "1000";
+    argv[n++] = (char *)first;
+    va_list args;
+    va_start(args, first);
+    char *arg;
+    while ((arg = va_arg(args, char *)) != NULL && n < 11)
+        argv[n++] = arg;
+    va_end(args);
+    argv[n] = NULL;
+    if (cert != NULL)
+        setenv("CLOISTER_CURVE_CERT", cert, 1);
+    char out[8192];
+    int code = testenv_run(env, argv, out, sizeof out, 10000);
+    unsetenv("CLOISTER_CURVE_CERT");
+    return code;
+}
+
+/* The broker refuses tcp://0.0.0.0 with CURVE off (before binding anything). */
+static void test_refuses_insecure(void)
+{
+    testenv_t *env = testenv_new("curve-insecure");
+    CHECK(env != NULL);
+    if (env == NULL)
+        return;
+    char path[600], out[4096];
+    snprintf(path, sizeof path, "%s/cloister.toml", env->home);
+    CHECK(testenv_write_file(path, "[security]\ncurve = false\n") == 0);
+    char *argv[] = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1",
+                    (char *)testenv_bin("cloister-broker"), "--in", "tcp://0.0.0.0:1",
+                    "--events", env->events_ep, "--control", env->control_ep, "--home",
+                    env->home, NULL};
+    CHECK_INT(testenv_run(env, argv, out, sizeof out, 10000), 1);
+    CHECK(strstr(out, "tcp://0.0.0.0:1 is reachable beyond this machine and [security] curve "
+                      "is off") != NULL);
+    char db[600];
+    snprintf(db, sizeof db, "%s/broker.db", env->home);
+    CHECK(access(db, F_OK) != 0); /* refused before opening anything */
+    testenv_destroy(&env);
+}
+
+int main(void)
+{
+    test_refuses_insecure();
+
+    testenv_t *env = testenv_new("curve");
+    if (env == NULL)
+        return 1;
+    char path[600];
+    snprintf(path, sizeof path, "%s/cloister.toml", env->home);
+    CHECK(testenv_write_file(path, "[security]\ncurve = true\n") == 0);
+    /* This process is an authorized client too (testbroker_start asks for stats). */
+    CHECK_INT(curve_keys_init(), 0);
+    config_t *config = NULL;
+    CHECK_INT(config_load(path, &config), 0);
+    const char *endpoints[] = {env->control_ep, NULL};
+    CHECK_INT(curve_client_init(config, endpoints), 0);
+    CHECK(curve_client() != NULL);
+    pid_t broker = testbroker_start(env, 200, "full");
+    CHECK(broker > 0);
+    struct stat st;
+    snprintf(path, sizeof path, "%s/keys/broker_secret", env->home);
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+
+    /* Strangers: no key, or a key nobody authorized. */
+    snprintf(path, sizeof path, "%s/keys/broker", env->home);
+    zcert_t *broker_cert = zcert_load(path);
+    CHECK(broker_cert != NULL);
+    const char *broker_key = broker_cert ? zcert_public_txt(broker_cert) : "";
+    zcert_t *unknown = zcert_new();
+    CHECK(!s_stats_answered(env, NULL, NULL));
+    CHECK(!s_stats_answered(env, unknown, broker_key));
+    CHECK(!s_stranger_heard(env, "from-a-stranger"));
+    client_t *client = testbroker_client(env);
+    char state[64];
+    CHECK_STR(testbroker_state(client, "from-a-stranger", state, sizeof state), "");
+
+    /* The default client, through pan. */
+    CHECK_INT(s_pan(env, NULL, "status", NULL), 0);
+
+    /* Another party's key works until it is revoked. */
+    CHECK_INT(s_pan(env, NULL, "keys", "add", "ext", NULL), 0);
+    char ext[700];
+    snprintf(ext, sizeof ext, "%s/keys/clients/ext_secret", env->home);
+    testenv_signal(broker, SIGHUP);
+    testenv_sleep_ms(300);
+    CHECK_INT(s_pan(env, ext, "status", NULL), 0);
+    CHECK_INT(s_pan(env, NULL, "keys", "revoke", "ext", NULL), 0);
+    testenv_signal(broker, SIGHUP);
+    testenv_sleep_ms(300);
+    CHECK(s_pan(env, ext, "status", NULL) != 0);
+    CHECK_INT(s_pan(env, NULL, "status", NULL), 0);
+
+    /* The generic worker, end to end over the authenticated bus. */
+    char bind[400];
+    snprintf(bind, sizeof bind, "ipc://%s/w1.sock", env->dir);
+    char *worker[] = {(char *)testenv_bin("cloister-worker"), "--specialist", "echo-agent",
+                      "--worker-id", "w1", "--bind", bind, "--in", env->in_ep,
+                      "--heartbeat-ms", "100", "--", "/bin/sh", "-c", "echo 'RESULT: ok'",
+                      NULL};
+    testenv_spawn(env, "w1", worker);
+    bool joined = false;
+    for (int i = 0; i < 50 && !joined; i++) {
+        joined = testbroker_submit(client, "e2e-1", "echo-agent", NULL, NULL) == 0;
+        if (!joined)
+            testenv_sleep_ms(100);
+    }
+    CHECK(joined);
+    bool done = false;
+    for (int i = 0; i < 100 && !done; i++) {
+        done = strcmp(testbroker_state(client, "e2e-1", state, sizeof state), "done") == 0;
+        if (!done)
+            testenv_sleep_ms(100);
+    }
+    CHECK(done);
+
+    zcert_destroy(&unknown);
+    zcert_destroy(&broker_cert);
+    client_destroy(&client);
+    config_destroy(&config);
+    testenv_destroy(&env);
+    return check_exit_code("test_curve");
+}

@@ -461,7 +461,7 @@ static int s_spawn(agent_run_t *run)
     argv[n] = NULL;
 
     snprintf(agent_id, sizeof agent_id, "PANOPTICON_AGENT_ID=%s", set->specialist);
-    /* Exactly what Claude Code sets for its own children (agent-cli.md §1): not every
+    /* Exactly what Claude Code sets for its own children (docs/agent-cli.md §1): not every
      * CLAUDE_CODE_* variable, since CLAUDE_CODE_OAUTH_TOKEN, CLAUDE_CODE_USE_BEDROCK and
      * friends are how the CLI is logged in or pointed at a provider. */
     const char *env_remove[] = {"CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_CHILD_SESSION",

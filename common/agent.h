@@ -1,5 +1,5 @@
 /* agent: runs the agent CLI (Claude Code headless mode by default) for one specialist and
- * keeps its session across runs. See shared/reference/agent-cli.md for the contract.
+ * keeps its session across runs. See docs/agent-cli.md for the contract.
  *
  * One run:
  *   1. takes the specialist's run lock (session.h), retrying until the run's deadline, so

@@ -16,7 +16,7 @@
  * CLOISTER_AGENT_COMMAND).
  *
  * The agent's working directory. The agent CLI keys a session's transcript by its cwd
- * (shared/reference/agent-cli.md: always spawn a specialist in the same absolute cwd), and
+ * (docs/agent-cli.md: always spawn a specialist in the same absolute cwd), and
  * the merge-agent's session is meant to persist across merges (PAN-29 "persistent session
  * with --resume"). A conflict worktree is new for every merge, so the agent does NOT run in
  * it: it always runs in the fixed specialist workdir ([specialists.merge-agent] workdir,

@@ -1,6 +1,6 @@
 /* fake-claude: a test double for the Claude Code CLI in headless (-p) mode.
  *
- * It follows the contract in shared/reference/agent-cli.md §6: the same flags, the same
+ * It follows the contract in docs/agent-cli.md §6: the same flags, the same
  * validation order and stderr texts (2.1.330 wording), a session store laid out like the
  * real one, and json / stream-json / text output. Environment knobs choose a scenario
  * (auth failure, max turns, crash, hang, ...) and an action script (fake_actions.h) lets

@@ -598,7 +598,7 @@ static void test_json_and_text(void)
     json_decref(obj);
     s_result_free(&r);
 
-    /* json + --verbose: the real CLI prints an array of every message (agent-cli.md §1). */
+    /* json + --verbose: the real CLI prints an array of every message (docs/agent-cli.md §1). */
     r = s_run(&w, "x", (const char *[]){"-p", "--output-format", "json", "--verbose", NULL});
     CHECK_INT(r.code, 0);
     json_t *all = json_loads(r.out, 0, NULL);

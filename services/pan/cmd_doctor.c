@@ -6,9 +6,8 @@
  *   configuration  $PANOPTICON_HOME/cloister.toml parses (or is absent: defaults);
  *   broker         answers a `stats` request on the control endpoint;
  *   agent          for the enabled built-in specialists: the agent command runs
- *                  (`<command> --version`), and it is logged in where that can be told
- *                  (ANTHROPIC_API_KEY, or the CLI's .credentials.json in CLAUDE_CONFIG_DIR
- *                  or ~/.claude);
+ *                  (`<command> --version`), and it is logged in (ANTHROPIC_API_KEY, else
+ *                  `<command> auth status`, which exits 1 when not);
  *   git identity   user.name and user.email, or GIT_AUTHOR_NAME/EMAIL (the agents' git
  *                  commands, e.g. a fix or a resolution, commit in that name);
  *   workspaces     each --workspace opens as a git repository for this user (an
@@ -91,26 +90,26 @@ static void s_check_broker(doctor_t *d, const pan_t *pan)
     client_destroy(&client);
 }
 
-/* True when the agent CLI can tell it is logged in: an API key, or its credentials file. */
-static bool s_logged_in(char *how, size_t size)
+/* True when the agent can call its API: an API key, else what `<command> auth status` says
+ * (the CLI exits 1 when not logged in; docs/agent-cli.md §1). */
+static bool s_logged_in(const char *command, char *how, size_t size)
 {
     const char *key = getenv("ANTHROPIC_API_KEY");
     if (key != NULL && key[0] != '\0') {
         snprintf(how, size, "ANTHROPIC_API_KEY is set");
         return true;
     }
-    const char *dir = getenv("CLAUDE_CONFIG_DIR");
-    char path[4096];
-    if (dir != NULL && dir[0] != '\0')
-        snprintf(path, sizeof path, "%s/.credentials.json", dir);
+    char *argv[] = {(char *)command, "auth", "status", NULL};
+    char out[1024];
+    bool ok = proc_probe(argv, DOCTOR_COMMAND_TIMEOUT_MS, out, sizeof out);
+    if (ok)
+        snprintf(how, size, "`%s auth status`: %s", command, out);
     else
-        snprintf(path, sizeof path, "%s/.claude/.credentials.json",
-                 getenv("HOME") ? getenv("HOME") : "");
-    struct stat st;
-    bool found = stat(path, &st) == 0;
-    snprintf(how, size, found ? "%s exists" : "no ANTHROPIC_API_KEY and no %s (run `claude` and log in)",
-             path);
-    return found;
+        snprintf(how, size,
+                 "no ANTHROPIC_API_KEY, and `%s auth status` says not logged in (%s): set the key "
+                 "or log in with `%s`",
+                 command, out, command);
+    return ok;
 }
 
 static void s_check_agent(doctor_t *d, const config_t *config)
@@ -137,7 +136,7 @@ static void s_check_agent(doctor_t *d, const config_t *config)
                  "`%s --version` failed: %s — set [agent] command or CLOISTER_AGENT_COMMAND",
                  command, out);
     char how[4200];
-    s_report(d, "agent login", s_logged_in(how, sizeof how), "%s", how);
+    s_report(d, "agent login", s_logged_in(command, how, sizeof how), "%s", how);
 }
 
 static void s_check_git_identity(doctor_t *d)

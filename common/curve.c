@@ -16,6 +16,7 @@ struct curve_t {
     zcert_t *own;            /* this side's pair */
     char broker_public[41];  /* a client's: the broker's public key (Z85) */
     char authorized[4096];   /* keys/authorized */
+    char trusted[4096];      /* keys/trusted */
 };
 
 /* $PANOPTICON_HOME/keys/<relative> into buf. */
@@ -93,10 +94,27 @@ static int s_make_pair(const char *name, const char *authorized)
     return rc == 0 ? 0 : failure_set(FAILURE_IO, "cannot write the key pair %s", path);
 }
 
+/* Copies the broker's public key to trusted/broker. */
+static int s_trust_broker(void)
+{
+    char broker[4300], dir[4300], trusted[4400];
+    s_key_path(broker, sizeof broker, "broker");
+    s_key_path(dir, sizeof dir, "trusted");
+    snprintf(trusted, sizeof trusted, "%s/broker", dir);
+    zcert_t *cert = zcert_load(broker);
+    mode_t old = umask(077);
+    int rc = cert != NULL && home_mkdirs(dir) == 0 ? zcert_save_public(cert, trusted) : -1;
+    umask(old);
+    zcert_destroy(&cert);
+    return rc == 0 ? 0 : failure_set(FAILURE_IO, "cannot write %s", trusted);
+}
+
 int curve_keys_init(void)
 {
     int rc = s_make_pair("broker", NULL);
-    return rc ? rc : s_make_pair("client", "client");
+    if (rc == 0)
+        rc = s_make_pair("client", "client");
+    return rc ? rc : s_trust_broker();
 }
 
 /* True for a name usable as a file name: [A-Za-z0-9._-], not starting with '.'. */
@@ -152,6 +170,7 @@ int curve_load(curve_t **out, bool server)
     }
     snprintf(secret, sizeof secret, "%s_secret", path);
     s_key_path(self->authorized, sizeof self->authorized, "authorized");
+    s_key_path(self->trusted, sizeof self->trusted, "trusted");
     self->own = s_exists(secret) ? zcert_load(path) : NULL;
     int rc = 0;
     if (self->own == NULL)
@@ -192,6 +211,22 @@ void curve_destroy(curve_t **self_p)
 const char *curve_authorized_dir(const curve_t *self)
 {
     return self->authorized;
+}
+
+const char *curve_trusted_dir(const curve_t *self)
+{
+    return self->trusted;
+}
+
+const char *curve_public(const curve_t *self)
+{
+    return zcert_public_txt(self->own);
+}
+
+void curve_apply_client_of(const curve_t *self, void *socket, const char *server_public)
+{
+    zcert_apply(self->own, socket);
+    zsock_set_curve_serverkey(socket, server_public);
 }
 
 void curve_apply_server(const curve_t *self, void *socket)

@@ -7,6 +7,9 @@
  *   client, client_secret    the default client pair (pan, the specialists, cloister-mcp)
  *   clients/NAME(_secret)    more client pairs, one per party (`pan keys add NAME`)
  *   authorized/NAME          the public keys the broker accepts (client, and each NAME)
+ *   trusted/broker           the broker's public key alone: what a worker's task socket
+ *                            accepts (a worker's PULL is a CURVE server too, and only the
+ *                            broker may hand it a task)
  * The broker reloads authorized/ on SIGHUP (and czmq notices a changed directory itself),
  * so `pan keys revoke NAME` takes effect without a restart.
  *
@@ -61,12 +64,22 @@ int curve_keys_revoke(const char *name);
 int curve_load(curve_t **out, bool server);
 void curve_destroy(curve_t **self_p);
 
-/* The directory of authorized public keys (for zauth). Owned by the keys. */
+/* The directory of authorized public keys (for the broker's zauth). Owned by the keys. */
 const char *curve_authorized_dir(const curve_t *self);
+
+/* The directory holding only the broker's public key (for a worker's zauth). Owned. */
+const char *curve_trusted_dir(const curve_t *self);
+
+/* This side's public key (Z85, 40 characters). Owned by the keys. */
+const char *curve_public(const curve_t *self);
 
 /* Sets a socket (zsock or raw libzmq) up as a CURVE server with the broker's pair, or as a
  * client of the broker with the client pair. Before bind / connect. */
 void curve_apply_server(const curve_t *self, void *socket);
 void curve_apply_client(const curve_t *self, void *socket);
+
+/* Sets a socket up as a CURVE client of another server than the broker (the broker's PUSH to
+ * a worker): this side's pair, and `server_public` (Z85) as the server's key. */
+void curve_apply_client_of(const curve_t *self, void *socket, const char *server_public);
 
 #endif

@@ -44,6 +44,7 @@
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+#include <czmq.h>
 #include <zmq.h>
 
 #define SPECIALIST_ID_CAP 128
@@ -110,6 +111,7 @@ typedef struct {
     void *job_arg;
 
     void *zmq;
+    zactor_t *auth; /* with CURVE: admits only the broker to the task socket */
     void *push;
     void *pull;
     int signal_fd;
@@ -543,6 +545,8 @@ static void s_send_hello(loop_t *loop)
     wire_put_str(w, "worker", loop->worker_id);
     wire_put_str(w, "specialist", loop->specialist);
     wire_put_str(w, "endpoint", loop->endpoint);
+    if (curve_client() != NULL)
+        wire_put_str(w, "curve_key", curve_public(curve_client()));
     wire_put_int(w, "pid", (int64_t)getpid());
     specialist_ctx_t *held = s_held(loop);
     if (held != NULL) {
@@ -1106,6 +1110,25 @@ static void s_make_worker_id(loop_t *loop)
              (int)getpid(), random);
 }
 
+/* The ZeroMQ context. With CURVE (common/curve.h) the task socket is a CURVE server that
+ * admits only the broker's key, through czmq's ZAP handler, which serves czmq's context:
+ * the sockets live there then. */
+static int s_start_context(loop_t *loop)
+{
+    const curve_t *curve = curve_client();
+    if (curve == NULL) {
+        loop->zmq = zmq_ctx_new();
+        return 0;
+    }
+    zsys_handler_set(NULL); /* the skeleton handles its own signals */
+    loop->zmq = zsys_init();
+    loop->auth = zactor_new(zauth, NULL);
+    if (loop->zmq == NULL || loop->auth == NULL)
+        return failure_set(FAILURE_IO, "cannot start the CURVE authenticator");
+    zstr_sendx(loop->auth, "CURVE", curve_trusted_dir(curve), NULL);
+    return zsock_wait(loop->auth) == 0 ? 0 : failure_set(FAILURE_IO, "zauth did not answer");
+}
+
 /* The endpoint announced in hello: the advertise override (its ":*" replaced by the bound
  * port) or the bound endpoint itself. */
 static int s_resolve_endpoint(loop_t *loop, const char *advertise)
@@ -1172,7 +1195,8 @@ static int s_setup(loop_t *loop, const specialist_config_t *config)
         return failure_set(FAILURE_IO, "signalfd/eventfd: %s", strerror(errno));
 
     loop->writer = wire_writer_new();
-    loop->zmq = zmq_ctx_new();
+    if (s_start_context(loop) != 0)
+        return FAILURE_IO;
     if (loop->writer == NULL || loop->zmq == NULL)
         return failure_set(FAILURE_MEMORY, "cannot create the writer or the ZeroMQ context");
     loop->push = zmq_socket(loop->zmq, ZMQ_PUSH);
@@ -1189,6 +1213,8 @@ static int s_setup(loop_t *loop, const specialist_config_t *config)
     const char *bind = config->bind_endpoint;
     if (bind == NULL || bind[0] == '\0')
         bind = SPECIALIST_DEFAULT_BIND;
+    if (curve_client() != NULL)
+        curve_apply_server(curve_client(), loop->pull);
     if (zmq_bind(loop->pull, bind) != 0)
         return failure_set(FAILURE_IO, "cannot bind %s: %s", bind, zmq_strerror(errno));
     if (s_resolve_endpoint(loop, config->advertise) != 0)
@@ -1213,7 +1239,9 @@ static void s_teardown(loop_t *loop)
         zmq_close(loop->push);
     if (loop->pull != NULL)
         zmq_close(loop->pull);
-    if (loop->zmq != NULL)
+    zactor_destroy(&loop->auth);
+    /* czmq's own context (with CURVE) is czmq's to end, at exit. */
+    if (loop->zmq != NULL && curve_client() == NULL)
         zmq_ctx_term(loop->zmq);
     wire_writer_destroy(&loop->writer);
     if (loop->signal_fd >= 0)

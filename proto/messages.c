@@ -27,6 +27,7 @@ static const wire_field_t s_hello[] = {
     {"worker", WIRE_STR, true, MESSAGES_ID_CAP},
     {"specialist", WIRE_STR, true, NAME_CAP},
     {"endpoint", WIRE_STR, true, 1024},
+    {"curve_key", WIRE_STR, false, 40},
     {"pid", WIRE_INT, false, 0},
     {"task", WIRE_STR, false, MESSAGES_ID_CAP},
     {"attempt", WIRE_INT, false, 0},

@@ -51,9 +51,19 @@ static void s_handle_submit(broker_t *self, const wire_msg_t *msg)
         task_destroy(&task);
 }
 
-static void *s_connect_worker(broker_t *self, const char *endpoint)
+/* A PUSH connected to the worker's task socket; with CURVE, as a client of the worker's
+ * key `curve_key` (from its hello, which came through the authenticated `in`). */
+static void *s_connect_worker(broker_t *self, const char *endpoint, const char *curve_key)
 {
+    if (self->curve != NULL && (curve_key == NULL || strlen(curve_key) != 40)) {
+        failure_set(FAILURE_INVALID,
+                    "hello: the bus uses CURVE and the worker announced no curve_key (its "
+                    "task socket must be a CURVE server)");
+        return NULL;
+    }
     void *push = zmq_socket(self->zmq_context, ZMQ_PUSH);
+    if (self->curve != NULL)
+        curve_apply_client_of(self->curve, push, curve_key);
     int linger = 0, hwm = 1000;
     zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(push, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -97,7 +107,7 @@ static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const 
     worker_t *worker = zhashx_lookup(self->workers, id);
     if (worker != NULL && strcmp(worker->endpoint, endpoint) == 0)
         return worker;
-    void *push = s_connect_worker(self, endpoint);
+    void *push = s_connect_worker(self, endpoint, wire_msg_str(msg, "curve_key", NULL));
     if (push == NULL)
         return NULL;
     if (worker != NULL) {

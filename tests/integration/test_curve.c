@@ -1,8 +1,9 @@
 /* The bus refuses strangers ([security] curve = true, on ipc here): a client without a key,
  * or with a key nobody authorized, gets no reply, no event, and nothing it sends is
  * accepted; an authorized client (pan) works; a key revoked with `pan keys revoke` stops
- * working after the broker's SIGHUP; the generic worker runs a task end to end with CURVE;
- * and a broker told to listen on 0.0.0.0 without CURVE refuses to start. */
+ * working after the broker's SIGHUP; the generic worker runs a task end to end with CURVE,
+ * and its task socket takes tasks from the broker only; and a broker told to listen on
+ * 0.0.0.0 without CURVE refuses to start. */
 #include "check.h"
 #include "curve.h"
 #include "testbroker.h"
@@ -184,6 +185,39 @@ int main(void)
             testenv_sleep_ms(100);
     }
     CHECK(done);
+
+    /* The worker's task socket admits only the broker: a stranger who knows the worker's
+     * id (events name it) cannot hand it a task, with no key or with its own. */
+    for (int keyed = 0; keyed < 2; keyed++) {
+        zsock_t *push = zsock_new(ZMQ_PUSH);
+        zsock_set_linger(push, 0);
+        if (keyed) {
+            zcert_apply(unknown, push);
+            snprintf(path, sizeof path, "%s/keys/client", env->home);
+            zcert_t *worker_cert = zcert_load(path); /* the worker's own public key */
+            zsock_set_curve_serverkey(push, worker_cert ? zcert_public_txt(worker_cert) : "");
+            zcert_destroy(&worker_cert);
+        }
+        zsock_connect(push, "%s", bind);
+        wire_writer_t *w = wire_writer_new();
+        wire_writer_start(w, "task");
+        wire_put_str(w, "worker", "w1");
+        wire_put_str(w, "id", keyed ? "stray-keyed" : "stray-plain");
+        wire_put_int(w, "attempt", 1);
+        wire_put_str(w, "specialist", "echo-agent");
+        size_t len;
+        const void *data = wire_writer_data(w, &len);
+        zframe_t *frame = zframe_new(data, len);
+        zframe_send(&frame, push, ZFRAME_DONTWAIT);
+        wire_writer_destroy(&w);
+        testenv_sleep_ms(500);
+        zsock_destroy(&push);
+    }
+    snprintf(path, sizeof path, "%s/w1.log", env->dir);
+    char *log = testenv_read_file(path);
+    CHECK(log != NULL && strstr(log, "task e2e-1") != NULL);
+    CHECK(log != NULL && strstr(log, "stray") == NULL);
+    free(log);
 
     zcert_destroy(&unknown);
     zcert_destroy(&broker_cert);

@@ -4,6 +4,7 @@
 #include "curve.h"
 
 #include "failure.h"
+#include "log.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -159,6 +160,13 @@ int specialist_args_apply_config(specialist_config_t *settings, const config_t *
     if (settings->default_timeout_s == 0 && timeout_s >= 1 &&
         timeout_s <= SPECIALIST_ARGS_MAX_TIMEOUT_S)
         settings->default_timeout_s = (int)timeout_s;
+    /* A container started for a specialist that cloister.toml disables has nothing to do
+     * (docker compose starts every service of the file). */
+    if (!config_specialist_enabled(config, settings->specialist)) {
+        log_info("%s is disabled in cloister.toml ([specialists.%s] enabled = false): exiting",
+                 settings->specialist, settings->specialist);
+        return SPECIALIST_ARGS_DISABLED;
+    }
     /* The endpoint the worker sends to decides whether the bus is authenticated. */
     const char *in = settings->in_endpoint ? settings->in_endpoint : getenv("CLOISTER_IN");
     const char *endpoints[] = {in ? in : SPECIALIST_DEFAULT_IN, NULL};

@@ -79,8 +79,11 @@ bool specialist_args_parse(const specialist_args_t *args, int argc, char **argv,
  *                     for merge-agent), if within 1..SPECIALIST_ARGS_MAX_TIMEOUT_S.
  * A value out of its limits is ignored: the skeleton's default applies.
  * settings->specialist must be set. Then the bus's security (common/curve.h): when CURVE
- * is on for the `in` endpoint, the process's client keys are loaded. Returns 0, or the
- * failure of that (keys missing) with the reason. */
+ * is on for the `in` endpoint, the process's client keys are loaded. Returns 0,
+ * SPECIALIST_ARGS_DISABLED when [specialists.<name>] enabled = false (the service should
+ * exit 0: it has nothing to do; logged), or the failure of loading the keys (< 0, with the
+ * reason). */
+#define SPECIALIST_ARGS_DISABLED 1
 int specialist_args_apply_config(specialist_config_t *settings, const config_t *config);
 
 #endif

@@ -14,7 +14,9 @@
 # is, in order: $CLOISTER_ADVERTISE (a whole endpoint), tcp://$CLOISTER_ADVERTISE_HOST:port,
 # else tcp://<this container's IP>:port (the first address of `hostname -i`), else, when
 # that is missing or loopback, tcp://<hostname>:port. --bind / --advertise given as ARGS
-# come later and win.
+# come later and win. Its worker id is $CLOISTER_WORKER_ID, else the container's hostname.
+# A specialist that cloister.toml disables ([specialists.NAME] enabled = false) exits 0
+# at once, saying so.
 set -eu
 
 [ $# -gt 0 ] || set -- cloister-broker
@@ -48,8 +50,18 @@ cloister-review | cloister-test | cloister-merge | cloister-worker)
         fi
         advertise="tcp://$host:$port"
     fi
-    echo "cloister-entrypoint: $program binds tcp://0.0.0.0:$port, advertises $advertise" >&2
-    exec "$program" --bind "tcp://0.0.0.0:$port" --advertise "$advertise" "$@"
+    # The container's name is the worker's id, so its healthcheck can ask the broker
+    # about it (pan specialists alive "$(hostname)").
+    worker_id="${CLOISTER_WORKER_ID:-$(hostname)}"
+    # A logged-in Claude config mounted read-only at /run/claude-host lends its
+    # credentials to this specialist's own agent state ($CLAUDE_CONFIG_DIR, a volume).
+    if [ -n "${CLAUDE_CONFIG_DIR:-}" ] && [ -f /run/claude-host/.credentials.json ]; then
+        mkdir -p "$CLAUDE_CONFIG_DIR"
+        cp /run/claude-host/.credentials.json "$CLAUDE_CONFIG_DIR/.credentials.json"
+    fi
+    echo "cloister-entrypoint: $program ($worker_id) binds tcp://0.0.0.0:$port, advertises $advertise" >&2
+    exec "$program" --worker-id "$worker_id" --bind "tcp://0.0.0.0:$port" \
+        --advertise "$advertise" "$@"
     ;;
 *)
     exec "$program" "$@"

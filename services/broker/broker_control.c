@@ -236,6 +236,13 @@ static void s_list_specialists(request_t *req)
         wire_put_int(w, "failed", (int64_t)queue->failed);
         wire_put_int(w, "dead", (int64_t)queue->dead);
         wire_put_int(w, "timeout_s", queue->default_timeout_s);
+        wire_open_array(w, "worker_ids");
+        for (worker_t *worker = zhashx_first(self->workers); worker;
+             worker = zhashx_next(self->workers)) {
+            if (worker->queue == queue)
+                wire_elem_str(w, worker->id);
+        }
+        wire_close(w);
         wire_close(w);
     }
     wire_close(w);

@@ -65,10 +65,12 @@ int main(int argc, char **argv)
         log_error("cannot load the configuration: %s", failure_message());
         return SPECIALIST_EXIT_SETUP;
     }
-    if (specialist_args_apply_config(&skeleton, config) != 0) {
-        log_error("%s", failure_message());
+    int applied = specialist_args_apply_config(&skeleton, config);
+    if (applied != 0) {
+        if (applied < 0)
+            log_error("%s", failure_message());
         config_destroy(&config);
-        return SPECIALIST_EXIT_SETUP;
+        return applied == SPECIALIST_ARGS_DISABLED ? 0 : SPECIALIST_EXIT_SETUP;
     }
     merge_service_t *service = NULL;
     if (merge_service_new(&service, config) != 0) {

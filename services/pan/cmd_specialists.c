@@ -646,9 +646,41 @@ static int s_reset(const pan_t *pan, int argc, char **argv)
     return code;
 }
 
+/* ---- alive ---- */
+
+/* pan specialists alive WORKER_ID: exit 0 when the broker has that worker registered (a
+ * container's liveness check), 1 when not, 3 when the broker does not answer. */
+static int s_alive(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan specialists alive <worker-id>";
+    if (argc != 1)
+        return pan_usage(usage, "which worker?");
+    json_t *data = NULL;
+    int code = s_broker_list(pan, BROKER_REQUIRED, &data);
+    if (code != PAN_EXIT_OK)
+        return code;
+    const char *found = NULL;
+    size_t i, k;
+    json_t *item, *id;
+    json_array_foreach(data, i, item)
+    {
+        json_array_foreach(json_object_get(item, "worker_ids"), k, id)
+        {
+            if (json_is_string(id) && strcmp(json_string_value(id), argv[0]) == 0)
+                found = pan_json_str(item, "name", "?");
+        }
+    }
+    if (found != NULL)
+        printf("worker %s is registered for %s\n", argv[0], found);
+    else
+        code = pan_fail(PAN_EXIT_ERROR, "the broker has no worker '%s'", argv[0]);
+    json_decref(data);
+    return code;
+}
+
 int cmd_specialists(const pan_t *pan, int argc, char **argv)
 {
-    static const char *const usage = "pan specialists list|queue|wake|reset ...";
+    static const char *const usage = "pan specialists list|queue|wake|reset|alive ...";
     if (argc < 1)
         return pan_usage(usage, "specialists what?");
     const char *sub = argv[0];
@@ -660,5 +692,7 @@ int cmd_specialists(const pan_t *pan, int argc, char **argv)
         return s_wake(pan, argc - 1, argv + 1);
     if (strcmp(sub, "reset") == 0)
         return s_reset(pan, argc - 1, argv + 1);
+    if (strcmp(sub, "alive") == 0)
+        return s_alive(pan, argc - 1, argv + 1);
     return pan_usage(usage, "unknown specialists command '%s'", sub);
 }

@@ -24,6 +24,7 @@ static const char *const s_usage =
     "  specialists queue <name> [--json]\n"
     "  specialists wake <name> [--task TEXT] [--priority P] [--workspace DIR] [--branch B]\n"
     "  specialists reset <name>|--all [--force]\n"
+    "  specialists alive <worker-id>\n"
     "  events [--since SEQ] [--follow] [--topic PREFIX] [--limit N] [--json]\n"
     "  task show <id> [--json]\n"
     "  cancel <id>\n"

@@ -71,11 +71,13 @@ int main(int argc, char **argv)
     service.config = config;
     service.prompts_dir = prompts_dir;
     service.sandbox = sandbox;
-    if (specialist_args_apply_config(&settings, config) != 0) {
-        log_error("%s", failure_message());
+    int applied = specialist_args_apply_config(&settings, config);
+    if (applied != 0) {
+        if (applied < 0)
+            log_error("%s", failure_message());
         sandbox_destroy(&sandbox);
         config_destroy(&config);
-        return SPECIALIST_EXIT_SETUP;
+        return applied == SPECIALIST_ARGS_DISABLED ? 0 : SPECIALIST_EXIT_SETUP;
     }
 
     git_libgit2_init();

@@ -1012,6 +1012,54 @@ static void s_count_completions(broker_t *self, int64_t before)
     self->completed_window[second % 10] += self->completed - before;
 }
 
+/* Counts the failed handshakes a socket monitor reports (strangers, with CURVE): each
+ * event is two frames, [event id, value] and the endpoint. Nothing else is done with them:
+ * a stranger gets no event to flood the log with. */
+static void s_drain_monitor(broker_t *self, void *monitor)
+{
+    for (;;) {
+        zmq_msg_t frame;
+        zmq_msg_init(&frame);
+        if (zmq_msg_recv(&frame, monitor, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&frame);
+            return;
+        }
+        bool more = zmq_msg_more(&frame);
+        zmq_msg_close(&frame);
+        while (more) {
+            zmq_msg_init(&frame);
+            if (zmq_msg_recv(&frame, monitor, 0) < 0)
+                more = false;
+            else
+                more = zmq_msg_more(&frame);
+            zmq_msg_close(&frame);
+        }
+        broker_count_rejected(self, "unauthenticated");
+    }
+}
+
+/* With CURVE: a monitor on each bound socket reporting failed handshakes, so strangers are
+ * counted (stats.rejected.unauthenticated). */
+static int s_watch_handshakes(broker_t *self)
+{
+    void *sockets[3] = {self->in, self->events, self->control};
+    for (int i = 0; i < 3; i++) {
+        char endpoint[64];
+        snprintf(endpoint, sizeof endpoint, "inproc://cloister-handshakes-%d", i);
+        int events = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+        self->monitors[i] = zmq_socket(self->zmq_context, ZMQ_PAIR);
+        int linger = 0;
+        if (self->monitors[i] != NULL)
+            zmq_setsockopt(self->monitors[i], ZMQ_LINGER, &linger, sizeof linger);
+        if (self->monitors[i] == NULL || zmq_socket_monitor(sockets[i], endpoint, events) != 0 ||
+            zmq_connect(self->monitors[i], endpoint) != 0)
+            return failure_set(FAILURE_IO, "cannot watch the handshakes: %s",
+                               zmq_strerror(errno));
+    }
+    return 0;
+}
+
 /* (Re)loads the authorized keys into the ZAP handler. */
 static int s_load_authorized(broker_t *self)
 {
@@ -1021,13 +1069,18 @@ static int s_load_authorized(broker_t *self)
 
 int broker_run(broker_t *self, volatile sig_atomic_t *stop)
 {
-    zmq_pollitem_t items[] = {{self->in, 0, ZMQ_POLLIN, 0}, {self->control, 0, ZMQ_POLLIN, 0}};
+    zmq_pollitem_t items[] = {{self->in, 0, ZMQ_POLLIN, 0},
+                              {self->control, 0, ZMQ_POLLIN, 0},
+                              {self->monitors[0], 0, ZMQ_POLLIN, 0},
+                              {self->monitors[1], 0, ZMQ_POLLIN, 0},
+                              {self->monitors[2], 0, ZMQ_POLLIN, 0}};
+    int nitems = self->monitors[0] != NULL ? 5 : 2;
     int rc = 0;
     while (!*stop && rc == 0) {
         int64_t now = clock_now_ms();
         int64_t deadline = self->next_ping < self->next_check ? self->next_ping : self->next_check;
         long timeout = deadline > now ? (long)(deadline - now) : 0;
-        if (zmq_poll(items, 2, timeout) < 0 && errno != EINTR) {
+        if (zmq_poll(items, nitems, timeout) < 0 && errno != EINTR) {
             rc = failure_set(FAILURE_IO, "poll: %s", zmq_strerror(errno));
             break;
         }
@@ -1042,6 +1095,10 @@ int broker_run(broker_t *self, volatile sig_atomic_t *stop)
             s_drain_in(self);
         if (items[1].revents & ZMQ_POLLIN)
             s_drain_control(self);
+        for (int i = 2; i < nitems; i++) {
+            if (items[i].revents & ZMQ_POLLIN)
+                s_drain_monitor(self, items[i].socket);
+        }
         rc = s_run_timers(self, clock_now_ms());
         if (rc == 0)
             rc = s_dispatch(self);
@@ -1226,6 +1283,8 @@ int broker_new(const broker_config_t *config, broker_t **out)
         self->events = s_socket(self, ZMQ_PUB, config->events_endpoint, &rc);
     if (rc == 0)
         self->control = s_socket(self, ZMQ_ROUTER, config->control_endpoint, &rc);
+    if (rc == 0 && self->curve != NULL)
+        rc = s_watch_handshakes(self);
     if (rc == 0)
         log_info("broker up: in %s, events %s, control %s; %zu active tasks recovered, last seq %lld",
                  config->in_endpoint, config->events_endpoint, config->control_endpoint,
@@ -1248,6 +1307,10 @@ void broker_destroy(broker_t **self_p)
     free(self->outbox);
     free(self->outbox_bytes);
     zhashx_destroy(&self->workers); /* closes worker sockets before the context */
+    for (int i = 0; i < 3; i++) {
+        if (self->monitors[i] != NULL)
+            zmq_close(self->monitors[i]);
+    }
     if (self->in)
         zmq_close(self->in);
     if (self->events)

@@ -146,6 +146,18 @@ int main(void)
     client_t *client = testbroker_client(env);
     char state[64];
     CHECK_STR(testbroker_state(client, "from-a-stranger", state, sizeof state), "");
+    /* ... and the broker counted the handshakes it refused. */
+    wire_writer_t *stats = wire_writer_new();
+    wire_writer_start(stats, "stats");
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_call(client, stats, &reply), 0);
+    const msgpack_object *refused = wire_map_get(
+        wire_map_get(reply ? wire_msg_object(reply, "data") : NULL, "rejected"),
+        "unauthenticated");
+    CHECK(refused != NULL && refused->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+          refused->via.u64 >= 3);
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&stats);
 
     /* The default client, through pan. */
     CHECK_INT(s_pan(env, NULL, "status", NULL), 0);

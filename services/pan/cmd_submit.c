@@ -9,6 +9,7 @@
  * review of the issue blocked its gate", and records who forced it and when in
  * payload.override (unless the payload brings one, as `pan approve --force` does). */
 #include "pan.h"
+#include "pan_wait.h"
 #include "repository.h"
 
 #include "failure.h"
@@ -24,15 +25,16 @@ static const char *const s_usage =
     "pan submit <specialist> [--priority urgent|high|normal|low] [--issue ID] [--pr-url URL]\n"
     "       [--workspace DIR] [--branch B] [--target T] [--title TEXT] [--id ID] [--group G]\n"
     "       [--source S] [--max-attempts N] [--timeout SECONDS] [--description TEXT]\n"
-    "       [--payload JSON] [--force] [--json]";
+    "       [--payload JSON] [--force] [--wait [--wait-timeout SECONDS]] [--json]";
 
 typedef struct {
     const char *specialist;
     const char *priority, *issue, *pr_url, *workspace, *branch, *target, *title, *id;
     const char *group, *source, *description, *payload;
-    const char *max_attempts, *timeout;
+    const char *max_attempts, *timeout, *wait_timeout;
     bool json;
     bool force;
+    bool wait;
 } submit_args_t;
 
 /* True if `name` is a queue name the protocol accepts: [a-z0-9][a-z0-9._-]*, <= 64. */
@@ -71,10 +73,14 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
         {"--timeout", &args->timeout},
         {"--description", &args->description},
         {"--payload", &args->payload},
+        {"--wait-timeout", &args->wait_timeout},
     };
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--force") == 0) {
-            *(strcmp(argv[i], "--json") == 0 ? &args->json : &args->force) = true;
+        if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--force") == 0 ||
+            strcmp(argv[i], "--wait") == 0) {
+            *(strcmp(argv[i], "--json") == 0    ? &args->json
+              : strcmp(argv[i], "--force") == 0 ? &args->force
+                                                : &args->wait) = true;
             continue;
         }
         int found = 0;
@@ -175,6 +181,10 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
         return pan_usage(s_usage, "--max-attempts must be 1..100, not '%s'", args.max_attempts);
     if (args.timeout && !pan_parse_int(args.timeout, 1, 7 * 24 * 3600, &timeout_s))
         return pan_usage(s_usage, "--timeout must be a number of seconds, not '%s'", args.timeout);
+    int64_t wait_timeout_s = 0;
+    if (args.wait_timeout && !pan_parse_int(args.wait_timeout, 1, 7 * 24 * 3600, &wait_timeout_s))
+        return pan_usage(s_usage, "--wait-timeout must be a number of seconds, not '%s'",
+                         args.wait_timeout);
 
     char workspace[PATH_MAX] = "";
     if (args.workspace != NULL && pan_absolute_path(args.workspace, workspace, sizeof workspace) != 0)
@@ -214,15 +224,29 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
         return PAN_EXIT_USAGE;
     }
 
+    /* Watching starts before the submit, so an end that comes at once is not missed. */
+    pan_watch_t *watch = args.wait ? pan_watch_start(pan, &code) : NULL;
+    if (args.wait && watch == NULL) {
+        wire_writer_destroy(&writer);
+        return code;
+    }
     json_t *task = NULL;
     code = pan_call(pan, writer, &task);
     wire_writer_destroy(&writer);
-    if (code != PAN_EXIT_OK)
+    if (code != PAN_EXIT_OK) {
+        if (watch != NULL)
+            pan_watch_wait(&watch, NULL, 0, 0, false);
         return code;
-    if (args.json)
+    }
+    const char *task_id = pan_json_str(task, "id", args.id ? args.id : id);
+    if (watch != NULL) {
+        fprintf(stderr, "pan: submitted %s, waiting for it to end\n", task_id);
+        code = pan_watch_wait(&watch, &task_id, 1, (int)wait_timeout_s, args.json);
+    } else if (args.json) {
         code = pan_print_json(task);
-    else
-        puts(pan_json_str(task, "id", args.id ? args.id : id));
+    } else {
+        puts(task_id);
+    }
     json_decref(task);
     return code;
 }

@@ -1,5 +1,6 @@
 /* pan task show / cancel / retry / status: one task, or the broker's numbers. */
 #include "pan.h"
+#include "pan_wait.h"
 
 #include "clock.h"
 
@@ -92,11 +93,46 @@ static void s_print_task(const json_t *task)
     }
 }
 
+/* pan task wait ID... [--timeout S] [--json]: see pan_wait.h. */
+static int s_wait(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan task wait <id>... [--timeout SECONDS] [--json]";
+    const char *ids[64];
+    int n = 0;
+    bool json = false;
+    int64_t timeout_s = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *value = NULL;
+        int found = pan_option(argc, argv, &i, "--timeout", &value);
+        if (found < 0 || (found > 0 && !pan_parse_int(value, 1, 7 * 24 * 3600, &timeout_s)))
+            return pan_usage(usage, "--timeout takes a number of seconds");
+        if (found > 0)
+            continue;
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (argv[i][0] == '-')
+            return pan_usage(usage, "unknown option '%s'", argv[i]);
+        else if (n < 64)
+            ids[n++] = argv[i];
+        else
+            return pan_usage(usage, "at most 64 tasks at once");
+    }
+    if (n == 0)
+        return pan_usage(usage, "wait for which task?");
+    int code = PAN_EXIT_OK;
+    pan_watch_t *watch = pan_watch_start(pan, &code);
+    if (watch == NULL)
+        return code;
+    return pan_watch_wait(&watch, ids, n, (int)timeout_s, json);
+}
+
 int cmd_task(const pan_t *pan, int argc, char **argv)
 {
-    static const char *const usage = "pan task show <id> [--json]";
+    static const char *const usage = "pan task show <id> [--json] | wait <id>... [--timeout S]";
     if (argc < 1)
         return pan_usage(usage, "task what?");
+    if (strcmp(argv[0], "wait") == 0)
+        return s_wait(pan, argc - 1, argv + 1);
     if (strcmp(argv[0], "show") != 0)
         return pan_usage(usage, "unknown task command '%s'", argv[0]);
     const char *id = NULL;

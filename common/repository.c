@@ -5,6 +5,7 @@
 
 #include <git2.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,4 +76,32 @@ int repository_config_at(const char *workspace, const char *rev, config_t **out)
     git_repository_free(repo);
     git_libgit2_shutdown();
     return rc;
+}
+
+/* git_reference_foreach_glob's callback: one match is enough. */
+static int s_found(const char *name, void *arg)
+{
+    (void)name;
+    *(bool *)arg = true;
+    return 1; /* stop */
+}
+
+int repository_branch_exists(const char *path, const char *branch)
+{
+    git_libgit2_init();
+    git_repository *repo = NULL;
+    int answer = -1;
+    if (git_repository_open_ext(&repo, path, 0, NULL) == 0) {
+        git_reference *ref = NULL;
+        bool found = git_branch_lookup(&ref, repo, branch, GIT_BRANCH_LOCAL) == 0;
+        git_reference_free(ref);
+        char glob[600];
+        snprintf(glob, sizeof glob, "refs/remotes/*/%.500s", branch);
+        if (!found)
+            git_reference_foreach_glob(repo, glob, s_found, &found);
+        answer = found ? 1 : 0;
+    }
+    git_repository_free(repo);
+    git_libgit2_shutdown();
+    return answer;
 }

@@ -19,6 +19,11 @@ int repository_root(const char *path, char *out, size_t size);
  * that repository into `target` must carry). Returns as repository_root(). */
 int repository_merge_group(const char *path, const char *target, char *out, size_t size);
 
+/* Whether the repository containing `path` has `branch`, locally (refs/heads/) or on a
+ * remote (refs/remotes/<remote>/). Returns 1 (it has), 0 (it has not) or -1 (no
+ * repository there). */
+int repository_branch_exists(const char *path, const char *branch);
+
 /* Where a repository keeps its own Cloister settings, relative to its root. */
 #define REPOSITORY_CONFIG_PATH ".cloister/config.toml"
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const s_usage =
@@ -110,6 +111,24 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
     return PAN_EXIT_OK;
 }
 
+/* Refuses what would only fail later in a specialist: a workspace that is not a directory
+ * here, or a branch its repository has neither locally nor on a remote. Returns 0 or
+ * FAILURE_NOT_FOUND with the reason. */
+static int s_check_workspace(const char *workspace, const char *branch)
+{
+    struct stat st;
+    if (stat(workspace, &st) != 0 || !S_ISDIR(st.st_mode))
+        return failure_set(FAILURE_NOT_FOUND, "--workspace %s: no such directory", workspace);
+    if (branch == NULL || branch[0] == '\0')
+        return 0;
+    int rc = repository_branch_exists(workspace, branch);
+    if (rc == 0)
+        return failure_set(FAILURE_NOT_FOUND,
+                           "--branch %s: %s has no such branch, neither locally nor on a remote",
+                           branch, workspace);
+    return 0; /* found, or not a repository: the specialist says what it makes of it */
+}
+
 /* payload.force = true, and payload.override unless the payload has one. Returns 0, or -1
  * when memory runs out. */
 static int s_mark_forced(json_t *payload)
@@ -189,6 +208,8 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     char workspace[PATH_MAX] = "";
     if (args.workspace != NULL && pan_absolute_path(args.workspace, workspace, sizeof workspace) != 0)
         return pan_fail(PAN_EXIT_ERROR, "--workspace: %s", failure_message());
+    if (workspace[0] != '\0' && s_check_workspace(workspace, args.branch) != 0)
+        return pan_usage(s_usage, "%s", failure_message());
     char group[PATH_MAX + 256] = "";
     if (args.group != NULL) {
         snprintf(group, sizeof group, "%s", args.group);

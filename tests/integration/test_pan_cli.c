@@ -2,6 +2,7 @@
  * order, wake, cancel/retry, status, the merge group, unknown names, reset, and a broker
  * that is not there. */
 #include "pan_harness.h"
+#include "testgit.h"
 
 #include "clock.h"
 #include "failure.h"
@@ -189,6 +190,22 @@ static void test_merge_group(testenv_t *env)
     snprintf(sub_dir, sizeof sub_dir, "%s/src", repo_dir);
     mkdir(sub_dir, 0755);
     CHECK(realpath(repo_dir, real_repo) != NULL);
+    /* A commit and the branch the merge names: pan refuses a branch the repository lacks. */
+    setenv("GIT_AUTHOR_NAME", "Test", 1);
+    setenv("GIT_AUTHOR_EMAIL", "test@example.com", 1);
+    setenv("GIT_COMMITTER_NAME", "Test", 1);
+    setenv("GIT_COMMITTER_EMAIL", "test@example.com", 1);
+    testgit_commit(repo_dir, "src/a.c", "int a;\n", "init");
+    CHECK_INT(testgit_run(repo_dir, "branch", "feat/m", NULL), 0);
+    CHECK_INT(harness_pan_all(env, s_out, "submit", "merge-agent", "--id", "m-0", "--workspace",
+                              sub_dir, "--branch", "feat/nope", NULL),
+              2);
+    CHECK(strstr(s_out, "--branch feat/nope: ") != NULL &&
+          strstr(s_out, "has no such branch, neither locally nor on a remote") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "submit", "test-agent", "--id", "m-0",
+                              "--workspace", "/nonexistent/dir", NULL),
+              2);
+    CHECK(strstr(s_out, "--workspace /nonexistent/dir: no such directory") != NULL);
 
     CHECK_INT(harness_pan(env, s_out, "submit", "merge-agent", "--id", "m-1", "--workspace",
                           sub_dir, "--target", "develop", "--payload",

@@ -124,6 +124,11 @@ bool specialist_args_parse(const specialist_args_t *args, int argc, char **argv,
             *exit_code = 0;
             return false;
         }
+        if (strcmp(flag, "--version") == 0) {
+            printf("%s %s\n", args->program, CLOISTER_VERSION);
+            *exit_code = 0;
+            return false;
+        }
         const char **string = s_string_flag(args, settings, specialist_flag, flag);
         if (string == NULL && !s_is_number_flag(args, flag)) {
             *exit_code = s_usage_error(args, "unknown option", flag);

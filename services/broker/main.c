@@ -84,7 +84,7 @@ int main(int argc, char **argv)
     log_init(argv[0], LOG_LEVEL_INFO);
     s_raise_fd_limit();
     enum { OPT_IN = 1, OPT_EVENTS, OPT_CONTROL, OPT_HOME, OPT_DB, OPT_SYNC, OPT_HB, OPT_MISSES,
-           OPT_RETENTION, OPT_HELP };
+           OPT_RETENTION, OPT_HELP, OPT_VERSION };
     static const struct option options[] = {
         {"in", required_argument, NULL, OPT_IN},
         {"events", required_argument, NULL, OPT_EVENTS},
@@ -96,6 +96,7 @@ int main(int argc, char **argv)
         {"heartbeat-misses", required_argument, NULL, OPT_MISSES},
         {"event-retention", required_argument, NULL, OPT_RETENTION},
         {"help", no_argument, NULL, OPT_HELP},
+        {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     const char *flag_in = NULL, *flag_events = NULL, *flag_control = NULL, *flag_db = NULL;
@@ -123,6 +124,7 @@ int main(int argc, char **argv)
                 return 2;
             break;
         case OPT_HELP: s_usage(stdout); return 0;
+        case OPT_VERSION: printf("cloister-broker %s\n", CLOISTER_VERSION); return 0;
         default: s_usage(stderr); return 2;
         }
     }

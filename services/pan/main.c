@@ -14,6 +14,7 @@
 
 static const char *const s_usage =
     "pan [--control EP] [--events EP] [--in EP] [--timeout-ms N] <command> ...\n"
+    "pan --version\n"
     "\n"
     "commands:\n"
     "  submit <specialist> [--priority P] [--issue ID] [--pr-url URL] [--workspace DIR]\n"
@@ -99,6 +100,10 @@ int main(int argc, char **argv)
         return PAN_EXIT_USAGE;
     }
     const char *command = argv[0];
+    if (strcmp(command, "--version") == 0 || strcmp(command, "version") == 0) {
+        printf("pan %s\n", CLOISTER_VERSION);
+        return PAN_EXIT_OK;
+    }
     if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0 ||
         strcmp(command, "-h") == 0) {
         fputs(s_usage, stdout);

@@ -275,11 +275,28 @@ static void test_list_and_reset(testenv_t *env)
     CHECK(strstr(s_out, "✓ Reset 3 specialist(s)") != NULL);
 }
 
+/* Every program prints the one version of the build. */
+static void test_versions(testenv_t *env)
+{
+    CHECK_INT(harness_pan(env, s_out, "--version", NULL), 0);
+    CHECK_STR(s_out, "pan " CLOISTER_VERSION "\n");
+    const char *const programs[] = {"cloister-broker", "cloister-review", "cloister-test",
+                                    "cloister-merge", "cloister-worker"};
+    for (size_t i = 0; i < sizeof programs / sizeof programs[0]; i++) {
+        char *argv[] = {(char *)testenv_bin(programs[i]), "--version", NULL};
+        char expected[128];
+        snprintf(expected, sizeof expected, "%s %s\n", programs[i], CLOISTER_VERSION);
+        CHECK_INT(testenv_run(env, argv, s_out, sizeof s_out, 10000), 0);
+        CHECK_STR(s_out, expected);
+    }
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("pan-cli");
     if (env == NULL)
         return 1;
+    test_versions(env);
     test_no_broker(env);
     if (harness_start_broker(env) > 0) {
         test_submit_and_show(env);

@@ -1,5 +1,6 @@
 /* pan events: the broker's stored events, then (with --follow) the live stream until
- * SIGINT or SIGTERM. The subscription is made before the replay and events are
+ * SIGINT or SIGTERM. --follow alone starts at the present (like tail -f); --since SEQ
+ * (0: everything stored) replays first. --task, --issue, --specialist filter. The subscription is made before the replay and events are
  * deduplicated by seq (client_events_run), so nothing is missed or printed twice. */
 #include "pan.h"
 
@@ -22,6 +23,7 @@ static void s_on_signal(int signal_number)
 
 typedef struct {
     bool json;
+    const char *task, *issue, *specialist; /* filters (NULL: any) */
     int64_t limit; /* 0: no limit */
     int64_t printed;
     int64_t failed_seq; /* the event that could not be written as JSON, or 0 */
@@ -98,6 +100,11 @@ static bool s_print_line(const wire_msg_t *event)
 static int s_on_event(const wire_msg_t *event, const void *raw, size_t len, void *arg)
 {
     events_out_t *out = arg;
+    if ((out->task != NULL && strcmp(wire_msg_str(event, "task", ""), out->task) != 0) ||
+        (out->issue != NULL && strcmp(wire_msg_str(event, "issue", ""), out->issue) != 0) ||
+        (out->specialist != NULL &&
+         strcmp(wire_msg_str(event, "specialist", ""), out->specialist) != 0))
+        return 0;
     bool ok = out->json ? s_print_json(raw, len) : s_print_line(event);
     fflush(stdout);
     if (!ok) {
@@ -151,7 +158,8 @@ static void s_warn_since_beyond(client_t *control, int64_t since, bool follow)
 int cmd_events(const pan_t *pan, int argc, char **argv)
 {
     static const char *const usage =
-        "pan events [--since SEQ] [--follow] [--topic PREFIX] [--limit N] [--json]";
+        "pan events [--since SEQ] [--follow] [--topic PREFIX] [--task ID] [--issue I]\n"
+        "           [--specialist S] [--limit N] [--json]";
     const char *since_text = NULL, *topic = "", *limit_text = NULL;
     bool follow = false;
     events_out_t out = {0};
@@ -166,7 +174,10 @@ int cmd_events(const pan_t *pan, int argc, char **argv)
             continue;
         }
         if ((found = pan_option(argc, argv, &i, "--since", &since_text)) == 0 &&
-            (found = pan_option(argc, argv, &i, "--topic", &topic)) == 0)
+            (found = pan_option(argc, argv, &i, "--topic", &topic)) == 0 &&
+            (found = pan_option(argc, argv, &i, "--task", &out.task)) == 0 &&
+            (found = pan_option(argc, argv, &i, "--issue", &out.issue)) == 0 &&
+            (found = pan_option(argc, argv, &i, "--specialist", &out.specialist)) == 0)
             found = pan_option(argc, argv, &i, "--limit", &limit_text);
         if (found < 0)
             return pan_usage(usage, "%s needs a value", argv[i]);
@@ -195,6 +206,10 @@ int cmd_events(const pan_t *pan, int argc, char **argv)
     } else {
         if (since_text != NULL)
             s_warn_since_beyond(control, since, follow);
+        /* Following starts at the present, as `tail -f` does; --since replays. */
+        int64_t newest = follow && since_text == NULL ? s_newest_seq(control) : -1;
+        if (newest > 0)
+            since = newest;
         int rc = client_events_run(events, control, since, follow, &s_stop, s_on_event, &out);
         if (rc == FAILURE_TIMEOUT || rc == FAILURE_IO)
             code = pan_fail(PAN_EXIT_UNREACHABLE, "%s", failure_message());

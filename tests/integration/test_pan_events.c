@@ -148,7 +148,8 @@ static void test_follow(testenv_t *env)
     char log_path[400];
     snprintf(log_path, sizeof log_path, "%s/follow.log", env->dir);
     s_follow_log = log_path;
-    char *argv[] = {(char *)testenv_bin("pan"), "events", "--follow", "--json", NULL};
+    char *argv[] = {(char *)testenv_bin("pan"), "events", "--follow", "--since", "0", "--json",
+                    NULL};
     pid_t pid = testenv_spawn(env, "follow", argv);
     CHECK(pid > 0);
     CHECK(testenv_wait_until(s_follow_started, NULL, 5000));
@@ -174,6 +175,22 @@ static void test_follow(testenv_t *env)
     }
     CHECK_INT(later, 1);
     free(log);
+
+    /* --follow alone starts at the present, as tail -f does: nothing from before. */
+    snprintf(log_path, sizeof log_path, "%s/follow-now.log", env->dir);
+    char *now_argv[] = {(char *)testenv_bin("pan"), "events", "--follow", "--json",
+                        "--task", "later-2", NULL};
+    pid = testenv_spawn(env, "follow-now", now_argv);
+    testenv_sleep_ms(500);
+    CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--id", "later-2", NULL), 0);
+    testenv_sleep_ms(1000);
+    testenv_signal(pid, SIGTERM);
+    CHECK(testenv_wait(env, pid, 3000) >= 0);
+    log = testenv_read_file(log_path);
+    CHECK(log != NULL && strstr(log, "\"task\":\"later-2\"") != NULL);
+    CHECK(log != NULL && strstr(log, "later-1") == NULL && strstr(log, "ev-cancel") == NULL);
+    free(log);
+    CHECK_INT(harness_pan(env, s_out, "cancel", "later-2", NULL), 0);
 }
 
 /* ---- common/client: a late subscriber ---- */

@@ -214,6 +214,12 @@ static void s_print_stats(const pan_t *pan, const json_t *stats)
                json_is_number(p50) ? json_number_value(p50) : 0.0,
                json_is_number(p99) ? json_number_value(p99) : 0.0);
     }
+    if (json_object_get(stats, "disk_free_mb") != NULL)
+        printf("Disk: %lld MB free for the store%s\n",
+               (long long)pan_json_int(stats, "disk_free_mb", 0),
+               json_is_true(json_object_get(stats, "disk_low"))
+                   ? " -- LOW: new submits are refused (disk_full)"
+                   : "");
     json_t *rejected = json_object_get(stats, "rejected");
     if (json_object_size(rejected) > 0) {
         printf("Rejected:");

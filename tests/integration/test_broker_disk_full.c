@@ -131,6 +131,11 @@ int main(void)
           strstr(failure_message(), "at least 16 MB wanted") != NULL);
     char state[64];
     CHECK_STR(testbroker_state(client, "refused", state, sizeof state), "");
+    /* pan status says so. */
+    char out[8192];
+    char *status[] = {(char *)testenv_bin("pan"), "status", NULL};
+    CHECK_INT(testenv_run(env, status, out, sizeof out, 10000), 0);
+    CHECK(strstr(out, "LOW: new submits are refused (disk_full)") != NULL);
     /* The running task's result still commits. */
     fakeworker_result(worker, "before", 1, "done", NULL, NULL, 0);
     wire_msg_t *ack = fakeworker_expect(worker, "ack", 5000, NULL, 0);

@@ -237,7 +237,9 @@ static void test_garbage_flood(client_t *client, void *push)
     int64_t coalesced_after = 0;
     int events_after = s_garbage_events(client, &coalesced_after);
     CHECK_INT(s_malformed_count(client) - counted_before, 2001);
-    CHECK(events_after - events_before >= 2 && events_after - events_before <= 3);
+    /* One event a second: the burst and the one after it, a few more if the burst took
+     * the broker several seconds (a slow machine, a sanitizer build). */
+    CHECK(events_after - events_before >= 2 && events_after - events_before <= 6);
     CHECK_INT((events_after - events_before) + (coalesced_after - coalesced_before), 2001);
 }
 

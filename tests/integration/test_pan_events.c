@@ -134,6 +134,15 @@ static bool s_follow_saw_later(void *arg)
     return seen;
 }
 
+static bool s_follow_saw_later_2(void *arg)
+{
+    (void)arg;
+    char *log = testenv_read_file(s_follow_log);
+    bool seen = log != NULL && strstr(log, "\"task\":\"later-2\"") != NULL;
+    free(log);
+    return seen;
+}
+
 static bool s_follow_started(void *arg)
 {
     (void)arg;
@@ -178,19 +187,30 @@ static void test_follow(testenv_t *env)
 
     /* --follow alone starts at the present, as tail -f does: nothing from before. */
     snprintf(log_path, sizeof log_path, "%s/follow-now.log", env->dir);
-    char *now_argv[] = {(char *)testenv_bin("pan"), "events", "--follow", "--json",
-                        "--task", "later-2", NULL};
+    char *now_argv[] = {(char *)testenv_bin("pan"), "events", "--follow", "--json", NULL};
     pid = testenv_spawn(env, "follow-now", now_argv);
-    testenv_sleep_ms(500);
+    testenv_sleep_ms(1000); /* it has asked where "now" is */
     CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--id", "later-2", NULL), 0);
-    testenv_sleep_ms(1000);
+    CHECK_INT(harness_pan(env, s_out, "cancel", "later-2", NULL), 0);
+    s_follow_log = log_path;
+    CHECK(testenv_wait_until(s_follow_saw_later_2, NULL, 5000));
     testenv_signal(pid, SIGTERM);
     CHECK(testenv_wait(env, pid, 3000) >= 0);
     log = testenv_read_file(log_path);
     CHECK(log != NULL && strstr(log, "\"task\":\"later-2\"") != NULL);
     CHECK(log != NULL && strstr(log, "later-1") == NULL && strstr(log, "ev-cancel") == NULL);
     free(log);
-    CHECK_INT(harness_pan(env, s_out, "cancel", "later-2", NULL), 0);
+
+    /* --task keeps one task's events. */
+    CHECK_INT(harness_pan(env, s_out, "events", "--since", "0", "--task", "later-1", "--json",
+                          NULL),
+              0);
+    int lines = 0;
+    for (char *line = strtok(s_out, "\n"); line; line = strtok(NULL, "\n")) {
+        CHECK(strstr(line, "\"task\":\"later-1\"") != NULL);
+        lines++;
+    }
+    CHECK(lines >= 1);
 }
 
 /* ---- common/client: a late subscriber ---- */

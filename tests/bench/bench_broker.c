@@ -11,13 +11,20 @@
  *   the submitter to the task arriving at a worker (the broker commits the task, then
  *   commits its dispatch, then sends it). p50 and p99.
  *
- * usage: bench_broker [--sync full|normal|off] [--tasks N] [--workers K] [--rate R]
- *                     [--seconds S]  (without --sync: both modes) */
+ * With --curve the bus is authenticated and encrypted (common/curve.h): the broker's
+ * sockets and every worker's task socket are CURVE servers, every other socket a client,
+ * with the same keys for every run.
+ *
+ * usage: bench_broker [--sync full|normal|off] [--curve] [--tasks N] [--workers K]
+ *                     [--rate R] [--seconds S]  (without --sync: both modes) */
 #include "clock.h"
+#include "curve.h"
+#include "failure.h"
 #include "testenv.h"
 #include "testbroker.h"
 #include "wire.h"
 
+#include <czmq.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +47,12 @@ typedef struct {
     volatile int stop;
 } bench_t;
 
+/* --curve: the keys every run's broker and clients share (made once, in the home of
+ * s_keys_env), else NULL. */
+static const curve_t *s_curve;
+static testenv_t *s_keys_env;
+static char s_keys_home[300];
+
 static int s_task_index(const char *id)
 {
     return atoi(id + 2); /* ids are "b-<index>" */
@@ -51,6 +64,8 @@ static void *s_submitter(void *arg)
     void *push = zmq_socket(b->context, ZMQ_PUSH);
     int hwm = 100000;
     zmq_setsockopt(push, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    if (s_curve != NULL)
+        curve_apply_client(s_curve, push);
     zmq_connect(push, b->env->in_ep);
     wire_writer_t *w = wire_writer_new();
     int64_t start = clock_now_us();
@@ -140,6 +155,8 @@ static void *s_worker_pool(void *arg)
 {
     bench_t *b = arg;
     void *push = zmq_socket(b->context, ZMQ_PUSH);
+    if (s_curve != NULL)
+        curve_apply_client(s_curve, push);
     zmq_connect(push, b->env->in_ep);
     void **pulls = calloc((size_t)b->workers, sizeof *pulls);
     char (*ids)[32] = calloc((size_t)b->workers, sizeof *ids);
@@ -151,6 +168,8 @@ static void *s_worker_pool(void *arg)
         snprintf(ids[k], sizeof ids[k], "bench-w%d", k);
         snprintf(endpoint, sizeof endpoint, "ipc://%s/%s.sock", b->env->dir, ids[k]);
         pulls[k] = zmq_socket(b->context, ZMQ_PULL);
+        if (s_curve != NULL)
+            curve_apply_server(s_curve, pulls[k]);
         zmq_bind(pulls[k], endpoint);
         int fd;
         size_t size = sizeof fd;
@@ -161,6 +180,8 @@ static void *s_worker_pool(void *arg)
         wire_put_str(w, "worker", ids[k]);
         wire_put_str(w, "specialist", "bench-agent");
         wire_put_str(w, "endpoint", endpoint);
+        if (s_curve != NULL)
+            wire_put_str(w, "curve_key", curve_public(s_curve));
         s_send(push, w);
     }
     int64_t next_beat = 0;
@@ -245,12 +266,35 @@ static double s_run(const char *sync, bool null_broker, int tasks, int workers, 
     testenv_t *env = testenv_new("bench");
     /* The broker must know the specialist before the first submit: a worker announces it. */
     bench_t b = {.env = env, .tasks = tasks, .workers = workers, .rate = rate};
-    b.context = zmq_ctx_new();
+    /* With CURVE, czmq's context: its ZAP handler (zauth) admits the broker to the
+     * workers' sockets. */
+    zactor_t *auth = NULL;
+    b.context = s_curve ? zsys_init() : zmq_ctx_new();
     b.sent_us = calloc((size_t)tasks, sizeof *b.sent_us);
     b.got_us = calloc((size_t)tasks, sizeof *b.got_us);
-    testenv_write_file(strcat(strcpy(malloc(600), env->home), "/cloister.toml"),
-                       "[specialists.bench-agent]\ntimeout = 600\n");
+    char config_path[600];
+    snprintf(config_path, sizeof config_path, "%s/cloister.toml", env->home);
+    testenv_write_file(config_path, s_curve ? "[specialists.bench-agent]\ntimeout = 600\n"
+                                              "[security]\ncurve = true\n"
+                                            : "[specialists.bench-agent]\ntimeout = 600\n");
+    if (s_curve != NULL) {
+        char keys[400];
+        snprintf(keys, sizeof keys, "%s/keys", s_keys_home);
+        char *copy[] = {"/bin/cp", "-a", keys, env->home, NULL};
+        char out[256];
+        if (testenv_run(env, copy, out, sizeof out, 10000) != 0) {
+            fprintf(stderr, "bench: cannot copy the keys: %s\n", out);
+            exit(1);
+        }
+    }
     pid_t broker = null_broker ? s_start_null_broker(env) : testbroker_start(env, 1000, sync);
+    if (s_curve != NULL) {
+        char trusted[800];
+        snprintf(trusted, sizeof trusted, "%s/keys/trusted", env->home);
+        auth = zactor_new(zauth, NULL);
+        zstr_sendx(auth, "CURVE", trusted, NULL);
+        zsock_wait(auth);
+    }
     if (broker < 0) {
         fprintf(stderr, "bench: the broker did not start\n");
         exit(1);
@@ -283,7 +327,9 @@ static double s_run(const char *sync, bool null_broker, int tasks, int workers, 
     free(latency);
     free(b.sent_us);
     free(b.got_us);
-    zmq_ctx_term(b.context);
+    zactor_destroy(&auth);
+    if (s_curve == NULL)
+        zmq_ctx_term(b.context);
     testenv_destroy(&env);
     return b.acked < tasks ? -1 : elapsed;
 }
@@ -293,10 +339,11 @@ static double s_run(const char *sync, bool null_broker, int tasks, int workers, 
 static void s_bench(const char *sync, bool null_broker, int tasks, int workers, int rate,
                     int seconds)
 {
-    const char *label = null_broker ? "null" : sync;
+    char label[32];
+    snprintf(label, sizeof label, "%s%s", null_broker ? "null" : sync, s_curve ? "+curve" : "");
     double p50, p99, cpu;
     double elapsed = s_run(sync, null_broker, tasks, workers, 0, &p50, &p99, &cpu);
-    printf("%s%-6s throughput: %d tasks, %d workers: %.2f s = %.0f tasks/s end to end"
+    printf("%s%-12s throughput: %d tasks, %d workers: %.2f s = %.0f tasks/s end to end"
            " (broker CPU %.1f us/task)\n",
            null_broker ? "broker=" : "sync=", label, tasks, workers, elapsed,
            elapsed > 0 ? tasks / elapsed : 0.0, cpu);
@@ -304,15 +351,41 @@ static void s_bench(const char *sync, bool null_broker, int tasks, int workers, 
     if (paced <= 0)
         return;
     s_run(sync, null_broker, paced, workers, rate, &p50, &p99, &cpu);
-    printf("%s%-6s latency at %d tasks/s (%d tasks): submit->dispatch p50 %.3f ms, p99 %.3f ms\n",
+    printf("%s%-12s latency at %d tasks/s (%d tasks): submit->dispatch p50 %.3f ms, p99 %.3f ms\n",
            null_broker ? "broker=" : "sync=", label, rate, paced, p50, p99);
     fflush(stdout);
 }
 
+/* --curve: one set of keys for every run, made in a directory of its own; this process's
+ * client sockets (the benchmark's and testbroker's) use its client pair. */
+static int s_setup_curve(void)
+{
+    s_keys_env = testenv_new("bench-keys"); /* sets PANOPTICON_HOME to its home */
+    if (s_keys_env == NULL)
+        return -1;
+    snprintf(s_keys_home, sizeof s_keys_home, "%s", s_keys_env->home);
+    zsys_handler_set(NULL);
+    config_t *config = NULL;
+    const char text[] = "[security]\ncurve = true\n";
+    const char *endpoints[] = {"ipc://bench", NULL};
+    int rc = curve_keys_init();
+    if (rc == 0)
+        rc = config_parse_buffer("bench", text, sizeof text - 1, &config);
+    if (rc == 0)
+        rc = curve_client_init(config, endpoints);
+    config_destroy(&config);
+    if (rc != 0) {
+        fprintf(stderr, "bench: %s\n", failure_message());
+        return rc;
+    }
+    s_curve = curve_client();
+    return 0;
+}
+
 static int s_usage(void)
 {
-    fprintf(stderr, "usage: bench_broker [--sync full|normal|off] [--null] [--tasks N] [--workers K]"
-                    " [--rate R] [--seconds S]\n");
+    fprintf(stderr, "usage: bench_broker [--sync full|normal|off] [--null] [--curve] [--tasks N]"
+                    " [--workers K] [--rate R] [--seconds S]\n");
     return 2;
 }
 
@@ -324,6 +397,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--null") == 0) {
             null_broker = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--curve") == 0) {
+            if (s_setup_curve() != 0)
+                return 1;
             continue;
         }
         if (i + 1 == argc)
@@ -353,5 +431,6 @@ int main(int argc, char **argv)
         s_bench("full", false, tasks, workers, rate, seconds);
         s_bench("normal", false, tasks, workers, rate, seconds);
     }
+    testenv_destroy(&s_keys_env);
     return 0;
 }

@@ -3,39 +3,6 @@
  * from a generic worker's command and from a test command run without a sandbox. */
 #include "test_test_service_harness.h"
 
-#include <dirent.h>
-
-/* True when a process whose command line contains `marker` is running. */
-static bool s_running(const char *marker)
-{
-    DIR *proc = opendir("/proc");
-    bool found = false;
-    struct dirent *entry;
-    while (proc != NULL && !found && (entry = readdir(proc)) != NULL) {
-        if (entry->d_name[0] < '1' || entry->d_name[0] > '9')
-            continue;
-        char path[300], cmdline[512];
-        snprintf(path, sizeof path, "/proc/%s/cmdline", entry->d_name);
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(cmdline, 1, sizeof cmdline - 1, f) : 0;
-        if (f)
-            fclose(f);
-        for (size_t i = 0; i < n; i++)
-            if (cmdline[i] == '\0')
-                cmdline[i] = ' ';
-        cmdline[n] = '\0';
-        found = strstr(cmdline, marker) != NULL;
-    }
-    if (proc)
-        closedir(proc);
-    return found;
-}
-
-static bool s_gone(void *marker)
-{
-    return !s_running(marker);
-}
-
 int main(void)
 {
     harness_t *h = harness_new("orphans");
@@ -51,7 +18,7 @@ int main(void)
     harness_submit(h, "o1", "orphan-agent", "normal", 30, 1, NULL);
     json_t *done = harness_wait(h, "task.done", "o1", 10000);
     CHECK(done != NULL);
-    CHECK(testenv_wait_until(s_gone, "sleep 47.311", 5000));
+    CHECK(testenv_wait_until(testenv_process_gone, "sleep 47.311", 5000));
 
     /* The test-agent: a test command that does the same. */
     tsh_service(h, "t1");
@@ -62,7 +29,7 @@ int main(void)
     tsh_submit(h, "o2", 30, "{\"workspace\": \"%s\"}", dir);
     json_t *end = tsh_end(h, "o2", 15000);
     CHECK_STR(tsh_event(end), "task.done");
-    CHECK(testenv_wait_until(s_gone, "sleep 47.312", 5000));
+    CHECK(testenv_wait_until(testenv_process_gone, "sleep 47.312", 5000));
     harness_destroy(&h);
     return check_exit_code("test_orphans");
 }

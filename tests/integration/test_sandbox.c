@@ -5,39 +5,6 @@
  * outlive the run. [tests] env passes a named variable through. */
 #include "test_test_service_harness.h"
 
-#include <dirent.h>
-
-/* True when a process whose command line contains `marker` is running. */
-static bool s_process_running(const char *marker)
-{
-    DIR *proc = opendir("/proc");
-    bool found = false;
-    struct dirent *entry;
-    while (proc != NULL && !found && (entry = readdir(proc)) != NULL) {
-        if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
-            continue;
-        char path[300], cmdline[512];
-        snprintf(path, sizeof path, "/proc/%s/cmdline", entry->d_name);
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(cmdline, 1, sizeof cmdline - 1, f) : 0;
-        if (f)
-            fclose(f);
-        for (size_t i = 0; i < n; i++)
-            if (cmdline[i] == '\0')
-                cmdline[i] = ' ';
-        cmdline[n] = '\0';
-        found = strstr(cmdline, marker) != NULL;
-    }
-    if (proc)
-        closedir(proc);
-    return found;
-}
-
-static bool s_sleeper_gone(void *arg)
-{
-    return !s_process_running(arg);
-}
-
 int main(void)
 {
     harness_t *h = harness_new("sandbox");
@@ -76,7 +43,7 @@ int main(void)
     const char *sandbox = tsh_result_str(end, "sandbox");
     if (strcmp(sandbox, "bwrap") == 0) {
         CHECK(strstr(output, "sekrit") == NULL);
-        CHECK(testenv_wait_until(s_sleeper_gone, "sleep 31.713", 5000));
+        CHECK(testenv_wait_until(testenv_process_gone, "sleep 31.713", 5000));
     } else {
         /* Only the environment is scrubbed here; the files are not hidden. */
         fprintf(stderr, "test_sandbox: bwrap does not work on this machine (%s): the file "

@@ -1,6 +1,7 @@
 /* testenv: temporary directories and child processes for integration tests. */
 #include "testenv.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -263,4 +264,34 @@ int testenv_write_file(const char *path, const char *text)
     int rc = fwrite(text, 1, len, f) == len ? 0 : -1;
     fclose(f);
     return rc;
+}
+
+bool testenv_process_running(const char *marker)
+{
+    DIR *proc = opendir("/proc");
+    bool found = false;
+    struct dirent *entry;
+    while (proc != NULL && !found && (entry = readdir(proc)) != NULL) {
+        if (entry->d_name[0] < '1' || entry->d_name[0] > '9')
+            continue;
+        char path[300], cmdline[512];
+        snprintf(path, sizeof path, "/proc/%s/cmdline", entry->d_name);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(cmdline, 1, sizeof cmdline - 1, f) : 0;
+        if (f)
+            fclose(f);
+        for (size_t i = 0; i < n; i++)
+            if (cmdline[i] == '\0')
+                cmdline[i] = ' ';
+        cmdline[n] = '\0';
+        found = strstr(cmdline, marker) != NULL;
+    }
+    if (proc)
+        closedir(proc);
+    return found;
+}
+
+bool testenv_process_gone(void *marker)
+{
+    return !testenv_process_running(marker);
 }

@@ -48,6 +48,14 @@ int testenv_wait(testenv_t *self, pid_t pid, int timeout_ms);
  * truncated to out_size). Returns the exit code, or -1 on timeout/spawn failure. */
 int testenv_run(testenv_t *self, char *const argv[], char *out, size_t out_size, int timeout_ms);
 
+/* True when a process whose command line contains `marker` is running (any process of
+ * the machine: pick a marker nothing else has, e.g. "sleep 47.311"). */
+bool testenv_process_running(const char *marker);
+
+/* testenv_wait_until's predicate: true when no process's command line contains `marker`
+ * (a const char *). */
+bool testenv_process_gone(void *marker);
+
 /* Polls until `pred(arg)` is true or timeout_ms passes; returns the final value. */
 bool testenv_wait_until(bool (*pred)(void *arg), void *arg, int timeout_ms);
 

@@ -185,9 +185,9 @@ int client_request(client_t *self, const void *data, size_t len, wire_msg_t **re
     if (rc != 0)
         return failure_set(rc, "bad reply from broker at %s: %s", self->endpoint,
                            failure_message());
-    if (strcmp(wire_msg_type(*reply), "reply") != 0) {
+    if (wire_msg_type(*reply) != MSG_REPLY) {
         rc = failure_set(FAILURE_INVALID, "broker at %s answered with a '%s', not a reply",
-                         self->endpoint, wire_msg_type(*reply));
+                         self->endpoint, msg_type_name(wire_msg_type(*reply)));
         wire_msg_destroy(reply);
     }
     return rc;
@@ -213,10 +213,10 @@ int client_call(client_t *self, wire_writer_t *request, wire_msg_t **reply)
     int rc = client_request(self, data, len, reply);
     if (rc != 0)
         return rc;
-    if (wire_msg_bool(*reply, "ok", false))
+    if (wire_msg_bool(*reply, FIELD_OK, false))
         return 0;
-    rc = failure_set(s_code_from_name(wire_msg_str(*reply, "code", "")), "%s",
-                     wire_msg_str(*reply, "error", "the broker refused the request"));
+    rc = failure_set(s_code_from_name(wire_msg_str(*reply, FIELD_CODE, "")), "%s",
+                     wire_msg_str(*reply, FIELD_ERROR, "the broker refused the request"));
     wire_msg_destroy(reply);
     return rc;
 }
@@ -230,30 +230,11 @@ void client_new_id(char *buf, size_t size)
     snprintf(buf, size, "%s", text);
 }
 
-void client_task_encode(wire_writer_t *writer, const client_task_t *task)
-{
-    wire_writer_start(writer, "submit");
-    wire_put_str(writer, "id", task->id);
-    wire_put_str(writer, "specialist", task->specialist);
-    wire_put_str(writer, "priority", task->priority);
-    wire_put_str(writer, "source", task->source);
-    wire_put_str(writer, "title", task->title);
-    wire_put_str(writer, "issue", task->issue);
-    wire_put_str(writer, "group", task->group);
-    if (task->max_attempts > 0)
-        wire_put_int(writer, "max_attempts", task->max_attempts);
-    if (task->timeout_s > 0)
-        wire_put_int(writer, "timeout_s", task->timeout_s);
-    if (task->not_before > 0)
-        wire_put_int(writer, "not_before", task->not_before);
-    wire_put_raw(writer, "payload", task->payload, task->payload_len);
-}
-
-int client_submit(client_t *self, const client_task_t *task, char *id_out, size_t id_size,
+int client_submit(client_t *self, const submit_t *task, char *id_out, size_t id_size,
                   wire_msg_t **reply)
 {
     *reply = NULL;
-    client_task_t copy = *task;
+    submit_t copy = *task;
     char fresh[CLIENT_ID_SIZE];
     if (copy.id == NULL) {
         client_new_id(fresh, sizeof fresh);
@@ -264,7 +245,7 @@ int client_submit(client_t *self, const client_task_t *task, char *id_out, size_
     wire_writer_t *writer = wire_writer_new();
     if (writer == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
-    client_task_encode(writer, &copy);
+    submit_encode(writer, &copy);
     int rc = client_call(self, writer, reply);
     wire_writer_destroy(&writer);
     return rc;
@@ -327,7 +308,7 @@ int64_t client_events_last_seq(const client_events_t *self)
 static int s_deliver(client_events_t *self, const wire_msg_t *event, const void *raw, size_t len,
                      client_event_fn fn, void *arg)
 {
-    int64_t seq = wire_msg_int(event, "seq", -1);
+    int64_t seq = wire_msg_int(event, FIELD_SEQ, -1);
     if (seq <= self->last_seq)
         return 0;
     self->last_seq = seq;
@@ -357,22 +338,22 @@ static int s_replay_page(client_events_t *self, client_t *control, volatile sig_
     wire_writer_t *writer = wire_writer_new();
     if (writer == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
-    wire_writer_start(writer, "replay");
-    wire_put_int(writer, "since", self->last_seq);
-    wire_put_str(writer, "topic", self->topic);
-    wire_put_int(writer, "limit", CLIENT_REPLAY_PAGE);
+    wire_writer_start(writer, MSG_REPLAY);
+    wire_put_int(writer, FIELD_SINCE, self->last_seq);
+    wire_put_str(writer, FIELD_TOPIC, self->topic);
+    wire_put_int(writer, FIELD_LIMIT, CLIENT_REPLAY_PAGE);
     wire_msg_t *reply = NULL;
     int rc = client_call(control, writer, &reply);
     wire_writer_destroy(&writer);
     if (rc != 0)
         return rc;
-    const msgpack_object *data = wire_msg_object(reply, "data");
+    const msgpack_object *data = wire_msg_object(reply, FIELD_DATA);
     if (data == NULL || data->type != MSGPACK_OBJECT_ARRAY) {
         wire_msg_destroy(&reply);
         return failure_set(FAILURE_INVALID, "replay: the broker's data is not an array");
     }
     page->count = data->via.array.size;
-    page->truncated = wire_msg_bool(reply, "truncated", false);
+    page->truncated = wire_msg_bool(reply, FIELD_TRUNCATED, false);
     msgpack_sbuffer buffer;
     msgpack_sbuffer_init(&buffer);
     msgpack_packer packer;
@@ -385,7 +366,7 @@ static int s_replay_page(client_events_t *self, client_t *control, volatile sig_
         msgpack_sbuffer_clear(&buffer);
         msgpack_pack_object(&packer, data->via.array.ptr[i]);
         wire_msg_t *event = NULL;
-        if (wire_decode_as(buffer.data, buffer.size, "event", &event) != 0) {
+        if (wire_decode_as(buffer.data, buffer.size, MSG_EVENT, &event) != 0) {
             rc = failure_set(FAILURE_INVALID, "replay: bad event: %s", failure_message());
             break;
         }
@@ -468,7 +449,7 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
             free(raw);
             return rc;
         }
-        if (rc != 0 || strcmp(wire_msg_type(event), "event") != 0) {
+        if (rc != 0 || wire_msg_type(event) != MSG_EVENT) {
             /* Not an event we can read: skip it rather than stop following. */
             wire_msg_destroy(&event);
             free(raw);
@@ -479,7 +460,7 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
             if (replayed)
                 rc = s_replay_all(self, control, stop, fn, arg);
             else
-                self->last_seq = wire_msg_int(event, "seq", 0) - 1;
+                self->last_seq = wire_msg_int(event, FIELD_SEQ, 0) - 1;
         }
         if (rc == 0)
             rc = s_deliver(self, event, raw, len, fn, arg);

@@ -5,7 +5,7 @@
  *   never a hang (a poll deadline, linger 0; after a timeout the REQ socket is replaced so
  *   the next request works and never takes the late answer to the old one).
  * - client_submit(): a task committed through control (the reply comes after the commit),
- *   and client_task_encode() to push the same submit fire-and-forget to `in`.
+ *   and submit_encode() to push the same submit fire-and-forget to `in`.
  * - client_events_t: an events subscriber that replays what is stored, then follows the
  *   PUB stream. It subscribes BEFORE replaying and drops every event whose seq it has
  *   already delivered, so nothing is missed or doubled. A subscription reaches the broker
@@ -17,6 +17,7 @@
 #ifndef CLOISTER_CLIENT_H
 #define CLOISTER_CLIENT_H
 
+#include "submit.h"
 #include "wire.h"
 
 #include <signal.h>
@@ -61,32 +62,12 @@ int client_call(client_t *self, wire_writer_t *request, wire_msg_t **reply);
 /* Writes a fresh lowercase uuid into `buf` (at least CLIENT_ID_SIZE bytes). */
 void client_new_id(char *buf, size_t size);
 
-/* A task to submit. Every pointer is borrowed; NULL / 0 leaves the field out so the
- * broker's default applies. */
-typedef struct {
-    const char *id;         /* the idempotency key; NULL: client_submit() makes a uuid */
-    const char *specialist; /* required */
-    const char *priority;   /* urgent | high | normal | low */
-    const char *source;
-    const char *title;
-    const char *issue;
-    const char *group;
-    int max_attempts;
-    int timeout_s;
-    int64_t not_before;  /* ms since the epoch */
-    const void *payload; /* an encoded msgpack map (e.g. from a writer's start_map) */
-    size_t payload_len;
-} client_task_t;
-
-/* Starts `writer` with a `submit` message for `task` (task->id must be set). The bytes
- * are then in wire_writer_data(writer) -- for control, or to PUSH to `in`. */
-void client_task_encode(wire_writer_t *writer, const client_task_t *task);
-
-/* Submits `task` through control and waits until it is committed. The id used (task->id,
+/* Submits `task` through control and waits until it is committed (task->id NULL: a new
+ * uuid; the broker checks it, with submit_check() among others). The id used (task->id,
  * or a new uuid) is copied to `id_out` when it is not NULL (`id_size` >= CLIENT_ID_SIZE
  * for a generated one). On 0, *reply is the broker's reply (caller owns) whose `data` is
  * the task -- the existing one when the id was already known. Errors as client_call(). */
-int client_submit(client_t *self, const client_task_t *task, char *id_out, size_t id_size,
+int client_submit(client_t *self, const submit_t *task, char *id_out, size_t id_size,
                   wire_msg_t **reply);
 
 /* ---- events ---- */

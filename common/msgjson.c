@@ -1,6 +1,8 @@
 /* msgjson: msgpack <-> JSON (see msgjson.h). */
 #include "msgjson.h"
 
+#include "failure.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -189,7 +191,7 @@ void msgjson_put(wire_writer_t *writer, const char *key, const json_t *value)
 {
     switch (json_typeof(value)) {
     case JSON_OBJECT: {
-        wire_open_map(writer, key);
+        wire_open_map_key(writer, key);
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)value, k, v) msgjson_put(writer, k, v);
@@ -197,7 +199,7 @@ void msgjson_put(wire_writer_t *writer, const char *key, const json_t *value)
         break;
     }
     case JSON_ARRAY: {
-        wire_open_array(writer, key);
+        wire_open_array_key(writer, key);
         size_t i;
         json_t *v;
         json_array_foreach(value, i, v) msgjson_put(writer, NULL, v);
@@ -205,17 +207,31 @@ void msgjson_put(wire_writer_t *writer, const char *key, const json_t *value)
         break;
     }
     case JSON_STRING:
-        wire_put_strn(writer, key, json_string_value(value), json_string_length(value));
+        wire_put_key_strn(writer, key, json_string_value(value), json_string_length(value));
         break;
-    case JSON_INTEGER: wire_put_int(writer, key, json_integer_value(value)); break;
-    case JSON_REAL: wire_put_float(writer, key, json_real_value(value)); break;
-    case JSON_TRUE: wire_put_bool(writer, key, true); break;
-    case JSON_FALSE: wire_put_bool(writer, key, false); break;
+    case JSON_INTEGER: wire_put_key_int(writer, key, json_integer_value(value)); break;
+    case JSON_REAL: wire_put_key_float(writer, key, json_real_value(value)); break;
+    case JSON_TRUE: wire_put_key_bool(writer, key, true); break;
+    case JSON_FALSE: wire_put_key_bool(writer, key, false); break;
     case JSON_NULL: {
         /* msgpack nil: written through the raw path so the entry is counted. */
         static const unsigned char nil = 0xc0;
-        wire_put_raw(writer, key, &nil, 1);
+        wire_put_key_raw(writer, key, &nil, 1);
         break;
     }
     }
+}
+
+int msgjson_to_map(wire_writer_t *writer, const json_t *object)
+{
+    if (!json_is_object(object))
+        return failure_set(FAILURE_INVALID, "not a JSON object");
+    wire_writer_start_map(writer);
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)object, key, value)
+        msgjson_put(writer, key, value);
+    if (wire_writer_too_deep(writer))
+        return failure_set(FAILURE_INVALID, "nested deeper than %d levels", WIRE_MAX_DEPTH - 2);
+    return 0;
 }

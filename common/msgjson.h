@@ -38,4 +38,9 @@ json_t *msgjson_from_raw(const void *raw, size_t len);
  * inside an array). */
 void msgjson_put(wire_writer_t *writer, const char *key, const json_t *value);
 
+/* Starts the writer with a bare map holding the members of JSON object `object` (the raw
+ * bytes are then wire_writer_data()). Returns 0, or FAILURE_INVALID when `object` is not
+ * an object or is nested deeper than the writer takes. */
+int msgjson_to_map(wire_writer_t *writer, const json_t *object);
+
 #endif

@@ -28,8 +28,9 @@
 #include "curve.h"
 #include "failure.h"
 #include "log.h"
-#include "proc.h"
 #include "msgjson.h"
+#include "proc.h"
+#include "submit.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -187,18 +188,12 @@ int specialist_check_name(const char *name)
 {
     if (name == NULL || name[0] == '\0')
         return failure_set(FAILURE_INVALID, "specialist name is empty");
-    size_t len = strlen(name);
-    if (len > 64)
-        return failure_set(FAILURE_INVALID, "specialist name '%.64s...' is over 64 bytes", name);
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  (i > 0 && (c == '.' || c == '_' || c == '-'));
-        if (!ok)
-            return failure_set(FAILURE_INVALID,
-                               "invalid specialist name '%s' (expected [a-z0-9][a-z0-9._-]*)",
-                               name);
-    }
+    if (strlen(name) > SUBMIT_SPECIALIST_NAME_MAX)
+        return failure_set(FAILURE_INVALID, "specialist name '%.64s...' is over %d bytes", name,
+                           SUBMIT_SPECIALIST_NAME_MAX);
+    if (!submit_specialist_name_valid(name))
+        return failure_set(FAILURE_INVALID,
+                           "invalid specialist name '%s' (expected [a-z0-9][a-z0-9._-]*)", name);
     return 0;
 }
 
@@ -372,7 +367,7 @@ int specialist_result_next(specialist_ctx_t *ctx, const json_t *submit)
     size_t len = 0;
     const void *data = wire_writer_data(writer, &len);
     wire_msg_t *msg = NULL;
-    int rc = wire_decode_as(data, len, "submit", &msg);
+    int rc = wire_decode_as(data, len, MSG_SUBMIT, &msg);
     wire_msg_destroy(&msg);
     wire_writer_destroy(&writer);
     if (rc != 0)
@@ -436,20 +431,20 @@ static specialist_ctx_t *s_ctx_new(loop_t *loop, wire_msg_t **msg_p, const void 
 
     const wire_msg_t *msg = ctx->msg;
     specialist_task_t *task = &ctx->task;
-    task->id = wire_msg_str(msg, "id", "");
-    task->attempt = wire_msg_int(msg, "attempt", 1);
-    task->specialist = wire_msg_str(msg, "specialist", "");
-    task->priority = wire_msg_str(msg, "priority", "normal");
-    task->source = wire_msg_str(msg, "source", "");
-    task->title = wire_msg_str(msg, "title", "");
-    task->issue = wire_msg_str(msg, "issue", "");
-    task->group = wire_msg_str(msg, "group", "");
-    task->max_attempts = wire_msg_int(msg, "max_attempts", 0);
-    task->timeout_s = wire_msg_int(msg, "timeout_s", 0);
+    task->id = wire_msg_str(msg, FIELD_ID, "");
+    task->attempt = wire_msg_int(msg, FIELD_ATTEMPT, 1);
+    task->specialist = wire_msg_str(msg, FIELD_SPECIALIST, "");
+    task->priority = wire_msg_str(msg, FIELD_PRIORITY, "normal");
+    task->source = wire_msg_str(msg, FIELD_SOURCE, "");
+    task->title = wire_msg_str(msg, FIELD_TITLE, "");
+    task->issue = wire_msg_str(msg, FIELD_ISSUE, "");
+    task->group = wire_msg_str(msg, FIELD_GROUP, "");
+    task->max_attempts = wire_msg_int(msg, FIELD_MAX_ATTEMPTS, 0);
+    task->timeout_s = wire_msg_int(msg, FIELD_TIMEOUT_S, 0);
     if (task->timeout_s <= 0 || task->timeout_s > 7 * 24 * 3600)
         task->timeout_s = loop->default_timeout_s;
-    task->payload = wire_msg_object(msg, "payload");
-    task->payload_raw = wire_msg_raw(msg, "payload", &task->payload_len);
+    task->payload = wire_msg_object(msg, FIELD_PAYLOAD);
+    task->payload_raw = wire_msg_raw(msg, FIELD_PAYLOAD, &task->payload_len);
 
     json_t *tj = ctx->task_json;
     json_object_del(tj, "v");
@@ -541,17 +536,17 @@ static specialist_ctx_t *s_held(loop_t *loop)
 static void s_send_hello(loop_t *loop)
 {
     wire_writer_t *w = loop->writer;
-    wire_writer_start(w, "hello");
-    wire_put_str(w, "worker", loop->worker_id);
-    wire_put_str(w, "specialist", loop->specialist);
-    wire_put_str(w, "endpoint", loop->endpoint);
+    wire_writer_start(w, MSG_HELLO);
+    wire_put_str(w, FIELD_WORKER, loop->worker_id);
+    wire_put_str(w, FIELD_SPECIALIST, loop->specialist);
+    wire_put_str(w, FIELD_ENDPOINT, loop->endpoint);
     if (curve_client() != NULL)
-        wire_put_str(w, "curve_key", curve_public(curve_client()));
-    wire_put_int(w, "pid", (int64_t)getpid());
+        wire_put_str(w, FIELD_CURVE_KEY, curve_public(curve_client()));
+    wire_put_int(w, FIELD_PID, (int64_t)getpid());
     specialist_ctx_t *held = s_held(loop);
     if (held != NULL) {
-        wire_put_str(w, "task", held->task.id);
-        wire_put_int(w, "attempt", held->task.attempt);
+        wire_put_str(w, FIELD_TASK, held->task.id);
+        wire_put_int(w, FIELD_ATTEMPT, held->task.attempt);
     }
     s_send_writer(loop);
     loop->stats.hellos++;
@@ -564,12 +559,12 @@ static void s_send_hello(loop_t *loop)
 static void s_send_heartbeat(loop_t *loop)
 {
     wire_writer_t *w = loop->writer;
-    wire_writer_start(w, "heartbeat");
-    wire_put_str(w, "worker", loop->worker_id);
+    wire_writer_start(w, MSG_HEARTBEAT);
+    wire_put_str(w, FIELD_WORKER, loop->worker_id);
     specialist_ctx_t *held = loop->ctx;
     if (held != NULL) {
-        wire_put_str(w, "task", held->task.id);
-        wire_put_int(w, "attempt", held->task.attempt);
+        wire_put_str(w, FIELD_TASK, held->task.id);
+        wire_put_int(w, FIELD_ATTEMPT, held->task.attempt);
     }
     s_send_writer(loop);
 }
@@ -577,11 +572,11 @@ static void s_send_heartbeat(loop_t *loop)
 static void s_send_release(loop_t *loop, const specialist_ctx_t *ctx, const char *reason)
 {
     wire_writer_t *w = loop->writer;
-    wire_writer_start(w, "release");
-    wire_put_str(w, "worker", loop->worker_id);
-    wire_put_str(w, "task", ctx->task.id);
-    wire_put_int(w, "attempt", ctx->task.attempt);
-    wire_put_str(w, "reason", reason);
+    wire_writer_start(w, MSG_RELEASE);
+    wire_put_str(w, FIELD_WORKER, loop->worker_id);
+    wire_put_str(w, FIELD_TASK, ctx->task.id);
+    wire_put_int(w, FIELD_ATTEMPT, ctx->task.attempt);
+    wire_put_str(w, FIELD_REASON, reason);
     s_send_writer(loop);
     log_info("released task %s (attempt %lld): %s", ctx->task.id,
              (long long)ctx->task.attempt, reason);
@@ -589,8 +584,8 @@ static void s_send_release(loop_t *loop, const specialist_ctx_t *ctx, const char
 
 static void s_send_bye(loop_t *loop)
 {
-    wire_writer_start(loop->writer, "bye");
-    wire_put_str(loop->writer, "worker", loop->worker_id);
+    wire_writer_start(loop->writer, MSG_BYE);
+    wire_put_str(loop->writer, FIELD_WORKER, loop->worker_id);
     s_send_writer(loop);
     loop->bye_sent = true;
 }
@@ -599,12 +594,12 @@ static void s_send_progress(loop_t *loop, const specialist_ctx_t *ctx, const cha
                             const char *text)
 {
     wire_writer_t *w = loop->writer;
-    wire_writer_start(w, "progress");
-    wire_put_str(w, "worker", loop->worker_id);
-    wire_put_str(w, "task", ctx->task.id);
-    wire_put_int(w, "attempt", ctx->task.attempt);
-    wire_put_str(w, "kind", kind);
-    wire_put_str(w, "text", text);
+    wire_writer_start(w, MSG_PROGRESS);
+    wire_put_str(w, FIELD_WORKER, loop->worker_id);
+    wire_put_str(w, FIELD_TASK, ctx->task.id);
+    wire_put_int(w, FIELD_ATTEMPT, ctx->task.attempt);
+    wire_put_str(w, FIELD_KIND, kind);
+    wire_put_str(w, FIELD_TEXT, text);
     s_send_writer(loop);
 }
 
@@ -625,13 +620,13 @@ static void s_write_result(loop_t *loop, const specialist_ctx_t *ctx, const char
                            const char *error, const json_t *fields, const json_t *next)
 {
     wire_writer_t *w = loop->writer;
-    wire_writer_start(w, "result");
-    wire_put_str(w, "worker", loop->worker_id);
-    wire_put_str(w, "task", ctx->task.id);
-    wire_put_int(w, "attempt", ctx->task.attempt);
-    wire_put_str(w, "outcome", outcome);
+    wire_writer_start(w, MSG_RESULT);
+    wire_put_str(w, FIELD_WORKER, loop->worker_id);
+    wire_put_str(w, FIELD_TASK, ctx->task.id);
+    wire_put_int(w, FIELD_ATTEMPT, ctx->task.attempt);
+    wire_put_str(w, FIELD_OUTCOME, outcome);
     if (error != NULL && error[0] != '\0')
-        wire_put_str(w, "error", error);
+        wire_put_str(w, FIELD_ERROR, error);
     if (fields != NULL && json_object_size(fields) > 0)
         msgjson_put(w, "result", fields);
     if (next != NULL && json_array_size(next) > 0)
@@ -864,14 +859,14 @@ static void s_on_task(loop_t *loop, wire_msg_t **msg_p, const void *raw, size_t 
                       int64_t now)
 {
     wire_msg_t *msg = *msg_p;
-    const char *id = wire_msg_str(msg, "id", "");
-    int64_t attempt = wire_msg_int(msg, "attempt", 0);
+    const char *id = wire_msg_str(msg, FIELD_ID, "");
+    int64_t attempt = wire_msg_int(msg, FIELD_ATTEMPT, 0);
     const char *why = NULL;
     if (loop->leaving)
         why = "this worker is leaving";
     else if (loop->ctx != NULL)
         why = "this worker is busy";
-    else if (strcmp(wire_msg_str(msg, "specialist", ""), loop->specialist) != 0)
+    else if (strcmp(wire_msg_str(msg, FIELD_SPECIALIST, ""), loop->specialist) != 0)
         why = "it is for another specialist";
     if (why != NULL) {
         loop->stats.tasks_ignored++;
@@ -884,9 +879,9 @@ static void s_on_task(loop_t *loop, wire_msg_t **msg_p, const void *raw, size_t 
 
 static void s_on_cancel(loop_t *loop, const wire_msg_t *msg, int64_t now)
 {
-    const char *task = wire_msg_str(msg, "task", "");
-    int64_t attempt = wire_msg_int(msg, "attempt", 0);
-    const char *reason = wire_msg_str(msg, "reason", "cancelled");
+    const char *task = wire_msg_str(msg, FIELD_TASK, "");
+    int64_t attempt = wire_msg_int(msg, FIELD_ATTEMPT, 0);
+    const char *reason = wire_msg_str(msg, FIELD_REASON, "cancelled");
     specialist_ctx_t *ctx = loop->ctx;
     if (ctx != NULL && strcmp(ctx->task.id, task) == 0 && ctx->task.attempt == attempt &&
         !s_ctx_muted(ctx)) {
@@ -900,7 +895,7 @@ static void s_on_cancel(loop_t *loop, const wire_msg_t *msg, int64_t now)
 
 static void s_on_ping(loop_t *loop, const wire_msg_t *msg)
 {
-    const char *epoch = wire_msg_str(msg, "epoch", "");
+    const char *epoch = wire_msg_str(msg, FIELD_EPOCH, "");
     if (loop->epoch[0] != '\0' && strcmp(loop->epoch, epoch) != 0 && !loop->leaving) {
         log_info("broker restarted (epoch %s -> %s); announcing again", loop->epoch, epoch);
         snprintf(loop->epoch, sizeof loop->epoch, "%s", epoch);
@@ -918,27 +913,26 @@ static void s_on_message(loop_t *loop, const void *data, size_t len, int64_t now
         log_warn("refused a message from the broker: %s", failure_message());
         return;
     }
-    const char *type = wire_msg_type(msg);
-    const char *worker = wire_msg_str(msg, "worker", "");
+    msg_type_t type = wire_msg_type(msg);
+    const char *worker = wire_msg_str(msg, FIELD_WORKER, "");
     if (strcmp(worker, loop->worker_id) != 0) {
-        if (strcmp(type, "task") == 0)
+        if (type == MSG_TASK)
             loop->stats.tasks_ignored++;
-        log_warn("ignored a '%s' addressed to worker '%s'", type, worker);
+        log_warn("ignored a '%s' addressed to worker '%s'", msg_type_name(type), worker);
         wire_msg_destroy(&msg);
         return;
     }
     loop->last_contact = now;
-    if (strcmp(type, "task") == 0) {
-        s_on_task(loop, &msg, data, len, now);
-    } else if (strcmp(type, "ack") == 0) {
-        s_pending_drop(loop, wire_msg_str(msg, "task", ""), wire_msg_int(msg, "attempt", 0));
-    } else if (strcmp(type, "cancel") == 0) {
-        s_on_cancel(loop, msg, now);
-    } else if (strcmp(type, "ping") == 0) {
-        s_on_ping(loop, msg);
-    } else {
+    switch (type) {
+    case MSG_TASK: s_on_task(loop, &msg, data, len, now); break;
+    case MSG_ACK:
+        s_pending_drop(loop, wire_msg_str(msg, FIELD_TASK, ""), wire_msg_int(msg, FIELD_ATTEMPT, 0));
+        break;
+    case MSG_CANCEL: s_on_cancel(loop, msg, now); break;
+    case MSG_PING: s_on_ping(loop, msg); break;
+    default:
         loop->stats.messages_rejected++;
-        log_warn("ignored an unexpected '%s' message", type);
+        log_warn("ignored an unexpected '%s' message", msg_type_name(type));
     }
     wire_msg_destroy(&msg);
 }

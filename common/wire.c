@@ -46,7 +46,7 @@ static bool s_key_is(const msgpack_object *key, const char *name)
     return name[size] == '\0';
 }
 
-const msgpack_object *wire_map_get(const msgpack_object *map, const char *key)
+const msgpack_object *wire_map_get_key(const msgpack_object *map, const char *key)
 {
     if (map == NULL || map->type != MSGPACK_OBJECT_MAP)
         return NULL;
@@ -56,6 +56,11 @@ const msgpack_object *wire_map_get(const msgpack_object *map, const char *key)
             return &kv->val;
     }
     return NULL;
+}
+
+const msgpack_object *wire_map_get(const msgpack_object *map, field_t field)
+{
+    return wire_map_get_key(map, field_name(field));
 }
 
 const char *wire_obj_str(const msgpack_object *obj, char *buf, size_t size, const char *fallback)
@@ -141,19 +146,20 @@ static int s_take_field(const wire_spec_t *spec, const wire_field_t *field,
 {
     if (obj == NULL || obj->type == MSGPACK_OBJECT_NIL) {
         if (field->required)
-            return failure_set(FAILURE_INVALID, "%s: missing required field '%s'", spec->type,
-                               field->name);
+            return failure_set(FAILURE_INVALID, "%s: missing required field '%s'",
+                               msg_type_name(spec->type), field_name(field->field));
         return 0;
     }
     if (!s_has_type(obj, field->type))
-        return failure_set(FAILURE_INVALID, "%s: field '%s' must be %s", spec->type, field->name,
+        return failure_set(FAILURE_INVALID, "%s: field '%s' must be %s", msg_type_name(spec->type),
+                               field_name(field->field),
                            s_type_name(field->type));
     value->obj = obj;
     if (field->type == WIRE_STR) {
         size_t len = s_str_len(obj);
         if (field->max_len > 0 && len > field->max_len)
             return failure_set(FAILURE_TOO_BIG, "%s: field '%s' is %zu bytes, over its cap of %zu",
-                               spec->type, field->name, len, field->max_len);
+                               msg_type_name(spec->type), field_name(field->field), len, field->max_len);
         *string_bytes += len + 1;
     }
     return 0;
@@ -261,7 +267,7 @@ static int s_check_structure(const unsigned char *data, size_t len)
     return 0;
 }
 
-static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_t **out)
+static int s_decode(const void *data, size_t len, int as_type, wire_msg_t **out)
 {
     *out = NULL;
     if (len > WIRE_MAX_MESSAGE)
@@ -302,10 +308,10 @@ static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_
         rc = failure_set(FAILURE_INVALID, "a message must be a msgpack map");
         goto out;
     }
-    if (as_type != NULL) {
-        self->spec = messages_find(as_type, strlen(as_type));
+    if (as_type >= 0) {
+        self->spec = &messages_table[as_type];
     } else {
-        const msgpack_object *version = wire_map_get(root, "v");
+        const msgpack_object *version = wire_map_get(root, FIELD_V);
         if (version == NULL || version->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
             rc = failure_set(FAILURE_INVALID, "missing or non-integer protocol version 'v'");
             goto out;
@@ -315,7 +321,7 @@ static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_
                              (unsigned long long)version->via.u64, WIRE_VERSION);
             goto out;
         }
-        const msgpack_object *type = wire_map_get(root, "type");
+        const msgpack_object *type = wire_map_get(root, FIELD_TYPE);
         if (type == NULL || !s_has_type(type, WIRE_STR)) {
             rc = failure_set(FAILURE_INVALID, "missing or non-string message 'type'");
             goto out;
@@ -330,10 +336,6 @@ static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_
             goto out;
         }
     }
-    if (self->spec == NULL) {
-        rc = failure_set(FAILURE_INVALID, "unknown message type '%s'", as_type);
-        goto out;
-    }
     self->values = calloc(self->spec->nfields ? self->spec->nfields : 1, sizeof *self->values);
     if (self->values == NULL) {
         rc = failure_set(FAILURE_MEMORY, "out of memory");
@@ -342,7 +344,7 @@ static int s_decode(const void *data, size_t len, const char *as_type, wire_msg_
     size_t string_bytes = 0;
     for (size_t i = 0; i < self->spec->nfields && rc == 0; i++) {
         const wire_field_t *field = &self->spec->fields[i];
-        rc = s_take_field(self->spec, field, wire_map_get(root, field->name), &self->values[i],
+        rc = s_take_field(self->spec, field, wire_map_get(root, field->field), &self->values[i],
                           &string_bytes);
     }
     if (rc == 0)
@@ -358,10 +360,10 @@ out:
 
 int wire_decode(const void *data, size_t len, wire_msg_t **out)
 {
-    return s_decode(data, len, NULL, out);
+    return s_decode(data, len, -1, out);
 }
 
-int wire_decode_as(const void *data, size_t len, const char *as_type, wire_msg_t **out)
+int wire_decode_as(const void *data, size_t len, msg_type_t as_type, wire_msg_t **out)
 {
     return s_decode(data, len, as_type, out);
 }
@@ -383,32 +385,32 @@ void wire_msg_destroy(wire_msg_t **self_p)
     *self_p = NULL;
 }
 
-const char *wire_msg_type(const wire_msg_t *self)
+msg_type_t wire_msg_type(const wire_msg_t *self)
 {
     return self->spec->type;
 }
 
 /* The value of a present field, or NULL. */
-static const wire_value_t *s_value(const wire_msg_t *self, const char *field)
+static const wire_value_t *s_value(const wire_msg_t *self, field_t field)
 {
     for (size_t i = 0; i < self->spec->nfields; i++)
-        if (strcmp(self->spec->fields[i].name, field) == 0)
+        if (self->spec->fields[i].field == field)
             return self->values[i].obj ? &self->values[i] : NULL;
     return NULL;
 }
 
-bool wire_msg_has(const wire_msg_t *self, const char *field)
+bool wire_msg_has(const wire_msg_t *self, field_t field)
 {
     return s_value(self, field) != NULL;
 }
 
-const char *wire_msg_str(const wire_msg_t *self, const char *field, const char *fallback)
+const char *wire_msg_str(const wire_msg_t *self, field_t field, const char *fallback)
 {
     const wire_value_t *value = s_value(self, field);
     return value && value->str ? value->str : fallback;
 }
 
-int64_t wire_msg_int(const wire_msg_t *self, const char *field, int64_t fallback)
+int64_t wire_msg_int(const wire_msg_t *self, field_t field, int64_t fallback)
 {
     const wire_value_t *value = s_value(self, field);
     if (value == NULL)
@@ -422,7 +424,7 @@ int64_t wire_msg_int(const wire_msg_t *self, const char *field, int64_t fallback
     }
 }
 
-bool wire_msg_bool(const wire_msg_t *self, const char *field, bool fallback)
+bool wire_msg_bool(const wire_msg_t *self, field_t field, bool fallback)
 {
     const wire_value_t *value = s_value(self, field);
     if (value == NULL || value->obj->type != MSGPACK_OBJECT_BOOLEAN)
@@ -430,7 +432,7 @@ bool wire_msg_bool(const wire_msg_t *self, const char *field, bool fallback)
     return value->obj->via.boolean;
 }
 
-double wire_msg_float(const wire_msg_t *self, const char *field, double fallback)
+double wire_msg_float(const wire_msg_t *self, field_t field, double fallback)
 {
     const wire_value_t *value = s_value(self, field);
     if (value == NULL)
@@ -444,11 +446,11 @@ double wire_msg_float(const wire_msg_t *self, const char *field, double fallback
     }
 }
 
-const void *wire_msg_raw(const wire_msg_t *self, const char *field, size_t *len)
+const void *wire_msg_raw(const wire_msg_t *self, field_t field, size_t *len)
 {
     *len = 0;
     for (size_t i = 0; i < self->spec->nfields; i++) {
-        if (strcmp(self->spec->fields[i].name, field) != 0)
+        if (self->spec->fields[i].field != field)
             continue;
         wire_type_t type = self->spec->fields[i].type;
         wire_value_t *value = &self->values[i];
@@ -463,7 +465,7 @@ const void *wire_msg_raw(const wire_msg_t *self, const char *field, size_t *len)
     return NULL;
 }
 
-const msgpack_object *wire_msg_object(const wire_msg_t *self, const char *field)
+const msgpack_object *wire_msg_object(const wire_msg_t *self, field_t field)
 {
     const wire_value_t *value = s_value(self, field);
     return value ? value->obj : NULL;
@@ -627,11 +629,11 @@ bool wire_writer_too_deep(const wire_writer_t *self)
     return self->too_deep;
 }
 
-void wire_writer_start(wire_writer_t *self, const char *type)
+void wire_writer_start(wire_writer_t *self, msg_type_t type)
 {
     wire_writer_start_map(self);
-    wire_put_int(self, "v", WIRE_VERSION);
-    wire_put_str(self, "type", type);
+    wire_put_int(self, FIELD_V, WIRE_VERSION);
+    wire_put_str(self, FIELD_TYPE, msg_type_name(type));
 }
 
 /* Counts one entry in the innermost container and writes its key (for maps). */
@@ -641,7 +643,7 @@ static void s_entry(wire_writer_t *self, const char *key)
     s_key(self, key);
 }
 
-void wire_put_strn(wire_writer_t *self, const char *key, const char *value, size_t len)
+void wire_put_key_strn(wire_writer_t *self, const char *key, const char *value, size_t len)
 {
     if (value == NULL || self->skipped > 0)
         return;
@@ -649,13 +651,13 @@ void wire_put_strn(wire_writer_t *self, const char *key, const char *value, size
     s_key_str(self, key, value, len);
 }
 
-void wire_put_str(wire_writer_t *self, const char *key, const char *value)
+void wire_put_key_str(wire_writer_t *self, const char *key, const char *value)
 {
     if (value != NULL)
-        wire_put_strn(self, key, value, strlen(value));
+        wire_put_key_strn(self, key, value, strlen(value));
 }
 
-void wire_put_int(wire_writer_t *self, const char *key, int64_t value)
+void wire_put_key_int(wire_writer_t *self, const char *key, int64_t value)
 {
     if (self->skipped > 0)
         return;
@@ -663,7 +665,7 @@ void wire_put_int(wire_writer_t *self, const char *key, int64_t value)
     msgpack_pack_int64(&self->pk, value);
 }
 
-void wire_put_bool(wire_writer_t *self, const char *key, bool value)
+void wire_put_key_bool(wire_writer_t *self, const char *key, bool value)
 {
     if (self->skipped > 0)
         return;
@@ -674,7 +676,7 @@ void wire_put_bool(wire_writer_t *self, const char *key, bool value)
         msgpack_pack_false(&self->pk);
 }
 
-void wire_put_float(wire_writer_t *self, const char *key, double value)
+void wire_put_key_float(wire_writer_t *self, const char *key, double value)
 {
     if (self->skipped > 0)
         return;
@@ -682,7 +684,7 @@ void wire_put_float(wire_writer_t *self, const char *key, double value)
     msgpack_pack_double(&self->pk, value);
 }
 
-void wire_put_raw(wire_writer_t *self, const char *key, const void *raw, size_t len)
+void wire_put_key_raw(wire_writer_t *self, const char *key, const void *raw, size_t len)
 {
     if (raw == NULL || len == 0 || self->skipped > 0)
         return;
@@ -690,7 +692,7 @@ void wire_put_raw(wire_writer_t *self, const char *key, const void *raw, size_t 
     msgpack_sbuffer_write(&self->sbuf, raw, len);
 }
 
-void wire_open_map(wire_writer_t *self, const char *key)
+void wire_open_map_key(wire_writer_t *self, const char *key)
 {
     if (self->skipped > 0) {
         self->skipped++;
@@ -700,7 +702,7 @@ void wire_open_map(wire_writer_t *self, const char *key)
     s_open(self, 0xdf);
 }
 
-void wire_open_array(wire_writer_t *self, const char *key)
+void wire_open_array_key(wire_writer_t *self, const char *key)
 {
     if (self->skipped > 0) {
         self->skipped++;
@@ -708,6 +710,47 @@ void wire_open_array(wire_writer_t *self, const char *key)
     }
     s_key(self, key);
     s_open(self, 0xdd);
+}
+
+/* The protocol's keys, by name. */
+void wire_put_strn(wire_writer_t *self, field_t field, const char *value, size_t len)
+{
+    wire_put_key_strn(self, field_name(field), value, len);
+}
+
+void wire_put_str(wire_writer_t *self, field_t field, const char *value)
+{
+    wire_put_key_str(self, field_name(field), value);
+}
+
+void wire_put_int(wire_writer_t *self, field_t field, int64_t value)
+{
+    wire_put_key_int(self, field_name(field), value);
+}
+
+void wire_put_bool(wire_writer_t *self, field_t field, bool value)
+{
+    wire_put_key_bool(self, field_name(field), value);
+}
+
+void wire_put_float(wire_writer_t *self, field_t field, double value)
+{
+    wire_put_key_float(self, field_name(field), value);
+}
+
+void wire_put_raw(wire_writer_t *self, field_t field, const void *raw, size_t len)
+{
+    wire_put_key_raw(self, field_name(field), raw, len);
+}
+
+void wire_open_map(wire_writer_t *self, field_t field)
+{
+    wire_open_map_key(self, field_name(field));
+}
+
+void wire_open_array(wire_writer_t *self, field_t field)
+{
+    wire_open_array_key(self, field_name(field));
 }
 
 void wire_close(wire_writer_t *self)
@@ -728,12 +771,12 @@ void wire_close(wire_writer_t *self)
 
 void wire_elem_str(wire_writer_t *self, const char *value)
 {
-    wire_put_str(self, NULL, value ? value : "");
+    wire_put_key_str(self, NULL, value ? value : "");
 }
 
 void wire_elem_raw(wire_writer_t *self, const void *raw, size_t len)
 {
-    wire_put_raw(self, NULL, raw, len);
+    wire_put_key_raw(self, NULL, raw, len);
 }
 
 size_t wire_writer_size(const wire_writer_t *self)

@@ -11,6 +11,8 @@
 #ifndef CLOISTER_MESSAGES_H
 #define CLOISTER_MESSAGES_H
 
+#include "protocol.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -27,14 +29,14 @@ typedef enum {
 } wire_type_t;
 
 typedef struct {
-    const char *name;
+    field_t field;
     wire_type_t type;
     bool required;
     size_t max_len; /* strings: byte cap; 0 means the message cap only */
 } wire_field_t;
 
 typedef struct {
-    const char *type;            /* the "type" value */
+    msg_type_t type;             /* the "type" value */
     const wire_field_t *fields;  /* excluding "v" and "type" */
     size_t nfields;
 } wire_spec_t;
@@ -43,11 +45,11 @@ typedef struct {
  * which becomes the task's `issue`, must fit it too. */
 #define MESSAGES_ID_CAP 128
 
-/* The whole table, and its length. */
+/* The whole table, indexed by msg_type_t, and its length (MSG_COUNT). */
 extern const wire_spec_t messages_table[];
 extern const size_t messages_count;
 
-/* The spec for a message type, or NULL if the type is unknown. */
+/* The spec for a message type named on the wire, or NULL if the type is unknown. */
 const wire_spec_t *messages_find(const char *type, size_t type_len);
 
 #endif

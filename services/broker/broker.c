@@ -170,56 +170,56 @@ static size_t s_topic(char *buf, size_t size, const char *event, const char *spe
     return at;
 }
 
-int broker_emit(broker_t *self, const char *event, const task_t *task, const event_extra_t *extra)
+int broker_emit(broker_t *self, event_type_t event, const task_t *task, const event_extra_t *extra)
 {
     int rc = store_begin(self->store);
     if (rc != 0)
         return rc;
     wire_writer_t *w = self->writer;
     int64_t seq = ++self->last_seq;
-    wire_writer_start(w, "event");
-    wire_put_int(w, "seq", seq);
-    wire_put_str(w, "event", event);
-    wire_put_int(w, "time", clock_wall_ms());
+    wire_writer_start(w, MSG_EVENT);
+    wire_put_int(w, FIELD_SEQ, seq);
+    wire_put_str(w, FIELD_EVENT, event_type_name(event));
+    wire_put_int(w, FIELD_TIME, clock_wall_ms());
     const char *specialist = extra ? extra->specialist : NULL;
     if (task != NULL) {
         if (specialist == NULL)
             specialist = task->queue ? task->queue->name : task->specialist;
-        wire_put_str(w, "task", task->id);
-        wire_put_str(w, "specialist", specialist);
+        wire_put_str(w, FIELD_TASK, task->id);
+        wire_put_str(w, FIELD_SPECIALIST, specialist);
         /* A rejected submit has no queue: it only carries its id. */
         if (specialist != NULL) {
-            wire_put_str(w, "priority", priority_name(task->priority));
-            wire_put_str(w, "state", task_state_name(task->state));
-            wire_put_int(w, "attempt", task->attempt);
+            wire_put_str(w, FIELD_PRIORITY, priority_name(task->priority));
+            wire_put_str(w, FIELD_STATE, task_state_name(task->state));
+            wire_put_int(w, FIELD_ATTEMPT, task->attempt);
         }
-        wire_put_str(w, "title", task->title);
-        wire_put_str(w, "issue", task->issue);
-        wire_put_str(w, "group", task->group);
-        wire_put_str(w, "parent", task->parent);
+        wire_put_str(w, FIELD_TITLE, task->title);
+        wire_put_str(w, FIELD_ISSUE, task->issue);
+        wire_put_str(w, FIELD_GROUP, task->group);
+        wire_put_str(w, FIELD_PARENT, task->parent);
         if (task->not_before > 0 && task->state == TASK_QUEUED)
-            wire_put_int(w, "not_before", task->not_before);
+            wire_put_int(w, FIELD_NOT_BEFORE, task->not_before);
     }
     if (task == NULL)
-        wire_put_str(w, "specialist", specialist);
+        wire_put_str(w, FIELD_SPECIALIST, specialist);
     const char *worker = extra && extra->worker ? extra->worker : task ? task->worker_id : NULL;
-    wire_put_str(w, "worker", worker);
+    wire_put_str(w, FIELD_WORKER, worker);
     if (extra != NULL) {
-        wire_put_str(w, "kind", extra->kind);
-        wire_put_str(w, "text", extra->text);
+        wire_put_str(w, FIELD_KIND, extra->kind);
+        wire_put_str(w, FIELD_TEXT, extra->text);
         if (extra->coalesced > 0)
-            wire_put_int(w, "coalesced", extra->coalesced);
-        wire_put_str(w, "error", extra->error);
+            wire_put_int(w, FIELD_COALESCED, extra->coalesced);
+        wire_put_str(w, FIELD_ERROR, extra->error);
         /* An event must stay far below the message cap; a huge result is only in the store. */
         if (extra->result_len <= EVENT_RESULT_CAP)
-            wire_put_raw(w, "result", extra->result, extra->result_len);
+            wire_put_raw(w, FIELD_RESULT, extra->result, extra->result_len);
         else
-            wire_put_bool(w, "result_omitted", true);
+            wire_put_bool(w, FIELD_RESULT_OMITTED, true);
     }
     size_t len;
     const void *body = wire_writer_data(w, &len);
     char topic[256];
-    size_t topic_len = s_topic(topic, sizeof topic, event, specialist);
+    size_t topic_len = s_topic(topic, sizeof topic, event_type_name(event), specialist);
     rc = store_event_insert(self->store, seq, topic, topic_len, body, len);
     if (rc != 0)
         return rc;
@@ -234,10 +234,10 @@ void broker_count_rejected(broker_t *self, const char *reason)
     zhashx_update(self->rejected, reason, (void *)(count + 1));
 }
 
-void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason,
+void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_id, const char *reason,
                           int64_t coalesced)
 {
-    log_warn("%s%s%s: %s%s", event, task_id ? " " : "", task_id ? task_id : "", reason,
+    log_warn("%s%s%s: %s%s", event_type_name(event), task_id ? " " : "", task_id ? task_id : "", reason,
              coalesced > 0 ? " (and more refused without an event: see coalesced)" : "");
     task_t rejected = {.id = (char *)task_id, .state = TASK_CANCELLED, .priority = PRIORITY_NORMAL};
     event_extra_t extra = {.error = reason, .coalesced = coalesced};
@@ -365,10 +365,10 @@ int broker_task_finish(broker_t *self, task_t *task, task_state_t state, const c
     int rc = store_task_update(self->store, task, result ? result : "", result ? result_len : 0);
     if (rc != 0)
         return rc;
-    const char *event = state == TASK_DONE     ? "task.done"
-                        : state == TASK_FAILED ? "task.failed"
-                        : state == TASK_DEAD   ? "task.dead"
-                                               : "task.cancelled";
+    event_type_t event = state == TASK_DONE     ? EVENT_TASK_DONE
+                         : state == TASK_FAILED ? EVENT_TASK_FAILED
+                         : state == TASK_DEAD   ? EVENT_TASK_DEAD
+                                                : EVENT_TASK_CANCELLED;
     event_extra_t extra = {.error = error, .result = result, .result_len = result_len};
     rc = broker_emit(self, event, task, &extra);
     if (state == TASK_DONE || state == TASK_FAILED)
@@ -417,7 +417,7 @@ int broker_task_requeue(broker_t *self, task_t *task, const char *outcome, bool 
     int rc = store_task_update(self->store, task, NULL, 0);
     if (rc == 0) {
         event_extra_t extra = {.error = reason, .worker = previous_worker};
-        rc = broker_emit(self, count_failure ? "task.retry" : "task.queued", task, &extra);
+        rc = broker_emit(self, count_failure ? EVENT_TASK_RETRY : EVENT_TASK_QUEUED, task, &extra);
     }
     free(previous_worker);
     return rc;
@@ -426,21 +426,21 @@ int broker_task_requeue(broker_t *self, task_t *task, const char *outcome, bool 
 void broker_send_cancel(broker_t *self, worker_t *worker, task_t *task, const char *reason)
 {
     wire_writer_t *w = self->writer;
-    wire_writer_start(w, "cancel");
-    wire_put_str(w, "worker", worker->id);
-    wire_put_str(w, "task", task->id);
-    wire_put_int(w, "attempt", task->attempt);
-    wire_put_str(w, "reason", reason);
+    wire_writer_start(w, MSG_CANCEL);
+    wire_put_str(w, FIELD_WORKER, worker->id);
+    wire_put_str(w, FIELD_TASK, task->id);
+    wire_put_int(w, FIELD_ATTEMPT, task->attempt);
+    wire_put_str(w, FIELD_REASON, reason);
     size_t len;
     const void *data = wire_writer_data(w, &len);
     broker_outbox_worker(self, worker->id, data, len);
     broker_worker_hold_group(self, worker, task == worker->task ? task->group : NULL);
 }
 
-int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, const char *reason)
+int broker_worker_lost(broker_t *self, worker_t *worker, event_type_t event, const char *reason)
 {
     int rc = 0;
-    bool lost = strcmp(event, "worker.lost") == 0;
+    bool lost = event == EVENT_WORKER_LOST;
     if (worker->task != NULL)
         rc = broker_task_requeue(self, worker->task, lost ? "lost" : "released", lost, reason);
     broker_worker_idle(self, worker); /* frees any group it held */
@@ -449,30 +449,12 @@ int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, cons
                                .specialist = worker->queue->name};
         rc = broker_emit(self, event, NULL, &extra);
     }
-    log_info("%s %s (%s): %s", event, worker->id, worker->queue->name, reason);
+    log_info("%s %s (%s): %s", event_type_name(event), worker->id, worker->queue->name, reason);
     zhashx_delete(self->workers, worker->id); /* closes its socket */
     return rc;
 }
 
 /* ---- submit ---- */
-
-bool broker_valid_specialist_name(const char *name)
-{
-    size_t len = strlen(name);
-    if (len == 0 || len > 64)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  (i > 0 && (c == '-' || c == '_' || c == '.'));
-        if (!ok)
-            return false;
-    }
-    return true;
-}
-
-/* A payload leaves room in the 4 MiB task message for the session context. */
-#define TASK_PAYLOAD_CAP (2 * 1024 * 1024)
 
 /* Files listed in the session context are capped: context is a hint, not a copy. */
 #define FILES_CONTEXT_CAP 4096
@@ -489,7 +471,7 @@ void broker_task_take_files(task_t *task)
     size_t offset = 0;
     if (msgpack_unpack_next(&unpacked, task->payload, task->payload_len, &offset) ==
         MSGPACK_UNPACK_SUCCESS) {
-        const msgpack_object *files = wire_map_get(&unpacked.data, "filesChanged");
+        const msgpack_object *files = wire_map_get(&unpacked.data, FIELD_FILES_CHANGED);
         if (files != NULL && files->type == MSGPACK_OBJECT_ARRAY) {
             msgpack_sbuffer sbuf;
             msgpack_sbuffer_init(&sbuf);
@@ -512,8 +494,10 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     *out = NULL;
     *loaded = false;
     *created = false;
-    const char *id = wire_msg_str(msg, "id", "");
-    const char *specialist = wire_msg_str(msg, "specialist", "");
+    submit_t submit;
+    submit_read(msg, &submit);
+    const char *id = submit.id ? submit.id : "";
+    const char *specialist = submit.specialist ? submit.specialist : "";
     if (id[0] == '\0')
         return failure_set(FAILURE_INVALID, "task id must not be empty");
     task_t *existing = zhashx_lookup(self->tasks, id);
@@ -524,29 +508,18 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     /* A next task is part of a result, which must be kept; a new submit can wait. */
     if (parent == NULL && disk_guard_low(self->disk))
         return failure_set(FAILURE_DISK_FULL, "%s", disk_guard_reason(self->disk));
-    if (!broker_valid_specialist_name(specialist))
-        return failure_set(FAILURE_INVALID,
-                           "invalid specialist name '%s' (lowercase letters, digits, '-', '_', '.')",
-                           specialist);
+    int rc = submit_check(&submit);
+    if (rc != 0)
+        return rc;
     if (!broker_specialist_known(self, specialist))
         return failure_set(FAILURE_INVALID,
                            "unknown specialist '%s' (start a worker for it, or declare it in "
                            "cloister.toml)",
                            specialist);
-    const char *priority_text = wire_msg_str(msg, "priority", "normal");
-    int priority = priority_parse(priority_text);
-    if (priority < 0)
-        return failure_set(FAILURE_INVALID, "invalid priority '%s' (urgent, high, normal, low)",
-                           priority_text);
+    int priority = submit.priority ? priority_parse(submit.priority) : PRIORITY_NORMAL;
     queue_t *queue = broker_queue(self, specialist, false);
-    int64_t max_attempts = wire_msg_int(msg, "max_attempts", queue->default_max_attempts);
-    if (max_attempts < 1 || max_attempts > 100)
-        return failure_set(FAILURE_INVALID, "max_attempts %lld is outside 1..100",
-                           (long long)max_attempts);
-    int64_t timeout = wire_msg_int(msg, "timeout_s", queue->default_timeout_s);
-    if (timeout < 1 || timeout > 7 * 24 * 3600)
-        return failure_set(FAILURE_INVALID, "timeout_s %lld is outside 1..604800",
-                           (long long)timeout);
+    int64_t max_attempts = submit.max_attempts ? submit.max_attempts : queue->default_max_attempts;
+    int64_t timeout = submit.timeout_s ? submit.timeout_s : queue->default_timeout_s;
 
     task_t *task = task_new(id);
     if (task == NULL)
@@ -557,17 +530,18 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     task->order = ++self->next_order;
     task->max_attempts = (int)max_attempts;
     task->timeout_s = (int)timeout;
-    task->not_before = wire_msg_int(msg, "not_before", 0);
+    task->not_before = submit.not_before;
     task->created = task->updated = clock_wall_ms();
-    task_set_text(&task->title, wire_msg_str(msg, "title", NULL));
-    task_set_text(&task->source, wire_msg_str(msg, "source", NULL));
-    task_set_text(&task->group, wire_msg_str(msg, "group", NULL));
+    task_set_text(&task->title, submit.title);
+    task_set_text(&task->source, submit.source);
+    task_set_text(&task->group, submit.group);
     task_set_text(&task->parent, parent);
-    const msgpack_object *payload = wire_msg_object(msg, "payload");
+    const msgpack_object *payload = wire_msg_object(msg, FIELD_PAYLOAD);
     char issue[MESSAGES_ID_CAP + 2]; /* one byte more than the cap shows it is over */
-    task_set_text(&task->issue, wire_msg_str(msg, "issue",
-                                             wire_obj_str(wire_map_get(payload, "issueId"), issue,
-                                                          sizeof issue, NULL)));
+    task_set_text(&task->issue,
+                  submit.issue ? submit.issue
+                               : wire_obj_str(wire_map_get(payload, FIELD_ISSUE_ID), issue,
+                                              sizeof issue, NULL));
     if (task->issue != NULL && strlen(task->issue) > MESSAGES_ID_CAP) {
         task_destroy(&task);
         self->next_order--;
@@ -576,25 +550,15 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
                            "task's issue)",
                            MESSAGES_ID_CAP);
     }
-    int rc = broker_gate_check(self, msg, specialist, task->issue, parent);
+    rc = broker_gate_check(self, msg, specialist, task->issue, parent);
     if (rc != 0) {
         task_destroy(&task);
         self->next_order--;
         return rc;
     }
-    size_t payload_len;
-    const void *raw = wire_msg_raw(msg, "payload", &payload_len);
-    if (payload_len > TASK_PAYLOAD_CAP) {
-        task_destroy(&task);
-        self->next_order--;
-        return failure_set(FAILURE_TOO_BIG,
-                           "payload of %zu bytes is over the %d-byte cap (the task must fit in "
-                           "the message sent to its worker)",
-                           payload_len, TASK_PAYLOAD_CAP);
-    }
-    if (raw != NULL) {
-        task->payload = s_copy(raw, payload_len);
-        task->payload_len = payload_len;
+    if (submit.payload != NULL) {
+        task->payload = s_copy(submit.payload, submit.payload_len);
+        task->payload_len = submit.payload_len;
         broker_task_take_files(task);
     }
     /* The insert is the idempotency check: an id the store knows (a finished task) is
@@ -619,41 +583,37 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     self->submitted++;
     *out = task;
     *created = true;
-    return broker_emit(self, "task.queued", task, NULL);
+    return broker_emit(self, EVENT_TASK_QUEUED, task, NULL);
 }
 
-void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const task_t *task,
-                       bool with_result)
+void broker_write_task(wire_writer_t *w, const task_t *task, bool with_result)
 {
-    (void)self;
-    wire_open_map(w, key);
-    wire_put_str(w, "id", task->id);
-    wire_put_str(w, "specialist", task->queue ? task->queue->name : task->specialist);
-    wire_put_str(w, "priority", priority_name(task->priority));
-    wire_put_str(w, "state", task_state_name(task->state));
-    wire_put_int(w, "attempt", task->attempt);
-    wire_put_int(w, "failures", task->failures);
-    wire_put_int(w, "max_attempts", task->max_attempts);
-    wire_put_int(w, "timeout_s", task->timeout_s);
-    wire_put_str(w, "title", task->title);
-    wire_put_str(w, "issue", task->issue);
-    wire_put_str(w, "source", task->source);
-    wire_put_str(w, "group", task->group);
-    wire_put_str(w, "parent", task->parent);
-    wire_put_str(w, "worker", task->worker ? task->worker->id : task->worker_id);
-    wire_put_str(w, "error", task->error);
-    wire_put_int(w, "created", task->created);
-    wire_put_int(w, "updated", task->updated);
+    wire_put_str(w, FIELD_ID, task->id);
+    wire_put_str(w, FIELD_SPECIALIST, task->queue ? task->queue->name : task->specialist);
+    wire_put_str(w, FIELD_PRIORITY, priority_name(task->priority));
+    wire_put_str(w, FIELD_STATE, task_state_name(task->state));
+    wire_put_int(w, FIELD_ATTEMPT, task->attempt);
+    wire_put_int(w, FIELD_FAILURES, task->failures);
+    wire_put_int(w, FIELD_MAX_ATTEMPTS, task->max_attempts);
+    wire_put_int(w, FIELD_TIMEOUT_S, task->timeout_s);
+    wire_put_str(w, FIELD_TITLE, task->title);
+    wire_put_str(w, FIELD_ISSUE, task->issue);
+    wire_put_str(w, FIELD_SOURCE, task->source);
+    wire_put_str(w, FIELD_GROUP, task->group);
+    wire_put_str(w, FIELD_PARENT, task->parent);
+    wire_put_str(w, FIELD_WORKER, task->worker ? task->worker->id : task->worker_id);
+    wire_put_str(w, FIELD_ERROR, task->error);
+    wire_put_int(w, FIELD_CREATED, task->created);
+    wire_put_int(w, FIELD_UPDATED, task->updated);
     if (task->not_before > 0)
-        wire_put_int(w, "not_before", task->not_before);
-    wire_put_raw(w, "payload", task->payload, task->payload_len);
+        wire_put_int(w, FIELD_NOT_BEFORE, task->not_before);
+    wire_put_raw(w, FIELD_PAYLOAD, task->payload, task->payload_len);
     if (with_result && task->result_len > 0) {
         if (wire_writer_size(w) + task->result_len < WIRE_MAX_MESSAGE - 64 * 1024)
-            wire_put_raw(w, "result", task->result, task->result_len);
+            wire_put_raw(w, FIELD_RESULT, task->result, task->result_len);
         else
-            wire_put_bool(w, "result_omitted", true);
+            wire_put_bool(w, FIELD_RESULT_OMITTED, true);
     }
-    wire_close(w);
 }
 
 /* ---- dispatch ---- */
@@ -699,12 +659,12 @@ static void s_write_prior(int attempt, const char *task, const char *outcome, co
                           int64_t finished, void *arg)
 {
     prior_writer_t *pw = arg;
-    wire_open_map(pw->w, NULL);
-    wire_put_str(pw->w, "task", task);
-    wire_put_int(pw->w, "attempt", attempt);
-    wire_put_str(pw->w, "outcome", outcome);
-    wire_put_str(pw->w, "error", error);
-    wire_put_int(pw->w, "finished", finished);
+    wire_open_map_key(pw->w, NULL);
+    wire_put_str(pw->w, FIELD_TASK, task);
+    wire_put_int(pw->w, FIELD_ATTEMPT, attempt);
+    wire_put_str(pw->w, FIELD_OUTCOME, outcome);
+    wire_put_str(pw->w, FIELD_ERROR, error);
+    wire_put_int(pw->w, FIELD_FINISHED, finished);
     wire_close(pw->w);
 }
 
@@ -714,11 +674,11 @@ static void s_encode_context_entry(broker_t *self, task_t *task)
 {
     wire_writer_t *w = self->writer;
     wire_writer_start_map(w);
-    wire_put_str(w, "id", task->id);
-    wire_put_str(w, "title", task->title);
-    wire_put_str(w, "issue", task->issue);
-    wire_put_str(w, "specialist", task->queue->name);
-    wire_put_raw(w, "files", task->files, task->files_len);
+    wire_put_str(w, FIELD_ID, task->id);
+    wire_put_str(w, FIELD_TITLE, task->title);
+    wire_put_str(w, FIELD_ISSUE, task->issue);
+    wire_put_str(w, FIELD_SPECIALIST, task->queue->name);
+    wire_put_raw(w, FIELD_FILES, task->files, task->files_len);
     size_t len;
     const void *data = wire_writer_data(w, &len);
     free(task->context_entry);
@@ -730,8 +690,8 @@ static void s_encode_context_entry(broker_t *self, task_t *task)
  * the same issue by this specialist. */
 static void s_write_context(broker_t *self, wire_writer_t *w, const task_t *task)
 {
-    wire_open_map(w, "context");
-    wire_open_array(w, "active");
+    wire_open_map(w, FIELD_CONTEXT);
+    wire_open_array(w, FIELD_ACTIVE);
     int listed = 0;
     for (task_t *other = self->running; other && listed < CONTEXT_ACTIVE_LIMIT; other = other->next) {
         if (other == task || other->context_entry == NULL)
@@ -740,7 +700,7 @@ static void s_write_context(broker_t *self, wire_writer_t *w, const task_t *task
         listed++;
     }
     wire_close(w);
-    wire_open_array(w, "prior");
+    wire_open_array(w, FIELD_PRIOR);
     if (task->issue != NULL) {
         prior_writer_t pw = {w};
         store_attempts_for_issue(self->store, task->issue, task->queue->name, CONTEXT_PRIOR_LIMIT,
@@ -774,25 +734,25 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     if (rc == 0)
         rc = store_task_dispatched(self->store, task);
     if (rc == 0)
-        rc = broker_emit(self, "task.dispatched", task, NULL);
+        rc = broker_emit(self, EVENT_TASK_DISPATCHED, task, NULL);
     if (rc != 0)
         return rc;
 
     s_encode_context_entry(self, task);
     wire_writer_t *w = self->writer;
-    wire_writer_start(w, "task");
-    wire_put_str(w, "worker", worker->id);
-    wire_put_str(w, "id", task->id);
-    wire_put_int(w, "attempt", task->attempt);
-    wire_put_str(w, "specialist", task->queue->name);
-    wire_put_str(w, "priority", priority_name(task->priority));
-    wire_put_str(w, "source", task->source);
-    wire_put_str(w, "title", task->title);
-    wire_put_str(w, "issue", task->issue);
-    wire_put_str(w, "group", task->group);
-    wire_put_int(w, "max_attempts", task->max_attempts);
-    wire_put_int(w, "timeout_s", task->timeout_s);
-    wire_put_raw(w, "payload", task->payload, task->payload_len);
+    wire_writer_start(w, MSG_TASK);
+    wire_put_str(w, FIELD_WORKER, worker->id);
+    wire_put_str(w, FIELD_ID, task->id);
+    wire_put_int(w, FIELD_ATTEMPT, task->attempt);
+    wire_put_str(w, FIELD_SPECIALIST, task->queue->name);
+    wire_put_str(w, FIELD_PRIORITY, priority_name(task->priority));
+    wire_put_str(w, FIELD_SOURCE, task->source);
+    wire_put_str(w, FIELD_TITLE, task->title);
+    wire_put_str(w, FIELD_ISSUE, task->issue);
+    wire_put_str(w, FIELD_GROUP, task->group);
+    wire_put_int(w, FIELD_MAX_ATTEMPTS, task->max_attempts);
+    wire_put_int(w, FIELD_TIMEOUT_S, task->timeout_s);
+    wire_put_raw(w, FIELD_PAYLOAD, task->payload, task->payload_len);
     s_write_context(self, w, task);
     size_t len;
     const void *data = wire_writer_data(w, &len);
@@ -854,9 +814,9 @@ static void s_ping_workers(broker_t *self)
     for (worker_t *worker = zhashx_first(self->workers); worker;
          worker = zhashx_next(self->workers)) {
         wire_writer_t *w = self->writer;
-        wire_writer_start(w, "ping");
-        wire_put_str(w, "worker", worker->id);
-        wire_put_str(w, "epoch", self->epoch);
+        wire_writer_start(w, MSG_PING);
+        wire_put_str(w, FIELD_WORKER, worker->id);
+        wire_put_str(w, FIELD_EPOCH, self->epoch);
         size_t len;
         const void *data = wire_writer_data(w, &len);
         zmq_send(worker->push, data, len, ZMQ_DONTWAIT);
@@ -877,7 +837,7 @@ static int s_check_workers(broker_t *self, int64_t now)
         char reason[128];
         snprintf(reason, sizeof reason, "worker %s silent for %lld ms", worker->id,
                  (long long)(now - worker->last_seen));
-        rc = broker_worker_lost(self, worker, "worker.lost", reason);
+        rc = broker_worker_lost(self, worker, EVENT_WORKER_LOST, reason);
     }
     zlistx_destroy(&lost);
     return rc;

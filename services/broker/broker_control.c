@@ -31,10 +31,10 @@ static void s_send(request_t *req)
 static void s_reply_error(request_t *req, int code, const char *reason)
 {
     wire_writer_t *w = req->broker->writer;
-    wire_writer_start(w, "reply");
-    wire_put_bool(w, "ok", false);
-    wire_put_str(w, "code", failure_name(code));
-    wire_put_str(w, "error", reason);
+    wire_writer_start(w, MSG_REPLY);
+    wire_put_bool(w, FIELD_OK, false);
+    wire_put_str(w, FIELD_CODE, failure_name(code));
+    wire_put_str(w, FIELD_ERROR, reason);
     s_send(req);
 }
 
@@ -42,15 +42,17 @@ static void s_reply_error(request_t *req, int code, const char *reason)
 static wire_writer_t *s_reply_ok(request_t *req)
 {
     wire_writer_t *w = req->broker->writer;
-    wire_writer_start(w, "reply");
-    wire_put_bool(w, "ok", true);
+    wire_writer_start(w, MSG_REPLY);
+    wire_put_bool(w, FIELD_OK, true);
     return w;
 }
 
 static void s_reply_task(request_t *req, const task_t *task)
 {
     wire_writer_t *w = s_reply_ok(req);
-    broker_write_task(req->broker, w, "data", task, true);
+    wire_open_map(w, FIELD_DATA);
+    broker_write_task(w, task, true);
+    wire_close(w);
     s_send(req);
 }
 
@@ -61,8 +63,8 @@ static void s_submit(request_t *req, const wire_msg_t *msg)
     int rc = broker_submit(req->broker, msg, NULL, &task, &loaded, &created);
     if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL) {
         broker_count_rejected(req->broker,
-                              rc == FAILURE_DISK_FULL ? "disk_full" : "invalid submit");
-        broker_emit_rejected(req->broker, "task.rejected", wire_msg_str(msg, "id", NULL),
+                              rc == FAILURE_DISK_FULL ? "disk_full" : "invalid_submit");
+        broker_emit_rejected(req->broker, EVENT_TASK_REJECTED, wire_msg_str(msg, FIELD_ID, NULL),
                              failure_message(), 0);
     }
     if (rc != 0) {
@@ -93,7 +95,7 @@ static task_t *s_find(request_t *req, const char *id, bool *loaded)
 static void s_show(request_t *req, const wire_msg_t *msg)
 {
     bool loaded;
-    task_t *task = s_find(req, wire_msg_str(msg, "id", ""), &loaded);
+    task_t *task = s_find(req, wire_msg_str(msg, FIELD_ID, ""), &loaded);
     if (task == NULL)
         return;
     s_reply_task(req, task);
@@ -105,7 +107,7 @@ static void s_cancel(request_t *req, const wire_msg_t *msg)
 {
     broker_t *self = req->broker;
     bool loaded;
-    task_t *task = s_find(req, wire_msg_str(msg, "id", ""), &loaded);
+    task_t *task = s_find(req, wire_msg_str(msg, FIELD_ID, ""), &loaded);
     if (task == NULL)
         return;
     if (loaded) {
@@ -124,7 +126,9 @@ static void s_cancel(request_t *req, const wire_msg_t *msg)
         wire_writer_t *w = s_reply_ok(req);
         task_state_t was = task->state;
         task->state = TASK_CANCELLED;
-        broker_write_task(self, w, "data", task, false);
+        wire_open_map(w, FIELD_DATA);
+        broker_write_task(w, task, false);
+        wire_close(w);
         task->state = was;
         size_t len;
         const void *data = wire_writer_data(w, &len);
@@ -143,7 +147,7 @@ static void s_retry(request_t *req, const wire_msg_t *msg)
 {
     broker_t *self = req->broker;
     bool loaded;
-    task_t *task = s_find(req, wire_msg_str(msg, "id", ""), &loaded);
+    task_t *task = s_find(req, wire_msg_str(msg, FIELD_ID, ""), &loaded);
     if (task == NULL)
         return;
     if (!loaded || task->state == TASK_DONE) {
@@ -179,13 +183,13 @@ static void s_retry(request_t *req, const wire_msg_t *msg)
     zhashx_insert(self->tasks, task->id, task);
     queue_insert(task->queue, task);
     event_extra_t extra = {.text = "retried by a user"};
-    broker_emit(self, "task.queued", task, &extra);
+    broker_emit(self, EVENT_TASK_QUEUED, task, &extra);
     s_reply_task(req, task);
 }
 
 static void s_list_queue(request_t *req, const wire_msg_t *msg)
 {
-    const char *name = wire_msg_str(msg, "specialist", "");
+    const char *name = wire_msg_str(msg, FIELD_SPECIALIST, "");
     queue_t *queue = broker_queue(req->broker, name, false);
     if (queue == NULL) {
         char reason[160];
@@ -194,18 +198,21 @@ static void s_list_queue(request_t *req, const wire_msg_t *msg)
         return;
     }
     wire_writer_t *w = s_reply_ok(req);
-    wire_open_array(w, "data");
+    wire_open_array(w, FIELD_DATA);
     bool truncated = false;
     for (int p = 0; p < PRIORITY_COUNT && !truncated; p++) {
         for (task_t *task = queue->head[p]; task && !truncated; task = task->next) {
             truncated = wire_writer_size(w) + task->payload_len > REPLY_BUDGET;
-            if (!truncated)
-                broker_write_task(req->broker, w, NULL, task, false);
+            if (!truncated) {
+                wire_open_map_key(w, NULL);
+                broker_write_task(w, task, false);
+                wire_close(w);
+            }
         }
     }
     wire_close(w);
     if (truncated)
-        wire_put_bool(w, "truncated", true);
+        wire_put_bool(w, FIELD_TRUNCATED, true);
     s_send(req);
 }
 
@@ -213,7 +220,7 @@ static void s_list_specialists(request_t *req)
 {
     broker_t *self = req->broker;
     wire_writer_t *w = s_reply_ok(req);
-    wire_open_array(w, "data");
+    wire_open_array(w, FIELD_DATA);
     for (queue_t *queue = zhashx_first(self->queues); queue; queue = zhashx_next(self->queues)) {
         int running = 0, workers = 0, idle = 0;
         for (task_t *task = self->running; task; task = task->next)
@@ -225,18 +232,18 @@ static void s_list_specialists(request_t *req)
             workers++;
             idle += worker->task == NULL && !worker->draining;
         }
-        wire_open_map(w, NULL);
-        wire_put_str(w, "name", queue->name);
-        wire_put_int(w, "queued", (int64_t)queue_total(queue));
-        wire_put_int(w, "urgent", (int64_t)queue->depth[PRIORITY_URGENT]);
-        wire_put_int(w, "running", running);
-        wire_put_int(w, "workers", workers);
-        wire_put_int(w, "idle_workers", idle);
-        wire_put_int(w, "done", (int64_t)queue->done);
-        wire_put_int(w, "failed", (int64_t)queue->failed);
-        wire_put_int(w, "dead", (int64_t)queue->dead);
-        wire_put_int(w, "timeout_s", queue->default_timeout_s);
-        wire_open_array(w, "worker_ids");
+        wire_open_map_key(w, NULL);
+        wire_put_str(w, FIELD_NAME, queue->name);
+        wire_put_int(w, FIELD_QUEUED, (int64_t)queue_total(queue));
+        wire_put_key_int(w, priority_name(PRIORITY_URGENT), (int64_t)queue->depth[PRIORITY_URGENT]);
+        wire_put_int(w, FIELD_RUNNING, running);
+        wire_put_int(w, FIELD_WORKERS, workers);
+        wire_put_int(w, FIELD_IDLE_WORKERS, idle);
+        wire_put_int(w, FIELD_DONE, (int64_t)queue->done);
+        wire_put_int(w, FIELD_FAILED, (int64_t)queue->failed);
+        wire_put_int(w, FIELD_DEAD, (int64_t)queue->dead);
+        wire_put_int(w, FIELD_TIMEOUT_S, queue->default_timeout_s);
+        wire_open_array(w, FIELD_WORKER_IDS);
         for (worker_t *worker = zhashx_first(self->workers); worker;
              worker = zhashx_next(self->workers)) {
             if (worker->queue == queue)
@@ -261,10 +268,10 @@ static void s_write_latency(broker_t *self, wire_writer_t *w)
     double sorted[LATENCY_SAMPLES];
     memcpy(sorted, self->latency_ms, n * sizeof sorted[0]);
     qsort(sorted, n, sizeof sorted[0], s_compare_double);
-    wire_open_map(w, "commit_latency_ms");
-    wire_put_float(w, "p50", n ? sorted[n / 2] : 0.0);
-    wire_put_float(w, "p99", n ? sorted[(n * 99) / 100] : 0.0);
-    wire_put_int(w, "samples", (int64_t)n);
+    wire_open_map(w, FIELD_COMMIT_LATENCY_MS);
+    wire_put_float(w, FIELD_P50, n ? sorted[n / 2] : 0.0);
+    wire_put_float(w, FIELD_P99, n ? sorted[(n * 99) / 100] : 0.0);
+    wire_put_int(w, FIELD_SAMPLES, (int64_t)n);
     wire_close(w);
 }
 
@@ -274,36 +281,36 @@ static void s_stats(request_t *req)
     int64_t now_wall = clock_wall_ms();
     int64_t oldest = 0;
     wire_writer_t *w = s_reply_ok(req);
-    wire_open_map(w, "data");
-    wire_open_map(w, "queues");
+    wire_open_map(w, FIELD_DATA);
+    wire_open_map(w, FIELD_QUEUES);
     for (queue_t *queue = zhashx_first(self->queues); queue; queue = zhashx_next(self->queues)) {
-        wire_open_map(w, queue->name);
+        wire_open_map_key(w, queue->name);
         for (int p = 0; p < PRIORITY_COUNT; p++) {
-            wire_put_int(w, priority_name(p), (int64_t)queue->depth[p]);
+            wire_put_key_int(w, priority_name(p), (int64_t)queue->depth[p]);
             if (queue->head[p] && (oldest == 0 || queue->head[p]->created < oldest))
                 oldest = queue->head[p]->created;
         }
         wire_close(w);
     }
     wire_close(w);
-    wire_put_int(w, "running", (int64_t)self->running_count);
-    wire_put_int(w, "oldest_queued_age_ms", oldest ? now_wall - oldest : 0);
-    wire_put_int(w, "dead", self->dead_count);
-    wire_put_int(w, "workers", (int64_t)zhashx_size(self->workers));
-    wire_put_int(w, "submitted", self->submitted);
-    wire_put_int(w, "completed", self->completed);
+    wire_put_int(w, FIELD_RUNNING, (int64_t)self->running_count);
+    wire_put_int(w, FIELD_OLDEST_QUEUED_AGE_MS, oldest ? now_wall - oldest : 0);
+    wire_put_int(w, FIELD_DEAD, self->dead_count);
+    wire_put_int(w, FIELD_WORKERS, (int64_t)zhashx_size(self->workers));
+    wire_put_int(w, FIELD_SUBMITTED, self->submitted);
+    wire_put_int(w, FIELD_COMPLETED, self->completed);
     int64_t window = 0;
     for (int i = 0; i < 10; i++)
         window += self->completed_window[i];
-    wire_put_float(w, "throughput_per_s", (double)window / 10.0);
+    wire_put_float(w, FIELD_THROUGHPUT_PER_S, (double)window / 10.0);
     s_write_latency(self, w);
-    wire_open_map(w, "rejected");
+    wire_open_map(w, FIELD_REJECTED);
     for (void *count = zhashx_first(self->rejected); count; count = zhashx_next(self->rejected))
-        wire_put_int(w, zhashx_cursor(self->rejected), (int64_t)(intptr_t)count);
+        wire_put_key_int(w, zhashx_cursor(self->rejected), (int64_t)(intptr_t)count);
     wire_close(w);
-    wire_put_int(w, "last_seq", self->last_seq);
-    wire_put_int(w, "disk_free_mb", disk_guard_free(self->disk) >> 20);
-    wire_put_bool(w, "disk_low", disk_guard_low(self->disk));
+    wire_put_int(w, FIELD_LAST_SEQ, self->last_seq);
+    wire_put_int(w, FIELD_DISK_FREE_MB, disk_guard_free(self->disk) >> 20);
+    wire_put_bool(w, FIELD_DISK_LOW, disk_guard_low(self->disk));
     wire_close(w);
     s_send(req);
 }
@@ -336,7 +343,7 @@ static int s_replay_one(int64_t seq, const void *body, size_t len, void *arg)
  * than take the short page for the end. */
 static void s_replay(request_t *req, const wire_msg_t *msg)
 {
-    int64_t asked = wire_msg_int(msg, "limit", REPLAY_DEFAULT_LIMIT);
+    int64_t asked = wire_msg_int(msg, FIELD_LIMIT, REPLAY_DEFAULT_LIMIT);
     if (asked < 1) {
         s_reply_error(req, FAILURE_INVALID,
                       "replay: limit must be at least 1 (default 1000; at most 10000 per page)");
@@ -344,14 +351,14 @@ static void s_replay(request_t *req, const wire_msg_t *msg)
     }
     int64_t limit = asked < REPLAY_MAX_LIMIT ? asked : REPLAY_MAX_LIMIT;
     replay_page_t page = {.writer = s_reply_ok(req)};
-    wire_open_array(page.writer, "data");
+    wire_open_array(page.writer, FIELD_DATA);
     /* Events of this iteration are not committed yet; replay only what is. */
-    int rc = store_events_replay(req->broker->store, wire_msg_int(msg, "since", 0),
-                                 wire_msg_str(msg, "topic", NULL), (int)limit, s_replay_one,
+    int rc = store_events_replay(req->broker->store, wire_msg_int(msg, FIELD_SINCE, 0),
+                                 wire_msg_str(msg, FIELD_TOPIC, NULL), (int)limit, s_replay_one,
                                  &page);
     wire_close(page.writer);
     if (page.truncated || (asked > limit && (int64_t)page.count == limit))
-        wire_put_bool(page.writer, "truncated", true);
+        wire_put_bool(page.writer, FIELD_TRUNCATED, true);
     if (rc != 0)
         s_reply_error(req, rc, failure_message());
     else
@@ -369,28 +376,22 @@ void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, s
         s_reply_error(&req, rc, failure_message());
         return;
     }
-    const char *type = wire_msg_type(msg);
-    if (strcmp(type, "submit") == 0)
-        s_submit(&req, msg);
-    else if (strcmp(type, "show_task") == 0)
-        s_show(&req, msg);
-    else if (strcmp(type, "cancel_task") == 0)
-        s_cancel(&req, msg);
-    else if (strcmp(type, "retry_task") == 0)
-        s_retry(&req, msg);
-    else if (strcmp(type, "list_queue") == 0)
-        s_list_queue(&req, msg);
-    else if (strcmp(type, "list_specialists") == 0)
-        s_list_specialists(&req);
-    else if (strcmp(type, "stats") == 0)
-        s_stats(&req);
-    else if (strcmp(type, "replay") == 0)
-        s_replay(&req, msg);
-    else {
+    switch (wire_msg_type(msg)) {
+    case MSG_SUBMIT: s_submit(&req, msg); break;
+    case MSG_SHOW_TASK: s_show(&req, msg); break;
+    case MSG_CANCEL_TASK: s_cancel(&req, msg); break;
+    case MSG_RETRY_TASK: s_retry(&req, msg); break;
+    case MSG_LIST_QUEUE: s_list_queue(&req, msg); break;
+    case MSG_LIST_SPECIALISTS: s_list_specialists(&req); break;
+    case MSG_STATS: s_stats(&req); break;
+    case MSG_REPLAY: s_replay(&req, msg); break;
+    default: {
         char reason[128];
-        snprintf(reason, sizeof reason, "'%s' is not a control request", type);
-        broker_count_rejected(self, "wrong socket");
+        snprintf(reason, sizeof reason, "'%s' is not a control request",
+                 msg_type_name(wire_msg_type(msg)));
+        broker_count_rejected(self, "wrong_socket");
         s_reply_error(&req, FAILURE_INVALID, reason);
+    }
     }
     wire_msg_destroy(&msg);
 }

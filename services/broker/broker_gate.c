@@ -40,7 +40,7 @@ static void s_on_attempt(int attempt, const char *task, const char *outcome, con
 /* True when the payload says force = true. */
 static bool s_forced(const wire_msg_t *msg)
 {
-    const msgpack_object *force = wire_map_get(wire_msg_object(msg, "payload"), "force");
+    const msgpack_object *force = wire_map_get(wire_msg_object(msg, FIELD_PAYLOAD), FIELD_FORCE);
     return force != NULL && force->type == MSGPACK_OBJECT_BOOLEAN && force->via.boolean;
 }
 
@@ -48,12 +48,12 @@ static bool s_forced(const wire_msg_t *msg)
 static void s_name_finding(const msgpack_object *finding, char *reason, size_t size)
 {
     char file_buf[256], message_buf[200], severity_buf[16];
-    const char *file = wire_obj_str(wire_map_get(finding, "file"), file_buf, sizeof file_buf, "");
+    const char *file = wire_obj_str(wire_map_get(finding, FIELD_FILE), file_buf, sizeof file_buf, "");
     const char *message =
-        wire_obj_str(wire_map_get(finding, "message"), message_buf, sizeof message_buf, "");
+        wire_obj_str(wire_map_get(finding, FIELD_MESSAGE), message_buf, sizeof message_buf, "");
     const char *severity =
-        wire_obj_str(wire_map_get(finding, "severity"), severity_buf, sizeof severity_buf, "?");
-    const msgpack_object *line = wire_map_get(finding, "line");
+        wire_obj_str(wire_map_get(finding, FIELD_SEVERITY), severity_buf, sizeof severity_buf, "?");
+    const msgpack_object *line = wire_map_get(finding, FIELD_LINE);
     long long number = line != NULL && line->type == MSGPACK_OBJECT_POSITIVE_INTEGER
                            ? (long long)line->via.u64
                            : 0;
@@ -68,11 +68,11 @@ static void s_name_finding(const msgpack_object *finding, char *reason, size_t s
 /* A finding blocks when it says so; a result from before `blocking` existed: errors do. */
 static bool s_blocking(const msgpack_object *finding)
 {
-    const msgpack_object *blocking = wire_map_get(finding, "blocking");
+    const msgpack_object *blocking = wire_map_get(finding, FIELD_BLOCKING);
     if (blocking != NULL && blocking->type == MSGPACK_OBJECT_BOOLEAN)
         return blocking->via.boolean;
     char buf[16];
-    return strcmp(wire_obj_str(wire_map_get(finding, "severity"), buf, sizeof buf, ""), "error") ==
+    return strcmp(wire_obj_str(wire_map_get(finding, FIELD_SEVERITY), buf, sizeof buf, ""), "error") ==
            0;
 }
 
@@ -88,14 +88,14 @@ static void s_read_gate(const task_t *review, bool *blocked, char *reason, size_
             MSGPACK_UNPACK_SUCCESS) {
         char gate_buf[16], verdict_buf[32];
         const char *gate =
-            wire_obj_str(wire_map_get(&unpacked.data, "GATE"), gate_buf, sizeof gate_buf, "");
-        const char *verdict = wire_obj_str(wire_map_get(&unpacked.data, "REVIEW_RESULT"),
+            wire_obj_str(wire_map_get(&unpacked.data, FIELD_GATE), gate_buf, sizeof gate_buf, "");
+        const char *verdict = wire_obj_str(wire_map_get(&unpacked.data, FIELD_REVIEW_RESULT),
                                            verdict_buf, sizeof verdict_buf, "");
         /* A review-agent that writes no GATE (not the built-in one): its verdict decides,
          * as in pan approve. */
         *blocked = gate[0] != '\0' ? strcmp(gate, "blocked") == 0
                                    : verdict[0] != '\0' && strcmp(verdict, "APPROVED") != 0;
-        const msgpack_object *findings = wire_map_get(&unpacked.data, "FINDINGS");
+        const msgpack_object *findings = wire_map_get(&unpacked.data, FIELD_FINDINGS);
         int named = 0;
         for (uint32_t i = 0; *blocked && findings != NULL &&
                              findings->type == MSGPACK_OBJECT_ARRAY && i < findings->via.array.size;

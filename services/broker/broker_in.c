@@ -12,7 +12,7 @@
 #include <string.h>
 #include <zmq.h>
 
-/* `category` is the counter in stats ("malformed", "bad hello", ...); `reason` the detail.
+/* `category` is the counter in stats ("malformed", "bad_hello", ...); `reason` the detail.
  * Every refusal is counted; a message that names nobody (undecodable, too big, meant for
  * another socket) is garbage anyone can send by the thousand, so its message.rejected
  * events (and log lines) are limited to one a second, which says in `coalesced` how many
@@ -29,7 +29,7 @@ static void s_reject_message(broker_t *self, const char *category, const char *r
         }
         self->garbage_reported_at = now;
     }
-    broker_emit_rejected(self, "message.rejected", NULL, reason,
+    broker_emit_rejected(self, EVENT_MESSAGE_REJECTED, NULL, reason,
                          garbage ? self->garbage_unreported : 0);
     if (garbage)
         self->garbage_unreported = 0;
@@ -41,11 +41,11 @@ static void s_handle_submit(broker_t *self, const wire_msg_t *msg)
     bool loaded = false, created = false;
     int rc = broker_submit(self, msg, NULL, &task, &loaded, &created);
     if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL) {
-        broker_count_rejected(self, rc == FAILURE_DISK_FULL ? "disk_full" : "invalid submit");
-        broker_emit_rejected(self, "task.rejected", wire_msg_str(msg, "id", NULL), failure_message(),
+        broker_count_rejected(self, rc == FAILURE_DISK_FULL ? "disk_full" : "invalid_submit");
+        broker_emit_rejected(self, EVENT_TASK_REJECTED, wire_msg_str(msg, FIELD_ID, NULL), failure_message(),
                              0);
     } else if (rc != 0) {
-        log_error("submit %s: %s", wire_msg_str(msg, "id", "?"), failure_message());
+        log_error("submit %s: %s", wire_msg_str(msg, FIELD_ID, "?"), failure_message());
     }
     if (loaded)
         task_destroy(&task);
@@ -82,7 +82,7 @@ static void s_drop_same_endpoint(broker_t *self, const char *id, const char *end
     for (worker_t *other = zhashx_first(self->workers); other;
          other = zhashx_next(self->workers)) {
         if (strcmp(other->endpoint, endpoint) == 0 && strcmp(other->id, id) != 0) {
-            broker_worker_lost(self, other, "worker.lost", "replaced by a new worker on its endpoint");
+            broker_worker_lost(self, other, EVENT_WORKER_LOST, "replaced by a new worker on its endpoint");
             return;
         }
     }
@@ -102,12 +102,12 @@ static queue_t *s_announced_queue(broker_t *self, const char *specialist)
 /* Only a worker whose endpoint could be connected makes its specialist known. */
 static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const char *specialist)
 {
-    const char *id = wire_msg_str(msg, "worker", "");
-    const char *endpoint = wire_msg_str(msg, "endpoint", "");
+    const char *id = wire_msg_str(msg, FIELD_WORKER, "");
+    const char *endpoint = wire_msg_str(msg, FIELD_ENDPOINT, "");
     worker_t *worker = zhashx_lookup(self->workers, id);
     if (worker != NULL && strcmp(worker->endpoint, endpoint) == 0)
         return worker;
-    void *push = s_connect_worker(self, endpoint, wire_msg_str(msg, "curve_key", NULL));
+    void *push = s_connect_worker(self, endpoint, wire_msg_str(msg, FIELD_CURVE_KEY, NULL));
     if (push == NULL)
         return NULL;
     if (worker != NULL) {
@@ -132,7 +132,7 @@ static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const 
     worker->idle_since = clock_now_ms();
     zhashx_insert(self->workers, id, worker);
     event_extra_t extra = {.worker = id, .specialist = queue->name};
-    broker_emit(self, "worker.joined", NULL, &extra);
+    broker_emit(self, EVENT_WORKER_JOINED, NULL, &extra);
     log_info("worker %s joined %s at %s", id, queue->name, endpoint);
     return worker;
 }
@@ -158,8 +158,8 @@ static void s_cancel_stale(broker_t *self, worker_t *worker, const char *task_id
 /* After a hello: reconcile the task the worker says it holds with what the broker thinks. */
 static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_msg_t *msg)
 {
-    const char *held_id = wire_msg_str(msg, "task", NULL);
-    int held_attempt = (int)wire_msg_int(msg, "attempt", 0);
+    const char *held_id = wire_msg_str(msg, FIELD_TASK, NULL);
+    int held_attempt = (int)wire_msg_int(msg, FIELD_ATTEMPT, 0);
     if (held_id == NULL) {
         if (worker->task != NULL)
             broker_task_requeue(self, worker->task, "released", false,
@@ -184,14 +184,14 @@ static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_m
 
 static void s_handle_hello(broker_t *self, const wire_msg_t *msg)
 {
-    const char *specialist = wire_msg_str(msg, "specialist", "");
-    if (!broker_valid_specialist_name(specialist)) {
-        s_reject_message(self, "bad hello", "hello: invalid specialist name", false);
+    const char *specialist = wire_msg_str(msg, FIELD_SPECIALIST, "");
+    if (!submit_specialist_name_valid(specialist)) {
+        s_reject_message(self, "bad_hello", "hello: invalid specialist name", false);
         return;
     }
     worker_t *worker = s_register_worker(self, msg, specialist);
     if (worker == NULL) {
-        s_reject_message(self, "bad hello", failure_message(), false);
+        s_reject_message(self, "bad_hello", failure_message(), false);
         return;
     }
     worker->last_seen = clock_now_ms();
@@ -200,13 +200,13 @@ static void s_handle_hello(broker_t *self, const wire_msg_t *msg)
 
 static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
 {
-    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, "worker", ""));
+    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, FIELD_WORKER, ""));
     if (worker == NULL)
         return; /* not announced (yet): it says hello when it misses our pings */
     int64_t now = clock_now_ms();
     worker->last_seen = now;
-    const char *held = wire_msg_str(msg, "task", NULL);
-    int64_t held_attempt = wire_msg_int(msg, "attempt", 0);
+    const char *held = wire_msg_str(msg, FIELD_TASK, NULL);
+    int64_t held_attempt = wire_msg_int(msg, FIELD_ATTEMPT, 0);
     task_t *task = worker->task;
     if (held == NULL) {
         /* An idle heartbeat proves the worker stopped only if it was sent after the cancel:
@@ -234,12 +234,12 @@ static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
 
 static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
 {
-    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, "worker", ""));
+    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, FIELD_WORKER, ""));
     if (worker != NULL)
         worker->last_seen = clock_now_ms();
-    task_t *task = zhashx_lookup(self->tasks, wire_msg_str(msg, "task", ""));
+    task_t *task = zhashx_lookup(self->tasks, wire_msg_str(msg, FIELD_TASK, ""));
     if (task == NULL || task->state != TASK_RUNNING ||
-        task->attempt != wire_msg_int(msg, "attempt", 0))
+        task->attempt != wire_msg_int(msg, FIELD_ATTEMPT, 0))
         return; /* progress of an attempt that is over */
     /* One chatty task (a worker streaming `yes`) must not flood the store and push every
      * other event out of the replay window: a window of one second holds at most
@@ -255,17 +255,17 @@ static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
         return;
     }
     task->progress_sent++;
-    event_extra_t extra = {.kind = wire_msg_str(msg, "kind", "info"),
-                           .text = wire_msg_str(msg, "text", ""),
+    event_extra_t extra = {.kind = wire_msg_str(msg, FIELD_KIND, "info"),
+                           .text = wire_msg_str(msg, FIELD_TEXT, ""),
                            .coalesced = task->progress_folded};
     task->progress_folded = 0;
-    broker_emit(self, "task.progress", task, &extra);
+    broker_emit(self, EVENT_TASK_PROGRESS, task, &extra);
 }
 
 /* Commits each of a result's next tasks; a refused one is reported, the rest go on. */
 static void s_submit_next(broker_t *self, const task_t *parent, const wire_msg_t *msg)
 {
-    const msgpack_object *next = wire_msg_object(msg, "next");
+    const msgpack_object *next = wire_msg_object(msg, FIELD_NEXT);
     if (next == NULL)
         return;
     for (uint32_t i = 0; i < next->via.array.size; i++) {
@@ -275,7 +275,7 @@ static void s_submit_next(broker_t *self, const task_t *parent, const wire_msg_t
         msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
         msgpack_pack_object(&pk, next->via.array.ptr[i]);
         wire_msg_t *sub = NULL;
-        int rc = wire_decode_as(sbuf.data, sbuf.size, "submit", &sub);
+        int rc = wire_decode_as(sbuf.data, sbuf.size, MSG_SUBMIT, &sub);
         msgpack_sbuffer_destroy(&sbuf);
         task_t *task = NULL;
         bool loaded = false, created = false;
@@ -285,8 +285,8 @@ static void s_submit_next(broker_t *self, const task_t *parent, const wire_msg_t
             char reason[600];
             snprintf(reason, sizeof reason, "next task %u of %s: %s", i, parent->id,
                      failure_message());
-            broker_count_rejected(self, "invalid next task");
-            broker_emit_rejected(self, "task.rejected", sub ? wire_msg_str(sub, "id", NULL) : NULL,
+            broker_count_rejected(self, "invalid_next");
+            broker_emit_rejected(self, EVENT_TASK_REJECTED, sub ? wire_msg_str(sub, FIELD_ID, NULL) : NULL,
                                  reason, 0);
         }
         if (loaded)
@@ -298,10 +298,10 @@ static void s_submit_next(broker_t *self, const task_t *parent, const wire_msg_t
 static void s_send_ack(broker_t *self, const char *worker_id, const char *task_id, int64_t attempt)
 {
     wire_writer_t *w = self->writer;
-    wire_writer_start(w, "ack");
-    wire_put_str(w, "worker", worker_id);
-    wire_put_str(w, "task", task_id);
-    wire_put_int(w, "attempt", attempt);
+    wire_writer_start(w, MSG_ACK);
+    wire_put_str(w, FIELD_WORKER, worker_id);
+    wire_put_str(w, FIELD_TASK, task_id);
+    wire_put_int(w, FIELD_ATTEMPT, attempt);
     size_t len;
     const void *data = wire_writer_data(w, &len);
     broker_outbox_worker(self, worker_id, data, len);
@@ -309,7 +309,7 @@ static void s_send_ack(broker_t *self, const char *worker_id, const char *task_i
 
 static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, const char *outcome)
 {
-    const char *error = wire_msg_str(msg, "error", NULL);
+    const char *error = wire_msg_str(msg, FIELD_ERROR, NULL);
     if (task->worker != NULL)
         task->worker->idle_since = clock_now_ms();
     if (store_begin(self->store) != 0 ||
@@ -323,7 +323,7 @@ static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, 
         return;
     }
     size_t result_len;
-    const void *result = wire_msg_raw(msg, "result", &result_len);
+    const void *result = wire_msg_raw(msg, FIELD_RESULT, &result_len);
     if (strcmp(outcome, "done") == 0) {
         s_submit_next(self, task, msg);
         broker_task_finish(self, task, TASK_DONE, NULL, result, result_len);
@@ -345,48 +345,48 @@ static bool s_result_applies(const task_t *task, const char *worker_id, int64_t 
 
 static void s_handle_result(broker_t *self, const wire_msg_t *msg)
 {
-    const char *outcome = wire_msg_str(msg, "outcome", "");
+    const char *outcome = wire_msg_str(msg, FIELD_OUTCOME, "");
     if (strcmp(outcome, "done") != 0 && strcmp(outcome, "failed") != 0 &&
         strcmp(outcome, "retry") != 0) {
         char reason[128];
         snprintf(reason, sizeof reason, "result: invalid outcome '%.32s' (done, failed, retry)",
                  outcome);
-        s_reject_message(self, "bad result", reason, false);
+        s_reject_message(self, "bad_result", reason, false);
         return;
     }
-    const char *worker_id = wire_msg_str(msg, "worker", "");
+    const char *worker_id = wire_msg_str(msg, FIELD_WORKER, "");
     worker_t *worker = zhashx_lookup(self->workers, worker_id);
     if (worker != NULL)
         worker->last_seen = clock_now_ms();
-    task_t *task = zhashx_lookup(self->tasks, wire_msg_str(msg, "task", ""));
-    int64_t attempt = wire_msg_int(msg, "attempt", 0);
+    task_t *task = zhashx_lookup(self->tasks, wire_msg_str(msg, FIELD_TASK, ""));
+    int64_t attempt = wire_msg_int(msg, FIELD_ATTEMPT, 0);
     /* Whether it applies or not (finished already: a resent result; or unknown), the
      * worker must stop resending, so it is acknowledged. */
     if (s_result_applies(task, worker_id, attempt))
         s_apply_result(self, task, msg, outcome);
-    s_send_ack(self, worker_id, wire_msg_str(msg, "task", ""), wire_msg_int(msg, "attempt", 0));
+    s_send_ack(self, worker_id, wire_msg_str(msg, FIELD_TASK, ""), wire_msg_int(msg, FIELD_ATTEMPT, 0));
 }
 
 static void s_handle_release(broker_t *self, const wire_msg_t *msg)
 {
-    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, "worker", ""));
+    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, FIELD_WORKER, ""));
     if (worker == NULL || worker->task == NULL)
         return;
     task_t *task = worker->task;
-    if (strcmp(task->id, wire_msg_str(msg, "task", "")) != 0 ||
-        task->attempt != wire_msg_int(msg, "attempt", 0))
+    if (strcmp(task->id, wire_msg_str(msg, FIELD_TASK, "")) != 0 ||
+        task->attempt != wire_msg_int(msg, FIELD_ATTEMPT, 0))
         return;
     worker->draining = true;
     worker->draining_since = clock_now_ms();
     broker_task_requeue(self, task, "released", false,
-                        wire_msg_str(msg, "reason", "released by its worker"));
+                        wire_msg_str(msg, FIELD_REASON, "released by its worker"));
 }
 
 static void s_handle_bye(broker_t *self, const wire_msg_t *msg)
 {
-    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, "worker", ""));
+    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, FIELD_WORKER, ""));
     if (worker != NULL)
-        broker_worker_lost(self, worker, "worker.left", "said goodbye");
+        broker_worker_lost(self, worker, EVENT_WORKER_LEFT, "said goodbye");
 }
 
 void broker_handle_in(broker_t *self, const void *data, size_t len)
@@ -398,25 +398,20 @@ void broker_handle_in(broker_t *self, const void *data, size_t len)
                          true);
         return;
     }
-    const char *type = wire_msg_type(msg);
-    if (strcmp(type, "submit") == 0)
-        s_handle_submit(self, msg);
-    else if (strcmp(type, "hello") == 0)
-        s_handle_hello(self, msg);
-    else if (strcmp(type, "heartbeat") == 0)
-        s_handle_heartbeat(self, msg);
-    else if (strcmp(type, "progress") == 0)
-        s_handle_progress(self, msg);
-    else if (strcmp(type, "result") == 0)
-        s_handle_result(self, msg);
-    else if (strcmp(type, "release") == 0)
-        s_handle_release(self, msg);
-    else if (strcmp(type, "bye") == 0)
-        s_handle_bye(self, msg);
-    else {
+    switch (wire_msg_type(msg)) {
+    case MSG_SUBMIT: s_handle_submit(self, msg); break;
+    case MSG_HELLO: s_handle_hello(self, msg); break;
+    case MSG_HEARTBEAT: s_handle_heartbeat(self, msg); break;
+    case MSG_PROGRESS: s_handle_progress(self, msg); break;
+    case MSG_RESULT: s_handle_result(self, msg); break;
+    case MSG_RELEASE: s_handle_release(self, msg); break;
+    case MSG_BYE: s_handle_bye(self, msg); break;
+    default: {
         char reason[128];
-        snprintf(reason, sizeof reason, "message type '%s' is not accepted on the in socket", type);
-        s_reject_message(self, "wrong socket", reason, true);
+        snprintf(reason, sizeof reason, "message type '%s' is not accepted on the in socket",
+                 msg_type_name(wire_msg_type(msg)));
+        s_reject_message(self, "wrong_socket", reason, true);
+    }
     }
     wire_msg_destroy(&msg);
 }

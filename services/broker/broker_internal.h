@@ -8,6 +8,7 @@
 #include "curve.h"
 #include "disk_guard.h"
 #include "task.h"
+#include "submit.h"
 #include "wire.h"
 
 #include <czmq.h>
@@ -108,10 +109,10 @@ struct broker_t {
 /* When a task dispatched now loses its lease: its timeout plus a grace that lets the
  * worker's own timeout report (sent after its job's grace) arrive first. */
 int64_t broker_lease_deadline(const broker_t *self, const task_t *task, int64_t now);
-int broker_emit(broker_t *self, const char *event, const task_t *task, const event_extra_t *extra);
+int broker_emit(broker_t *self, event_type_t event, const task_t *task, const event_extra_t *extra);
 /* Emits a refusal event (task.rejected / message.rejected) and logs it; `coalesced` is how
  * many refusals before it got no event of their own (see broker_in.c), 0 for none. */
-void broker_emit_rejected(broker_t *self, const char *event, const char *task_id, const char *reason,
+void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_id, const char *reason,
                           int64_t coalesced);
 void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len);
 void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len);
@@ -138,10 +139,9 @@ int broker_task_finish(broker_t *self, task_t *task, task_state_t state, const c
 void broker_task_detach(broker_t *self, task_t *task);
 /* The worker is idle again: it may take tasks, and the group it held is free. */
 void broker_worker_idle(broker_t *self, worker_t *worker);
-bool broker_valid_specialist_name(const char *name);
 /* Copies payload.filesChanged into task->files (for session context), if small. */
 void broker_task_take_files(task_t *task);
-int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, const char *reason);
+int broker_worker_lost(broker_t *self, worker_t *worker, event_type_t event, const char *reason);
 
 /* Validates a submit (a decoded "submit" message or next-task) and, if new, commits it
  * to the queue. `*out` is the task (new or existing, active or loaded from the store:
@@ -149,11 +149,10 @@ int broker_worker_lost(broker_t *self, worker_t *worker, const char *event, cons
 int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, task_t **out,
                   bool *loaded, bool *created);
 
-/* Writes the task as a map (for replies) into the writer under `key`, with its payload
- * (capped at submit) and, if `with_result`, its result when that keeps the reply under the
- * message cap (`result_omitted` says it did not). */
-void broker_write_task(broker_t *self, wire_writer_t *w, const char *key, const task_t *task,
-                       bool with_result);
+/* Writes the task's fields (for replies) into the map the caller has opened, with its
+ * payload (capped at submit) and, if `with_result`, its result when that keeps the reply
+ * under the message cap (`result_omitted` says it did not). */
+void broker_write_task(wire_writer_t *w, const task_t *task, bool with_result);
 
 /* broker_gate.c: refuses a merge-agent submit (not a chained `next` task) for an issue
  * whose newest finished review-agent task has GATE "blocked", unless payload.force is

@@ -4,35 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *s_priority_names[PRIORITY_COUNT] = {"urgent", "high", "normal", "low"};
-static const char *s_state_names[] = {"queued", "running", "done", "failed", "dead", "cancelled"};
-
-int priority_parse(const char *text)
-{
-    for (int i = 0; i < PRIORITY_COUNT; i++)
-        if (strcmp(text, s_priority_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-const char *priority_name(priority_t priority)
-{
-    return s_priority_names[priority];
-}
-
-const char *task_state_name(task_state_t state)
-{
-    return s_state_names[state];
-}
-
-int task_state_parse(const char *text)
-{
-    for (int i = 0; i < (int)(sizeof s_state_names / sizeof s_state_names[0]); i++)
-        if (strcmp(text, s_state_names[i]) == 0)
-            return i;
-    return -1;
-}
-
 task_t *task_new(const char *id)
 {
     task_t *self = calloc(1, sizeof *self);

@@ -7,20 +7,11 @@
 #ifndef CLOISTER_BROKER_TASK_H
 #define CLOISTER_BROKER_TASK_H
 
+#include "protocol.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-typedef enum { PRIORITY_URGENT, PRIORITY_HIGH, PRIORITY_NORMAL, PRIORITY_LOW, PRIORITY_COUNT } priority_t;
-
-typedef enum {
-    TASK_QUEUED,
-    TASK_RUNNING,
-    TASK_DONE,
-    TASK_FAILED,
-    TASK_DEAD,
-    TASK_CANCELLED
-} task_state_t;
 
 struct worker_t;
 struct queue_t;
@@ -72,13 +63,6 @@ typedef struct queue_t {
     int default_max_attempts;
     size_t done, failed, dead; /* since start */
 } queue_t;
-
-/* "urgent" etc. -> priority; returns -1 for anything else. */
-int priority_parse(const char *text);
-const char *priority_name(priority_t priority);
-const char *task_state_name(task_state_t state);
-/* Returns -1 for an unknown name. */
-int task_state_parse(const char *text);
 
 /* A new task with a copy of `id`; every other field zeroed. Caller owns it. */
 task_t *task_new(const char *id);

@@ -37,14 +37,14 @@ static int s_show_task(client_t *client, const char *id, json_t **task)
 {
     *task = NULL;
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "show_task");
-    wire_put_str(writer, "id", id);
+    wire_writer_start(writer, MSG_SHOW_TASK);
+    wire_put_str(writer, FIELD_ID, id);
     wire_msg_t *reply = NULL;
     int rc = client_call(client, writer, &reply);
     wire_writer_destroy(&writer);
     if (rc != 0)
         return rc;
-    const msgpack_object *data = wire_msg_object(reply, "data");
+    const msgpack_object *data = wire_msg_object(reply, FIELD_DATA);
     *task = data ? msgjson_from_object(data) : NULL;
     wire_msg_destroy(&reply);
     if (!json_is_object(*task)) {
@@ -66,8 +66,8 @@ static int s_on_review_done(const wire_msg_t *event, const void *raw, size_t len
     (void)raw;
     (void)len;
     newest_review_t *newest = arg;
-    const char *issue = wire_msg_str(event, "issue", "");
-    const char *task = wire_msg_str(event, "task", "");
+    const char *issue = wire_msg_str(event, FIELD_ISSUE, "");
+    const char *task = wire_msg_str(event, FIELD_TASK, "");
     if (task[0] != '\0' && strcasecmp(issue, newest->issue) == 0)
         snprintf(newest->task_id, sizeof newest->task_id, "%s", task);
     return 0;
@@ -256,7 +256,7 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
     }
     if (what == NULL)
         return pan_usage(s_usage, "approve which issue or review task?");
-    if (!pan_priority_valid(priority))
+    if (priority_parse(priority) < 0)
         return pan_usage(s_usage, "invalid priority '%s' (urgent, high, normal, low)", priority);
 
     json_t *review = NULL;

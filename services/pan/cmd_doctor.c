@@ -78,7 +78,7 @@ static void s_check_broker(doctor_t *d, const pan_t *pan)
 {
     client_t *client = client_new(pan->control_ep, pan->timeout_ms);
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "stats");
+    wire_writer_start(writer, MSG_STATS);
     wire_msg_t *reply = NULL;
     int rc = client ? client_call(client, writer, &reply) : FAILURE_INVALID;
     if (rc == 0)

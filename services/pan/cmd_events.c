@@ -53,37 +53,40 @@ static bool s_print_json(const void *raw, size_t len)
  * false when its result cannot be written as JSON (the line is still ended). */
 static bool s_print_line(const wire_msg_t *event)
 {
-    time_t seconds = (time_t)(wire_msg_int(event, "time", 0) / 1000);
+    time_t seconds = (time_t)(wire_msg_int(event, FIELD_TIME, 0) / 1000);
     struct tm tm;
     char clock_text[16] = "--:--:--";
     if (localtime_r(&seconds, &tm) != NULL)
         strftime(clock_text, sizeof clock_text, "%H:%M:%S", &tm);
-    printf("#%lld %s ", (long long)wire_msg_int(event, "seq", 0), clock_text);
-    pan_print_escaped(wire_msg_str(event, "event", "?"));
+    printf("#%lld %s ", (long long)wire_msg_int(event, FIELD_SEQ, 0), clock_text);
+    pan_print_escaped(wire_msg_str(event, FIELD_EVENT, "?"));
     putchar(' ');
-    pan_print_escaped(wire_msg_str(event, "specialist", "-"));
+    pan_print_escaped(wire_msg_str(event, FIELD_SPECIALIST, "-"));
     putchar(' ');
-    pan_print_escaped(wire_msg_str(event, "task", "-"));
-    static const char *const strings[] = {"priority", "state", "worker", "kind",
-                                          "issue",    "group", "parent"};
+    pan_print_escaped(wire_msg_str(event, FIELD_TASK, "-"));
+    static const field_t strings[] = {FIELD_PRIORITY, FIELD_STATE, FIELD_WORKER, FIELD_KIND,
+                                      FIELD_ISSUE,    FIELD_GROUP, FIELD_PARENT};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         if (wire_msg_has(event, strings[i])) {
-            printf(" %s=", strings[i]);
+            printf(" %s=", field_name(strings[i]));
             pan_print_escaped(wire_msg_str(event, strings[i], ""));
         }
     }
-    if (wire_msg_has(event, "attempt"))
-        printf(" attempt=%lld", (long long)wire_msg_int(event, "attempt", 0));
-    static const char *const quoted[][2] = {{"title", ""}, {"text", "text="}, {"error", "error="}};
+    if (wire_msg_has(event, FIELD_ATTEMPT))
+        printf(" attempt=%lld", (long long)wire_msg_int(event, FIELD_ATTEMPT, 0));
+    static const struct {
+        field_t field;
+        const char *label;
+    } quoted[] = {{FIELD_TITLE, ""}, {FIELD_TEXT, "text="}, {FIELD_ERROR, "error="}};
     for (size_t i = 0; i < sizeof quoted / sizeof quoted[0]; i++) {
-        if (wire_msg_has(event, quoted[i][0])) {
-            printf(" %s\"", quoted[i][1]);
-            pan_print_escaped(wire_msg_str(event, quoted[i][0], ""));
+        if (wire_msg_has(event, quoted[i].field)) {
+            printf(" %s\"", quoted[i].label);
+            pan_print_escaped(wire_msg_str(event, quoted[i].field, ""));
             putchar('"');
         }
     }
     bool ok = true;
-    const msgpack_object *result = wire_msg_object(event, "result");
+    const msgpack_object *result = wire_msg_object(event, FIELD_RESULT);
     if (result != NULL) {
         json_t *object = msgjson_from_object(result);
         char *text = object ? json_dumps(object, JSON_COMPACT) : NULL;
@@ -100,15 +103,15 @@ static bool s_print_line(const wire_msg_t *event)
 static int s_on_event(const wire_msg_t *event, const void *raw, size_t len, void *arg)
 {
     events_out_t *out = arg;
-    if ((out->task != NULL && strcmp(wire_msg_str(event, "task", ""), out->task) != 0) ||
-        (out->issue != NULL && strcmp(wire_msg_str(event, "issue", ""), out->issue) != 0) ||
+    if ((out->task != NULL && strcmp(wire_msg_str(event, FIELD_TASK, ""), out->task) != 0) ||
+        (out->issue != NULL && strcmp(wire_msg_str(event, FIELD_ISSUE, ""), out->issue) != 0) ||
         (out->specialist != NULL &&
-         strcmp(wire_msg_str(event, "specialist", ""), out->specialist) != 0))
+         strcmp(wire_msg_str(event, FIELD_SPECIALIST, ""), out->specialist) != 0))
         return 0;
     bool ok = out->json ? s_print_json(raw, len) : s_print_line(event);
     fflush(stdout);
     if (!ok) {
-        out->failed_seq = wire_msg_int(event, "seq", -1);
+        out->failed_seq = wire_msg_int(event, FIELD_SEQ, -1);
         return 1;
     }
     out->printed++;
@@ -122,13 +125,13 @@ static int64_t s_newest_seq(client_t *control)
     wire_writer_t *writer = wire_writer_new();
     if (writer == NULL)
         return -1;
-    wire_writer_start(writer, "stats");
+    wire_writer_start(writer, MSG_STATS);
     wire_msg_t *reply = NULL;
     int rc = client_call(control, writer, &reply);
     wire_writer_destroy(&writer);
     if (rc != 0)
         return -1;
-    const msgpack_object *data = wire_msg_object(reply, "data");
+    const msgpack_object *data = wire_msg_object(reply, FIELD_DATA);
     json_t *stats = data ? msgjson_from_object(data) : NULL;
     int64_t newest = pan_json_int(stats, "last_seq", -1);
     json_decref(stats);

@@ -123,8 +123,8 @@ int cmd_prompt(const pan_t *pan, int argc, char **argv)
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
 
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "show_task");
-    wire_put_str(writer, "id", id);
+    wire_writer_start(writer, MSG_SHOW_TASK);
+    wire_put_str(writer, FIELD_ID, id);
     json_t *task = NULL;
     int code = pan_call(pan, writer, &task);
     wire_writer_destroy(&writer);

@@ -53,7 +53,7 @@ static int s_broker_list(const pan_t *pan, broker_need_t need, json_t **data)
 {
     *data = NULL;
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "list_specialists");
+    wire_writer_start(writer, MSG_LIST_SPECIALISTS);
     int code = PAN_EXIT_OK;
     if (need == BROKER_REQUIRED) {
         code = pan_call(pan, writer, data);
@@ -61,7 +61,7 @@ static int s_broker_list(const pan_t *pan, broker_need_t need, json_t **data)
         client_t *client = client_new(pan->control_ep, pan->timeout_ms);
         wire_msg_t *reply = NULL;
         if (client != NULL && client_call(client, writer, &reply) == 0) {
-            const msgpack_object *object = wire_msg_object(reply, "data");
+            const msgpack_object *object = wire_msg_object(reply, FIELD_DATA);
             *data = object ? msgjson_from_object(object) : NULL;
         }
         wire_msg_destroy(&reply);
@@ -401,8 +401,8 @@ static int s_queue(const pan_t *pan, int argc, char **argv)
     s_known_free(&known);
 
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "list_queue");
-    wire_put_str(writer, "specialist", name);
+    wire_writer_start(writer, MSG_LIST_QUEUE);
+    wire_put_str(writer, FIELD_SPECIALIST, name);
     json_t *tasks = NULL;
     bool truncated = false;
     code = pan_call_listing(pan, writer, &tasks, &truncated);
@@ -504,7 +504,7 @@ static int s_wake(const pan_t *pan, int argc, char **argv)
     }
     if (name == NULL)
         return pan_usage(usage, "which specialist?");
-    if (!pan_priority_valid(priority))
+    if (priority_parse(priority) < 0)
         return pan_usage(usage, "invalid priority '%s' (urgent, high, normal, low)", priority);
     if (workspace_arg == NULL && s_needs_workspace(name))
         return pan_usage(usage, "%s works on a repository: say which with --workspace DIR%s", name,
@@ -532,19 +532,18 @@ static int s_wake(const pan_t *pan, int argc, char **argv)
     client_new_id(id, sizeof id);
     snprintf(title, sizeof title, "Wake %s%s%.*s", name, text ? ": " : "",
              text ? (int)msgjson_utf8_cut(text, 200) : 0, text ? text : "");
+    wire_writer_t *payload = wire_writer_new();
+    wire_writer_start_map(payload);
+    wire_put_str(payload, FIELD_TASK, text ? text : "Manual wake");
+    wire_put_str(payload, FIELD_WORKSPACE, workspace[0] ? workspace : NULL);
+    wire_put_str(payload, FIELD_BRANCH, branch);
+    wire_put_str(payload, FIELD_TARGET, target);
+    submit_t submit = {
+        .id = id, .specialist = name, .priority = priority, .source = "pan-wake", .title = title};
+    submit.payload = wire_writer_data(payload, &submit.payload_len);
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "submit");
-    wire_put_str(writer, "id", id);
-    wire_put_str(writer, "specialist", name);
-    wire_put_str(writer, "priority", priority);
-    wire_put_str(writer, "source", "pan-wake");
-    wire_put_str(writer, "title", title);
-    wire_open_map(writer, "payload");
-    wire_put_str(writer, "task", text ? text : "Manual wake");
-    wire_put_str(writer, "workspace", workspace[0] ? workspace : NULL);
-    wire_put_str(writer, "branch", branch);
-    wire_put_str(writer, "target", target);
-    wire_close(writer);
+    submit_encode(writer, &submit);
+    wire_writer_destroy(&payload);
     json_t *task = NULL;
     code = pan_call(pan, writer, &task);
     wire_writer_destroy(&writer);

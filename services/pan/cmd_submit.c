@@ -14,6 +14,7 @@
 
 #include "failure.h"
 #include "msgjson.h"
+#include "submit.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -37,22 +38,6 @@ typedef struct {
     bool force;
     bool wait;
 } submit_args_t;
-
-/* True if `name` is a queue name the protocol accepts: [a-z0-9][a-z0-9._-]*, <= 64. */
-static bool s_specialist_valid(const char *name)
-{
-    size_t len = strlen(name);
-    if (len == 0 || len > 64)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  (i > 0 && (c == '.' || c == '_' || c == '-'));
-        if (!ok)
-            return false;
-    }
-    return true;
-}
 
 static int s_parse(int argc, char **argv, submit_args_t *args)
 {
@@ -100,14 +85,6 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
     }
     if (args->specialist == NULL)
         return pan_usage(s_usage, "which specialist? (review-agent, test-agent, merge-agent, ...)");
-    if (!s_specialist_valid(args->specialist))
-        return pan_usage(s_usage,
-                         "invalid specialist name '%s' (lowercase letters, digits, '.', "
-                         "'_', '-'; at most 64)",
-                         args->specialist);
-    if (args->priority != NULL && !pan_priority_valid(args->priority))
-        return pan_usage(s_usage, "invalid priority '%s' (urgent, high, normal, low)",
-                         args->priority);
     return PAN_EXIT_OK;
 }
 
@@ -196,9 +173,10 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     if (code != PAN_EXIT_OK)
         return code;
     int64_t max_attempts = 0, timeout_s = 0;
-    if (args.max_attempts && !pan_parse_int(args.max_attempts, 1, 100, &max_attempts))
-        return pan_usage(s_usage, "--max-attempts must be 1..100, not '%s'", args.max_attempts);
-    if (args.timeout && !pan_parse_int(args.timeout, 1, 7 * 24 * 3600, &timeout_s))
+    if (args.max_attempts && !pan_parse_int(args.max_attempts, 1, SUBMIT_MAX_ATTEMPTS, &max_attempts))
+        return pan_usage(s_usage, "--max-attempts must be 1..%d, not '%s'", SUBMIT_MAX_ATTEMPTS,
+                         args.max_attempts);
+    if (args.timeout && !pan_parse_int(args.timeout, 1, SUBMIT_MAX_TIMEOUT_S, &timeout_s))
         return pan_usage(s_usage, "--timeout must be a number of seconds, not '%s'", args.timeout);
     int64_t wait_timeout_s = 0;
     if (args.wait_timeout && !pan_parse_int(args.wait_timeout, 1, 7 * 24 * 3600, &wait_timeout_s))
@@ -224,26 +202,30 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     json_t *payload = s_payload(&args, workspace[0] ? workspace : NULL);
     if (payload == NULL)
         return PAN_EXIT_USAGE;
-    wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "submit");
-    wire_put_str(writer, "id", args.id ? args.id : id);
-    wire_put_str(writer, "specialist", args.specialist);
-    wire_put_str(writer, "priority", args.priority);
-    wire_put_str(writer, "source", args.source ? args.source : "pan");
-    wire_put_str(writer, "title", args.title);
-    wire_put_str(writer, "issue", args.issue);
-    wire_put_str(writer, "group", group[0] ? group : NULL);
-    if (max_attempts > 0)
-        wire_put_int(writer, "max_attempts", max_attempts);
-    if (timeout_s > 0)
-        wire_put_int(writer, "timeout_s", timeout_s);
-    msgjson_put(writer, "payload", payload);
+    wire_writer_t *payload_writer = wire_writer_new();
+    int rc = msgjson_to_map(payload_writer, payload);
     json_decref(payload);
-    if (wire_writer_too_deep(writer)) {
-        wire_writer_destroy(&writer);
-        fprintf(stderr, "pan: --payload is nested deeper than %d levels\n", WIRE_MAX_DEPTH - 2);
-        return PAN_EXIT_USAGE;
+    if (rc != 0) {
+        wire_writer_destroy(&payload_writer);
+        return pan_usage(s_usage, "--payload is %s", failure_message());
     }
+    submit_t submit = {.id = args.id ? args.id : id,
+                       .specialist = args.specialist,
+                       .priority = args.priority,
+                       .source = args.source ? args.source : "pan",
+                       .title = args.title,
+                       .issue = args.issue,
+                       .group = group[0] ? group : NULL,
+                       .max_attempts = max_attempts,
+                       .timeout_s = timeout_s};
+    submit.payload = wire_writer_data(payload_writer, &submit.payload_len);
+    if (submit_check(&submit) != 0) {
+        wire_writer_destroy(&payload_writer);
+        return pan_usage(s_usage, "%s", failure_message());
+    }
+    wire_writer_t *writer = wire_writer_new();
+    submit_encode(writer, &submit);
+    wire_writer_destroy(&payload_writer);
 
     /* Watching starts before the submit, so an end that comes at once is not missed. */
     pan_watch_t *watch = args.wait ? pan_watch_start(pan, &code) : NULL;

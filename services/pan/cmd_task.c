@@ -28,11 +28,11 @@ static int s_parse_id(int argc, char **argv, const char *usage, const char **id,
 }
 
 /* Sends `<type> {id}` and returns the exit code; *task gets the reply's task. */
-static int s_task_request(const pan_t *pan, const char *type, const char *id, json_t **task)
+static int s_task_request(const pan_t *pan, msg_type_t type, const char *id, json_t **task)
 {
     wire_writer_t *writer = wire_writer_new();
     wire_writer_start(writer, type);
-    wire_put_str(writer, "id", id);
+    wire_put_str(writer, FIELD_ID, id);
     int code = pan_call(pan, writer, task);
     wire_writer_destroy(&writer);
     return code;
@@ -141,7 +141,7 @@ int cmd_task(const pan_t *pan, int argc, char **argv)
     if (code != PAN_EXIT_OK)
         return code;
     json_t *task = NULL;
-    code = s_task_request(pan, "show_task", id, &task);
+    code = s_task_request(pan, MSG_SHOW_TASK, id, &task);
     if (code != PAN_EXIT_OK)
         return code;
     if (json)
@@ -153,7 +153,7 @@ int cmd_task(const pan_t *pan, int argc, char **argv)
 }
 
 /* cancel / retry: one request, one confirmation line. */
-static int s_change(const pan_t *pan, int argc, char **argv, const char *usage, const char *request,
+static int s_change(const pan_t *pan, int argc, char **argv, const char *usage, msg_type_t request,
                     const char *verb)
 {
     const char *id = NULL;
@@ -172,12 +172,12 @@ static int s_change(const pan_t *pan, int argc, char **argv, const char *usage, 
 
 int cmd_cancel(const pan_t *pan, int argc, char **argv)
 {
-    return s_change(pan, argc, argv, "pan cancel <id>", "cancel_task", "Cancelled");
+    return s_change(pan, argc, argv, "pan cancel <id>", MSG_CANCEL_TASK, "Cancelled");
 }
 
 int cmd_retry(const pan_t *pan, int argc, char **argv)
 {
-    return s_change(pan, argc, argv, "pan retry <id>", "retry_task", "Requeued");
+    return s_change(pan, argc, argv, "pan retry <id>", MSG_RETRY_TASK, "Requeued");
 }
 
 static void s_print_stats(const pan_t *pan, const json_t *stats)
@@ -245,7 +245,7 @@ int cmd_status(const pan_t *pan, int argc, char **argv)
             return pan_usage(usage, "unexpected argument '%s'", argv[i]);
     }
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "stats");
+    wire_writer_start(writer, MSG_STATS);
     json_t *stats = NULL;
     int code = pan_call(pan, writer, &stats);
     wire_writer_destroy(&writer);

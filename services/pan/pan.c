@@ -35,9 +35,9 @@ int pan_call_listing(const pan_t *pan, wire_writer_t *request, json_t **data, bo
         return pan_fail(PAN_EXIT_UNREACHABLE, "%s", failure_message());
     if (rc != 0)
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
-    const msgpack_object *object = wire_msg_object(reply, "data");
+    const msgpack_object *object = wire_msg_object(reply, FIELD_DATA);
     *data = object ? msgjson_from_object(object) : json_null();
-    *truncated = wire_msg_bool(reply, "truncated", false);
+    *truncated = wire_msg_bool(reply, FIELD_TRUNCATED, false);
     wire_msg_destroy(&reply);
     if (*data == NULL)
         return pan_fail(PAN_EXIT_ERROR, "out of memory");
@@ -94,15 +94,6 @@ int pan_print_json(const json_t *value)
     puts(text);
     free(text);
     return PAN_EXIT_OK;
-}
-
-bool pan_priority_valid(const char *priority)
-{
-    static const char *const known[] = {"urgent", "high", "normal", "low"};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (strcmp(priority, known[i]) == 0)
-            return true;
-    return false;
 }
 
 bool pan_parse_int(const char *text, int64_t min, int64_t max, int64_t *out)

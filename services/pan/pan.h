@@ -59,9 +59,6 @@ int pan_print_json(const json_t *value);
  * or \u00NN; other characters as they are. */
 void pan_print_escaped(const char *text);
 
-/* True if `priority` is one of urgent, high, normal, low. */
-bool pan_priority_valid(const char *priority);
-
 /* Parses a whole decimal integer in [min, max] from `text`; returns false otherwise. */
 bool pan_parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
 

@@ -43,12 +43,12 @@ static void s_on_signal(int signal_number)
 static int64_t s_last_seq(client_t *control)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "stats");
+    wire_writer_start(w, MSG_STATS);
     wire_msg_t *reply = NULL;
     int rc = client_call(control, w, &reply);
     wire_writer_destroy(&w);
     const msgpack_object *seq =
-        rc == 0 ? wire_map_get(wire_msg_object(reply, "data"), "last_seq") : NULL;
+        rc == 0 ? wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_LAST_SEQ) : NULL;
     int64_t last = seq != NULL && seq->type == MSGPACK_OBJECT_POSITIVE_INTEGER
                        ? (int64_t)seq->via.u64
                        : rc == 0 ? 0 : -1;
@@ -99,13 +99,13 @@ static int s_on_event(const wire_msg_t *event, const void *raw, size_t len, void
     (void)raw;
     (void)len;
     wait_t *wait = arg;
-    waited_t *task = s_find(wait, wire_msg_str(event, "task", ""));
+    waited_t *task = s_find(wait, wire_msg_str(event, FIELD_TASK, ""));
     if (task == NULL || task->state[0] != '\0')
         return 0;
-    const char *name = wire_msg_str(event, "event", "");
+    const char *name = wire_msg_str(event, FIELD_EVENT, "");
     if (strcmp(name, "task.progress") == 0)
-        fprintf(stderr, "[%s] %s: %s\n", task->id, wire_msg_str(event, "kind", "info"),
-                wire_msg_str(event, "text", ""));
+        fprintf(stderr, "[%s] %s: %s\n", task->id, wire_msg_str(event, FIELD_KIND, "info"),
+                wire_msg_str(event, FIELD_TEXT, ""));
     else if (strcmp(name, "task.done") == 0 || strcmp(name, "task.failed") == 0 ||
              strcmp(name, "task.dead") == 0 || strcmp(name, "task.cancelled") == 0)
         s_ended(wait, task, name + strlen("task."));
@@ -116,12 +116,12 @@ static int s_on_event(const wire_msg_t *event, const void *raw, size_t len, void
 static void s_state_now(client_t *control, const char *id, char *state, size_t size)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "show_task");
-    wire_put_str(w, "id", id);
+    wire_writer_start(w, MSG_SHOW_TASK);
+    wire_put_str(w, FIELD_ID, id);
     wire_msg_t *reply = NULL;
     state[0] = '\0';
     if (client_call(control, w, &reply) == 0)
-        wire_obj_str(wire_map_get(wire_msg_object(reply, "data"), "state"), state, size, "");
+        wire_obj_str(wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_STATE), state, size, "");
     wire_msg_destroy(&reply);
     wire_writer_destroy(&w);
 }
@@ -149,12 +149,12 @@ static void s_print_value(const char *key, const json_t *value)
 static void s_print_result(client_t *control, const waited_t *task, bool json)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "show_task");
-    wire_put_str(w, "id", task->id);
+    wire_writer_start(w, MSG_SHOW_TASK);
+    wire_put_str(w, FIELD_ID, task->id);
     wire_msg_t *reply = NULL;
     json_t *data = NULL;
-    if (client_call(control, w, &reply) == 0 && wire_msg_object(reply, "data") != NULL)
-        data = msgjson_from_object(wire_msg_object(reply, "data"));
+    if (client_call(control, w, &reply) == 0 && wire_msg_object(reply, FIELD_DATA) != NULL)
+        data = msgjson_from_object(wire_msg_object(reply, FIELD_DATA));
     wire_msg_destroy(&reply);
     wire_writer_destroy(&w);
     if (json) {

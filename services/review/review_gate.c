@@ -8,23 +8,16 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const s_modes[] = {"strict", "normal", "yolo", "disabled"};
 
 int review_mode_parse(review_mode_t *mode, const char *text)
 {
-    for (int i = 0; i < 4; i++) {
-        if (text != NULL && strcmp(text, s_modes[i]) == 0) {
-            *mode = (review_mode_t)i;
-            return 0;
-        }
-    }
-    return failure_set(FAILURE_INVALID, "review mode '%s': expected strict|normal|yolo|disabled",
-                       text ? text : "");
-}
-
-const char *review_mode_name(review_mode_t mode)
-{
-    return s_modes[mode];
+    int parsed = review_mode_parse_name(text);
+    if (parsed < 0)
+        return failure_set(FAILURE_INVALID,
+                           "review mode '%s': expected strict|normal|yolo|disabled",
+                           text ? text : "");
+    *mode = (review_mode_t)parsed;
+    return 0;
 }
 
 /* The severity word at the start of text (lowercased into buf); returns what follows the

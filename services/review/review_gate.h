@@ -16,15 +16,11 @@
 #ifndef CLOISTER_REVIEW_GATE_H
 #define CLOISTER_REVIEW_GATE_H
 
+#include "protocol.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 
-typedef enum {
-    REVIEW_MODE_STRICT,
-    REVIEW_MODE_NORMAL,
-    REVIEW_MODE_YOLO,
-    REVIEW_MODE_DISABLED
-} review_mode_t;
 
 typedef struct {
     int errors;
@@ -35,8 +31,6 @@ typedef struct {
 /* Parses "strict" | "normal" | "yolo" | "disabled". Returns 0 or FAILURE_INVALID. */
 int review_mode_parse(review_mode_t *mode, const char *text);
 
-/* The mode's name. Static string. */
-const char *review_mode_name(review_mode_t mode);
 
 /* One finding as a new JSON object {severity, file, line, message, source} (file "" and
  * line 0 when absent); the caller owns it. `source` is e.g. "agent" or "check". Counts it

@@ -79,10 +79,10 @@ static void *s_submitter(void *arg)
         }
         char id[32];
         snprintf(id, sizeof id, "b-%d", i);
-        wire_writer_start(w, "submit");
-        wire_put_str(w, "id", id);
-        wire_put_str(w, "specialist", "bench-agent");
-        wire_put_str(w, "title", "benchmark task");
+        wire_writer_start(w, MSG_SUBMIT);
+        wire_put_str(w, FIELD_ID, id);
+        wire_put_str(w, FIELD_SPECIALIST, "bench-agent");
+        wire_put_str(w, FIELD_TITLE, "benchmark task");
         size_t len;
         const void *data = wire_writer_data(w, &len);
         b->sent_us[i] = clock_now_us();
@@ -112,16 +112,16 @@ static void s_answer(bench_t *b, void *push, wire_writer_t *w, msgpack_zone *zon
     size_t offset = 0;
     if (msgpack_unpack(data, len, &offset, zone, &root) == MSGPACK_UNPACK_SUCCESS) {
         char type[16], id[64];
-        wire_obj_str(wire_map_get(&root, "type"), type, sizeof type, "");
+        wire_obj_str(wire_map_get(&root, FIELD_TYPE), type, sizeof type, "");
         if (strcmp(type, "task") == 0) {
-            wire_obj_str(wire_map_get(&root, "id"), id, sizeof id, "b-0");
-            const msgpack_object *attempt = wire_map_get(&root, "attempt");
+            wire_obj_str(wire_map_get(&root, FIELD_ID), id, sizeof id, "b-0");
+            const msgpack_object *attempt = wire_map_get(&root, FIELD_ATTEMPT);
             b->got_us[s_task_index(id)] = clock_now_us();
-            wire_writer_start(w, "result");
-            wire_put_str(w, "worker", worker);
-            wire_put_str(w, "task", id);
-            wire_put_int(w, "attempt", attempt ? (int64_t)attempt->via.u64 : 1);
-            wire_put_str(w, "outcome", "done");
+            wire_writer_start(w, MSG_RESULT);
+            wire_put_str(w, FIELD_WORKER, worker);
+            wire_put_str(w, FIELD_TASK, id);
+            wire_put_int(w, FIELD_ATTEMPT, attempt ? (int64_t)attempt->via.u64 : 1);
+            wire_put_str(w, FIELD_OUTCOME, "done");
             s_send(push, w);
         } else if (strcmp(type, "ack") == 0) {
             b->acked++;
@@ -176,12 +176,12 @@ static void *s_worker_pool(void *arg)
         zmq_getsockopt(pulls[k], ZMQ_FD, &fd, &size);
         struct epoll_event watch = {.events = EPOLLIN, .data.u32 = (uint32_t)k};
         epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &watch);
-        wire_writer_start(w, "hello");
-        wire_put_str(w, "worker", ids[k]);
-        wire_put_str(w, "specialist", "bench-agent");
-        wire_put_str(w, "endpoint", endpoint);
+        wire_writer_start(w, MSG_HELLO);
+        wire_put_str(w, FIELD_WORKER, ids[k]);
+        wire_put_str(w, FIELD_SPECIALIST, "bench-agent");
+        wire_put_str(w, FIELD_ENDPOINT, endpoint);
         if (s_curve != NULL)
-            wire_put_str(w, "curve_key", curve_public(s_curve));
+            wire_put_str(w, FIELD_CURVE_KEY, curve_public(s_curve));
         s_send(push, w);
     }
     int64_t next_beat = 0;
@@ -189,8 +189,8 @@ static void *s_worker_pool(void *arg)
     while (!b->stop && b->acked < b->tasks) {
         if (clock_now_ms() >= next_beat) {
             for (int k = 0; k < b->workers; k++) {
-                wire_writer_start(w, "heartbeat");
-                wire_put_str(w, "worker", ids[k]);
+                wire_writer_start(w, MSG_HEARTBEAT);
+                wire_put_str(w, FIELD_WORKER, ids[k]);
                 s_send(push, w);
             }
             next_beat = clock_now_ms() + 300;

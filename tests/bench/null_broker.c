@@ -45,11 +45,11 @@ static void s_send(void *socket, wire_writer_t *w)
 static void s_publish(null_broker_t *self, const char *event, const char *task)
 {
     wire_writer_t *w = self->writer;
-    wire_writer_start(w, "event");
-    wire_put_int(w, "seq", ++self->seq);
-    wire_put_str(w, "event", event);
-    wire_put_str(w, "task", task);
-    wire_put_str(w, "specialist", "bench-agent");
+    wire_writer_start(w, MSG_EVENT);
+    wire_put_int(w, FIELD_SEQ, ++self->seq);
+    wire_put_str(w, FIELD_EVENT, event);
+    wire_put_str(w, FIELD_TASK, task);
+    wire_put_str(w, FIELD_SPECIALIST, "bench-agent");
     zmq_send(self->events, event, strlen(event), ZMQ_SNDMORE);
     s_send(self->events, w);
 }
@@ -80,27 +80,27 @@ static void s_enqueue(null_broker_t *self, const char *id)
 
 static void s_hello(null_broker_t *self, const wire_msg_t *msg)
 {
-    const char *id = wire_msg_str(msg, "worker", "");
+    const char *id = wire_msg_str(msg, FIELD_WORKER, "");
     if (s_worker(self, id) != NULL || self->worker_count == MAX_WORKERS)
         return;
     null_worker_t *worker = &self->workers[self->worker_count++];
     worker->id = strdup(id);
     worker->push = zmq_socket(self->context, ZMQ_PUSH);
-    zmq_connect(worker->push, wire_msg_str(msg, "endpoint", ""));
+    zmq_connect(worker->push, wire_msg_str(msg, FIELD_ENDPOINT, ""));
 }
 
 static void s_result(null_broker_t *self, const wire_msg_t *msg)
 {
-    null_worker_t *worker = s_worker(self, wire_msg_str(msg, "worker", ""));
-    const char *task = wire_msg_str(msg, "task", "");
+    null_worker_t *worker = s_worker(self, wire_msg_str(msg, FIELD_WORKER, ""));
+    const char *task = wire_msg_str(msg, FIELD_TASK, "");
     if (worker == NULL || worker->task == NULL || strcmp(worker->task, task) != 0)
         return;
     s_publish(self, "task.done", task);
     wire_writer_t *w = self->writer;
-    wire_writer_start(w, "ack");
-    wire_put_str(w, "worker", worker->id);
-    wire_put_str(w, "task", task);
-    wire_put_int(w, "attempt", wire_msg_int(msg, "attempt", 1));
+    wire_writer_start(w, MSG_ACK);
+    wire_put_str(w, FIELD_WORKER, worker->id);
+    wire_put_str(w, FIELD_TASK, task);
+    wire_put_int(w, FIELD_ATTEMPT, wire_msg_int(msg, FIELD_ATTEMPT, 1));
     s_send(worker->push, w);
     free(worker->task);
     worker->task = NULL;
@@ -111,12 +111,12 @@ static void s_handle(null_broker_t *self, const void *data, size_t len)
     wire_msg_t *msg = NULL;
     if (wire_decode(data, len, &msg) != 0)
         return;
-    const char *type = wire_msg_type(msg);
-    if (strcmp(type, "submit") == 0)
-        s_enqueue(self, wire_msg_str(msg, "id", ""));
-    else if (strcmp(type, "hello") == 0)
+    msg_type_t type = wire_msg_type(msg);
+    if (type == MSG_SUBMIT)
+        s_enqueue(self, wire_msg_str(msg, FIELD_ID, ""));
+    else if (type == MSG_HELLO)
         s_hello(self, msg);
-    else if (strcmp(type, "result") == 0)
+    else if (type == MSG_RESULT)
         s_result(self, msg);
     wire_msg_destroy(&msg);
 }
@@ -132,12 +132,12 @@ static void s_dispatch(null_broker_t *self)
         self->queue_len--;
         s_publish(self, "task.dispatched", worker->task);
         wire_writer_t *w = self->writer;
-        wire_writer_start(w, "task");
-        wire_put_str(w, "worker", worker->id);
-        wire_put_str(w, "id", worker->task);
-        wire_put_int(w, "attempt", 1);
-        wire_put_str(w, "specialist", "bench-agent");
-        wire_put_str(w, "priority", "normal");
+        wire_writer_start(w, MSG_TASK);
+        wire_put_str(w, FIELD_WORKER, worker->id);
+        wire_put_str(w, FIELD_ID, worker->task);
+        wire_put_int(w, FIELD_ATTEMPT, 1);
+        wire_put_str(w, FIELD_SPECIALIST, "bench-agent");
+        wire_put_str(w, FIELD_PRIORITY, "normal");
         s_send(worker->push, w);
     }
 }

@@ -23,7 +23,7 @@ static inline bool harness_broker_answers(void *arg)
     if (client == NULL)
         return false;
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "stats");
+    wire_writer_start(writer, MSG_STATS);
     wire_msg_t *reply = NULL;
     int rc = client_call(client, writer, &reply);
     wire_msg_destroy(&reply);

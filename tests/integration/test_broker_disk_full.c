@@ -23,12 +23,12 @@
 static int s_disk_low(client_t *client)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "stats");
+    wire_writer_start(w, MSG_STATS);
     wire_msg_t *reply = NULL;
     int rc = client_call(client, w, &reply);
     wire_writer_destroy(&w);
     const msgpack_object *low =
-        rc == 0 ? wire_map_get(wire_msg_object(reply, "data"), "disk_low") : NULL;
+        rc == 0 ? wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_DISK_LOW) : NULL;
     int answer = low != NULL && low->type == MSGPACK_OBJECT_BOOLEAN ? low->via.boolean : -1;
     wire_msg_destroy(&reply);
     return answer;
@@ -117,7 +117,7 @@ int main(void)
     CHECK_INT(testbroker_submit(client, "before", "test-agent", NULL, NULL), 0);
     fakeworker_t *worker = fakeworker_new(env->dir, env->in_ep, "test-agent", "w1");
     fakeworker_hello(worker, NULL, 0);
-    wire_msg_t *task = fakeworker_expect(worker, "task", 5000, NULL, 0);
+    wire_msg_t *task = fakeworker_expect(worker, MSG_TASK, 5000, NULL, 0);
     CHECK(task != NULL);
     wire_msg_destroy(&task);
 
@@ -138,7 +138,7 @@ int main(void)
     CHECK(strstr(out, "LOW: new submits are refused (disk_full)") != NULL);
     /* The running task's result still commits. */
     fakeworker_result(worker, "before", 1, "done", NULL, NULL, 0);
-    wire_msg_t *ack = fakeworker_expect(worker, "ack", 5000, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(worker, MSG_ACK, 5000, NULL, 0);
     CHECK(ack != NULL);
     wire_msg_destroy(&ack);
     CHECK_STR(testbroker_state(client, "before", state, sizeof state), "done");

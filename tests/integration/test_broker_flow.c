@@ -16,7 +16,7 @@ static client_t *s_client;
 
 static const char *s_task_id(wire_msg_t *task)
 {
-    return task ? wire_msg_str(task, "id", "") : "(none)";
+    return task ? wire_msg_str(task, FIELD_ID, "") : "(none)";
 }
 
 /* Waits until the broker counts `n` workers of `specialist` (their hellos are processed). */
@@ -25,15 +25,15 @@ static void s_wait_workers(const char *specialist, int64_t n)
     int64_t workers = 0;
     for (int i = 0; i < 250 && workers < n; i++) {
         wire_writer_t *w = wire_writer_new();
-        wire_writer_start(w, "list_specialists");
+        wire_writer_start(w, MSG_LIST_SPECIALISTS);
         wire_msg_t *reply = NULL;
         if (client_call(s_client, w, &reply) == 0) {
-            const msgpack_object *list = wire_msg_object(reply, "data");
+            const msgpack_object *list = wire_msg_object(reply, FIELD_DATA);
             for (uint32_t j = 0; list && j < list->via.array.size; j++) {
                 char name[64];
                 const msgpack_object *item = &list->via.array.ptr[j];
-                const msgpack_object *count = wire_map_get(item, "workers");
-                if (strcmp(wire_obj_str(wire_map_get(item, "name"), name, sizeof name, ""),
+                const msgpack_object *count = wire_map_get(item, FIELD_WORKERS);
+                if (strcmp(wire_obj_str(wire_map_get(item, FIELD_NAME), name, sizeof name, ""),
                            specialist) == 0 && count != NULL)
                     workers = (int64_t)count->via.u64;
             }
@@ -64,7 +64,7 @@ static wire_msg_t *s_expect_while_holding(fakeworker_t *waiter, int timeout_ms,
                                           fakeworker_t *holder, const char *held, int attempt)
 {
     for (int waited = 0; waited < timeout_ms; waited += 100) {
-        wire_msg_t *task = fakeworker_expect(waiter, "task", 100, NULL, 0);
+        wire_msg_t *task = fakeworker_expect(waiter, MSG_TASK, 100, NULL, 0);
         if (task != NULL)
             return task;
         fakeworker_heartbeat(holder, held, attempt);
@@ -81,7 +81,7 @@ static fakeworker_t *s_worker_holding(const char *specialist, const char *worker
     fakeworker_hello(worker, NULL, 0);
     s_wait_workers(specialist, 1);
     CHECK_INT(testbroker_submit(s_client, task_id, specialist, NULL, NULL), 0);
-    wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    wire_msg_t *task = fakeworker_expect(worker, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(task), task_id);
     wire_msg_destroy(&task);
     return worker;
@@ -90,12 +90,12 @@ static fakeworker_t *s_worker_holding(const char *specialist, const char *worker
 /* Waits for a task, checks its id, reports done, and waits for the ack. */
 static void s_run_expecting(fakeworker_t *worker, const char *expected_id)
 {
-    wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    wire_msg_t *task = fakeworker_expect(worker, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(task), expected_id);
     if (task != NULL) {
-        int attempt = (int)wire_msg_int(task, "attempt", 0);
+        int attempt = (int)wire_msg_int(task, FIELD_ATTEMPT, 0);
         fakeworker_result(worker, expected_id, attempt, "done", NULL, NULL, 0);
-        wire_msg_t *ack = fakeworker_expect(worker, "ack", 3000, NULL, 0);
+        wire_msg_t *ack = fakeworker_expect(worker, MSG_ACK, 3000, NULL, 0);
         CHECK(ack != NULL);
         wire_msg_destroy(&ack);
     }
@@ -107,7 +107,7 @@ static void test_priority_at_dispatch(void)
     fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "test-agent", "prio-w1");
     fakeworker_hello(worker, NULL, 0);
     CHECK_INT(testbroker_submit(s_client, "p-first", "test-agent", "low", NULL), 0);
-    wire_msg_t *first = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    wire_msg_t *first = fakeworker_expect(worker, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(first), "p-first");
     /* While the only worker is busy: three normal tasks, then an urgent one. */
     CHECK_INT(testbroker_submit(s_client, "p-n1", "test-agent", "normal", NULL), 0);
@@ -131,14 +131,14 @@ static void s_submit_with_files(const char *id, const char *specialist, const ch
 {
     wire_writer_t *payload = wire_writer_new();
     wire_writer_start_map(payload);
-    wire_open_array(payload, "filesChanged");
+    wire_open_array(payload, FIELD_FILES_CHANGED);
     wire_elem_str(payload, file);
     wire_close(payload);
     size_t len;
     const void *raw = wire_writer_data(payload, &len);
     char title[64];
     snprintf(title, sizeof title, "title of %s", id);
-    client_task_t task = {.id = id, .specialist = specialist, .title = title, .issue = "ISS-7",
+    submit_t task = {.id = id, .specialist = specialist, .title = title, .issue = "ISS-7",
                           .payload = raw, .payload_len = len};
     wire_msg_t *reply = NULL;
     CHECK_INT(client_submit(s_client, &task, NULL, 0, &reply), 0);
@@ -155,27 +155,27 @@ static void test_active_context(void)
     fakeworker_hello(one, NULL, 0);
     s_wait_workers("ctx-agent", 1);
     s_submit_with_files("ctx-a", "ctx-agent", "src/a.c");
-    wire_msg_t *a = fakeworker_expect(one, "task", 3000, NULL, 0);
+    wire_msg_t *a = fakeworker_expect(one, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(a), "ctx-a");
-    const msgpack_object *active = wire_map_get(wire_msg_object(a, "context"), "active");
+    const msgpack_object *active = wire_map_get(wire_msg_object(a, FIELD_CONTEXT), FIELD_ACTIVE);
     CHECK(active != NULL && active->type == MSGPACK_OBJECT_ARRAY);
     for (uint32_t i = 0; active && i < active->via.array.size; i++) {
         char id[64];
-        CHECK(strcmp(wire_obj_str(wire_map_get(&active->via.array.ptr[i], "id"), id, sizeof id, ""),
+        CHECK(strcmp(wire_obj_str(wire_map_get(&active->via.array.ptr[i], FIELD_ID), id, sizeof id, ""),
                      "ctx-a") != 0);
     }
 
     fakeworker_hello(two, NULL, 0);
     s_wait_workers("ctx-agent", 2);
     s_submit_with_files("ctx-b", "ctx-agent", "src/b.c");
-    wire_msg_t *b = fakeworker_expect(two, "task", 3000, NULL, 0);
+    wire_msg_t *b = fakeworker_expect(two, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(b), "ctx-b");
-    active = wire_map_get(wire_msg_object(b, "context"), "active");
+    active = wire_map_get(wire_msg_object(b, FIELD_CONTEXT), FIELD_ACTIVE);
     const msgpack_object *entry = NULL;
     for (uint32_t i = 0; active && i < active->via.array.size; i++) {
         char id[64];
         const msgpack_object *item = &active->via.array.ptr[i];
-        const char *item_id = wire_obj_str(wire_map_get(item, "id"), id, sizeof id, "");
+        const char *item_id = wire_obj_str(wire_map_get(item, FIELD_ID), id, sizeof id, "");
         CHECK(strcmp(item_id, "ctx-b") != 0);
         if (strcmp(item_id, "ctx-a") == 0)
             entry = item;
@@ -183,10 +183,10 @@ static void test_active_context(void)
     CHECK(entry != NULL);
     if (entry != NULL) {
         char text[64];
-        CHECK_STR(wire_obj_str(wire_map_get(entry, "title"), text, sizeof text, ""), "title of ctx-a");
-        CHECK_STR(wire_obj_str(wire_map_get(entry, "issue"), text, sizeof text, ""), "ISS-7");
-        CHECK_STR(wire_obj_str(wire_map_get(entry, "specialist"), text, sizeof text, ""), "ctx-agent");
-        const msgpack_object *files = wire_map_get(entry, "files");
+        CHECK_STR(wire_obj_str(wire_map_get(entry, FIELD_TITLE), text, sizeof text, ""), "title of ctx-a");
+        CHECK_STR(wire_obj_str(wire_map_get(entry, FIELD_ISSUE), text, sizeof text, ""), "ISS-7");
+        CHECK_STR(wire_obj_str(wire_map_get(entry, FIELD_SPECIALIST), text, sizeof text, ""), "ctx-agent");
+        const msgpack_object *files = wire_map_get(entry, FIELD_FILES);
         CHECK(files != NULL && files->type == MSGPACK_OBJECT_ARRAY && files->via.array.size == 1);
         if (files != NULL && files->type == MSGPACK_OBJECT_ARRAY && files->via.array.size == 1)
             CHECK_STR(wire_obj_str(&files->via.array.ptr[0], text, sizeof text, ""), "src/a.c");
@@ -194,17 +194,17 @@ static void test_active_context(void)
 
     /* ctx-a finishes; the next task on its worker sees ctx-b but no longer ctx-a. */
     fakeworker_result(one, "ctx-a", 1, "done", NULL, NULL, 0);
-    wire_msg_t *ack = fakeworker_expect(one, "ack", 3000, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(one, MSG_ACK, 3000, NULL, 0);
     CHECK(ack != NULL);
     s_submit_with_files("ctx-c", "ctx-agent", "src/c.c");
-    wire_msg_t *c = fakeworker_expect(one, "task", 3000, NULL, 0);
+    wire_msg_t *c = fakeworker_expect(one, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(c), "ctx-c");
-    active = wire_map_get(wire_msg_object(c, "context"), "active");
+    active = wire_map_get(wire_msg_object(c, FIELD_CONTEXT), FIELD_ACTIVE);
     bool saw_b = false;
     for (uint32_t i = 0; active && i < active->via.array.size; i++) {
         char id[64];
         const char *item_id =
-            wire_obj_str(wire_map_get(&active->via.array.ptr[i], "id"), id, sizeof id, "");
+            wire_obj_str(wire_map_get(&active->via.array.ptr[i], FIELD_ID), id, sizeof id, "");
         CHECK(strcmp(item_id, "ctx-a") != 0 && strcmp(item_id, "ctx-c") != 0);
         saw_b = saw_b || strcmp(item_id, "ctx-b") == 0;
     }
@@ -228,7 +228,7 @@ static void test_group_serialisation(void)
     fakeworker_t *w2 = fakeworker_new(s_env->dir, s_env->in_ep, "merge-agent", "group-w2");
     fakeworker_hello(w1, NULL, 0);
     CHECK_INT(testbroker_submit(s_client, "g-1", "merge-agent", NULL, "merge:/repo:main"), 0);
-    wire_msg_t *t1 = fakeworker_expect(w1, "task", 3000, NULL, 0);
+    wire_msg_t *t1 = fakeworker_expect(w1, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(t1), "g-1");
     CHECK_INT(testbroker_submit(s_client, "g-2", "merge-agent", "urgent", "merge:/repo:main"), 0);
     CHECK_INT(testbroker_submit(s_client, "other", "merge-agent", "low", "merge:/other:main"), 0);
@@ -243,9 +243,9 @@ static void test_group_serialisation(void)
     char state[32];
     CHECK_STR(testbroker_state(s_client, "g-2", state, sizeof state), "queued");
     fakeworker_result(w1, "g-1", 1, "done", NULL, NULL, 0);
-    wire_msg_t *t3 = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    wire_msg_t *t3 = fakeworker_expect(w2, MSG_TASK, 3000, NULL, 0);
     if (t3 == NULL)
-        t3 = fakeworker_expect(w1, "task", 1000, NULL, 0);
+        t3 = fakeworker_expect(w1, MSG_TASK, 1000, NULL, 0);
     CHECK_STR(s_task_id(t3), "g-2");
     if (t3 != NULL)
         fakeworker_result(w2, "g-2", 1, "done", NULL, NULL, 0);
@@ -263,15 +263,15 @@ static void test_chained_exactly_once(void)
     fakeworker_t *reviewer = fakeworker_new(s_env->dir, s_env->in_ep, "review-agent", "chain-w1");
     fakeworker_hello(reviewer, NULL, 0);
     CHECK_INT(testbroker_submit(s_client, "review-7", "review-agent", NULL, NULL), 0);
-    wire_msg_t *task = fakeworker_expect(reviewer, "task", 3000, NULL, 0);
+    wire_msg_t *task = fakeworker_expect(reviewer, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "review-7");
     /* next = [ {id: merge-7, specialist: merge-agent, priority: high} ] */
     wire_writer_t *w = wire_writer_new();
     wire_writer_start_array(w);
-    wire_open_map(w, NULL);
-    wire_put_str(w, "id", "merge-7");
-    wire_put_str(w, "specialist", "merge-agent");
-    wire_put_str(w, "priority", "high");
+    wire_open_map_key(w, NULL);
+    wire_put_str(w, FIELD_ID, "merge-7");
+    wire_put_str(w, FIELD_SPECIALIST, "merge-agent");
+    wire_put_str(w, FIELD_PRIORITY, "high");
     wire_close(w);
     size_t next_len;
     const void *next = wire_writer_data(w, &next_len);
@@ -279,7 +279,7 @@ static void test_chained_exactly_once(void)
     for (int i = 0; i < 3; i++)
         fakeworker_result(reviewer, "review-7", 1, "done", NULL, next, next_len);
     for (int i = 0; i < 3; i++) {
-        wire_msg_t *ack = fakeworker_expect(reviewer, "ack", 3000, NULL, 0);
+        wire_msg_t *ack = fakeworker_expect(reviewer, MSG_ACK, 3000, NULL, 0);
         CHECK(ack != NULL);
         wire_msg_destroy(&ack);
     }
@@ -292,8 +292,8 @@ static void test_chained_exactly_once(void)
     fakeworker_destroy(&reviewer);
     /* Leave the merge queue empty for the next scenarios. */
     wire_writer_t *cancel = wire_writer_new();
-    wire_writer_start(cancel, "cancel_task");
-    wire_put_str(cancel, "id", "merge-7");
+    wire_writer_start(cancel, MSG_CANCEL_TASK);
+    wire_put_str(cancel, FIELD_ID, "merge-7");
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(s_client, cancel, &reply), 0);
     wire_msg_destroy(&reply);
@@ -301,17 +301,17 @@ static void test_chained_exactly_once(void)
 }
 
 /* A string field of the first stored event on `topic` ("" when there is none). */
-static const char *s_first_event_str(const char *topic, const char *key)
+static const char *s_first_event_str(const char *topic, field_t key)
 {
     static char value[128];
     value[0] = '\0';
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "replay");
-    wire_put_int(w, "since", 0);
-    wire_put_str(w, "topic", topic);
+    wire_writer_start(w, MSG_REPLAY);
+    wire_put_int(w, FIELD_SINCE, 0);
+    wire_put_str(w, FIELD_TOPIC, topic);
     wire_msg_t *reply = NULL;
     if (client_call(s_client, w, &reply) == 0) {
-        const msgpack_object *events = wire_msg_object(reply, "data");
+        const msgpack_object *events = wire_msg_object(reply, FIELD_DATA);
         if (events != NULL && events->type == MSGPACK_OBJECT_ARRAY && events->via.array.size > 0)
             wire_obj_str(wire_map_get(&events->via.array.ptr[0], key), value, sizeof value, "");
     }
@@ -327,42 +327,42 @@ static void test_lost_worker_and_lease(void)
     fakeworker_hello(w1, NULL, 0);
     s_wait_workers("lease-agent", 1);
     CHECK_INT(testbroker_submit(s_client, "lost-1", "lease-agent", NULL, NULL), 0);
-    wire_msg_t *task = fakeworker_expect(w1, "task", 3000, NULL, 0);
+    wire_msg_t *task = fakeworker_expect(w1, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "lost-1");
     wire_msg_destroy(&task);
     /* w1 goes silent (as if killed); w2 arrives and gets the task as attempt 2. */
     fakeworker_hello(w2, NULL, 0);
-    task = fakeworker_expect(w2, "task", 5000, NULL, 0);
+    task = fakeworker_expect(w2, MSG_TASK, 5000, NULL, 0);
     CHECK_STR(s_task_id(task), "lost-1");
-    CHECK_INT(task ? wire_msg_int(task, "attempt", 0) : 0, 2);
+    CHECK_INT(task ? wire_msg_int(task, FIELD_ATTEMPT, 0) : 0, 2);
     wire_msg_destroy(&task);
     /* The event of the requeue names the worker the task came back from. */
-    CHECK_STR(s_first_event_str("task.retry/lease-agent", "worker"), "lease-w1");
+    CHECK_STR(s_first_event_str("task.retry/lease-agent", FIELD_WORKER), "lease-w1");
     fakeworker_result(w2, "lost-1", 2, "done", NULL, NULL, 0);
-    wire_msg_t *ack = fakeworker_expect(w2, "ack", 3000, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(w2, MSG_ACK, 3000, NULL, 0);
     CHECK(ack != NULL);
     wire_msg_destroy(&ack);
 
     /* Lease: a one-second timeout while w2 keeps saying it is working on it. */
-    client_task_t leased = {.id = "lease-1", .specialist = "lease-agent", .timeout_s = 1};
+    submit_t leased = {.id = "lease-1", .specialist = "lease-agent", .timeout_s = 1};
     wire_msg_t *reply = NULL;
     CHECK_INT(client_submit(s_client, &leased, NULL, 0, &reply), 0);
     wire_msg_destroy(&reply);
-    task = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    task = fakeworker_expect(w2, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "lease-1");
     wire_msg_destroy(&task);
     /* The lease is the timeout plus a grace (5 s + 3 heartbeats) for the worker's report. */
-    wire_msg_t *cancel = fakeworker_expect(w2, "cancel", 9000, "lease-1", 1);
+    wire_msg_t *cancel = fakeworker_expect(w2, MSG_CANCEL, 9000, "lease-1", 1);
     CHECK(cancel != NULL);
     wire_msg_destroy(&cancel);
     /* Once it reports idle it gets the task again, after the backoff. */
-    task = fakeworker_expect(w2, "task", 5000, NULL, 0);
+    task = fakeworker_expect(w2, MSG_TASK, 5000, NULL, 0);
     CHECK_STR(s_task_id(task), "lease-1");
-    CHECK_INT(task ? wire_msg_int(task, "attempt", 0) : 0, 2);
+    CHECK_INT(task ? wire_msg_int(task, FIELD_ATTEMPT, 0) : 0, 2);
     if (task)
         fakeworker_result(w2, "lease-1", 2, "done", NULL, NULL, 0);
     wire_msg_destroy(&task);
-    ack = fakeworker_expect(w2, "ack", 3000, NULL, 0);
+    ack = fakeworker_expect(w2, MSG_ACK, 3000, NULL, 0);
     wire_msg_destroy(&ack);
     fakeworker_bye(w2);
     fakeworker_destroy(&w1);
@@ -374,42 +374,42 @@ static void test_retry_to_dead_and_back(void)
     fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "flaky-agent", "flaky-w1");
     fakeworker_hello(worker, NULL, 0);
     s_wait_workers("flaky-agent", 1);
-    client_task_t flaky = {.id = "flaky-1", .specialist = "flaky-agent", .max_attempts = 2,
+    submit_t flaky = {.id = "flaky-1", .specialist = "flaky-agent", .max_attempts = 2,
                            .issue = "PAN-9"};
     wire_msg_t *reply = NULL;
     CHECK_INT(client_submit(s_client, &flaky, NULL, 0, &reply), 0);
     wire_msg_destroy(&reply);
     for (int attempt = 1; attempt <= 2; attempt++) {
-        wire_msg_t *task = fakeworker_expect(worker, "task", 5000, NULL, 0);
+        wire_msg_t *task = fakeworker_expect(worker, MSG_TASK, 5000, NULL, 0);
         CHECK_STR(s_task_id(task), "flaky-1");
         if (attempt == 2 && task != NULL) {
             /* The second attempt carries the first one as prior context. */
-            const msgpack_object *prior = wire_map_get(wire_msg_object(task, "context"), "prior");
+            const msgpack_object *prior = wire_map_get(wire_msg_object(task, FIELD_CONTEXT), FIELD_PRIOR);
             CHECK(prior != NULL && prior->type == MSGPACK_OBJECT_ARRAY && prior->via.array.size == 1);
         }
         wire_msg_destroy(&task);
         fakeworker_result(worker, "flaky-1", attempt, "retry", "network hiccup", NULL, 0);
-        wire_msg_t *ack = fakeworker_expect(worker, "ack", 3000, NULL, 0);
+        wire_msg_t *ack = fakeworker_expect(worker, MSG_ACK, 3000, NULL, 0);
         wire_msg_destroy(&ack);
     }
     char state[32];
     CHECK_STR(testbroker_state(s_client, "flaky-1", state, sizeof state), "dead");
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "retry_task");
-    wire_put_str(w, "id", "flaky-1");
+    wire_writer_start(w, MSG_RETRY_TASK);
+    wire_put_str(w, FIELD_ID, "flaky-1");
     CHECK_INT(client_call(s_client, w, &reply), 0);
     wire_msg_destroy(&reply);
-    wire_msg_t *task = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    wire_msg_t *task = fakeworker_expect(worker, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "flaky-1");
-    CHECK_INT(task ? wire_msg_int(task, "attempt", 0) : 0, 3);
+    CHECK_INT(task ? wire_msg_int(task, FIELD_ATTEMPT, 0) : 0, 3);
     wire_msg_destroy(&task);
 
     /* Cancel while it runs: the worker is told, the task is cancelled. */
-    wire_writer_start(w, "cancel_task");
-    wire_put_str(w, "id", "flaky-1");
+    wire_writer_start(w, MSG_CANCEL_TASK);
+    wire_put_str(w, FIELD_ID, "flaky-1");
     CHECK_INT(client_call(s_client, w, &reply), 0);
     wire_msg_destroy(&reply);
-    wire_msg_t *cancel = fakeworker_expect(worker, "cancel", 3000, "flaky-1", 3);
+    wire_msg_t *cancel = fakeworker_expect(worker, MSG_CANCEL, 3000, "flaky-1", 3);
     CHECK(cancel != NULL);
     wire_msg_destroy(&cancel);
     CHECK_STR(testbroker_state(s_client, "flaky-1", state, sizeof state), "cancelled");
@@ -433,7 +433,7 @@ static void test_restart_keeps_running_task(pid_t *broker)
     char state[32];
     CHECK_STR(testbroker_state(s_client, "r-1", state, sizeof state), "running");
     fakeworker_result(worker, "r-1", 1, "done", NULL, NULL, 0);
-    wire_msg_t *ack = fakeworker_expect(worker, "ack", 3000, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(worker, MSG_ACK, 3000, NULL, 0);
     CHECK(ack != NULL);
     wire_msg_destroy(&ack);
     CHECK_STR(testbroker_state(s_client, "r-1", state, sizeof state), "done");
@@ -443,15 +443,15 @@ static void test_restart_keeps_running_task(pid_t *broker)
 
 
 /* An integer field of a control reply's data: `type` with an optional task `id`. */
-static int64_t s_reply_int(const char *type, const char *id, const char *key)
+static int64_t s_reply_int(msg_type_t type, const char *id, field_t key)
 {
     wire_writer_t *w = wire_writer_new();
     wire_writer_start(w, type);
-    wire_put_str(w, "id", id);
+    wire_put_str(w, FIELD_ID, id);
     wire_msg_t *reply = NULL;
     int64_t value = -1;
     if (client_call(s_client, w, &reply) == 0) {
-        const msgpack_object *obj = wire_map_get(wire_msg_object(reply, "data"), key);
+        const msgpack_object *obj = wire_map_get(wire_msg_object(reply, FIELD_DATA), key);
         if (obj != NULL && obj->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
             value = (int64_t)obj->via.u64;
     }
@@ -460,14 +460,14 @@ static int64_t s_reply_int(const char *type, const char *id, const char *key)
     return value;
 }
 
-static int64_t s_stat(const char *key)
+static int64_t s_stat(field_t key)
 {
-    return s_reply_int("stats", NULL, key);
+    return s_reply_int(MSG_STATS, NULL, key);
 }
 
-static int64_t s_task_int(const char *id, const char *key)
+static int64_t s_task_int(const char *id, field_t key)
 {
-    return s_reply_int("show_task", id, key);
+    return s_reply_int(MSG_SHOW_TASK, id, key);
 }
 
 /* A task going dead while another runs must not disturb the other (the running list and
@@ -480,35 +480,35 @@ static void test_dead_and_duplicate_retry(void)
     fakeworker_heartbeat(w1, "dup-keep", 1);
     fakeworker_hello(w2, NULL, 0);
     s_wait_workers("dup-agent", 2);
-    client_task_t once = {.id = "dup-once", .specialist = "dup-agent", .max_attempts = 1};
+    submit_t once = {.id = "dup-once", .specialist = "dup-agent", .max_attempts = 1};
     wire_msg_t *reply = NULL;
     CHECK_INT(client_submit(s_client, &once, NULL, 0, &reply), 0);
     wire_msg_destroy(&reply);
-    wire_msg_t *t2 = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    wire_msg_t *t2 = fakeworker_expect(w2, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(t2), "dup-once");
     fakeworker_result(w2, "dup-once", 1, "retry", "flaky", NULL, 0);
-    wire_msg_t *ack = fakeworker_expect(w2, "ack", 3000, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(w2, MSG_ACK, 3000, NULL, 0);
     wire_msg_destroy(&ack);
     char state[32];
     CHECK_STR(testbroker_state(s_client, "dup-once", state, sizeof state), "dead");
     fakeworker_heartbeat(w1, "dup-keep", 1);
-    CHECK_INT(s_stat("running"), 1);
+    CHECK_INT(s_stat(FIELD_RUNNING), 1);
     CHECK_STR(testbroker_state(s_client, "dup-keep", state, sizeof state), "running");
 
     /* The same retry twice (a resend crossing its ack): one failure, queued once. */
-    client_task_t twice = {.id = "dup-twice", .specialist = "dup-agent", .max_attempts = 5};
+    submit_t twice = {.id = "dup-twice", .specialist = "dup-agent", .max_attempts = 5};
     CHECK_INT(client_submit(s_client, &twice, NULL, 0, &reply), 0);
     wire_msg_destroy(&reply);
-    wire_msg_t *t3 = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    wire_msg_t *t3 = fakeworker_expect(w2, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(t3), "dup-twice");
     fakeworker_result(w2, "dup-twice", 1, "retry", "flaky", NULL, 0);
     fakeworker_result(w2, "dup-twice", 1, "retry", "flaky", NULL, 0);
     for (int i = 0; i < 2; i++) {
-        ack = fakeworker_expect(w2, "ack", 3000, NULL, 0);
+        ack = fakeworker_expect(w2, MSG_ACK, 3000, NULL, 0);
         CHECK(ack != NULL);
         wire_msg_destroy(&ack);
     }
-    CHECK_INT(s_task_int("dup-twice", "failures"), 1);
+    CHECK_INT(s_task_int("dup-twice", FIELD_FAILURES), 1);
     char queue[256];
     CHECK_STR(testbroker_queue(s_client, "dup-agent", queue, sizeof queue), "dup-twice");
     fakeworker_result(w1, "dup-keep", 1, "done", NULL, NULL, 0);
@@ -519,8 +519,8 @@ static void test_dead_and_duplicate_retry(void)
     fakeworker_destroy(&w1);
     fakeworker_destroy(&w2);
     wire_writer_t *cancel = wire_writer_new();
-    wire_writer_start(cancel, "cancel_task");
-    wire_put_str(cancel, "id", "dup-twice");
+    wire_writer_start(cancel, MSG_CANCEL_TASK);
+    wire_put_str(cancel, FIELD_ID, "dup-twice");
     CHECK_INT(client_call(s_client, cancel, &reply), 0);
     wire_msg_destroy(&reply);
     wire_writer_destroy(&cancel);
@@ -533,7 +533,7 @@ static void test_undelivered_ends_dead(void)
     fakeworker_t *deaf = fakeworker_new(s_env->dir, s_env->in_ep, "deaf-agent", "deaf-w1");
     fakeworker_hello(deaf, NULL, 0);
     s_wait_workers("deaf-agent", 1);
-    client_task_t task = {.id = "deaf-1", .specialist = "deaf-agent", .max_attempts = 2};
+    submit_t task = {.id = "deaf-1", .specialist = "deaf-agent", .max_attempts = 2};
     wire_msg_t *reply = NULL;
     CHECK_INT(client_submit(s_client, &task, NULL, 0, &reply), 0);
     wire_msg_destroy(&reply);
@@ -556,27 +556,27 @@ static void test_heartbeat_mismatch_and_group_while_draining(void)
     fakeworker_t *w1 = s_worker_holding("odd-agent", "odd-w1", "odd-1");
     wire_msg_t *task = NULL;
     fakeworker_heartbeat(w1, "something-else", 4);
-    wire_msg_t *cancel = fakeworker_expect(w1, "cancel", 3000, "something-else", 4);
-    CHECK_STR(cancel ? wire_msg_str(cancel, "task", "") : "", "something-else");
+    wire_msg_t *cancel = fakeworker_expect(w1, MSG_CANCEL, 3000, "something-else", 4);
+    CHECK_STR(cancel ? wire_msg_str(cancel, FIELD_TASK, "") : "", "something-else");
     wire_msg_destroy(&cancel);
     char state[32];
     CHECK_STR(testbroker_state(s_client, "odd-1", state, sizeof state), "queued");
     /* Once idle it gets odd-1 back. */
-    task = fakeworker_expect(w1, "task", 3000, NULL, 0);
+    task = fakeworker_expect(w1, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "odd-1");
     wire_msg_destroy(&task);
     fakeworker_result(w1, "odd-1", 2, "done", NULL, NULL, 0);
-    wire_msg_t *ack = fakeworker_expect(w1, "ack", 3000, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(w1, MSG_ACK, 3000, NULL, 0);
     wire_msg_destroy(&ack);
 
     fakeworker_t *w2 = fakeworker_new(s_env->dir, s_env->in_ep, "odd-agent", "odd-w2");
     CHECK_INT(testbroker_submit(s_client, "grp-1", "odd-agent", NULL, "merge:/r:main"), 0);
-    task = fakeworker_expect(w1, "task", 3000, NULL, 0);
+    task = fakeworker_expect(w1, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "grp-1");
     wire_msg_destroy(&task);
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "cancel_task");
-    wire_put_str(w, "id", "grp-1");
+    wire_writer_start(w, MSG_CANCEL_TASK);
+    wire_put_str(w, FIELD_ID, "grp-1");
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(s_client, w, &reply), 0);
     wire_msg_destroy(&reply);
@@ -584,20 +584,20 @@ static void test_heartbeat_mismatch_and_group_while_draining(void)
     CHECK_INT(testbroker_submit(s_client, "grp-2", "odd-agent", NULL, "merge:/r:main"), 0);
     fakeworker_hello(w2, NULL, 0);
     /* w1 has not stopped grp-1 yet (it still reports it): grp-2 must wait. */
-    cancel = fakeworker_expect(w1, "cancel", 3000, "grp-1", 1);
+    cancel = fakeworker_expect(w1, MSG_CANCEL, 3000, "grp-1", 1);
     CHECK(cancel != NULL);
     wire_msg_destroy(&cancel);
     task = NULL;
     for (int i = 0; i < 8 && task == NULL; i++) {
         fakeworker_heartbeat(w1, "grp-1", 1);
-        task = fakeworker_expect(w2, "task", 100, NULL, 0);
+        task = fakeworker_expect(w2, MSG_TASK, 100, NULL, 0);
     }
     CHECK(task == NULL);
     wire_msg_destroy(&task);
     fakeworker_heartbeat(w1, NULL, 0); /* stopped */
-    task = fakeworker_expect(w2, "task", 3000, NULL, 0);
+    task = fakeworker_expect(w2, MSG_TASK, 3000, NULL, 0);
     if (task == NULL)
-        task = fakeworker_expect(w1, "task", 1000, NULL, 0);
+        task = fakeworker_expect(w1, MSG_TASK, 1000, NULL, 0);
     CHECK_STR(s_task_id(task), "grp-2");
     wire_msg_destroy(&task);
     fakeworker_bye(w1);
@@ -616,26 +616,26 @@ static void test_progress_and_release(void)
     fakeworker_progress(worker, "rel-1", 7, "from an attempt that is not running");
     fakeworker_release(worker, "rel-1", 1);
     CHECK(s_wait_state("rel-1", "queued"));
-    CHECK_INT(s_task_int("rel-1", "failures"), 0);
-    task = fakeworker_expect(worker, "task", 3000, NULL, 0);
+    CHECK_INT(s_task_int("rel-1", FIELD_FAILURES), 0);
+    task = fakeworker_expect(worker, MSG_TASK, 3000, NULL, 0);
     CHECK_STR(s_task_id(task), "rel-1");
-    CHECK_INT(task ? wire_msg_int(task, "attempt", 0) : 0, 2);
+    CHECK_INT(task ? wire_msg_int(task, FIELD_ATTEMPT, 0) : 0, 2);
     wire_msg_destroy(&task);
     fakeworker_result(worker, "rel-1", 2, "done", NULL, NULL, 0);
-    wire_msg_t *ack = fakeworker_expect(worker, "ack", 3000, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(worker, MSG_ACK, 3000, NULL, 0);
     wire_msg_destroy(&ack);
 
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "replay");
-    wire_put_int(w, "since", 0);
-    wire_put_str(w, "topic", "task.progress/rel-agent");
+    wire_writer_start(w, MSG_REPLAY);
+    wire_put_int(w, FIELD_SINCE, 0);
+    wire_put_str(w, FIELD_TOPIC, "task.progress/rel-agent");
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(s_client, w, &reply), 0);
-    const msgpack_object *events = reply ? wire_msg_object(reply, "data") : NULL;
+    const msgpack_object *events = reply ? wire_msg_object(reply, FIELD_DATA) : NULL;
     CHECK(events != NULL && events->type == MSGPACK_OBJECT_ARRAY && events->via.array.size == 1);
     if (events != NULL && events->type == MSGPACK_OBJECT_ARRAY && events->via.array.size == 1) {
         char text[64];
-        CHECK_STR(wire_obj_str(wire_map_get(&events->via.array.ptr[0], "text"), text, sizeof text, ""),
+        CHECK_STR(wire_obj_str(wire_map_get(&events->via.array.ptr[0], FIELD_TEXT), text, sizeof text, ""),
                   "halfway there");
     }
     wire_msg_destroy(&reply);
@@ -658,18 +658,18 @@ static void test_progress_flood_is_coalesced(void)
     }
     fakeworker_progress(worker, "flood-1", 1, "after the flood");
     fakeworker_result(worker, "flood-1", 1, "done", NULL, NULL, 0);
-    wire_msg_t *ack = fakeworker_expect(worker, "ack", 5000, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(worker, MSG_ACK, 5000, NULL, 0);
     CHECK(ack != NULL);
     wire_msg_destroy(&ack);
 
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "replay");
-    wire_put_int(w, "since", 0);
-    wire_put_str(w, "topic", "task.progress/flood-agent");
-    wire_put_int(w, "limit", 1000);
+    wire_writer_start(w, MSG_REPLAY);
+    wire_put_int(w, FIELD_SINCE, 0);
+    wire_put_str(w, FIELD_TOPIC, "task.progress/flood-agent");
+    wire_put_int(w, FIELD_LIMIT, 1000);
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(s_client, w, &reply), 0);
-    const msgpack_object *events = reply ? wire_msg_object(reply, "data") : NULL;
+    const msgpack_object *events = reply ? wire_msg_object(reply, FIELD_DATA) : NULL;
     CHECK(events != NULL && events->type == MSGPACK_OBJECT_ARRAY);
     uint32_t n = events && events->type == MSGPACK_OBJECT_ARRAY ? events->via.array.size : 0;
     /* The flood took at most a few windows to send: a few times the rate, not 5,000. */
@@ -677,10 +677,10 @@ static void test_progress_flood_is_coalesced(void)
     int64_t folded = 0;
     char text[64] = "";
     for (uint32_t i = 0; i < n; i++) {
-        const msgpack_object *c = wire_map_get(&events->via.array.ptr[i], "coalesced");
+        const msgpack_object *c = wire_map_get(&events->via.array.ptr[i], FIELD_COALESCED);
         if (c != NULL && c->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
             folded += (int64_t)c->via.u64;
-        wire_obj_str(wire_map_get(&events->via.array.ptr[i], "text"), text, sizeof text, "");
+        wire_obj_str(wire_map_get(&events->via.array.ptr[i], FIELD_TEXT), text, sizeof text, "");
     }
     CHECK_STR(text, "after the flood");
     /* Every message is an event or counted in one. */
@@ -695,13 +695,13 @@ static void test_progress_flood_is_coalesced(void)
 static void test_config_defaults(void)
 {
     CHECK_INT(testbroker_submit(s_client, "conf-1", "conf-agent", NULL, NULL), 0);
-    CHECK_INT(s_task_int("conf-1", "timeout_s"), 42);
-    CHECK_INT(s_task_int("conf-1", "max_attempts"), 7);
+    CHECK_INT(s_task_int("conf-1", FIELD_TIMEOUT_S), 42);
+    CHECK_INT(s_task_int("conf-1", FIELD_MAX_ATTEMPTS), 7);
     CHECK_INT(testbroker_submit(s_client, "conf-2", "merge-agent", NULL, NULL), 0);
-    CHECK_INT(s_task_int("conf-2", "timeout_s"), 900);
+    CHECK_INT(s_task_int("conf-2", FIELD_TIMEOUT_S), 900);
     /* `_` and `-` in a specialist's name are one, as in cloister.toml's table names. */
     CHECK_INT(testbroker_submit(s_client, "conf-3", "snake_agent", NULL, NULL), 0);
-    CHECK_INT(s_task_int("conf-3", "timeout_s"), 43);
+    CHECK_INT(s_task_int("conf-3", FIELD_TIMEOUT_S), 43);
     CHECK_INT(testbroker_submit(s_client, "conf-4", "snake-agent", NULL, NULL), 0);
     char queue[64];
     CHECK_STR(testbroker_queue(s_client, "snake_agent", queue, sizeof queue), "conf-3 conf-4");
@@ -709,19 +709,19 @@ static void test_config_defaults(void)
     wire_msg_t *reply = NULL;
     const char *ids[] = {"conf-1", "conf-2", "conf-3", "conf-4"};
     for (int i = 0; i < 4; i++) {
-        wire_writer_start(w, "cancel_task");
-        wire_put_str(w, "id", ids[i]);
+        wire_writer_start(w, MSG_CANCEL_TASK);
+        wire_put_str(w, FIELD_ID, ids[i]);
         CHECK_INT(client_call(s_client, w, &reply), 0);
         wire_msg_destroy(&reply);
     }
     wire_writer_destroy(&w);
 }
 
-static void s_control_task(const char *type, const char *id)
+static void s_control_task(msg_type_t type, const char *id)
 {
     wire_writer_t *w = wire_writer_new();
     wire_writer_start(w, type);
-    wire_put_str(w, "id", id);
+    wire_put_str(w, FIELD_ID, id);
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(s_client, w, &reply), 0);
     wire_msg_destroy(&reply);
@@ -730,7 +730,7 @@ static void s_control_task(const char *type, const char *id)
 
 static void s_expect_ack(fakeworker_t *worker)
 {
-    wire_msg_t *ack = fakeworker_expect(worker, "ack", 3000, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(worker, MSG_ACK, 3000, NULL, 0);
     CHECK(ack != NULL);
     wire_msg_destroy(&ack);
 }
@@ -758,22 +758,22 @@ static void test_result_only_for_running_attempt(void)
     fakeworker_result(w1, "res-hold", 1, "failed", "broken", NULL, 0);
     s_expect_ack(w1);
     CHECK_STR(testbroker_state(s_client, "res-hold", state, sizeof state), "failed");
-    s_control_task("retry_task", "res-hold");
+    s_control_task(MSG_RETRY_TASK, "res-hold");
     fakeworker_result(w1, "res-hold", 1, "failed", "broken", NULL, 0);
     s_expect_ack(w1);
     CHECK(strcmp(testbroker_state(s_client, "res-hold", state, sizeof state), "failed") != 0);
     /* The worker runs the retried task (attempt 2) and then the queued one. */
     for (int i = 0; i < 2; i++) {
-        wire_msg_t *task = fakeworker_expect(w1, "task", 3000, NULL, 0);
+        wire_msg_t *task = fakeworker_expect(w1, MSG_TASK, 3000, NULL, 0);
         if (task != NULL) {
-            fakeworker_result(w1, s_task_id(task), (int)wire_msg_int(task, "attempt", 0), "done",
+            fakeworker_result(w1, s_task_id(task), (int)wire_msg_int(task, FIELD_ATTEMPT, 0), "done",
                               NULL, NULL, 0);
             s_expect_ack(w1);
         }
         wire_msg_destroy(&task);
     }
     CHECK_STR(testbroker_state(s_client, "res-hold", state, sizeof state), "done");
-    CHECK_INT(s_task_int("res-hold", "attempt"), 2);
+    CHECK_INT(s_task_int("res-hold", FIELD_ATTEMPT), 2);
     CHECK_STR(testbroker_state(s_client, "res-queued", state, sizeof state), "done");
     fakeworker_bye(w1);
     fakeworker_bye(stranger);
@@ -790,11 +790,11 @@ static void test_restart_holds_draining_group(pid_t *broker)
     fakeworker_hello(w1, NULL, 0);
     s_wait_workers("hold-agent", 1);
     CHECK_INT(testbroker_submit(s_client, "hold-a", "hold-agent", NULL, group), 0);
-    wire_msg_t *task = fakeworker_expect(w1, "task", 5000, NULL, 0);
+    wire_msg_t *task = fakeworker_expect(w1, MSG_TASK, 5000, NULL, 0);
     CHECK_STR(s_task_id(task), "hold-a");
     wire_msg_destroy(&task);
-    s_control_task("cancel_task", "hold-a");
-    wire_msg_t *cancel = fakeworker_expect(w1, "cancel", 3000, "hold-a", 1);
+    s_control_task(MSG_CANCEL_TASK, "hold-a");
+    wire_msg_t *cancel = fakeworker_expect(w1, MSG_CANCEL, 3000, "hold-a", 1);
     CHECK(cancel != NULL);
     wire_msg_destroy(&cancel);
 
@@ -812,13 +812,13 @@ static void test_restart_holds_draining_group(pid_t *broker)
     wire_msg_destroy(&task);
     /* Once w1 says it is idle, hold-b runs (on either worker). */
     for (int i = 0; i < 40 && task == NULL; i++) {
-        task = fakeworker_expect(w1, "task", 50, NULL, 0);
+        task = fakeworker_expect(w1, MSG_TASK, 50, NULL, 0);
         if (task == NULL)
-            task = fakeworker_expect(w2, "task", 50, NULL, 0);
+            task = fakeworker_expect(w2, MSG_TASK, 50, NULL, 0);
     }
     CHECK_STR(s_task_id(task), "hold-b");
     wire_msg_destroy(&task);
-    s_control_task("cancel_task", "hold-b");
+    s_control_task(MSG_CANCEL_TASK, "hold-b");
     fakeworker_bye(w1);
     fakeworker_bye(w2);
     fakeworker_destroy(&w1);

@@ -44,39 +44,41 @@ static void s_garbage_in(void *push)
 
     wire_writer_t *w = wire_writer_new();
     wire_writer_start_map(w); /* no version */
-    wire_put_str(w, "type", "submit");
+    wire_put_str(w, FIELD_TYPE, "submit");
     s_send_writer(push, w);
     wire_writer_start_map(w);
-    wire_put_int(w, "v", 2);
-    wire_put_str(w, "type", "submit");
+    wire_put_int(w, FIELD_V, 2);
+    wire_put_str(w, FIELD_TYPE, "submit");
     s_send_writer(push, w);
-    wire_writer_start(w, "launch_missiles");
+    wire_writer_start_map(w);
+    wire_put_int(w, FIELD_V, 1);
+    wire_put_str(w, FIELD_TYPE, "launch_missiles");
     s_send_writer(push, w);
-    wire_writer_start(w, "submit"); /* wrong field type */
-    wire_put_str(w, "id", "bad-type");
-    wire_put_int(w, "specialist", 42);
+    wire_writer_start(w, MSG_SUBMIT); /* wrong field type */
+    wire_put_str(w, FIELD_ID, "bad-type");
+    wire_put_int(w, FIELD_SPECIALIST, 42);
     s_send_writer(push, w);
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", "bad-priority");
-    wire_put_str(w, "specialist", "test-agent");
-    wire_put_str(w, "priority", "asap");
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, "bad-priority");
+    wire_put_str(w, FIELD_SPECIALIST, "test-agent");
+    wire_put_str(w, FIELD_PRIORITY, "asap");
     s_send_writer(push, w);
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", "bad-specialist");
-    wire_put_str(w, "specialist", "Robert'); DROP TABLE tasks;--");
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, "bad-specialist");
+    wire_put_str(w, FIELD_SPECIALIST, "Robert'); DROP TABLE tasks;--");
     s_send_writer(push, w);
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", "unknown-specialist");
-    wire_put_str(w, "specialist", "nobody-agent");
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, "unknown-specialist");
+    wire_put_str(w, FIELD_SPECIALIST, "nobody-agent");
     s_send_writer(push, w);
-    wire_writer_start(w, "task"); /* a broker->worker message sent to the broker */
-    wire_put_str(w, "worker", "x");
+    wire_writer_start(w, MSG_TASK); /* a broker->worker message sent to the broker */
+    wire_put_str(w, FIELD_WORKER, "x");
     s_send_writer(push, w);
-    wire_writer_start(w, "result");
-    wire_put_str(w, "worker", "w");
-    wire_put_str(w, "task", "nope");
-    wire_put_int(w, "attempt", 1);
-    wire_put_str(w, "outcome", "maybe");
+    wire_writer_start(w, MSG_RESULT);
+    wire_put_str(w, FIELD_WORKER, "w");
+    wire_put_str(w, FIELD_TASK, "nope");
+    wire_put_int(w, FIELD_ATTEMPT, 1);
+    wire_put_str(w, FIELD_OUTCOME, "maybe");
     s_send_writer(push, w);
     wire_writer_destroy(&w);
 }
@@ -102,8 +104,8 @@ static int s_control_error(client_t *client, const void *data, size_t len, const
     wire_msg_t *reply = NULL;
     int rc = client_request(client, data, len, &reply);
     CHECK_INT(rc, 0);
-    CHECK(reply != NULL && !wire_msg_bool(reply, "ok", true));
-    const char *error = reply ? wire_msg_str(reply, "error", "") : "";
+    CHECK(reply != NULL && !wire_msg_bool(reply, FIELD_OK, true));
+    const char *error = reply ? wire_msg_str(reply, FIELD_ERROR, "") : "";
     if (strstr(error, expect) == NULL) {
         fprintf(stderr, "control error \"%s\" lacks \"%s\"\n", error, expect);
         check_failures++;
@@ -117,25 +119,25 @@ static void s_garbage_control(client_t *client)
     const unsigned char junk[] = {0xc1, 0xff, 0x00};
     s_control_error(client, junk, sizeof junk, "malformed");
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "hello");
-    wire_put_str(w, "worker", "w");
-    wire_put_str(w, "specialist", "x");
-    wire_put_str(w, "endpoint", "ipc:///nowhere");
+    wire_writer_start(w, MSG_HELLO);
+    wire_put_str(w, FIELD_WORKER, "w");
+    wire_put_str(w, FIELD_SPECIALIST, "x");
+    wire_put_str(w, FIELD_ENDPOINT, "ipc:///nowhere");
     size_t len;
     const void *data = wire_writer_data(w, &len);
     s_control_error(client, data, len, "not a control request");
-    wire_writer_start(w, "show_task");
-    wire_put_int(w, "id", 5);
+    wire_writer_start(w, MSG_SHOW_TASK);
+    wire_put_int(w, FIELD_ID, 5);
     data = wire_writer_data(w, &len);
     s_control_error(client, data, len, "field 'id' must be a string");
-    wire_writer_start(w, "show_task");
-    wire_put_str(w, "id", "does-not-exist");
+    wire_writer_start(w, MSG_SHOW_TASK);
+    wire_put_str(w, FIELD_ID, "does-not-exist");
     data = wire_writer_data(w, &len);
     s_control_error(client, data, len, "no task 'does-not-exist'");
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", "ctl-bad");
-    wire_put_str(w, "specialist", "test-agent");
-    wire_put_str(w, "priority", "whenever");
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, "ctl-bad");
+    wire_put_str(w, FIELD_SPECIALIST, "test-agent");
+    wire_put_str(w, FIELD_PRIORITY, "whenever");
     data = wire_writer_data(w, &len);
     s_control_error(client, data, len, "invalid priority 'whenever'");
     /* Over the size cap: refused before decoding. */
@@ -145,7 +147,7 @@ static void s_garbage_control(client_t *client)
     wire_msg_t *reply = NULL;
     client_t *other = client_new(client_endpoint(client), 1000);
     int rc = client_request(other, huge, big, &reply);
-    CHECK(rc != 0 || (reply != NULL && !wire_msg_bool(reply, "ok", true)));
+    CHECK(rc != 0 || (reply != NULL && !wire_msg_bool(reply, FIELD_OK, true)));
     wire_msg_destroy(&reply);
     client_destroy(&other);
     free(huge);
@@ -157,20 +159,20 @@ static void s_garbage_control(client_t *client)
 static bool s_saw_rejection(client_t *client, const char *task_id, const char *reason)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "replay");
-    wire_put_int(w, "since", 0);
-    wire_put_str(w, "topic", task_id ? "task.rejected/" : "message.rejected");
+    wire_writer_start(w, MSG_REPLAY);
+    wire_put_int(w, FIELD_SINCE, 0);
+    wire_put_str(w, FIELD_TOPIC, task_id ? "task.rejected/" : "message.rejected");
     wire_msg_t *reply = NULL;
     client_call(client, w, &reply);
     wire_writer_destroy(&w);
-    const msgpack_object *events = reply ? wire_msg_object(reply, "data") : NULL;
+    const msgpack_object *events = reply ? wire_msg_object(reply, FIELD_DATA) : NULL;
     bool found = false;
     for (uint32_t i = 0; events && i < events->via.array.size; i++) {
         const msgpack_object *event = &events->via.array.ptr[i];
         char id_buf[64], error_buf[512];
-        const char *id = wire_obj_str(wire_map_get(event, "task"), id_buf, sizeof id_buf, "");
+        const char *id = wire_obj_str(wire_map_get(event, FIELD_TASK), id_buf, sizeof id_buf, "");
         const char *error =
-            wire_obj_str(wire_map_get(event, "error"), error_buf, sizeof error_buf, "");
+            wire_obj_str(wire_map_get(event, FIELD_ERROR), error_buf, sizeof error_buf, "");
         if (strcmp(id, task_id ? task_id : "") == 0 && strstr(error, reason) != NULL)
             found = true;
     }
@@ -182,18 +184,18 @@ static bool s_saw_rejection(client_t *client, const char *task_id, const char *r
 static int s_garbage_events(client_t *client, int64_t *coalesced)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "replay");
-    wire_put_int(w, "since", 0);
-    wire_put_str(w, "topic", "message.rejected");
-    wire_put_int(w, "limit", 1000);
+    wire_writer_start(w, MSG_REPLAY);
+    wire_put_int(w, FIELD_SINCE, 0);
+    wire_put_str(w, FIELD_TOPIC, "message.rejected");
+    wire_put_int(w, FIELD_LIMIT, 1000);
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(client, w, &reply), 0);
     wire_writer_destroy(&w);
-    const msgpack_object *events = reply ? wire_msg_object(reply, "data") : NULL;
+    const msgpack_object *events = reply ? wire_msg_object(reply, FIELD_DATA) : NULL;
     int n = events && events->type == MSGPACK_OBJECT_ARRAY ? (int)events->via.array.size : 0;
     *coalesced = 0;
     for (int i = 0; i < n; i++) {
-        const msgpack_object *c = wire_map_get(&events->via.array.ptr[i], "coalesced");
+        const msgpack_object *c = wire_map_get(&events->via.array.ptr[i], FIELD_COALESCED);
         if (c != NULL && c->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
             *coalesced += (int64_t)c->via.u64;
     }
@@ -205,12 +207,12 @@ static int s_garbage_events(client_t *client, int64_t *coalesced)
 static int64_t s_malformed_count(client_t *client)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "stats");
+    wire_writer_start(w, MSG_STATS);
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(client, w, &reply), 0);
     wire_writer_destroy(&w);
-    const msgpack_object *count = wire_map_get(
-        wire_map_get(reply ? wire_msg_object(reply, "data") : NULL, "rejected"), "malformed");
+    const msgpack_object *count = wire_map_get_key(
+        wire_map_get(reply ? wire_msg_object(reply, FIELD_DATA) : NULL, FIELD_REJECTED), "malformed");
     int64_t n = count != NULL && count->type == MSGPACK_OBJECT_POSITIVE_INTEGER
                     ? (int64_t)count->via.u64
                     : -1;
@@ -251,11 +253,11 @@ static void s_issue_submit(wire_writer_t *w, const char *id, size_t issue_len)
     char issue[512];
     memset(issue, 'i', issue_len);
     issue[issue_len] = '\0';
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", id);
-    wire_put_str(w, "specialist", "test-agent");
-    wire_open_map(w, "payload");
-    wire_put_str(w, "issueId", issue);
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, id);
+    wire_put_str(w, FIELD_SPECIALIST, "test-agent");
+    wire_open_map(w, FIELD_PAYLOAD);
+    wire_put_str(w, FIELD_ISSUE_ID, issue);
     wire_close(w);
 }
 
@@ -263,14 +265,14 @@ static void s_issue_submit(wire_writer_t *w, const char *id, size_t issue_len)
 static bool s_task_unknown(client_t *client, const char *id)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "show_task");
-    wire_put_str(w, "id", id);
+    wire_writer_start(w, MSG_SHOW_TASK);
+    wire_put_str(w, FIELD_ID, id);
     size_t len;
     const void *data = wire_writer_data(w, &len);
     wire_msg_t *reply = NULL;
     int rc = client_request(client, data, len, &reply);
-    bool unknown = rc == 0 && !wire_msg_bool(reply, "ok", true) &&
-                   strcmp(wire_msg_str(reply, "code", ""), "not_found") == 0;
+    bool unknown = rc == 0 && !wire_msg_bool(reply, FIELD_OK, true) &&
+                   strcmp(wire_msg_str(reply, FIELD_CODE, ""), "not_found") == 0;
     wire_msg_destroy(&reply);
     wire_writer_destroy(&w);
     return unknown;
@@ -295,8 +297,8 @@ static int s_on_queued(const wire_msg_t *event, const void *raw, size_t len, voi
     (void)raw;
     (void)len;
     bool *seen = arg;
-    if (strcmp(wire_msg_str(event, "task", ""), "issue-at-cap") == 0 &&
-        strlen(wire_msg_str(event, "issue", "")) == 128)
+    if (strcmp(wire_msg_str(event, FIELD_TASK, ""), "issue-at-cap") == 0 &&
+        strlen(wire_msg_str(event, FIELD_ISSUE, "")) == 128)
         *seen = true;
     return 0;
 }
@@ -311,9 +313,9 @@ static void test_issue_cap(client_t *client, void *push)
     const void *data = wire_writer_data(w, &len);
     wire_msg_t *reply = NULL;
     CHECK_INT(client_request(client, data, len, &reply), 0);
-    CHECK(reply != NULL && !wire_msg_bool(reply, "ok", true));
-    CHECK_STR(reply ? wire_msg_str(reply, "code", "") : NULL, "too_big");
-    const char *error = reply ? wire_msg_str(reply, "error", "") : "";
+    CHECK(reply != NULL && !wire_msg_bool(reply, FIELD_OK, true));
+    CHECK_STR(reply ? wire_msg_str(reply, FIELD_CODE, "") : NULL, "too_big");
+    const char *error = reply ? wire_msg_str(reply, FIELD_ERROR, "") : "";
     if (strstr(error, "payload.issueId") == NULL || strstr(error, "128-byte cap") == NULL) {
         fprintf(stderr, "control error \"%s\" does not name payload.issueId's 128-byte cap\n",
                 error);
@@ -333,7 +335,7 @@ static void test_issue_cap(client_t *client, void *push)
     s_issue_submit(w, "issue-at-cap", 128);
     data = wire_writer_data(w, &len);
     CHECK_INT(client_request(client, data, len, &reply), 0);
-    CHECK(reply != NULL && wire_msg_bool(reply, "ok", false));
+    CHECK(reply != NULL && wire_msg_bool(reply, FIELD_OK, false));
     wire_msg_destroy(&reply);
     char state[32];
     CHECK_STR(testbroker_state(client, "issue-at-cap", state, sizeof state), "queued");
@@ -350,10 +352,10 @@ static void test_issue_cap(client_t *client, void *push)
 static void s_hello(void *push, const char *worker, const char *specialist, const char *endpoint)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "hello");
-    wire_put_str(w, "worker", worker);
-    wire_put_str(w, "specialist", specialist);
-    wire_put_str(w, "endpoint", endpoint);
+    wire_writer_start(w, MSG_HELLO);
+    wire_put_str(w, FIELD_WORKER, worker);
+    wire_put_str(w, FIELD_SPECIALIST, specialist);
+    wire_put_str(w, FIELD_ENDPOINT, endpoint);
     s_send_writer(push, w);
     wire_writer_destroy(&w);
 }
@@ -468,12 +470,12 @@ int main(void)
     CHECK(s_saw_rejection(client, "ctl-bad", "invalid priority 'whenever'"));
 
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "stats");
+    wire_writer_start(w, MSG_STATS);
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(client, w, &reply), 0);
-    const msgpack_object *rejected = wire_map_get(wire_map_get(wire_msg_object(reply, "data"), "rejected"), "malformed");
+    const msgpack_object *rejected = wire_map_get_key(wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_REJECTED), "malformed");
     CHECK(rejected != NULL && rejected->via.u64 >= 6);
-    const msgpack_object *invalid = wire_map_get(wire_map_get(wire_msg_object(reply, "data"), "rejected"), "invalid submit");
+    const msgpack_object *invalid = wire_map_get_key(wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_REJECTED), "invalid_submit");
     CHECK(invalid != NULL && invalid->via.u64 >= 4);
     wire_msg_destroy(&reply);
     wire_writer_destroy(&w);

@@ -81,8 +81,8 @@ static int s_count(const wire_msg_t *event, const void *raw, size_t len, void *a
     (void)raw;
     (void)len;
     tally_t *tally = arg;
-    const char *task = wire_msg_str(event, "task", "");
-    if (strcmp(wire_msg_str(event, "event", ""), "task.done") == 0 &&
+    const char *task = wire_msg_str(event, FIELD_TASK, "");
+    if (strcmp(wire_msg_str(event, FIELD_EVENT, ""), "task.done") == 0 &&
         strncmp(task, "chaos-", 6) == 0) {
         int index = atoi(task + 6);
         if (index >= 0 && index < TASKS)

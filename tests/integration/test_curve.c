@@ -27,7 +27,7 @@ static bool s_stats_answered(testenv_t *env, zcert_t *own, const char *server_ke
     }
     zsock_connect(req, "%s", env->control_ep);
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "stats");
+    wire_writer_start(w, MSG_STATS);
     size_t len;
     const void *data = wire_writer_data(w, &len);
     zframe_t *frame = zframe_new(data, len);
@@ -47,9 +47,9 @@ static bool s_stranger_heard(testenv_t *env, const char *id)
     zsock_t *push = zsock_new_push(env->in_ep);
     zsock_set_linger(push, 0);
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", id);
-    wire_put_str(w, "specialist", "test-agent");
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, id);
+    wire_put_str(w, FIELD_SPECIALIST, "test-agent");
     size_t len;
     const void *data = wire_writer_data(w, &len);
     zframe_t *frame = zframe_new(data, len);
@@ -148,11 +148,11 @@ int main(void)
     CHECK_STR(testbroker_state(client, "from-a-stranger", state, sizeof state), "");
     /* ... and the broker counted the handshakes it refused. */
     wire_writer_t *stats = wire_writer_new();
-    wire_writer_start(stats, "stats");
+    wire_writer_start(stats, MSG_STATS);
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(client, stats, &reply), 0);
-    const msgpack_object *refused = wire_map_get(
-        wire_map_get(reply ? wire_msg_object(reply, "data") : NULL, "rejected"),
+    const msgpack_object *refused = wire_map_get_key(
+        wire_map_get(reply ? wire_msg_object(reply, FIELD_DATA) : NULL, FIELD_REJECTED),
         "unauthenticated");
     CHECK(refused != NULL && refused->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
           refused->via.u64 >= 3);
@@ -212,11 +212,11 @@ int main(void)
         }
         zsock_connect(push, "%s", bind);
         wire_writer_t *w = wire_writer_new();
-        wire_writer_start(w, "task");
-        wire_put_str(w, "worker", "w1");
-        wire_put_str(w, "id", keyed ? "stray-keyed" : "stray-plain");
-        wire_put_int(w, "attempt", 1);
-        wire_put_str(w, "specialist", "echo-agent");
+        wire_writer_start(w, MSG_TASK);
+        wire_put_str(w, FIELD_WORKER, "w1");
+        wire_put_str(w, FIELD_ID, keyed ? "stray-keyed" : "stray-plain");
+        wire_put_int(w, FIELD_ATTEMPT, 1);
+        wire_put_str(w, FIELD_SPECIALIST, "echo-agent");
         size_t len;
         const void *data = wire_writer_data(w, &len);
         zframe_t *frame = zframe_new(data, len);

@@ -159,14 +159,14 @@ static void s_submit(const char *id, const char *branch, const char *group, int 
                      const char *issue)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", id);
-    wire_put_str(w, "specialist", "merge-agent");
-    wire_put_str(w, "title", id);
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, id);
+    wire_put_str(w, FIELD_SPECIALIST, "merge-agent");
+    wire_put_str(w, FIELD_TITLE, id);
     if (group[0] != '\0')
-        wire_put_str(w, "group", group);
+        wire_put_str(w, FIELD_GROUP, group);
     if (timeout_s > 0)
-        wire_put_int(w, "timeout_s", timeout_s);
+        wire_put_int(w, FIELD_TIMEOUT_S, timeout_s);
     json_t *payload =
         json_pack("{s:s, s:s, s:s}", "workspace", s_repos.user, "branch", branch, "target", "main");
     if (issue != NULL)

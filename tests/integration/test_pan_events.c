@@ -26,10 +26,10 @@ static bool s_work_one_task(testenv_t *env)
     CHECK(zsock_bind(pull, "%s", endpoint) == 0);
     CHECK(zsock_connect(push, "%s", env->in_ep) == 0);
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "hello");
-    wire_put_str(writer, "worker", "w-events");
-    wire_put_str(writer, "specialist", "merge-agent");
-    wire_put_str(writer, "endpoint", endpoint);
+    wire_writer_start(writer, MSG_HELLO);
+    wire_put_str(writer, FIELD_WORKER, "w-events");
+    wire_put_str(writer, FIELD_SPECIALIST, "merge-agent");
+    wire_put_str(writer, FIELD_ENDPOINT, endpoint);
     size_t len;
     const void *data = wire_writer_data(writer, &len);
     zmq_send(zsock_resolve(push), data, len, 0);
@@ -39,16 +39,16 @@ static bool s_work_one_task(testenv_t *env)
     zframe_t *frame = zframe_recv(pull);
     wire_msg_t *task = NULL;
     if (frame != NULL && wire_decode(zframe_data(frame), zframe_size(frame), &task) == 0 &&
-        strcmp(wire_msg_type(task), "task") == 0) {
+        wire_msg_type(task) == MSG_TASK) {
         worked = true;
-        wire_writer_start(writer, "result");
-        wire_put_str(writer, "worker", "w-events");
-        wire_put_str(writer, "task", wire_msg_str(task, "id", ""));
-        wire_put_int(writer, "attempt", wire_msg_int(task, "attempt", 1));
-        wire_put_str(writer, "outcome", "done");
-        wire_open_map(writer, "result");
-        wire_put_str(writer, "MERGE_RESULT", "SUCCESS");
-        wire_put_int(writer, "FILES", 2);
+        wire_writer_start(writer, MSG_RESULT);
+        wire_put_str(writer, FIELD_WORKER, "w-events");
+        wire_put_str(writer, FIELD_TASK, wire_msg_str(task, FIELD_ID, ""));
+        wire_put_int(writer, FIELD_ATTEMPT, wire_msg_int(task, FIELD_ATTEMPT, 1));
+        wire_put_str(writer, FIELD_OUTCOME, "done");
+        wire_open_map(writer, FIELD_RESULT);
+        wire_put_key_str(writer, "MERGE_RESULT", "SUCCESS");
+        wire_put_key_int(writer, "FILES", 2);
         wire_close(writer);
         data = wire_writer_data(writer, &len);
         zmq_send(zsock_resolve(push), data, len, 0);
@@ -239,15 +239,15 @@ static int s_collect(const wire_msg_t *event, const void *raw, size_t len, void 
     (void)len;
     collected_t *got = arg;
     if (got->count < 64) {
-        got->seqs[got->count] = wire_msg_int(event, "seq", -1);
+        got->seqs[got->count] = wire_msg_int(event, FIELD_SEQ, -1);
         snprintf(got->tasks[got->count], sizeof got->tasks[0], "%s",
-                 wire_msg_str(event, "task", ""));
+                 wire_msg_str(event, FIELD_TASK, ""));
         got->count++;
     }
-    const char *task = wire_msg_str(event, "task", "");
+    const char *task = wire_msg_str(event, FIELD_TASK, "");
     if (strcmp(task, "late-c") == 0) {
         /* The replay is over: what happens now must come through the live stream. */
-        client_task_t submit = {.id = "late-d", .specialist = "test-agent"};
+        submit_t submit = {.id = "late-d", .specialist = "test-agent"};
         wire_msg_t *reply = NULL;
         CHECK_INT(client_submit(got->submitter, &submit, NULL, 0, &reply), 0);
         wire_msg_destroy(&reply);
@@ -267,10 +267,10 @@ static void test_late_subscriber(testenv_t *env)
     json_decref(stats);
     snprintf(since_text, sizeof since_text, "%lld", (long long)since);
     for (int i = 0; i < 3; i++) {
-        client_task_t task = {.id = ids[i], .specialist = "test-agent", .priority = "low"};
+        submit_t task = {.id = ids[i], .specialist = "test-agent", .priority = "low"};
         wire_msg_t *reply = NULL;
         CHECK_INT(client_submit(control, &task, NULL, 0, &reply), 0);
-        CHECK_STR(wire_msg_str(reply, "type", "reply"), "reply");
+        CHECK_STR(wire_msg_str(reply, FIELD_TYPE, "reply"), "reply");
         wire_msg_destroy(&reply);
     }
     /* Subscribed only now: a-c come from the replay, d from the live stream. */
@@ -310,8 +310,8 @@ static int s_count(const wire_msg_t *event, const void *raw, size_t len, void *a
     (void)raw;
     (void)len;
     counted_t *counted = arg;
-    int64_t seq = wire_msg_int(event, "seq", -1);
-    CHECK_STR(wire_msg_str(event, "event", ""), "task.queued");
+    int64_t seq = wire_msg_int(event, FIELD_SEQ, -1);
+    CHECK_STR(wire_msg_str(event, FIELD_EVENT, ""), "task.queued");
     if (seq <= counted->last)
         counted->ordered = false;
     counted->last = seq;
@@ -352,8 +352,8 @@ static void test_replay_paging(testenv_t *env)
     for (int i = 0; i < total; i++) {
         char id[32];
         snprintf(id, sizeof id, "bulk-%d", i);
-        client_task_t task = {.id = id, .specialist = "review-agent", .priority = "low"};
-        client_task_encode(writer, &task);
+        submit_t task = {.id = id, .specialist = "review-agent", .priority = "low"};
+        submit_encode(writer, &task);
         size_t len;
         const void *data = wire_writer_data(writer, &len);
         CHECK(zmq_send(zsock_resolve(push), data, len, 0) == (int)len);
@@ -393,7 +393,7 @@ static void test_client_timeout(testenv_t *env)
     client_t *client = client_new(endpoint, 300);
     for (int round = 0; round < 2; round++) {
         wire_writer_t *writer = wire_writer_new();
-        wire_writer_start(writer, "stats");
+        wire_writer_start(writer, MSG_STATS);
         wire_msg_t *reply = NULL;
         int64_t start = clock_now_ms();
         CHECK_INT(client_call(client, writer, &reply), FAILURE_TIMEOUT);

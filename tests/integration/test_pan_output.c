@@ -67,11 +67,11 @@ static void test_invalid_utf8(testenv_t *env)
     client_t *control = client_new(env->control_ep, 3000);
     wire_writer_t *payload = wire_writer_new();
     wire_writer_start_map(payload);
-    wire_put_str(payload, "note", "n\xFEte");
+    wire_put_key_str(payload, "note", "n\xFEte");
     wire_close(payload);
     size_t payload_len;
     const void *payload_data = wire_writer_data(payload, &payload_len);
-    client_task_t task = {.id = "utf-bad",
+    submit_t task = {.id = "utf-bad",
                           .specialist = "test-agent",
                           .title = "bad \xFF title",
                           .payload = payload_data,
@@ -158,13 +158,13 @@ static void test_queue_truncated(testenv_t *env)
     memset(blob, 'b', BIG_PAYLOAD_BYTES);
     wire_writer_t *payload = wire_writer_new();
     wire_writer_start_map(payload);
-    wire_put_strn(payload, "blob", blob, BIG_PAYLOAD_BYTES);
+    wire_put_key_strn(payload, "blob", blob, BIG_PAYLOAD_BYTES);
     size_t payload_len;
     const void *payload_data = wire_writer_data(payload, &payload_len);
     for (int i = 0; i < BIG_TASKS; i++) {
         char id[32];
         snprintf(id, sizeof id, "heavy-%d", i);
-        client_task_t task = {.id = id,
+        submit_t task = {.id = id,
                               .specialist = "review-agent",
                               .priority = i == 0 ? "urgent" : "low",
                               .payload = payload_data,

@@ -55,17 +55,17 @@ static void s_worker_start(big_worker_t *worker, testenv_t *env, const char *spe
     worker->writer = wire_writer_new();
     worker->big = malloc(BIG_RESULT_BYTES);
     memset(worker->big, 'x', BIG_RESULT_BYTES);
-    wire_writer_start(worker->writer, "hello");
-    wire_put_str(worker->writer, "worker", "w-big");
-    wire_put_str(worker->writer, "specialist", specialist);
-    wire_put_str(worker->writer, "endpoint", endpoint);
+    wire_writer_start(worker->writer, MSG_HELLO);
+    wire_put_str(worker->writer, FIELD_WORKER, "w-big");
+    wire_put_str(worker->writer, FIELD_SPECIALIST, specialist);
+    wire_put_str(worker->writer, FIELD_ENDPOINT, endpoint);
     s_send(worker);
 }
 
 static void s_worker_stop(big_worker_t *worker)
 {
-    wire_writer_start(worker->writer, "bye");
-    wire_put_str(worker->writer, "worker", "w-big");
+    wire_writer_start(worker->writer, MSG_BYE);
+    wire_put_str(worker->writer, FIELD_WORKER, "w-big");
     s_send(worker);
     zsock_destroy(&worker->pull);
     zsock_destroy(&worker->push);
@@ -81,8 +81,8 @@ static int s_worker_run(big_worker_t *worker, int count, const char *changes_id)
     int done = 0;
     int64_t deadline = clock_now_ms() + 20000;
     while (done < count && clock_now_ms() < deadline) {
-        wire_writer_start(worker->writer, "heartbeat");
-        wire_put_str(worker->writer, "worker", "w-big");
+        wire_writer_start(worker->writer, MSG_HEARTBEAT);
+        wire_put_str(worker->writer, FIELD_WORKER, "w-big");
         s_send(worker);
         zmq_pollitem_t item = {zsock_resolve(worker->pull), 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&item, 1, 200) <= 0)
@@ -90,17 +90,17 @@ static int s_worker_run(big_worker_t *worker, int count, const char *changes_id)
         zframe_t *frame = zframe_recv(worker->pull);
         wire_msg_t *task = NULL;
         if (frame != NULL && wire_decode(zframe_data(frame), zframe_size(frame), &task) == 0 &&
-            strcmp(wire_msg_type(task), "task") == 0) {
-            const char *id = wire_msg_str(task, "id", "");
-            wire_writer_start(worker->writer, "result");
-            wire_put_str(worker->writer, "worker", "w-big");
-            wire_put_str(worker->writer, "task", id);
-            wire_put_int(worker->writer, "attempt", wire_msg_int(task, "attempt", 1));
-            wire_put_str(worker->writer, "outcome", "done");
-            wire_open_map(worker->writer, "result");
-            wire_put_str(worker->writer, "REVIEW_RESULT",
+            wire_msg_type(task) == MSG_TASK) {
+            const char *id = wire_msg_str(task, FIELD_ID, "");
+            wire_writer_start(worker->writer, MSG_RESULT);
+            wire_put_str(worker->writer, FIELD_WORKER, "w-big");
+            wire_put_str(worker->writer, FIELD_TASK, id);
+            wire_put_int(worker->writer, FIELD_ATTEMPT, wire_msg_int(task, FIELD_ATTEMPT, 1));
+            wire_put_str(worker->writer, FIELD_OUTCOME, "done");
+            wire_open_map(worker->writer, FIELD_RESULT);
+            wire_put_str(worker->writer, FIELD_REVIEW_RESULT,
                          strcmp(id, changes_id) == 0 ? "CHANGES_REQUESTED" : "APPROVED");
-            wire_put_strn(worker->writer, "BIG", worker->big, BIG_RESULT_BYTES);
+            wire_put_key_strn(worker->writer, "BIG", worker->big, BIG_RESULT_BYTES);
             wire_close(worker->writer);
             s_send(worker);
             done++;
@@ -173,7 +173,7 @@ static int s_on_review(const wire_msg_t *event, const void *raw, size_t len, voi
     (void)len;
     reviews_seen_t *seen = arg;
     seen->count++;
-    snprintf(seen->last_task, sizeof seen->last_task, "%s", wire_msg_str(event, "task", ""));
+    snprintf(seen->last_task, sizeof seen->last_task, "%s", wire_msg_str(event, FIELD_TASK, ""));
     return 0;
 }
 
@@ -199,16 +199,16 @@ static void test_big_reviews(testenv_t *env)
     /* The broker marks the cut page. */
     client_t *control = client_new(env->control_ep, 5000);
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "replay");
-    wire_put_int(writer, "since", since);
-    wire_put_str(writer, "topic", "task.done/review-agent");
-    wire_put_int(writer, "limit", CLIENT_REPLAY_PAGE);
+    wire_writer_start(writer, MSG_REPLAY);
+    wire_put_int(writer, FIELD_SINCE, since);
+    wire_put_str(writer, FIELD_TOPIC, "task.done/review-agent");
+    wire_put_int(writer, FIELD_LIMIT, CLIENT_REPLAY_PAGE);
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(control, writer, &reply), 0);
-    const msgpack_object *data = wire_msg_object(reply, "data");
+    const msgpack_object *data = wire_msg_object(reply, FIELD_DATA);
     CHECK(data != NULL && data->type == MSGPACK_OBJECT_ARRAY);
     CHECK(data != NULL && data->via.array.size > 0 && data->via.array.size < REVIEWS);
-    CHECK(wire_msg_bool(reply, "truncated", false));
+    CHECK(wire_msg_bool(reply, FIELD_TRUNCATED, false));
     wire_msg_destroy(&reply);
     wire_writer_destroy(&writer);
 
@@ -250,21 +250,21 @@ static void s_fake_broker_answer(zsock_t *router)
     zframe_t *empty = zmsg_pop(request);
     zframe_t *body = zmsg_pop(request);
     wire_msg_t *msg = NULL;
-    const char *type = "";
+    int type = -1;
     if (body != NULL && wire_decode(zframe_data(body), zframe_size(body), &msg) == 0)
-        type = wire_msg_type(msg);
+        type = (int)wire_msg_type(msg);
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "reply");
-    if (strcmp(type, "show_task") == 0) {
-        wire_put_bool(w, "ok", false);
-        wire_put_str(w, "code", "not_found");
-        wire_put_str(w, "error", "no such task");
+    wire_writer_start(w, MSG_REPLY);
+    if (type == MSG_SHOW_TASK) {
+        wire_put_bool(w, FIELD_OK, false);
+        wire_put_str(w, FIELD_CODE, "not_found");
+        wire_put_str(w, FIELD_ERROR, "no such task");
     } else {
-        wire_put_bool(w, "ok", true);
-        wire_open_array(w, "data");
+        wire_put_bool(w, FIELD_OK, true);
+        wire_open_array(w, FIELD_DATA);
         wire_close(w);
-        if (strcmp(type, "replay") == 0)
-            wire_put_bool(w, "truncated", true);
+        if (type == MSG_REPLAY)
+            wire_put_bool(w, FIELD_TRUNCATED, true);
     }
     size_t len;
     const void *data = wire_writer_data(w, &len);
@@ -363,8 +363,8 @@ static void test_pan_events_interrupted(testenv_t *env)
     for (int i = 0; i < LONG_TITLES; i++) {
         char id[32];
         snprintf(id, sizeof id, "long-%d", i);
-        client_task_t task = {.id = id, .specialist = "test-agent", .title = title};
-        client_task_encode(writer, &task);
+        submit_t task = {.id = id, .specialist = "test-agent", .title = title};
+        submit_encode(writer, &task);
         size_t len;
         const void *data = wire_writer_data(writer, &len);
         CHECK(zmq_send(zsock_resolve(push), data, len, 0) == (int)len);
@@ -473,9 +473,9 @@ static void test_since_beyond_newest(testenv_t *env)
 static int s_replay_limit(client_t *control, int64_t since, int64_t limit, wire_msg_t **reply)
 {
     wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, "replay");
-    wire_put_int(writer, "since", since);
-    wire_put_int(writer, "limit", limit);
+    wire_writer_start(writer, MSG_REPLAY);
+    wire_put_int(writer, FIELD_SINCE, since);
+    wire_put_int(writer, FIELD_LIMIT, limit);
     int rc = client_call(control, writer, reply);
     wire_writer_destroy(&writer);
     return rc;
@@ -497,8 +497,8 @@ static void test_replay_limits(testenv_t *env)
     for (int i = 0; i < BURST_TASKS; i++) {
         char id[32];
         snprintf(id, sizeof id, "burst-%05d", i);
-        client_task_t task = {.id = id, .specialist = "test-agent"};
-        client_task_encode(writer, &task);
+        submit_t task = {.id = id, .specialist = "test-agent"};
+        submit_encode(writer, &task);
         size_t len;
         const void *data = wire_writer_data(writer, &len);
         CHECK(zmq_send(zsock_resolve(push), data, len, 0) == (int)len);
@@ -510,17 +510,17 @@ static void test_replay_limits(testenv_t *env)
 
     wire_msg_t *reply = NULL;
     CHECK_INT(s_replay_limit(control, since, 2 * REPLAY_PAGE_CAP, &reply), 0);
-    const msgpack_object *data = reply ? wire_msg_object(reply, "data") : NULL;
+    const msgpack_object *data = reply ? wire_msg_object(reply, FIELD_DATA) : NULL;
     CHECK(data != NULL && data->type == MSGPACK_OBJECT_ARRAY);
     CHECK_INT(data != NULL ? (long long)data->via.array.size : -1, REPLAY_PAGE_CAP);
-    CHECK(reply != NULL && wire_msg_bool(reply, "truncated", false));
+    CHECK(reply != NULL && wire_msg_bool(reply, FIELD_TRUNCATED, false));
     wire_msg_destroy(&reply);
 
     /* Asking for exactly the cap is not cut: the page is what was asked for. */
     CHECK_INT(s_replay_limit(control, since, REPLAY_PAGE_CAP, &reply), 0);
-    data = reply ? wire_msg_object(reply, "data") : NULL;
+    data = reply ? wire_msg_object(reply, FIELD_DATA) : NULL;
     CHECK_INT(data != NULL ? (long long)data->via.array.size : -1, REPLAY_PAGE_CAP);
-    CHECK(reply != NULL && !wire_msg_bool(reply, "truncated", false));
+    CHECK(reply != NULL && !wire_msg_bool(reply, FIELD_TRUNCATED, false));
     wire_msg_destroy(&reply);
 
     const int64_t bad_limits[] = {0, -1};

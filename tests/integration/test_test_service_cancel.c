@@ -67,8 +67,8 @@ static void s_cancel(harness_t *h)
     CHECK(s_wait_output(h, "c1"));
     client_t *client = testbroker_client(h->env);
     wire_writer_t *cancel = wire_writer_new();
-    wire_writer_start(cancel, "cancel_task");
-    wire_put_str(cancel, "id", "c1");
+    wire_writer_start(cancel, MSG_CANCEL_TASK);
+    wire_put_str(cancel, FIELD_ID, "c1");
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(client, cancel, &reply), 0);
     wire_msg_destroy(&reply);

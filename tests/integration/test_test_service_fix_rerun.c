@@ -136,8 +136,8 @@ static void s_cancel_before_agent_starts(void)
     CHECK(s_wait_progress(h, "fix3", "asking the agent to fix", 10000));
     client_t *client = testbroker_client(h->env);
     wire_writer_t *cancel = wire_writer_new();
-    wire_writer_start(cancel, "cancel_task");
-    wire_put_str(cancel, "id", "fix3");
+    wire_writer_start(cancel, MSG_CANCEL_TASK);
+    wire_put_str(cancel, FIELD_ID, "fix3");
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(client, cancel, &reply), 0);
     wire_msg_destroy(&reply);

@@ -36,12 +36,12 @@ static const char *const QUICK = "echo \"RAN_BY: quick $CLOISTER_TASK_ID\"\n";
 static void s_submit_grouped(harness_t *h, const char *id, const char *group)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", id);
-    wire_put_str(w, "specialist", "order-agent");
-    wire_put_str(w, "priority", "normal");
-    wire_put_str(w, "title", id);
-    wire_put_str(w, "group", group);
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, id);
+    wire_put_str(w, FIELD_SPECIALIST, "order-agent");
+    wire_put_str(w, FIELD_PRIORITY, "normal");
+    wire_put_str(w, FIELD_TITLE, id);
+    wire_put_str(w, FIELD_GROUP, group);
     size_t len = 0;
     const void *data = wire_writer_data(w, &len);
     CHECK(zmq_send(h->push, data, len, 0) == (int)len);

@@ -132,15 +132,15 @@ static inline void harness_submit(harness_t *h, const char *id, const char *spec
                            const char *payload_json)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", id);
-    wire_put_str(w, "specialist", specialist);
-    wire_put_str(w, "priority", priority);
-    wire_put_str(w, "title", id);
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, id);
+    wire_put_str(w, FIELD_SPECIALIST, specialist);
+    wire_put_str(w, FIELD_PRIORITY, priority);
+    wire_put_str(w, FIELD_TITLE, id);
     if (timeout_s > 0)
-        wire_put_int(w, "timeout_s", timeout_s);
+        wire_put_int(w, FIELD_TIMEOUT_S, timeout_s);
     if (max_attempts > 0)
-        wire_put_int(w, "max_attempts", max_attempts);
+        wire_put_int(w, FIELD_MAX_ATTEMPTS, max_attempts);
     if (payload_json != NULL) {
         json_t *payload = json_loads(payload_json, 0, NULL);
         CHECK(payload != NULL);

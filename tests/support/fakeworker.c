@@ -60,76 +60,76 @@ static void s_send(fakeworker_t *self)
     zmq_send(self->push, data, len, 0);
 }
 
-static void s_start(fakeworker_t *self, const char *type)
+static void s_start(fakeworker_t *self, msg_type_t type)
 {
     wire_writer_start(self->w, type);
-    wire_put_str(self->w, "worker", self->id);
+    wire_put_str(self->w, FIELD_WORKER, self->id);
 }
 
 void fakeworker_hello(fakeworker_t *self, const char *task, int attempt)
 {
-    s_start(self, "hello");
-    wire_put_str(self->w, "specialist", self->specialist);
-    wire_put_str(self->w, "endpoint", self->endpoint);
-    wire_put_int(self->w, "pid", getpid());
+    s_start(self, MSG_HELLO);
+    wire_put_str(self->w, FIELD_SPECIALIST, self->specialist);
+    wire_put_str(self->w, FIELD_ENDPOINT, self->endpoint);
+    wire_put_int(self->w, FIELD_PID, getpid());
     if (task != NULL) {
-        wire_put_str(self->w, "task", task);
-        wire_put_int(self->w, "attempt", attempt);
+        wire_put_str(self->w, FIELD_TASK, task);
+        wire_put_int(self->w, FIELD_ATTEMPT, attempt);
     }
     s_send(self);
 }
 
 void fakeworker_heartbeat(fakeworker_t *self, const char *task, int attempt)
 {
-    s_start(self, "heartbeat");
+    s_start(self, MSG_HEARTBEAT);
     if (task != NULL) {
-        wire_put_str(self->w, "task", task);
-        wire_put_int(self->w, "attempt", attempt);
+        wire_put_str(self->w, FIELD_TASK, task);
+        wire_put_int(self->w, FIELD_ATTEMPT, attempt);
     }
     s_send(self);
 }
 
 void fakeworker_progress(fakeworker_t *self, const char *task, int attempt, const char *text)
 {
-    s_start(self, "progress");
-    wire_put_str(self->w, "task", task);
-    wire_put_int(self->w, "attempt", attempt);
-    wire_put_str(self->w, "text", text);
-    wire_put_str(self->w, "kind", "info");
+    s_start(self, MSG_PROGRESS);
+    wire_put_str(self->w, FIELD_TASK, task);
+    wire_put_int(self->w, FIELD_ATTEMPT, attempt);
+    wire_put_str(self->w, FIELD_TEXT, text);
+    wire_put_str(self->w, FIELD_KIND, "info");
     s_send(self);
 }
 
 void fakeworker_result(fakeworker_t *self, const char *task, int attempt, const char *outcome,
                        const char *error, const void *next_raw, size_t next_len)
 {
-    s_start(self, "result");
-    wire_put_str(self->w, "task", task);
-    wire_put_int(self->w, "attempt", attempt);
-    wire_put_str(self->w, "outcome", outcome);
-    wire_put_str(self->w, "error", error);
-    wire_open_map(self->w, "result");
-    wire_put_str(self->w, "RESULT", outcome);
+    s_start(self, MSG_RESULT);
+    wire_put_str(self->w, FIELD_TASK, task);
+    wire_put_int(self->w, FIELD_ATTEMPT, attempt);
+    wire_put_str(self->w, FIELD_OUTCOME, outcome);
+    wire_put_str(self->w, FIELD_ERROR, error);
+    wire_open_map(self->w, FIELD_RESULT);
+    wire_put_key_str(self->w, "RESULT", outcome);
     wire_close(self->w);
-    wire_put_raw(self->w, "next", next_raw, next_len);
+    wire_put_raw(self->w, FIELD_NEXT, next_raw, next_len);
     s_send(self);
 }
 
 void fakeworker_release(fakeworker_t *self, const char *task, int attempt)
 {
-    s_start(self, "release");
-    wire_put_str(self->w, "task", task);
-    wire_put_int(self->w, "attempt", attempt);
-    wire_put_str(self->w, "reason", "test release");
+    s_start(self, MSG_RELEASE);
+    wire_put_str(self->w, FIELD_TASK, task);
+    wire_put_int(self->w, FIELD_ATTEMPT, attempt);
+    wire_put_str(self->w, FIELD_REASON, "test release");
     s_send(self);
 }
 
 void fakeworker_bye(fakeworker_t *self)
 {
-    s_start(self, "bye");
+    s_start(self, MSG_BYE);
     s_send(self);
 }
 
-wire_msg_t *fakeworker_expect(fakeworker_t *self, const char *type, int timeout_ms,
+wire_msg_t *fakeworker_expect(fakeworker_t *self, msg_type_t type, int timeout_ms,
                               const char *holding, int holding_attempt)
 {
     int64_t deadline = clock_now_ms() + timeout_ms;
@@ -155,7 +155,7 @@ wire_msg_t *fakeworker_expect(fakeworker_t *self, const char *type, int timeout_
         wire_msg_t *decoded = NULL;
         wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &decoded);
         zmq_msg_close(&msg);
-        if (decoded != NULL && strcmp(wire_msg_type(decoded), type) == 0)
+        if (decoded != NULL && wire_msg_type(decoded) == type)
             return decoded;
         wire_msg_destroy(&decoded);
     }

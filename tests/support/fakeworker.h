@@ -31,7 +31,7 @@ void fakeworker_bye(fakeworker_t *self);
 /* Waits up to timeout_ms for a message of `type` ("task", "ack", "cancel"; pings are
  * skipped unless asked for). Returns it (caller owns) or NULL. Keeps heartbeating with
  * `holding` (NULL = idle) every 50 ms while it waits, so the broker does not lose it. */
-wire_msg_t *fakeworker_expect(fakeworker_t *self, const char *type, int timeout_ms,
+wire_msg_t *fakeworker_expect(fakeworker_t *self, msg_type_t type, int timeout_ms,
                               const char *holding, int holding_attempt);
 
 #endif

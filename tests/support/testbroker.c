@@ -20,7 +20,7 @@ pid_t testbroker_start(testenv_t *env, int heartbeat_ms, const char *sync)
     client_t *client = client_new(env->control_ep, 200);
     for (int i = 0; i < 25; i++) {
         wire_writer_t *w = wire_writer_new();
-        wire_writer_start(w, "stats");
+        wire_writer_start(w, MSG_STATS);
         wire_msg_t *reply = NULL;
         int rc = client_call(client, w, &reply);
         wire_writer_destroy(&w);
@@ -43,7 +43,7 @@ client_t *testbroker_client(testenv_t *env)
 int testbroker_submit(client_t *client, const char *id, const char *specialist,
                       const char *priority, const char *group)
 {
-    client_task_t task = {.id = id, .specialist = specialist, .priority = priority,
+    submit_t task = {.id = id, .specialist = specialist, .priority = priority,
                           .group = group, .title = id};
     wire_msg_t *reply = NULL;
     int rc = client_submit(client, &task, NULL, 0, &reply);
@@ -51,7 +51,7 @@ int testbroker_submit(client_t *client, const char *id, const char *specialist,
     return rc;
 }
 
-static wire_msg_t *s_request(client_t *client, const char *type, const char *key, const char *value)
+static wire_msg_t *s_request(client_t *client, msg_type_t type, field_t key, const char *value)
 {
     wire_writer_t *w = wire_writer_new();
     wire_writer_start(w, type);
@@ -65,9 +65,9 @@ static wire_msg_t *s_request(client_t *client, const char *type, const char *key
 const char *testbroker_state(client_t *client, const char *id, char *buf, size_t size)
 {
     buf[0] = '\0';
-    wire_msg_t *reply = s_request(client, "show_task", "id", id);
+    wire_msg_t *reply = s_request(client, MSG_SHOW_TASK, FIELD_ID, id);
     if (reply != NULL)
-        wire_obj_str(wire_map_get(wire_msg_object(reply, "data"), "state"), buf, size, "");
+        wire_obj_str(wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_STATE), buf, size, "");
     wire_msg_destroy(&reply);
     return buf;
 }
@@ -75,12 +75,12 @@ const char *testbroker_state(client_t *client, const char *id, char *buf, size_t
 const char *testbroker_queue(client_t *client, const char *specialist, char *buf, size_t size)
 {
     buf[0] = '\0';
-    wire_msg_t *reply = s_request(client, "list_queue", "specialist", specialist);
-    const msgpack_object *data = reply ? wire_msg_object(reply, "data") : NULL;
+    wire_msg_t *reply = s_request(client, MSG_LIST_QUEUE, FIELD_SPECIALIST, specialist);
+    const msgpack_object *data = reply ? wire_msg_object(reply, FIELD_DATA) : NULL;
     size_t used = 0;
     for (uint32_t i = 0; data && data->type == MSGPACK_OBJECT_ARRAY && i < data->via.array.size; i++) {
         char id[160];
-        wire_obj_str(wire_map_get(&data->via.array.ptr[i], "id"), id, sizeof id, "?");
+        wire_obj_str(wire_map_get(&data->via.array.ptr[i], FIELD_ID), id, sizeof id, "?");
         int n = snprintf(buf + used, size - used, "%s%s", used ? " " : "", id);
         if (n < 0 || (size_t)n >= size - used)
             break;

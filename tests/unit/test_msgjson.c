@@ -60,16 +60,16 @@ static void test_strings(void)
 static void test_objects(void)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "event");
-    wire_put_str(w, "title", "bad \xFF title");
-    wire_put_str(w, "k\xFE" "y", "value");
-    wire_open_array(w, "lines");
-    wire_put_str(w, NULL, "fine");
-    wire_put_str(w, NULL, "\xC3");
+    wire_writer_start(w, MSG_EVENT);
+    wire_put_str(w, FIELD_TITLE, "bad \xFF title");
+    wire_put_key_str(w, "k\xFE" "y", "value");
+    wire_open_array_key(w, "lines");
+    wire_put_key_str(w, NULL, "fine");
+    wire_put_key_str(w, NULL, "\xC3");
     wire_close(w);
-    wire_put_float(w, "nan", NAN);
-    wire_put_float(w, "inf", INFINITY);
-    wire_put_float(w, "half", 0.5);
+    wire_put_key_float(w, "nan", NAN);
+    wire_put_key_float(w, "inf", INFINITY);
+    wire_put_key_float(w, "half", 0.5);
     size_t len;
     const void *data = wire_writer_data(w, &len);
     json_t *value = msgjson_from_raw(data, len);

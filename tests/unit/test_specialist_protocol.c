@@ -95,11 +95,11 @@ static wire_msg_t *s_recv(fake_t *fake, int timeout_ms)
 }
 
 /* The first message of `type` within timeout_ms (others skipped), or NULL. */
-static wire_msg_t *s_expect(fake_t *fake, const char *type, int timeout_ms)
+static wire_msg_t *s_expect(fake_t *fake, msg_type_t type, int timeout_ms)
 {
     for (int i = 0; i < timeout_ms / 10; i++) {
         wire_msg_t *msg = s_recv(fake, 10);
-        if (msg != NULL && strcmp(wire_msg_type(msg), type) == 0)
+        if (msg != NULL && wire_msg_type(msg) == type)
             return msg;
         wire_msg_destroy(&msg);
     }
@@ -117,34 +117,34 @@ static void s_send_task(fake_t *fake, const char *worker, const char *id, int at
                         const char *mode, int timeout_s)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "task");
-    wire_put_str(w, "worker", worker);
-    wire_put_str(w, "id", id);
-    wire_put_int(w, "attempt", attempt);
-    wire_put_str(w, "specialist", "test-agent");
-    wire_put_str(w, "priority", "normal");
-    wire_put_str(w, "title", "a test task");
+    wire_writer_start(w, MSG_TASK);
+    wire_put_str(w, FIELD_WORKER, worker);
+    wire_put_str(w, FIELD_ID, id);
+    wire_put_int(w, FIELD_ATTEMPT, attempt);
+    wire_put_str(w, FIELD_SPECIALIST, "test-agent");
+    wire_put_str(w, FIELD_PRIORITY, "normal");
+    wire_put_str(w, FIELD_TITLE, "a test task");
     if (timeout_s > 0)
-        wire_put_int(w, "timeout_s", timeout_s);
-    wire_open_map(w, "payload");
-    wire_put_str(w, "mode", mode);
+        wire_put_int(w, FIELD_TIMEOUT_S, timeout_s);
+    wire_open_map(w, FIELD_PAYLOAD);
+    wire_put_key_str(w, "mode", mode);
     wire_close(w);
     s_send(fake, w);
     wire_writer_destroy(&w);
 }
 
-static void s_send_simple(fake_t *fake, const char *type, const char *task, int attempt,
+static void s_send_simple(fake_t *fake, msg_type_t type, const char *task, int attempt,
                           const char *epoch)
 {
     wire_writer_t *w = wire_writer_new();
     wire_writer_start(w, type);
-    wire_put_str(w, "worker", "w1");
+    wire_put_str(w, FIELD_WORKER, "w1");
     if (task != NULL) {
-        wire_put_str(w, "task", task);
-        wire_put_int(w, "attempt", attempt);
+        wire_put_str(w, FIELD_TASK, task);
+        wire_put_int(w, FIELD_ATTEMPT, attempt);
     }
     if (epoch != NULL)
-        wire_put_str(w, "epoch", epoch);
+        wire_put_str(w, FIELD_EPOCH, epoch);
     s_send(fake, w);
     wire_writer_destroy(&w);
 }
@@ -161,14 +161,14 @@ static pid_t s_setup(fake_t *fake, testenv_t *env)
     zmq_setsockopt(fake->push, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(fake->pull, ZMQ_LINGER, &zero, sizeof zero);
     CHECK_INT(zmq_bind(fake->pull, env->in_ep), 0);
-    wire_msg_t *hello = s_expect(fake, "hello", 3000);
+    wire_msg_t *hello = s_expect(fake, MSG_HELLO, 3000);
     CHECK(hello != NULL);
     if (hello != NULL) {
-        CHECK_STR(wire_msg_str(hello, "worker", ""), "w1");
-        CHECK_STR(wire_msg_str(hello, "specialist", ""), "test-agent");
-        CHECK_INT(wire_msg_int(hello, "pid", 0), pid);
-        CHECK(!wire_msg_has(hello, "task"));
-        snprintf(fake->endpoint, sizeof fake->endpoint, "%s", wire_msg_str(hello, "endpoint", ""));
+        CHECK_STR(wire_msg_str(hello, FIELD_WORKER, ""), "w1");
+        CHECK_STR(wire_msg_str(hello, FIELD_SPECIALIST, ""), "test-agent");
+        CHECK_INT(wire_msg_int(hello, FIELD_PID, 0), pid);
+        CHECK(!wire_msg_has(hello, FIELD_TASK));
+        snprintf(fake->endpoint, sizeof fake->endpoint, "%s", wire_msg_str(hello, FIELD_ENDPOINT, ""));
         CHECK(strncmp(fake->endpoint, "ipc://", 6) == 0);
         CHECK_INT(zmq_connect(fake->push, fake->endpoint), 0);
     }
@@ -199,53 +199,53 @@ static void test_heartbeat_task_result_ack(testenv_t *env)
 {
     fake_t fake;
     pid_t pid = s_setup(&fake, env);
-    wire_msg_t *hb = s_expect(&fake, "heartbeat", 1000);
-    CHECK(hb != NULL && !wire_msg_has(hb, "task"));
+    wire_msg_t *hb = s_expect(&fake, MSG_HEARTBEAT, 1000);
+    CHECK(hb != NULL && !wire_msg_has(hb, FIELD_TASK));
     wire_msg_destroy(&hb);
 
     /* A task for another worker is ignored. */
     s_send_task(&fake, "someone-else", "t0", 1, "echo", 0);
-    wire_msg_t *none = s_expect(&fake, "progress", 300);
+    wire_msg_t *none = s_expect(&fake, MSG_PROGRESS, 300);
     CHECK(none == NULL);
     wire_msg_destroy(&none);
 
     s_send_task(&fake, "w1", "t1", 1, "echo", 0);
-    wire_msg_t *progress = s_expect(&fake, "progress", 2000);
+    wire_msg_t *progress = s_expect(&fake, MSG_PROGRESS, 2000);
     CHECK(progress != NULL);
     if (progress != NULL) {
-        CHECK_STR(wire_msg_str(progress, "task", ""), "t1");
-        CHECK_INT(wire_msg_int(progress, "attempt", 0), 1);
-        CHECK_STR(wire_msg_str(progress, "text", ""), "working");
-        CHECK_STR(wire_msg_str(progress, "kind", ""), "info");
+        CHECK_STR(wire_msg_str(progress, FIELD_TASK, ""), "t1");
+        CHECK_INT(wire_msg_int(progress, FIELD_ATTEMPT, 0), 1);
+        CHECK_STR(wire_msg_str(progress, FIELD_TEXT, ""), "working");
+        CHECK_STR(wire_msg_str(progress, FIELD_KIND, ""), "info");
     }
     wire_msg_destroy(&progress);
-    wire_msg_t *result = s_expect(&fake, "result", 2000);
+    wire_msg_t *result = s_expect(&fake, MSG_RESULT, 2000);
     CHECK(result != NULL);
     if (result != NULL) {
-        CHECK_STR(wire_msg_str(result, "outcome", ""), "done");
-        const msgpack_object *fields = wire_msg_object(result, "result");
+        CHECK_STR(wire_msg_str(result, FIELD_OUTCOME, ""), "done");
+        const msgpack_object *fields = wire_msg_object(result, FIELD_RESULT);
         char buf[32];
-        CHECK_STR(wire_obj_str(wire_map_get(fields, "ANSWER"), buf, sizeof buf, ""), "42");
-        const msgpack_object *count = wire_map_get(fields, "COUNT");
+        CHECK_STR(wire_obj_str(wire_map_get_key(fields, "ANSWER"), buf, sizeof buf, ""), "42");
+        const msgpack_object *count = wire_map_get_key(fields, "COUNT");
         CHECK(count != NULL && count->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
               count->via.u64 == 7);
-        const msgpack_object *next = wire_msg_object(result, "next");
+        const msgpack_object *next = wire_msg_object(result, FIELD_NEXT);
         CHECK(next != NULL && next->type == MSGPACK_OBJECT_ARRAY && next->via.array.size == 1);
         if (next != NULL && next->type == MSGPACK_OBJECT_ARRAY && next->via.array.size == 1)
-            CHECK_STR(wire_obj_str(wire_map_get(&next->via.array.ptr[0], "id"), buf, sizeof buf,
+            CHECK_STR(wire_obj_str(wire_map_get(&next->via.array.ptr[0], FIELD_ID), buf, sizeof buf,
                                    ""),
                       "next-1");
     }
     wire_msg_destroy(&result);
     /* Not acked: resent with the heartbeats. */
-    result = s_expect(&fake, "result", 1000);
+    result = s_expect(&fake, MSG_RESULT, 1000);
     CHECK(result != NULL);
     wire_msg_destroy(&result);
-    s_send_simple(&fake, "ack", "t1", 1, NULL);
+    s_send_simple(&fake, MSG_ACK, "t1", 1, NULL);
     testenv_sleep_ms(HB_MS * 2);
     while ((result = s_recv(&fake, 0)) != NULL)
         wire_msg_destroy(&result);
-    result = s_expect(&fake, "result", HB_MS * 5);
+    result = s_expect(&fake, MSG_RESULT, HB_MS * 5);
     CHECK(result == NULL);
     wire_msg_destroy(&result);
     CHECK_INT(s_teardown(&fake, env, pid, true), 0);
@@ -258,34 +258,34 @@ static void test_busy_cancel_and_reuse(testenv_t *env)
     s_send_task(&fake, "w1", "t1", 1, "wait", 0);
     wire_msg_t *hb = NULL;
     for (int i = 0; i < 20; i++) {
-        hb = s_expect(&fake, "heartbeat", 500);
-        if (hb != NULL && wire_msg_has(hb, "task"))
+        hb = s_expect(&fake, MSG_HEARTBEAT, 500);
+        if (hb != NULL && wire_msg_has(hb, FIELD_TASK))
             break;
         wire_msg_destroy(&hb);
     }
     CHECK(hb != NULL);
     if (hb != NULL) {
-        CHECK_STR(wire_msg_str(hb, "task", ""), "t1");
-        CHECK_INT(wire_msg_int(hb, "attempt", 0), 1);
+        CHECK_STR(wire_msg_str(hb, FIELD_TASK, ""), "t1");
+        CHECK_INT(wire_msg_int(hb, FIELD_ATTEMPT, 0), 1);
     }
     wire_msg_destroy(&hb);
     /* A task while busy is ignored: the heartbeat still names t1. */
     s_send_task(&fake, "w1", "t2", 1, "echo", 0);
     testenv_sleep_ms(HB_MS * 2);
-    hb = s_expect(&fake, "heartbeat", 500);
-    CHECK(hb != NULL && strcmp(wire_msg_str(hb, "task", ""), "t1") == 0);
+    hb = s_expect(&fake, MSG_HEARTBEAT, 500);
+    CHECK(hb != NULL && strcmp(wire_msg_str(hb, FIELD_TASK, ""), "t1") == 0);
     wire_msg_destroy(&hb);
     /* Cancel: nothing more for that attempt, and the worker is idle again. */
-    s_send_simple(&fake, "cancel", "t1", 1, NULL);
-    wire_msg_t *result = s_expect(&fake, "result", HB_MS * 8);
+    s_send_simple(&fake, MSG_CANCEL, "t1", 1, NULL);
+    wire_msg_t *result = s_expect(&fake, MSG_RESULT, HB_MS * 8);
     CHECK(result == NULL);
     wire_msg_destroy(&result);
-    hb = s_expect(&fake, "heartbeat", 500);
-    CHECK(hb != NULL && !wire_msg_has(hb, "task"));
+    hb = s_expect(&fake, MSG_HEARTBEAT, 500);
+    CHECK(hb != NULL && !wire_msg_has(hb, FIELD_TASK));
     wire_msg_destroy(&hb);
     s_send_task(&fake, "w1", "t3", 1, "echo", 0);
-    result = s_expect(&fake, "result", 2000);
-    CHECK(result != NULL && strcmp(wire_msg_str(result, "task", ""), "t3") == 0);
+    result = s_expect(&fake, MSG_RESULT, 2000);
+    CHECK(result != NULL && strcmp(wire_msg_str(result, FIELD_TASK, ""), "t3") == 0);
     wire_msg_destroy(&result);
     CHECK_INT(s_teardown(&fake, env, pid, true), 0);
 }
@@ -296,13 +296,13 @@ static void test_timeout(testenv_t *env)
     pid_t pid = s_setup(&fake, env);
     int64_t start = clock_now_ms();
     s_send_task(&fake, "w1", "t1", 2, "wait", 1);
-    wire_msg_t *result = s_expect(&fake, "result", 4000);
+    wire_msg_t *result = s_expect(&fake, MSG_RESULT, 4000);
     int64_t took = clock_now_ms() - start;
     CHECK(result != NULL);
     if (result != NULL) {
-        CHECK_STR(wire_msg_str(result, "outcome", ""), "failed");
-        CHECK_STR(wire_msg_str(result, "error", ""), "timed out after 1 s: stopped");
-        CHECK_INT(wire_msg_int(result, "attempt", 0), 2);
+        CHECK_STR(wire_msg_str(result, FIELD_OUTCOME, ""), "failed");
+        CHECK_STR(wire_msg_str(result, FIELD_ERROR, ""), "timed out after 1 s: stopped");
+        CHECK_INT(wire_msg_int(result, FIELD_ATTEMPT, 0), 2);
     }
     CHECK(took >= 900 && took < 2500);
     wire_msg_destroy(&result);
@@ -314,15 +314,15 @@ static void test_stuck_job(testenv_t *env)
     fake_t fake;
     pid_t pid = s_setup(&fake, env);
     s_send_task(&fake, "w1", "t1", 1, "stuck", 1);
-    wire_msg_t *result = s_expect(&fake, "result", 4000);
+    wire_msg_t *result = s_expect(&fake, MSG_RESULT, 4000);
     CHECK(result != NULL);
     if (result != NULL) {
-        CHECK_STR(wire_msg_str(result, "outcome", ""), "failed");
-        CHECK(strstr(wire_msg_str(result, "error", ""), "did not stop within 300 ms") != NULL);
-        s_send_simple(&fake, "ack", "t1", 1, NULL);
+        CHECK_STR(wire_msg_str(result, FIELD_OUTCOME, ""), "failed");
+        CHECK(strstr(wire_msg_str(result, FIELD_ERROR, ""), "did not stop within 300 ms") != NULL);
+        s_send_simple(&fake, MSG_ACK, "t1", 1, NULL);
     }
     wire_msg_destroy(&result);
-    wire_msg_t *bye = s_expect(&fake, "bye", 2000);
+    wire_msg_t *bye = s_expect(&fake, MSG_BYE, 2000);
     CHECK(bye != NULL);
     wire_msg_destroy(&bye);
     int status = s_teardown(&fake, env, pid, false);
@@ -334,7 +334,7 @@ static void test_rehello(testenv_t *env)
     fake_t fake;
     pid_t pid = s_setup(&fake, env);
     s_send_task(&fake, "w1", "t1", 1, "wait", 0);
-    s_send_simple(&fake, "ping", NULL, 0, "epoch-a");
+    s_send_simple(&fake, MSG_PING, NULL, 0, "epoch-a");
     /* Hellos the worker sent before it heard from us (it announces itself again after
      * three quiet intervals) are already on their way: take them out first, pinging all
      * along so it has no reason to send another, until a whole interval brings none (a
@@ -342,8 +342,8 @@ static void test_rehello(testenv_t *env)
     wire_msg_t *hello = NULL;
     bool drained = false;
     while (!drained) {
-        s_send_simple(&fake, "ping", NULL, 0, "epoch-a");
-        hello = s_expect(&fake, "hello", HB_MS);
+        s_send_simple(&fake, MSG_PING, NULL, 0, "epoch-a");
+        hello = s_expect(&fake, MSG_HELLO, HB_MS);
         drained = hello == NULL;
         wire_msg_destroy(&hello);
     }
@@ -351,24 +351,24 @@ static void test_rehello(testenv_t *env)
      * worker announces itself again: no hello. */
     int hellos = 0;
     for (int i = 0; i < 10; i++) {
-        s_send_simple(&fake, "ping", NULL, 0, "epoch-a");
-        hello = s_expect(&fake, "hello", HB_MS / 5);
+        s_send_simple(&fake, MSG_PING, NULL, 0, "epoch-a");
+        hello = s_expect(&fake, MSG_HELLO, HB_MS / 5);
         hellos += hello != NULL;
         wire_msg_destroy(&hello);
     }
     CHECK_INT(hellos, 0);
     wire_msg_destroy(&hello);
     /* A new epoch: hello again, naming the task still held. */
-    s_send_simple(&fake, "ping", NULL, 0, "epoch-b");
-    hello = s_expect(&fake, "hello", 1000);
+    s_send_simple(&fake, MSG_PING, NULL, 0, "epoch-b");
+    hello = s_expect(&fake, MSG_HELLO, 1000);
     CHECK(hello != NULL);
     if (hello != NULL) {
-        CHECK_STR(wire_msg_str(hello, "task", ""), "t1");
-        CHECK_INT(wire_msg_int(hello, "attempt", 0), 1);
+        CHECK_STR(wire_msg_str(hello, FIELD_TASK, ""), "t1");
+        CHECK_INT(wire_msg_int(hello, FIELD_ATTEMPT, 0), 1);
     }
     wire_msg_destroy(&hello);
     /* Silence for heartbeat_misses intervals: hello again. */
-    hello = s_expect(&fake, "hello", HB_MS * 3 + 500);
+    hello = s_expect(&fake, MSG_HELLO, HB_MS * 3 + 500);
     CHECK(hello != NULL);
     wire_msg_destroy(&hello);
     CHECK_INT(s_teardown(&fake, env, pid, true), 0);
@@ -381,25 +381,25 @@ static void test_sigterm_releases(testenv_t *env)
     s_send_task(&fake, "w1", "t1", 3, "wait", 0);
     wire_msg_t *hb = NULL;
     for (int i = 0; i < 20; i++) {
-        hb = s_expect(&fake, "heartbeat", 500);
-        if (hb != NULL && wire_msg_has(hb, "task"))
+        hb = s_expect(&fake, MSG_HEARTBEAT, 500);
+        if (hb != NULL && wire_msg_has(hb, FIELD_TASK))
             break;
         wire_msg_destroy(&hb);
     }
     CHECK(hb != NULL);
     wire_msg_destroy(&hb);
     kill(pid, SIGTERM);
-    wire_msg_t *release = s_expect(&fake, "release", 1000);
+    wire_msg_t *release = s_expect(&fake, MSG_RELEASE, 1000);
     CHECK(release != NULL);
     if (release != NULL) {
-        CHECK_STR(wire_msg_str(release, "task", ""), "t1");
-        CHECK_INT(wire_msg_int(release, "attempt", 0), 3);
+        CHECK_STR(wire_msg_str(release, FIELD_TASK, ""), "t1");
+        CHECK_INT(wire_msg_int(release, FIELD_ATTEMPT, 0), 3);
     }
     wire_msg_destroy(&release);
-    wire_msg_t *bye = s_expect(&fake, "bye", 1000);
+    wire_msg_t *bye = s_expect(&fake, MSG_BYE, 1000);
     CHECK(bye != NULL);
     wire_msg_destroy(&bye);
-    wire_msg_t *result = s_expect(&fake, "result", 300);
+    wire_msg_t *result = s_expect(&fake, MSG_RESULT, 300);
     CHECK(result == NULL);
     wire_msg_destroy(&result);
     int status = s_teardown(&fake, env, pid, false);

@@ -20,35 +20,35 @@ static wire_msg_t *s_roundtrip(wire_writer_t *w)
 static void test_submit_roundtrip(void)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", "t-1");
-    wire_put_str(w, "specialist", "merge-agent");
-    wire_put_str(w, "priority", "urgent");
-    wire_put_int(w, "max_attempts", 5);
-    wire_open_map(w, "payload");
-    wire_put_str(w, "branch", "feat/x");
-    wire_open_array(w, "filesChanged");
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, "t-1");
+    wire_put_str(w, FIELD_SPECIALIST, "merge-agent");
+    wire_put_str(w, FIELD_PRIORITY, "urgent");
+    wire_put_int(w, FIELD_MAX_ATTEMPTS, 5);
+    wire_open_map(w, FIELD_PAYLOAD);
+    wire_put_str(w, FIELD_BRANCH, "feat/x");
+    wire_open_array(w, FIELD_FILES_CHANGED);
     wire_elem_str(w, "a.c");
     wire_elem_str(w, "b.c");
     wire_close(w);
     wire_close(w);
-    wire_put_str(w, "unknown_key", "ignored");
+    wire_put_key_str(w, "unknown_key", "ignored");
     wire_msg_t *msg = s_roundtrip(w);
     CHECK(msg != NULL);
     if (msg != NULL) {
-        CHECK_STR(wire_msg_type(msg), "submit");
-        CHECK_STR(wire_msg_str(msg, "id", NULL), "t-1");
-        CHECK_STR(wire_msg_str(msg, "priority", NULL), "urgent");
-        CHECK_INT(wire_msg_int(msg, "max_attempts", 0), 5);
-        CHECK(!wire_msg_has(msg, "group"));
-        CHECK_STR(wire_msg_str(msg, "group", "none"), "none");
-        const msgpack_object *payload = wire_msg_object(msg, "payload");
+        CHECK(wire_msg_type(msg) == MSG_SUBMIT);
+        CHECK_STR(wire_msg_str(msg, FIELD_ID, NULL), "t-1");
+        CHECK_STR(wire_msg_str(msg, FIELD_PRIORITY, NULL), "urgent");
+        CHECK_INT(wire_msg_int(msg, FIELD_MAX_ATTEMPTS, 0), 5);
+        CHECK(!wire_msg_has(msg, FIELD_GROUP));
+        CHECK_STR(wire_msg_str(msg, FIELD_GROUP, "none"), "none");
+        const msgpack_object *payload = wire_msg_object(msg, FIELD_PAYLOAD);
         char buf[32];
-        CHECK_STR(wire_obj_str(wire_map_get(payload, "branch"), buf, sizeof buf, ""), "feat/x");
-        const msgpack_object *files = wire_map_get(payload, "filesChanged");
+        CHECK_STR(wire_obj_str(wire_map_get(payload, FIELD_BRANCH), buf, sizeof buf, ""), "feat/x");
+        const msgpack_object *files = wire_map_get(payload, FIELD_FILES_CHANGED);
         CHECK(files != NULL && files->type == MSGPACK_OBJECT_ARRAY && files->via.array.size == 2);
         size_t raw_len;
-        const void *raw = wire_msg_raw(msg, "payload", &raw_len);
+        const void *raw = wire_msg_raw(msg, FIELD_PAYLOAD, &raw_len);
         CHECK(raw != NULL && raw_len > 0);
     }
     wire_msg_destroy(&msg);
@@ -73,46 +73,48 @@ static void test_refusals(void)
 {
     wire_writer_t *w = wire_writer_new();
 
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", "t-1");
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, "t-1");
     size_t len;
     const void *data = wire_writer_data(w, &len);
     s_decode_error(data, len, "missing required field 'specialist'");
 
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", "t-1");
-    wire_put_int(w, "specialist", 7);
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, "t-1");
+    wire_put_int(w, FIELD_SPECIALIST, 7);
     data = wire_writer_data(w, &len);
     s_decode_error(data, len, "field 'specialist' must be a string");
 
-    wire_writer_start(w, "no_such_message");
+    wire_writer_start_map(w);
+    wire_put_int(w, FIELD_V, 1);
+    wire_put_str(w, FIELD_TYPE, "no_such_message");
     data = wire_writer_data(w, &len);
     s_decode_error(data, len, "unknown message type 'no_such_message'");
 
     wire_writer_start_map(w);
-    wire_put_int(w, "v", 99);
-    wire_put_str(w, "type", "submit");
+    wire_put_int(w, FIELD_V, 99);
+    wire_put_str(w, FIELD_TYPE, "submit");
     data = wire_writer_data(w, &len);
     s_decode_error(data, len, "unsupported protocol version 99");
 
     wire_writer_start_map(w);
-    wire_put_str(w, "type", "submit");
+    wire_put_str(w, FIELD_TYPE, "submit");
     data = wire_writer_data(w, &len);
     s_decode_error(data, len, "protocol version");
 
     char *big = malloc(200);
     memset(big, 'x', 199);
     big[199] = '\0';
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", big);
-    wire_put_str(w, "specialist", "x");
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, big);
+    wire_put_str(w, FIELD_SPECIALIST, "x");
     data = wire_writer_data(w, &len);
     CHECK_INT(s_decode_error(data, len, "over its cap"), FAILURE_TOO_BIG);
     free(big);
 
     /* truncated: a valid message cut short */
-    wire_writer_start(w, "heartbeat");
-    wire_put_str(w, "worker", "w-1");
+    wire_writer_start(w, MSG_HEARTBEAT);
+    wire_put_str(w, FIELD_WORKER, "w-1");
     data = wire_writer_data(w, &len);
     s_decode_error(data, len - 3, "truncated");
 
@@ -138,13 +140,13 @@ static void test_decode_as(void)
 {
     wire_writer_t *w = wire_writer_new();
     wire_writer_start_map(w);
-    wire_put_str(w, "id", "next-1");
-    wire_put_str(w, "specialist", "merge-agent");
+    wire_put_str(w, FIELD_ID, "next-1");
+    wire_put_str(w, FIELD_SPECIALIST, "merge-agent");
     size_t len;
     const void *data = wire_writer_data(w, &len);
     wire_msg_t *msg = NULL;
-    CHECK_INT(wire_decode_as(data, len, "submit", &msg), 0);
-    CHECK(msg != NULL && strcmp(wire_msg_str(msg, "id", ""), "next-1") == 0);
+    CHECK_INT(wire_decode_as(data, len, MSG_SUBMIT, &msg), 0);
+    CHECK(msg != NULL && strcmp(wire_msg_str(msg, FIELD_ID, ""), "next-1") == 0);
     wire_msg_destroy(&msg);
     wire_writer_destroy(&w);
 }
@@ -166,8 +168,8 @@ static void test_bin_as_string(void)
     wire_msg_t *msg = NULL;
     CHECK_INT(wire_decode(buf.data, buf.size, &msg), 0);
     if (msg != NULL) {
-        CHECK_STR(wire_msg_type(msg), "heartbeat");
-        CHECK_STR(wire_msg_str(msg, "worker", NULL), "w-1");
+        CHECK(wire_msg_type(msg) == MSG_HEARTBEAT);
+        CHECK_STR(wire_msg_str(msg, FIELD_WORKER, NULL), "w-1");
     }
     wire_msg_destroy(&msg);
     msgpack_sbuffer_destroy(&buf);
@@ -179,18 +181,18 @@ static void test_bin_as_string(void)
 static void test_writer_too_deep(void)
 {
     wire_writer_t *w = wire_writer_new();
-    wire_writer_start(w, "submit");
-    wire_put_str(w, "id", "deep");
-    wire_open_map(w, "payload");
-    wire_open_array(w, "deep");
+    wire_writer_start(w, MSG_SUBMIT);
+    wire_put_str(w, FIELD_ID, "deep");
+    wire_open_map(w, FIELD_PAYLOAD);
+    wire_open_array_key(w, "deep");
     for (int i = 0; i < WIRE_MAX_DEPTH + 10; i++)
-        wire_open_array(w, NULL);
-    wire_put_int(w, NULL, 7);
+        wire_open_array_key(w, NULL);
+    wire_put_key_int(w, NULL, 7);
     for (int i = 0; i < WIRE_MAX_DEPTH + 11; i++)
         wire_close(w);
-    wire_put_str(w, "title", "after");
+    wire_put_str(w, FIELD_TITLE, "after");
     wire_close(w);
-    wire_put_str(w, "specialist", "x");
+    wire_put_str(w, FIELD_SPECIALIST, "x");
     CHECK(wire_writer_too_deep(w));
     size_t len;
     const void *data = wire_writer_data(w, &len);
@@ -203,9 +205,9 @@ static void test_writer_too_deep(void)
     wire_msg_t *msg = NULL;
     CHECK_INT(wire_decode(data, len, &msg), 0);
     if (msg != NULL)
-        CHECK_STR(wire_msg_str(msg, "specialist", ""), "x");
+        CHECK_STR(wire_msg_str(msg, FIELD_SPECIALIST, ""), "x");
     wire_msg_destroy(&msg);
-    wire_writer_start(w, "submit");
+    wire_writer_start(w, MSG_SUBMIT);
     CHECK(!wire_writer_too_deep(w));
     wire_writer_destroy(&w);
 }

@@ -1,7 +1,7 @@
 /* messages: the single table of Cloister's wire messages (protocol version 1).
  *
  * Every message is one msgpack map with at least "v" (the protocol version) and "type".
- * The codec in common/wire.c is driven by this table: it checks that required fields are
+ * The codec in common/bus/wire.c is driven by this table: it checks that required fields are
  * present, that every known field has its declared type and fits its size cap, and ignores
  * keys it does not know. proto/PROTOCOL.md describes the same messages for people.
  *

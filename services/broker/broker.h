@@ -7,7 +7,7 @@
  * to idle workers, commit once, and only then publish events, answer requests and send
  * tasks and acks. A crash before the commit loses nothing anyone was told about.
  *
- * With CURVE on (common/curve.h; on by default when an endpoint is reachable beyond
+ * With CURVE on (common/bus/curve.h; on by default when an endpoint is reachable beyond
  * loopback) the three sockets are CURVE servers: a czmq zauth actor (the ZAP handler)
  * admits only the public keys in keys/authorized, so a stranger's connection never
  * completes its handshake and nothing it sends is read. The broker makes its keys and the
@@ -38,7 +38,7 @@ typedef struct {
      * `max_attempts` defaults, and the declared [specialists.<name>] are known names. */
     const config_t *config;
     const char *const *specialists; /* the declared names (NULL-terminated) */
-    /* Set (by a SIGHUP) to reload the authorized keys (common/curve.h); may be NULL. */
+    /* Set (by a SIGHUP) to reload the authorized keys (common/bus/curve.h); may be NULL. */
     volatile sig_atomic_t *reload_keys;
 } broker_config_t;
 

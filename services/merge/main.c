@@ -2,7 +2,7 @@
  * merges the payload's `branch` into its `target` (default main) of the repository the
  * `workspace` belongs to with the merge engine, has the agent resolve conflicts, runs the
  * tests and pushes. The job is services/merge/merge_service.{h,c}; this file is arguments,
- * configuration and the specialist skeleton (common/specialist.h).
+ * configuration and the specialist skeleton (common/specialist/specialist.h).
  *
  *   cloister-merge [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N]
  *                  [--grace-ms N] [--timeout S] [--worker-id ID]

@@ -318,7 +318,7 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
     testrun_options_t options = {.command = detect.command,
                                  .dir = worktree,
                                  .timeout_ms = left,
-                                 .job = job->ctx,
+                                 .owner = specialist_testrun_owner(job->ctx),
                                  .sandbox = job->service->sandbox};
     testrun_result_t *run = NULL;
     testrun_run(&run, &options);

@@ -1,4 +1,4 @@
-/* pan keys: the bus's CURVE keys (see common/curve.h).
+/* pan keys: the bus's CURVE keys (see common/bus/curve.h).
  *
  *   pan keys init           the broker's pair and the default client's, authorized (the
  *                           broker also makes them on its first start with CURVE on)

@@ -1,4 +1,4 @@
-/* pan tests detect [DIR]: which command runs a project's tests (common/testdetect.h),
+/* pan tests detect [DIR]: which command runs a project's tests (common/specialist/testdetect.h),
  * honouring the test-agent's configured test_command. */
 #include "pan.h"
 

@@ -127,7 +127,7 @@ int main(int argc, char **argv)
         pan.events_ep = config_string(config, "broker", "events", "tcp://127.0.0.1:5561");
     if (pan.in_ep == NULL)
         pan.in_ep = config_string(config, "broker", "in", "tcp://127.0.0.1:5560");
-    /* The bus's keys (common/curve.h); `pan keys` makes them, and the doctor reports. */
+    /* The bus's keys (common/bus/curve.h); `pan keys` makes them, and the doctor reports. */
     const char *endpoints[] = {pan.control_ep, pan.events_ep, pan.in_ep, NULL};
     if (strcmp(command, "keys") != 0 && strcmp(command, "doctor") != 0 &&
         curve_client_init(config, endpoints) != 0) {

@@ -97,7 +97,7 @@ static int s_run_checks(review_run_t *r)
             .dir = r->workspace,
             .timeout_ms = timeout_s * 1000,
             .output_cap = 64 * 1024,
-            .job = r->ctx, /* a cancel stops the check */
+            .owner = specialist_testrun_owner(r->ctx), /* a cancel stops the check */
             .sandbox = r->service->sandbox,
         };
         testrun_result_t *result = NULL;
@@ -166,7 +166,7 @@ static int s_head_branch(const char *workspace, char *buf, size_t size)
     return rc;
 }
 
-/* Hands the change on (gate open, see common/pipeline.h): the merge in yolo mode, or the
+/* Hands the change on (gate open, see common/specialist/pipeline.h): the merge in yolo mode, or the
  * test-agent, pinned to the reviewed commit, of the branch reviewed (or the one HEAD is
  * on), in the repository's merge group. */
 static void s_chain(review_run_t *r)
@@ -387,7 +387,7 @@ static int s_build_prompt(review_run_t *r)
     return rc;
 }
 
-/* The target branch's own settings (common/repository.h): [review] mode and checks there
+/* The target branch's own settings (common/specialist/repository.h): [review] mode and checks there
  * win over the service's. Read from the target, not the branch under review, so a branch
  * cannot soften its own review. No repository, target or file: the service's settings.
  * Returns 0, or -1 with the reason in error (a settings file that does not parse). */

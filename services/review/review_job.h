@@ -2,7 +2,7 @@
  *
  * Payload: workspace (required: the repository to review), branch (default: its HEAD),
  * target (default "main"), prUrl, issueId, description, acceptance, type, role, task,
- * filesChanged (see common/prompt.h for how they reach the prompt).
+ * filesChanged (see common/agent/prompt.h for how they reach the prompt).
  *
  * Steps:
  *   1. mode = [review] mode. disabled: REVIEW_RESULT APPROVED, GATE open, no agent.
@@ -18,7 +18,7 @@
  *      COMMENTED) and FINDINGS (missing or unreadable findings are an error finding), then
  *      the gate (review_gate.h); in yolo mode an open gate chains the merge: next task id
  *      "merge-<task id>", specialist merge-agent, group "merge:<repository root>:<target>"
- *      (common/repository.h), payload {workspace, branch (HEAD's branch when none was
+ *      (common/specialist/repository.h), payload {workspace, branch (HEAD's branch when none was
  *      given; a detached HEAD chains nothing and leaves approval manual), target, commit
  *      (diff_head: the merge refuses a branch that moved since), issueId, prUrl};
  *   7. with [review] post = true and a prUrl, the review is posted on the pull request

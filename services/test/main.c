@@ -5,7 +5,7 @@
  *   cloister-test [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N]
  *                 [--grace-ms N] [--worker-id ID]
  *
- * Settings come from $PANOPTICON_HOME/cloister.toml (common/config.h):
+ * Settings come from $PANOPTICON_HOME/cloister.toml (common/base/config.h):
  * [specialists.test-agent] test_command (overrides detection), fix (bool, default false),
  * timeout (the lease of a task without timeout_s, default 600 s), model, workdir (the
  * agent's fixed cwd), and [agent] for the agent CLI. Endpoint and heartbeat: the flags,

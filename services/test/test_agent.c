@@ -113,7 +113,7 @@ static int s_open_tree(test_job_t *job)
     return 0;
 }
 
-/* The tested commit's own settings (common/repository.h): [tests] command and timeout_s
+/* The tested commit's own settings (common/specialist/repository.h): [tests] command and timeout_s
  * there win over the service's. Returns 0 or FAILURE_INVALID (a file that does not parse). */
 static int s_read_repo_config(test_job_t *job)
 {

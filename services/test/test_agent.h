@@ -13,18 +13,18 @@
  *
  * One job:
  *  1. the test command: [specialists.test-agent] test_command when set, else detection
- *     in the workspace (common/testdetect.h). A task cannot supply a command: the command
+ *     in the workspace (common/specialist/testdetect.h). A task cannot supply a command: the command
  *     runs through a shell, so it only ever comes from the user's config or their files;
  *  2. the run (test_suite.h), bounded by the task's lease minus a margin
  *     (TEST_AGENT_MARGIN_*), so the service reports a timeout itself before the skeleton's
  *     lease cancels the job; output streams as progress;
- *  3. the verdict and counts (common/testrun.h);
+ *  3. the verdict and counts (common/specialist/testrun.h);
  *  4. when the verdict is FAIL and a fix was asked for (payload `fix`, else
  *     [specialists.test-agent] fix, default false), the prompt prompts/test-agent.md is rendered with the command,
- *     its output (fenced as data) and the failures, and the agent runs (common/agent_job.h)
+ *     its output (fenced as data) and the failures, and the agent runs (common/specialist/agent_job.h)
  *     in the specialist's fixed workdir with `--add-dir <workspace>`: one agent session
  *     for every workspace, resumable across tasks, because the CLI finds a session by its
- *     cwd (see common/agent.h); the prompt names the tested tree's
+ *     cwd (see common/agent/agent.h); the prompt names the tested tree's
  *     absolute path (the worktree). Then the tests run again and FIX_RESULT says whether
  *     they pass now; a fix made in a worktree is reported as a patch (FIX_PATCH), since
  *     the worktree is removed after the job.

@@ -60,7 +60,7 @@ int test_suite_run(testrun_result_t **out, specialist_ctx_t *ctx,
                              : TEST_SUITE_KILL_GRACE_MS,
         .on_line = s_on_line,
         .on_line_arg = &progress,
-        .job = ctx,
+        .owner = specialist_testrun_owner(ctx),
         .sandbox = options->sandbox,
     };
     testrun_t *run = NULL;

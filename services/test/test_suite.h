@@ -27,7 +27,7 @@ typedef struct {
     const char *command; /* the configured or detected command (never task or agent text) */
     const char *dir;     /* the directory it runs in */
     int64_t timeout_ms;  /* wall-clock limit, > 0 */
-    const sandbox_t *sandbox; /* how it runs (borrowed; see common/sandbox.h) */
+    const sandbox_t *sandbox; /* how it runs (borrowed; see common/agent/sandbox.h) */
 } test_suite_options_t;
 
 /* Runs options->command for the job of `ctx` (borrowed) and sets *out to the result (the

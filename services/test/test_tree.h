@@ -4,7 +4,7 @@
  * to be. In a git repository the commit is chosen by the payload: `commit` (any revision
  * naming a commit, e.g. a SHA), else `branch` (a local branch of the workspace's
  * repository), else the workspace's HEAD; it is checked out, detached, in a service-owned
- * linked worktree (common/worktree.h) under the service's directory, where detection, the
+ * linked worktree (common/specialist/worktree.h) under the service's directory, where detection, the
  * tests and a fix attempt run. The user's working tree, index and HEAD are never touched,
  * and their uncommitted changes are not what is tested.
  *

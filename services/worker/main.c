@@ -1,5 +1,5 @@
 /* cloister-worker: the generic specialist. Runs one command per task on the specialist
- * skeleton (common/specialist.h).
+ * skeleton (common/specialist/specialist.h).
  *
  *   cloister-worker --specialist NAME [--in EP] [--bind EP] [--advertise EP]
  *                   [--heartbeat-ms N] [--timeout S] [--grace-ms N] [--worker-id ID]
@@ -14,7 +14,7 @@
  *    values of these names are removed);
  *  - stdout: every line is forwarded as a progress event of kind "output" (a NUL byte in
  *    it becomes U+FFFD, a CRLF line end is a line end); lines `KEY: value` (UPPER_SNAKE
- *    keys, as in the agents' result markers, common/markers.h) become fields of the result
+ *    keys, as in the agents' result markers, common/agent/markers.h) become fields of the result
  *    map (the last value wins; a key with `- item` lines becomes an array); a line
  *    `NEXT: {json}` adds a next task, a JSON object with the `submit` fields (id and
  *    specialist required), committed by the broker together with this task's result (an
@@ -27,7 +27,7 @@
  * ms, so 2500 ms; at least 200 ms), so the command is gone before the skeleton's grace for
  * the job runs out, even when it ignores SIGTERM.
  *
- * Settings: the flags, else $PANOPTICON_HOME/cloister.toml (common/config.h) like every
+ * Settings: the flags, else $PANOPTICON_HOME/cloister.toml (common/base/config.h) like every
  * specialist: [broker] in (CLOISTER_IN overrides it), heartbeat_ms and heartbeat_misses,
  * and [specialists.NAME] timeout as the default --timeout.
  *

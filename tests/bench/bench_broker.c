@@ -11,7 +11,7 @@
  *   the submitter to the task arriving at a worker (the broker commits the task, then
  *   commits its dispatch, then sends it). p50 and p99.
  *
- * With --curve the bus is authenticated and encrypted (common/curve.h): the broker's
+ * With --curve the bus is authenticated and encrypted (common/bus/curve.h): the broker's
  * sockets and every worker's task socket are CURVE servers, every other socket a client,
  * with the same keys for every run.
  *

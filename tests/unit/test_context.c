@@ -1,4 +1,4 @@
-/* Unit tests for the context gatherers (common/context.h) and roles (common/roles.h):
+/* Unit tests for the context gatherers (common/agent/context.h) and roles (common/agent/roles.h):
  * the tree leaves out node_modules/dist/.git/build, budgets are honoured, keywords and
  * file ranking, fencing of repository text, the broker's session context, custom
  * instructions, and role selection with overrides and custom roles. */

@@ -1,4 +1,4 @@
-/* Unit tests for prompt_build() and prompt_dir() (common/prompt.h): an unknown placeholder
+/* Unit tests for prompt_build() and prompt_dir() (common/agent/prompt.h): an unknown placeholder
  * fails loudly naming the template and line; the header comment is dropped; the caller's
  * variables win over the common ones; every shipped template in prompts/ renders with
  * the variables its header documents, and the merge template fails without them. */

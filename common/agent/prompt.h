@@ -1,6 +1,6 @@
 /* prompt: builds the prompt a specialist's agent gets for a task, from the template
- * prompts/<specialist>.md (common/template.h), the context gatherers (common/context.h) and
- * the role (common/roles.h).
+ * prompts/<specialist>.md (common/agent/template.h), the context gatherers (common/agent/context.h) and
+ * the role (common/agent/roles.h).
  *
  * Where the templates are (prompt_dir()): [agent] prompts_dir in cloister.toml if set, else
  * $CLOISTER_PROMPTS, else the directory the program was built with (services pass

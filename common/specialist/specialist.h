@@ -54,6 +54,8 @@
 #ifndef CLOISTER_SPECIALIST_H
 #define CLOISTER_SPECIALIST_H
 
+#include "testrun.h"
+
 #include <jansson.h>
 #include <msgpack.h>
 #include <stdbool.h>
@@ -191,6 +193,10 @@ int specialist_cancel_fd(const specialist_ctx_t *ctx);
  * child running: the skeleton sends SIGKILL to the group before giving up on the job.
  * Thread-safe. */
 void specialist_watch_child(specialist_ctx_t *ctx, pid_t pgid);
+
+/* The job as the owner of a test run (testrun.h): the run's process group is watched and
+ * the job's cancel stops it. */
+testrun_owner_t specialist_testrun_owner(specialist_ctx_t *ctx);
 
 /* Result fields (the `result` map), set from the job's thread. A key set twice keeps the
  * last value. Strings are copied; a NULL string value is ignored. */

@@ -1104,7 +1104,7 @@ static void s_make_worker_id(loop_t *loop)
              (int)getpid(), random);
 }
 
-/* The ZeroMQ context. With CURVE (common/curve.h) the task socket is a CURVE server that
+/* The ZeroMQ context. With CURVE (common/bus/curve.h) the task socket is a CURVE server that
  * admits only the broker's key, through czmq's ZAP handler, which serves czmq's context:
  * the sockets live there then. */
 static int s_start_context(loop_t *loop)
@@ -1316,4 +1316,19 @@ out:
     if (!stuck)
         free(loop);
     return exit_code;
+}
+
+static void s_owner_watch(void *arg, pid_t pgid)
+{
+    specialist_watch_child(arg, pgid);
+}
+
+static bool s_owner_cancelled(void *arg)
+{
+    return specialist_cancelled(arg);
+}
+
+testrun_owner_t specialist_testrun_owner(specialist_ctx_t *ctx)
+{
+    return (testrun_owner_t){.watch = s_owner_watch, .cancelled = s_owner_cancelled, .arg = ctx};
 }

@@ -5,13 +5,13 @@
  *   [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N] [--grace-ms N]
  *   [--worker-id ID] [--timeout S] [--help | -h]
  *
- * and fills a specialist_config_t (common/specialist.h) from them, then from
+ * and fills a specialist_config_t (common/specialist/specialist.h) from them, then from
  * cloister.toml. This module does both, so a service's main.c keeps only what is its own:
  * its usage text, its own options (e.g. --workdir DIR), and for cloister-worker the
  * `--specialist NAME` and `-- CMD [ARGS...]` it runs.
  *
  * Precedence for each setting: the flag, else the configuration (which already holds the
- * environment: CLOISTER_IN overrides [broker] in, common/config.h), else the skeleton's
+ * environment: CLOISTER_IN overrides [broker] in, common/base/config.h), else the skeleton's
  * default (the field is left 0/NULL and specialist_run() picks it).
  *
  * Usage errors print "<program>: <what>" and the usage on stderr; the service then exits
@@ -72,13 +72,13 @@ bool specialist_args_parse(const specialist_args_t *args, int argc, char **argv,
 
 /* Fills what the flags left unset in `settings` from `config` (borrowed; the strings put
  * into `settings` are owned by it, so it must outlive the settings' use):
- *   in_endpoint       [broker] in (CLOISTER_IN when set, common/config.h);
+ *   in_endpoint       [broker] in (CLOISTER_IN when set, common/base/config.h);
  *   heartbeat_ms      [broker] heartbeat_ms, if within the flag's limits;
  *   heartbeat_misses  [broker] heartbeat_misses;
  *   default_timeout_s [specialists.<settings->specialist>] timeout (default 600 s, 900 s
  *                     for merge-agent), if within 1..SPECIALIST_ARGS_MAX_TIMEOUT_S.
  * A value out of its limits is ignored: the skeleton's default applies.
- * settings->specialist must be set. Then the bus's security (common/curve.h): when CURVE
+ * settings->specialist must be set. Then the bus's security (common/bus/curve.h): when CURVE
  * is on for the `in` endpoint, the process's client keys are loaded. Returns 0,
  * SPECIALIST_ARGS_DISABLED when [specialists.<name>] enabled = false (the service should
  * exit 0: it has nothing to do; logged), or the failure of loading the keys (< 0, with the

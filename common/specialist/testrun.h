@@ -18,9 +18,10 @@
  *     if (run)
  *         testrun_finish(&run, &result);
  *
- * With options.job set the run belongs to that specialist job: its process group is
- * registered with specialist_watch_child() while it runs, and testrun_step() cancels it
- * once specialist_cancelled(job) — so testrun_run() stops promptly on a cancel too.
+ * With an owner (options.owner, e.g. a specialist job: specialist_testrun_owner()) the
+ * run is told to it: owner.watch gets the process group while the command runs (and 0
+ * after), and testrun_step() cancels the run once owner.cancelled says so -- so
+ * testrun_run() stops promptly on a job's cancel too.
  *
  * testrun_parse() reads the counts and the failing tests out of the output of pytest,
  * jest, vitest, cargo test, go test, ctest and node's test runner (TAP or spec summary).
@@ -39,13 +40,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-typedef struct specialist_ctx_t specialist_ctx_t;
 typedef struct sandbox_t sandbox_t;
 
 #define TESTRUN_DEFAULT_OUTPUT_CAP (1024 * 1024)
 #define TESTRUN_MAX_FAILURES 100
 #define TESTRUN_MAX_FAILURE_LEN 400
-/* Longest wait of one testrun_step() when options.job is set: bounds a cancel's latency. */
+/* Longest wait of one testrun_step() with an owner that can cancel: bounds a cancel's
+ * latency. */
 #define TESTRUN_JOB_STEP_MS 50
 
 typedef enum { TESTRUN_PASS, TESTRUN_FAIL, TESTRUN_ERROR } testrun_verdict_t;
@@ -56,6 +57,13 @@ typedef struct testrun_t testrun_t;
  * newline; `line` is NUL-terminated and valid during the call only. */
 typedef void(testrun_line_fn)(void *arg, const char *line, size_t len);
 
+/* Who the run belongs to. Both functions are optional; `arg` is theirs. */
+typedef struct {
+    void (*watch)(void *arg, pid_t pgid); /* the command's process group, 0 once it ended */
+    bool (*cancelled)(void *arg);         /* true: stop the run (as testrun_cancel) */
+    void *arg;
+} testrun_owner_t;
+
 typedef struct {
     const char *command;      /* the shell command (configured or detected, see testdetect) */
     const char *dir;          /* directory to run it in; NULL keeps ours */
@@ -64,7 +72,7 @@ typedef struct {
     size_t output_cap;        /* bytes of output kept (the tail); 0 = TESTRUN_DEFAULT_OUTPUT_CAP */
     testrun_line_fn *on_line; /* optional: streams the output, called from testrun_step() */
     void *on_line_arg;
-    specialist_ctx_t *job; /* optional (borrowed): the job whose cancel stops the run */
+    testrun_owner_t owner; /* optional: all NULL runs on its own */
     /* optional (borrowed): the command is a repository's, run it under this policy (a
      * scrubbed environment, bwrap); NULL runs it with our environment, unwrapped. */
     const sandbox_t *sandbox;
@@ -131,7 +139,7 @@ int testrun_finish(testrun_t **self_p, testrun_result_t **out);
 /* Runs options->command to the end: testrun_start(), testrun_step() until it ended,
  * testrun_finish(). Sets *out and returns as testrun_finish(); FAILURE_INVALID (missing
  * options) and FAILURE_MEMORY leave *out NULL. Blocks until the command ends or, with
- * options.job, until the job is cancelled. */
+ * an owner, until the owner says it is cancelled. */
 int testrun_run(testrun_result_t **out, const testrun_options_t *options);
 
 /* Parses `len` bytes of runner output (need not be NUL-terminated) into a new result the

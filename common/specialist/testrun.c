@@ -16,7 +16,6 @@
 #include "failure.h"
 #include "proc.h"
 #include "sandbox.h"
-#include "specialist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -892,7 +891,7 @@ static void s_tail_append(s_tail_t *tail, const char *data, size_t len)
 
 struct testrun_t {
     proc_t *proc;          /* NULL when it could not start or watching it failed */
-    specialist_ctx_t *job; /* borrowed, or NULL */
+    testrun_owner_t owner;
     testrun_line_fn *on_line;
     void *on_line_arg;
     s_tail_t tail;
@@ -915,8 +914,8 @@ static int s_on_line(void *arg, const char *line, size_t len)
 /* The run has ended (reaped, never started, or given up on): the job no longer watches. */
 static void s_done(testrun_t *self)
 {
-    if (self->job && self->proc)
-        specialist_watch_child(self->job, 0);
+    if (self->owner.watch && self->proc)
+        self->owner.watch(self->owner.arg, 0);
     self->done = true;
 }
 
@@ -939,7 +938,7 @@ int testrun_start(testrun_t **run_p, const testrun_options_t *options)
         free(script);
         return failure_set(FAILURE_MEMORY, "testrun: out of memory");
     }
-    self->job = options->job;
+    self->owner = options->owner;
     self->on_line = options->on_line;
     self->on_line_arg = options->on_line_arg;
     snprintf(script, script_len, "exec 2>&1\n%s", options->command);
@@ -979,8 +978,8 @@ int testrun_start(testrun_t **run_p, const testrun_options_t *options)
         s_done(self);
         return rc;
     }
-    if (self->job)
-        specialist_watch_child(self->job, proc_pid(self->proc));
+    if (self->owner.watch)
+        self->owner.watch(self->owner.arg, proc_pid(self->proc));
     return 0;
 }
 
@@ -988,7 +987,7 @@ int testrun_step(testrun_t *self, int timeout_ms)
 {
     if (self->done)
         return 1;
-    if (self->job && (timeout_ms < 0 || timeout_ms > TESTRUN_JOB_STEP_MS))
+    if (self->owner.cancelled && (timeout_ms < 0 || timeout_ms > TESTRUN_JOB_STEP_MS))
         timeout_ms = TESTRUN_JOB_STEP_MS;
     int rc = proc_step(self->proc, timeout_ms);
     if (rc < 0) {
@@ -1003,7 +1002,7 @@ int testrun_step(testrun_t *self, int timeout_ms)
         s_done(self);
         return 1;
     }
-    if (self->job && specialist_cancelled(self->job))
+    if (self->owner.cancelled && self->owner.cancelled(self->owner.arg))
         testrun_cancel(self);
     return 0;
 }

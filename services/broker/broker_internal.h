@@ -105,6 +105,12 @@ struct broker_t {
     size_t latency_count;
 };
 
+/* A malloc'd copy of `len` bytes (at least one byte allocated); NULL if memory runs out. */
+void *broker_copy(const void *data, size_t len);
+
+/* Groups are counted locks: a running task holds its group (one more holder). */
+void broker_group_hold(broker_t *self, const char *group);
+
 /* broker.c */
 /* When a task dispatched now loses its lease: its timeout plus a grace that lets the
  * worker's own timeout report (sent after its job's grace) arrive first. */

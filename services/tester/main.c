@@ -1,6 +1,6 @@
 /* cloister-test: the test-agent specialist. Runs a workspace's tests per task and reports
  * TEST_RESULT, counts and failures; on request lets the agent try a simple fix
- * (services/test/test_agent.h has the whole contract).
+ * (services/tester/test_agent.h has the whole contract).
  *
  *   cloister-test [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N]
  *                 [--grace-ms N] [--worker-id ID]

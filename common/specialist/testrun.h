@@ -35,6 +35,8 @@
 #ifndef CLOISTER_TESTRUN_H
 #define CLOISTER_TESTRUN_H
 
+#include "testparse.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,13 +45,9 @@
 typedef struct sandbox_t sandbox_t;
 
 #define TESTRUN_DEFAULT_OUTPUT_CAP (1024 * 1024)
-#define TESTRUN_MAX_FAILURES 100
-#define TESTRUN_MAX_FAILURE_LEN 400
 /* Longest wait of one testrun_step() with an owner that can cancel: bounds a cancel's
  * latency. */
 #define TESTRUN_JOB_STEP_MS 50
-
-typedef enum { TESTRUN_PASS, TESTRUN_FAIL, TESTRUN_ERROR } testrun_verdict_t;
 
 typedef struct testrun_t testrun_t;
 
@@ -78,31 +76,6 @@ typedef struct {
     const sandbox_t *sandbox;
 } testrun_options_t;
 
-typedef struct {
-    /* How the command ran (testrun_run only; testrun_parse leaves started false). */
-    bool started;    /* false: it could not be started (see error) */
-    int exit_code;   /* exit status; -1 when it did not exit normally */
-    int term_signal; /* signal that ended it, or 0 */
-    bool timed_out;  /* killed because timeout_ms passed */
-    bool cancelled;  /* killed by testrun_cancel() (or the job's cancel) */
-    int64_t duration_ms;
-    char error[256]; /* why it could not start, or "" */
-    /* What the output says. */
-    long run, passed, failed, skipped; /* -1 when unknown */
-    /* "name - reason" (or "name"), at most TESTRUN_MAX_FAILURES of them, each valid UTF-8
-     * of at most TESTRUN_MAX_FAILURE_LEN bytes: cut before a character that does not fit,
-     * and bytes of the output that are not UTF-8 replaced by U+FFFD. */
-    char **failures;
-    size_t nfailures;
-    bool failures_truncated; /* more failures were reported than kept */
-    /* The failures come from a runner's report of failing tests (pytest's FAILED lines,
-     * jest's ●, go's --- FAIL, ...), not only from hints (✕ marks, failed go packages). */
-    bool failures_reported;
-    /* The output itself: the last output_cap bytes, NUL-terminated. */
-    char *output;
-    size_t output_len;
-    bool output_truncated; /* earlier output was dropped */
-} testrun_result_t;
 
 /* Starts options->command. The command is the user's own configured test_command or what
  * testdetect found — never text from a task or an agent — which is why a shell is fine.
@@ -141,23 +114,5 @@ int testrun_finish(testrun_t **self_p, testrun_result_t **out);
  * options) and FAILURE_MEMORY leave *out NULL. Blocks until the command ends or, with
  * an owner, until the owner says it is cancelled. */
 int testrun_run(testrun_result_t **out, const testrun_options_t *options);
-
-/* Parses `len` bytes of runner output (need not be NUL-terminated) into a new result the
- * caller owns: counts, failures and a copy of the output; started = false, exit_code = -1.
- * Returns 0 or FAILURE_MEMORY (*out NULL). */
-int testrun_parse(testrun_result_t **out, const char *output, size_t len);
-
-/* PASS when the command exited 0 and its output reports no failure; FAIL when it exited
- * non-zero and the output showed tests running (counts or failures parsed), and also when
- * it exited 0 but the output reports failures (failed > 0, or no count but
- * failures_reported): `pytest | tee log` exits with tee's 0; ERROR when it timed out,
- * could not start, was killed by a signal, or failed without any test output. */
-testrun_verdict_t testrun_verdict(const testrun_result_t *result);
-
-/* "PASS", "FAIL" or "ERROR" (the TEST_RESULT marker's values). Static. */
-const char *testrun_verdict_name(testrun_verdict_t verdict);
-
-/* Frees the result and nulls the caller's pointer. Safe on NULL. */
-void testrun_result_destroy(testrun_result_t **self_p);
 
 #endif

@@ -55,6 +55,14 @@ static inline void review_config(review_env_t *r, const char *extra)
 }
 
 /* The environment: broker, config, directories, the repository. NULL on failure. */
+static inline void review_dump(review_env_t *r);
+
+/* check_on_fail()'s hook: a failing check prints what the services did. */
+static inline void review_dump_hook(void *arg)
+{
+    review_dump(arg);
+}
+
 static inline review_env_t *review_env_new(const char *name)
 {
     review_env_t *r = calloc(1, sizeof *r);
@@ -73,6 +81,7 @@ static inline review_env_t *review_env_new(const char *name)
     setenv("FAKE_CLAUDE_LOG", r->log, 1);
     setenv("IS_SANDBOX", "1", 1);
     review_clear_fake_env();
+    check_on_fail(review_dump_hook, r);
     snprintf(r->repo, sizeof r->repo, "%s/repo", dir);
     snprintf(r->workdir, sizeof r->workdir, "%s/agentwork", dir);
     review_config(r, NULL);
@@ -111,8 +120,7 @@ static inline void review_env_destroy(review_env_t **r_p)
     review_env_t *r = *r_p;
     if (r == NULL)
         return;
-    if (check_failures > 0)
-        review_dump(r);
+    check_on_fail(NULL, NULL);
     harness_destroy(&r->h);
     free(r);
     *r_p = NULL;

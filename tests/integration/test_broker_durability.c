@@ -46,7 +46,7 @@ static void s_check_all_there_once(const char *acked_text, const char *queue_tex
                 found++;
         if (found != 1) {
             fprintf(stderr, "acked task %s appears %d times after the restart\n", id, found);
-            check_failures++;
+            check_fail();
         }
     }
     free(acked);

@@ -108,7 +108,7 @@ static int s_control_error(client_t *client, const void *data, size_t len, const
     const char *error = reply ? wire_msg_str(reply, FIELD_ERROR, "") : "";
     if (strstr(error, expect) == NULL) {
         fprintf(stderr, "control error \"%s\" lacks \"%s\"\n", error, expect);
-        check_failures++;
+        check_fail();
     }
     wire_msg_destroy(&reply);
     return rc;
@@ -319,7 +319,7 @@ static void test_issue_cap(client_t *client, void *push)
     if (strstr(error, "payload.issueId") == NULL || strstr(error, "128-byte cap") == NULL) {
         fprintf(stderr, "control error \"%s\" does not name payload.issueId's 128-byte cap\n",
                 error);
-        check_failures++;
+        check_fail();
     }
     wire_msg_destroy(&reply);
     CHECK(s_task_unknown(client, "issue-over-ctl"));

@@ -135,7 +135,7 @@ int main(void)
     for (int i = 0; i < TASKS; i++) {
         if (tally.done_events[i] != 1) {
             fprintf(stderr, "chaos-%03d has %d task.done events\n", i, tally.done_events[i]);
-            check_failures++;
+            check_fail();
         }
     }
     client_destroy(&client);

@@ -93,8 +93,6 @@ static void test_refuses_insecure(void)
 {
     testenv_t *env = testenv_new("curve-insecure");
     CHECK(env != NULL);
-    if (env == NULL)
-        return;
     char path[600], out[4096];
     snprintf(path, sizeof path, "%s/cloister.toml", env->home);
     CHECK(testenv_write_file(path, "[security]\ncurve = false\n") == 0);

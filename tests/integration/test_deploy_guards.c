@@ -89,8 +89,7 @@ static void s_guard_destroy(guard_t *t)
 static void s_home_unset(void)
 {
     guard_t *t = s_guard_new("deploy-home");
-    if (t == NULL)
-        return;
+    CHECK(t != NULL);
     struct passwd *user = getpwuid(getuid());
     CHECK(user != NULL);
     char *saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
@@ -120,8 +119,7 @@ static void s_home_unset(void)
 static void s_bad_settings(void)
 {
     guard_t *t = s_guard_new("deploy-settings");
-    if (t == NULL)
-        return;
+    CHECK(t != NULL);
     setenv("CLOISTER_STOP_GRACE", "2.5", 1);
     CHECK(s_launcher(t, "--detach", NULL) != 0);
     CHECK(strstr(t->out, "CLOISTER_STOP_GRACE must be a whole number of seconds") != NULL);
@@ -176,8 +174,7 @@ static pid_t s_other_broker(guard_t *t, bool shared_endpoints)
 static void s_stale_pid_file(void)
 {
     guard_t *t = s_guard_new("deploy-stale");
-    if (t == NULL)
-        return;
+    CHECK(t != NULL);
     pid_t other = s_other_broker(t, false);
     CHECK(other > 0);
     testenv_sleep_ms(200);
@@ -204,8 +201,7 @@ static void s_stale_pid_file(void)
 static void s_leftovers(void)
 {
     guard_t *t = s_guard_new("deploy-leftovers");
-    if (t == NULL)
-        return;
+    CHECK(t != NULL);
     CHECK_INT(s_launcher(t, "--detach", NULL), 0);
     pid_t pids[5];
     for (size_t i = 0; i < 5; i++) {
@@ -271,8 +267,7 @@ static bool s_merge_died(void *arg)
 static void s_dying_specialist(void)
 {
     guard_t *t = s_guard_new("deploy-dying");
-    if (t == NULL)
-        return;
+    CHECK(t != NULL);
     char bin[300];
     CHECK_INT(s_dying_merge_bin(t, bin, sizeof bin), 0);
     setenv("CLOISTER_BIN_DIR", bin, 1);
@@ -302,8 +297,7 @@ static bool s_other_answers(void *arg)
 static void s_other_broker_answers(void)
 {
     guard_t *t = s_guard_new("deploy-other");
-    if (t == NULL)
-        return;
+    CHECK(t != NULL);
     pid_t other = s_other_broker(t, true);
     CHECK(other > 0);
     CHECK(testenv_wait_until(s_other_answers, t, 10000));
@@ -327,8 +321,7 @@ static void s_other_broker_answers(void)
 static void s_other_broker_wins_race(void)
 {
     guard_t *t = s_guard_new("deploy-race");
-    if (t == NULL)
-        return;
+    CHECK(t != NULL);
     pid_t other = s_other_broker(t, true);
     CHECK(other > 0);
     CHECK(testenv_wait_until(s_other_answers, t, 10000));
@@ -366,8 +359,7 @@ static void s_other_broker_wins_race(void)
 static void s_disabled_specialist(void)
 {
     guard_t *t = s_guard_new("deploy-disabled");
-    if (t == NULL)
-        return;
+    CHECK(t != NULL);
     char path[400];
     snprintf(path, sizeof path, "%s/cloister.toml", t->env->home);
     CHECK_INT(testenv_write_file(path, "# merges are done by hand here\n"

@@ -47,8 +47,6 @@ static void test_specialist_names(testenv_t *env)
     CHECK(strstr(s_out, "unknown specialist 'late-agent'") != NULL);
     fakeworker_t *worker = fakeworker_new(env->dir, env->in_ep, "late-agent", "w-late");
     CHECK(worker != NULL);
-    if (worker == NULL)
-        return;
     fakeworker_hello(worker, NULL, 0);
     submit_try_t try = {env};
     CHECK(testenv_wait_until(s_late_agent_accepted, &try, 5000));

@@ -33,8 +33,7 @@ static void test_yolo_chains_merge_once(review_env_t *r)
                             "Fine.\nREVIEW_RESULT: APPROVED\nFILES_REVIEWED: src/db.c\n"
                             "FINDINGS:\n- warning: src/db.c:1 name the parameter better\n",
                             "g1");
-    if (done == NULL)
-        return;
+    CHECK(done != NULL);
     const json_t *result = review_result(done);
     CHECK_STR(harness_field(result, "GATE"), "open");
     CHECK_STR(harness_field(result, "approval"), "auto");
@@ -65,8 +64,7 @@ static void test_normal_error_blocks(review_env_t *r)
                             "FINDINGS:\n- error: src/db.c:1 SQL injection through name\n"
                             "- info: src/db.c consider a prepared statement\n",
                             "g2");
-    if (done == NULL)
-        return;
+    CHECK(done != NULL);
     const json_t *result = review_result(done);
     CHECK_STR(harness_field(result, "GATE"), "blocked");
     CHECK_STR(harness_field(result, "REVIEW_RESULT"), "CHANGES_REQUESTED");
@@ -89,15 +87,13 @@ static void test_strict_warning_blocks(review_env_t *r)
                             "REVIEW_RESULT: APPROVED\n"
                             "FINDINGS:\n- warning: src/db.c:1 long line\n",
                             "g3");
-    if (done == NULL)
-        return;
+    CHECK(done != NULL);
     CHECK_STR(harness_field(review_result(done), "GATE"), "blocked");
     CHECK_STR(harness_field(review_result(done), "approval"), "blocked");
     /* Strict: every finding blocks, an info too. */
     done = s_review(r, "strict", "REVIEW_RESULT: APPROVED\nFINDINGS:\n- info: src/db.c:1 a nit\n",
                     "g3b");
-    if (done == NULL)
-        return;
+    CHECK(done != NULL);
     CHECK_STR(harness_field(review_result(done), "GATE"), "blocked");
     const json_t *finding = json_array_get(json_object_get(review_result(done), "FINDINGS"), 0);
     CHECK(json_is_true(json_object_get(finding, "blocking")));
@@ -114,8 +110,7 @@ static void test_disabled_skips_agent(review_env_t *r)
     for (int i = 0; i < after; i++)
         json_decref(lines[i]);
     CHECK_INT(after, before);
-    if (done == NULL)
-        return;
+    CHECK(done != NULL);
     CHECK_STR(harness_field(review_result(done), "REVIEW_RESULT"), "APPROVED");
     CHECK_STR(harness_field(review_result(done), "GATE"), "open");
     CHECK_INT(harness_count(r->h, "task.queued", "merge-g4"), 0);
@@ -141,8 +136,7 @@ static void test_yolo_from_worktree(review_env_t *r)
     CHECK(done != NULL);
     CHECK(review_stop(r, svc) == 0);
     review_clear_fake_env();
-    if (done == NULL)
-        return;
+    CHECK(done != NULL);
     const json_t *result = review_result(done);
     CHECK_STR(harness_field(result, "merge_task"), "merge-g5");
     CHECK_STR(harness_field(result, "diff_head"), feature);
@@ -233,8 +227,7 @@ static void test_approve_pins_reviewed_commit(review_env_t *r)
     char reviewed[41];
     testgit_rev(r->repo, "feature", reviewed);
     json_t *done = s_review(r, "normal", "REVIEW_RESULT: APPROVED\nFINDINGS: none\n", "g11");
-    if (done == NULL)
-        return;
+    CHECK(done != NULL);
     CHECK_STR(harness_field(review_result(done), "diff_head"), reviewed);
     char out[16384];
     char *approve[] = {(char *)testenv_bin("pan"), "approve", "g11", NULL};

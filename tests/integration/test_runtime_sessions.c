@@ -11,8 +11,6 @@ static void test_fresh_resumed_fallback(void)
 {
     review_env_t *r = review_env_new("runtime-sessions");
     CHECK(r != NULL);
-    if (r == NULL)
-        return;
     setenv("FAKE_CLAUDE_RESULT", "Looks fine.\nREVIEW_RESULT: APPROVED\nFINDINGS: none\n", 1);
     pid_t svc = review_start(r, "review-1");
 

@@ -51,8 +51,6 @@ int main(void)
                 sandbox);
         CHECK(strstr(sandbox, "none") != NULL);
     }
-    if (check_failures > 0)
-        tsh_dump("sb1", end);
     harness_destroy(&h);
     return check_exit_code("test_sandbox");
 }

@@ -93,8 +93,6 @@ int main(void)
     CHECK(strstr(notes, "2 of 3 tests failed") != NULL);
     CHECK(strstr(notes, "agent: set value.txt to good") != NULL);
     CHECK(strstr(notes, "after the fix: 3 tests passed") != NULL);
-    if (strcmp(tsh_result_str(end, "FIX_RESULT"), "SUCCESS") != 0)
-        tsh_dump("fix1", end);
     CHECK(harness_find(h, 0, "task.progress", "fix1") >= 0);
 
     int lines = 0;

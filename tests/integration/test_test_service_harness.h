@@ -77,16 +77,26 @@ static inline void tsh_submit(harness_t *h, const char *id, int timeout_s, const
     harness_submit(h, id, "test-agent", "normal", timeout_s, 1, payload);
 }
 
+/* check_on_fail()'s hook: a failing check prints the task's end event. */
+static inline void tsh_dump_hook(void *event)
+{
+    char *text = json_dumps(event, JSON_COMPACT);
+    fprintf(stderr, "the task ended with: %s\n", text ? text : "(none)");
+    free(text);
+}
+
 /* Waits up to timeout_ms for the task's end (task.done, task.failed or task.dead); returns
- * the event (owned by the harness) or NULL. */
+ * the event (owned by the harness) or NULL. A check that fails later prints the event. */
 static inline json_t *tsh_end(harness_t *h, const char *task, int timeout_ms)
 {
     static const char *const ends[] = {"task.done", "task.failed", "task.dead"};
     for (int waited = 0;; waited += 20) {
         for (size_t i = 0; i < 3; i++) {
             int at = harness_find(h, 0, ends[i], task);
-            if (at >= 0)
+            if (at >= 0) {
+                check_on_fail(tsh_dump_hook, h->events[at]);
                 return h->events[at];
+            }
         }
         if (waited >= timeout_ms)
             return NULL;
@@ -131,13 +141,6 @@ static inline int tsh_failure_index(const json_t *event, const char *key, const 
 }
 
 /* Prints the event as JSON on stderr (for failing checks). */
-static inline void tsh_dump(const char *what, const json_t *event)
-{
-    char *text = event ? json_dumps(event, JSON_COMPACT) : NULL;
-    fprintf(stderr, "%s: %s\n", what, text ? text : "(none)");
-    free(text);
-}
-
 /* Pytest-like output printed by the projects' test commands. */
 #define TSH_PYTEST_PASS                                                                            \
     "============================= test session starts ==============================\n"           \

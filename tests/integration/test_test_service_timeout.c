@@ -38,8 +38,6 @@ int main(void)
     CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "ERROR");
     CHECK_STR(tsh_result_str(end, "FIX_RESULT"), "NOT_ATTEMPTED");
     CHECK(took >= 2400 && took < 6000);
-    if (strstr(error, "test command timed out after 2.") == NULL)
-        tsh_dump("hang1", end);
 
     /* No orphans: the shell and its background sleep are gone. */
     char path[700];

@@ -18,8 +18,7 @@ static const char *const SCRIPT =
 static void test_kill9(void)
 {
     harness_t *h = harness_new("worker-kill9");
-    if (h == NULL)
-        return;
+    CHECK(h != NULL);
     pid_t wa = harness_worker(h, "wa", "flaky-agent", SCRIPT);
     harness_submit(h, "k1", "flaky-agent", "normal", 0, 3, NULL);
     CHECK(harness_wait(h, "task.progress", "k1", 5000) != NULL);
@@ -49,8 +48,7 @@ static void test_kill9(void)
 static void test_sigterm(void)
 {
     harness_t *h = harness_new("worker-sigterm");
-    if (h == NULL)
-        return;
+    CHECK(h != NULL);
     pid_t wa = harness_worker(h, "wa", "flaky-agent", SCRIPT);
     harness_submit(h, "s1", "flaky-agent", "normal", 0, 1, NULL);
     CHECK(harness_wait(h, "task.progress", "s1", 5000) != NULL);

@@ -26,8 +26,6 @@ static void test_nul_byte(harness_t *h)
     harness_submit(h, "nul", "out-agent", "normal", 0, 1, NULL);
     json_t *done = harness_wait(h, "task.done", "nul", 5000);
     CHECK(done != NULL);
-    if (done == NULL)
-        return;
     CHECK_STR(harness_field(json_object_get(done, "result"), "STATUS"), "ok");
     CHECK(s_has_progress(h, "nul", "progress \xEF\xBF\xBD with a NUL"));
     CHECK(s_has_progress(h, "nul", "STATUS: ok"));
@@ -38,8 +36,6 @@ static void test_crlf(harness_t *h)
     harness_submit(h, "crlf", "out-agent", "normal", 0, 1, NULL);
     json_t *done = harness_wait(h, "task.done", "crlf", 5000);
     CHECK(done != NULL);
-    if (done == NULL)
-        return;
     CHECK_STR(harness_field(json_object_get(done, "result"), "RESULT"), "fine");
     CHECK(s_has_progress(h, "crlf", "line one"));
     CHECK(s_has_progress(h, "crlf", "RESULT: fine"));

@@ -12,8 +12,7 @@ static const char *const SCRIPT =
 static void test_one_task_per_worker(void)
 {
     harness_t *h = harness_new("worker-parallel");
-    if (h == NULL)
-        return;
+    CHECK(h != NULL);
     harness_worker(h, "wa", "slow-agent", SCRIPT);
     harness_worker(h, "wb", "slow-agent", SCRIPT);
     harness_submit(h, "p1", "slow-agent", "normal", 0, 0, NULL);
@@ -46,8 +45,7 @@ static void test_one_task_per_worker(void)
 static void test_urgent_overtakes(void)
 {
     harness_t *h = harness_new("worker-priority");
-    if (h == NULL)
-        return;
+    CHECK(h != NULL);
     harness_worker(h, "w1", "slow-agent", SCRIPT);
     harness_submit(h, "busy", "slow-agent", "normal", 0, 0, NULL);
     CHECK(harness_wait(h, "task.progress", "busy", 5000) != NULL);

@@ -76,6 +76,7 @@ static inline void harness_destroy(harness_t **h_p)
     harness_t *h = *h_p;
     if (h == NULL)
         return;
+    check_on_fail(NULL, NULL); /* a hook may point at the events freed here */
     for (int i = 0; i < h->nevents; i++)
         json_decref(h->events[i]);
     zmq_close(h->sub);

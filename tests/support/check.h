@@ -1,5 +1,8 @@
-/* check: the assertions tests use. A failed CHECK prints where and what, and marks the
- * test failed without stopping it; check_exit_code() is what main() returns. */
+/* check: the assertions tests use. A failed CHECK prints where and what and stops the
+ * test program at once (exit status 1): what follows a failed check -- often a NULL from a
+ * set-up that did not work -- is never run and can never read as a pass. Processes and
+ * directories of live test environments are cleaned up at exit (testenv.h).
+ * check_exit_code() is what main() returns when every check passed. */
 #ifndef CLOISTER_CHECK_H
 #define CLOISTER_CHECK_H
 
@@ -8,11 +11,18 @@
 
 extern int check_failures;
 
+/* Counts a failure and ends the program with status 1: the hook set by check_on_fail()
+ * runs first (e.g. to print a service's log), then the atexit handlers. */
+void check_fail(void) __attribute__((noreturn));
+
+/* Sets (fn non-NULL) or clears (NULL) the one function check_fail() calls before exiting. */
+void check_on_fail(void (*fn)(void *arg), void *arg);
+
 #define CHECK(cond)                                                                        \
     do {                                                                                   \
         if (!(cond)) {                                                                     \
             fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-            check_failures++;                                                              \
+            check_fail();                                                                  \
         }                                                                                  \
     } while (0)
 
@@ -22,7 +32,7 @@ extern int check_failures;
         if (check_a_ == NULL || strcmp(check_a_, check_e_) != 0) {                         \
             fprintf(stderr, "%s:%d: CHECK_STR failed: %s is \"%s\", expected \"%s\"\n",    \
                     __FILE__, __LINE__, #actual, check_a_ ? check_a_ : "(null)", check_e_); \
-            check_failures++;                                                              \
+            check_fail();                                                                  \
         }                                                                                  \
     } while (0)
 
@@ -32,7 +42,7 @@ extern int check_failures;
         if (check_a_ != check_e_) {                                                        \
             fprintf(stderr, "%s:%d: CHECK_INT failed: %s is %lld, expected %lld\n",        \
                     __FILE__, __LINE__, #actual, check_a_, check_e_);                      \
-            check_failures++;                                                              \
+            check_fail();                                                                  \
         }                                                                                  \
     } while (0)
 

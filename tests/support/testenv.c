@@ -21,6 +21,42 @@ void testenv_sleep_ms(int ms)
     }
 }
 
+/* Environments not destroyed yet, cleaned up at exit (a failed CHECK exits), and the
+ * process that made them: a forked child's exit must not kill its parent's processes. */
+#define TESTENV_MAX_LIVE 16
+static testenv_t *s_live[TESTENV_MAX_LIVE];
+static pid_t s_owner;
+
+static void s_cleanup_at_exit(void)
+{
+    if (getpid() != s_owner)
+        return;
+    for (int i = 0; i < TESTENV_MAX_LIVE; i++)
+        if (s_live[i] != NULL)
+            testenv_destroy(&s_live[i]);
+}
+
+static void s_register(testenv_t *self)
+{
+    if (s_owner == 0) {
+        s_owner = getpid();
+        atexit(s_cleanup_at_exit);
+    }
+    for (int i = 0; i < TESTENV_MAX_LIVE; i++) {
+        if (s_live[i] == NULL) {
+            s_live[i] = self;
+            return;
+        }
+    }
+}
+
+static void s_unregister(const testenv_t *self)
+{
+    for (int i = 0; i < TESTENV_MAX_LIVE; i++)
+        if (s_live[i] == self)
+            s_live[i] = NULL;
+}
+
 testenv_t *testenv_new(const char *name)
 {
     testenv_t *self = calloc(1, sizeof *self);
@@ -42,6 +78,7 @@ testenv_t *testenv_new(const char *name)
     setenv("CLOISTER_IN", self->in_ep, 1);
     setenv("CLOISTER_EVENTS", self->events_ep, 1);
     setenv("CLOISTER_CONTROL", self->control_ep, 1);
+    s_register(self);
     return self;
 }
 
@@ -59,6 +96,7 @@ void testenv_destroy(testenv_t **self_p)
     testenv_t *self = *self_p;
     if (self == NULL)
         return;
+    s_unregister(self);
     for (int i = 0; i < self->nprocs; i++) {
         if (self->procs[i] > 0) {
             kill(-self->procs[i], SIGKILL);

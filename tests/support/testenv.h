@@ -3,7 +3,9 @@
  * testenv_new() makes a fresh temporary directory (PANOPTICON_HOME points into it) and
  * picks ipc:// endpoints inside it, so concurrent tests never collide on ports.
  * Processes started with testenv_spawn() are killed (SIGKILL to their process group) and
- * reaped by testenv_destroy(), which also removes the directory: no orphans, no litter. */
+ * reaped by testenv_destroy(), which also removes the directory: no orphans, no litter.
+ * An environment still alive when the program exits (a failed CHECK exits at once) is
+ * destroyed by an atexit handler, in the process that created it only. */
 #ifndef CLOISTER_TESTENV_H
 #define CLOISTER_TESTENV_H
 

@@ -121,8 +121,7 @@ static void test_value_kinds(void)
         "    \"two\",\n"
         "]\n"
         "after_multi = 1\n");
-    if (config == NULL)
-        return;
+    CHECK(config != NULL);
     CHECK_STR(config_string(config, "", "top", NULL), "root level");
     CHECK_STR(config_string(config, "strings", "basic", NULL),
               "say \"hi\" \\ tab\there\nnext");
@@ -179,8 +178,7 @@ static void test_known_keys_from_file(void)
                                 "append_system_prompt = \"Be brief.\"\n"
                                 "[review]\n"
                                 "mode = \"yolo\"\n");
-    if (config == NULL)
-        return;
+    CHECK(config != NULL);
     CHECK_STR(config_string(config, "broker", "in", NULL), "ipc:///tmp/in");
     CHECK_STR(config_string(config, "broker", "events", NULL), "tcp://127.0.0.1:5561");
     CHECK_STR(config_string(config, "broker", "sync", NULL), "normal");
@@ -209,8 +207,7 @@ static void test_unknown_tables_kept(void)
                                 "trigger_on = \"any_failure\"\n"
                                 "[broker]\n"
                                 "future_key = true\n");
-    if (config == NULL)
-        return;
+    CHECK(config != NULL);
     CHECK_INT(config_int(config, "monitoring", "check_interval", 0), 60);
     CHECK_STR(config_array_string(config, "monitoring", "heartbeat_sources", 1),
               "git_activity");
@@ -239,8 +236,7 @@ static void test_specialists(void)
                                 "workdir = \"/srv/repo\"\n"
                                 "[specialists.docs-agent]\n"
                                 "model = \"opus\"\n");
-    if (config == NULL)
-        return;
+    CHECK(config != NULL);
     /* The underscore spelling is the same specialist, whichever spelling asks. */
     CHECK(!config_specialist_enabled(config, "merge-agent"));
     CHECK(!config_specialist_enabled(config, "merge_agent"));

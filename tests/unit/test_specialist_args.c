@@ -249,8 +249,6 @@ static void test_environment_over_config(void)
 {
     testenv_t *env = testenv_new("test_specialist_args");
     CHECK(env != NULL);
-    if (env == NULL)
-        return;
     char path[512];
     snprintf(path, sizeof path, "%s/cloister.toml", env->home);
     CHECK_INT(testenv_write_file(path, "[broker]\nin = \"ipc://file\"\n"), 0);

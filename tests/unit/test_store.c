@@ -104,8 +104,7 @@ static void test_uncommitted_writes_are_lost(const char *dir)
 
     store_t *store = NULL;
     CHECK_INT(store_open(path, STORE_SYNC_FULL, &store), 0);
-    if (store == NULL)
-        return;
+    CHECK(store != NULL);
     task_t *task = NULL;
     CHECK_INT(store_task_load(store, "t-lost", &task), FAILURE_NOT_FOUND);
     CHECK(task == NULL);
@@ -125,8 +124,7 @@ static void test_committed_writes_stay(const char *dir)
 
     store_t *store = NULL;
     CHECK_INT(store_open(path, STORE_SYNC_FULL, &store), 0);
-    if (store == NULL)
-        return;
+    CHECK(store != NULL);
     task_t *task = NULL;
     CHECK_INT(store_task_load(store, "t-kept", &task), 0);
     CHECK(task != NULL);
@@ -150,8 +148,7 @@ static void s_check_result(store_t *store, const char *id, const char *expected)
 {
     task_t *task = NULL;
     CHECK_INT(store_task_load(store, id, &task), 0);
-    if (task == NULL)
-        return;
+    CHECK(task != NULL);
     if (expected == NULL) {
         CHECK(task->result == NULL);
         CHECK_INT(task->result_len, 0);
@@ -168,8 +165,7 @@ static void test_result_round_trip(const char *dir)
     snprintf(path, sizeof path, "%s/round-trip.db", dir);
     store_t *store = NULL;
     CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
-    if (store == NULL)
-        return;
+    CHECK(store != NULL);
     task_t *task = s_task("t-result");
     bool inserted = false;
     CHECK_INT(store_task_insert(store, task, &inserted), 0);
@@ -222,8 +218,7 @@ static void test_wal_is_bounded(const char *dir)
     snprintf(wal, sizeof wal, "%s-wal", path);
     store_t *store = NULL;
     CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
-    if (store == NULL)
-        return;
+    CHECK(store != NULL);
     const int64_t limit = 512 * 1024;
     CHECK_INT(store_set_wal_limit(store, limit), 0);
     CHECK_INT(store_set_wal_limit(store, 1000), FAILURE_INVALID);
@@ -272,8 +267,7 @@ static void test_prune_finished(const char *dir)
     snprintf(path, sizeof path, "%s/prune.db", dir);
     store_t *store = NULL;
     CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
-    if (store == NULL)
-        return;
+    CHECK(store != NULL);
     s_write_finished(store, "old-1", 1000, true);
     s_write_finished(store, "old-2", 1000, true);
     s_write_finished(store, "old-3", 1500, true);

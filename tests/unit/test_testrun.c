@@ -23,8 +23,7 @@ static testrun_result_t *s_parse_fixture(const char *name)
     char *text = testenv_read_file(path);
     if (!text) {
         fprintf(stderr, "cannot read fixture %s\n", path);
-        check_failures++;
-        return NULL;
+        check_fail();
     }
     testrun_result_t *r = NULL;
     CHECK_INT(testrun_parse(&r, text, strlen(text)), 0);
@@ -45,8 +44,7 @@ static void s_check_failure(const testrun_result_t *r, size_t i, const char *exp
 {
     if (i >= r->nfailures) {
         fprintf(stderr, "failure %zu missing, expected \"%s\"\n", i, expected);
-        check_failures++;
-        return;
+        check_fail();
     }
     CHECK_STR(r->failures[i], expected);
 }

@@ -64,7 +64,7 @@ static int s_decode_error(const void *data, size_t len, const char *expect_subst
     CHECK(msg == NULL);
     if (strstr(failure_message(), expect_substring) == NULL) {
         fprintf(stderr, "reason \"%s\" lacks \"%s\"\n", failure_message(), expect_substring);
-        check_failures++;
+        check_fail();
     }
     return rc;
 }

@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "client.h"
+#include "testbroker.h"
 #include "testenv.h"
 
 #include <jansson.h>
@@ -16,33 +17,11 @@
 
 #define PAN_OUT_SIZE (256 * 1024)
 
-static inline bool harness_broker_answers(void *arg)
-{
-    testenv_t *env = arg;
-    client_t *client = client_new(env->control_ep, 200);
-    if (client == NULL)
-        return false;
-    wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, MSG_STATS);
-    wire_msg_t *reply = NULL;
-    int rc = client_call(client, writer, &reply);
-    wire_msg_destroy(&reply);
-    wire_writer_destroy(&writer);
-    client_destroy(&client);
-    return rc == 0;
-}
-
 /* Starts cloister-broker on the environment's endpoints and waits until it answers.
  * Returns its pid, or -1. */
 static inline pid_t harness_start_broker(testenv_t *env)
 {
-    char *argv[] = {(char *)testenv_bin("cloister-broker"), "--home", env->home, NULL};
-    pid_t pid = testenv_spawn(env, "broker", argv);
-    if (pid < 0 || !testenv_wait_until(harness_broker_answers, env, 10000)) {
-        fprintf(stderr, "broker did not come up\n");
-        return -1;
-    }
-    return pid;
+    return testbroker_start(env, 0, NULL);
 }
 
 /* Runs `pan` with the NULL-terminated arguments; stdout only (stderr: the test's) or, with

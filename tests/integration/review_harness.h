@@ -132,24 +132,9 @@ static inline void review_env_destroy(review_env_t **r_p)
  * workdir (--workdir); other services use their default. */
 static inline pid_t review_start_program(review_env_t *r, const char *program, const char *id)
 {
+    const char *const workdir[] = {"--workdir", r->workdir, NULL};
     bool review = strcmp(program, "cloister-review") == 0;
-    char bind[600];
-    snprintf(bind, sizeof bind, "ipc://%s/%s.sock", r->h->env->dir, id);
-    char *argv[] = {(char *)testenv_bin(program),
-                    "--heartbeat-ms",
-                    HARNESS_HB,
-                    "--worker-id",
-                    (char *)id,
-                    "--bind",
-                    bind,
-                    "--grace-ms",
-                    "3000",
-                    review ? "--workdir" : NULL,
-                    r->workdir,
-                    NULL};
-    pid_t pid = testenv_spawn(r->h->env, id, argv);
-    CHECK(harness_wait_joined(r->h, id));
-    return pid;
+    return harness_service(r->h, program, id, 3000, review ? workdir : NULL);
 }
 
 /* Starts cloister-review as worker `id`. */

@@ -22,8 +22,7 @@ static pid_t s_workers[WORKERS];
 
 static pid_t s_start_broker(void)
 {
-    char *argv[] = {(char *)testenv_bin("cloister-broker"), "--heartbeat-ms", "100", NULL};
-    return testenv_spawn(s_env, "broker", argv);
+    return testbroker_spawn(s_env, 100, NULL);
 }
 
 static pid_t s_start_worker(int i)
@@ -93,7 +92,13 @@ static int s_count(const wire_msg_t *event, const void *raw, size_t len, void *a
 
 int main(void)
 {
-    srand((unsigned)getpid());
+    /* The kills are random; the seed is printed so a failing run can be replayed with
+     * CLOISTER_CHAOS_SEED=<seed>. */
+    const char *seed_text = getenv("CLOISTER_CHAOS_SEED");
+    unsigned seed = seed_text ? (unsigned)strtoul(seed_text, NULL, 10) : (unsigned)getpid();
+    printf("test_chaos: seed %u (replay with CLOISTER_CHAOS_SEED=%u)\n", seed, seed);
+    fflush(stdout);
+    srand(seed);
     s_env = testenv_new("chaos");
     if (s_env == NULL)
         return 1;

@@ -137,21 +137,7 @@ static void s_teardown(void)
 /* Starts cloister-merge instance `id` and waits until the broker announced it. */
 static pid_t s_start_merge(const char *id)
 {
-    char bind[600];
-    snprintf(bind, sizeof bind, "ipc://%s/%s.sock", s_h->env->dir, id);
-    char *argv[] = {(char *)testenv_bin("cloister-merge"),
-                    "--heartbeat-ms",
-                    HARNESS_HB,
-                    "--worker-id",
-                    (char *)id,
-                    "--bind",
-                    bind,
-                    "--grace-ms",
-                    "2000",
-                    NULL};
-    pid_t pid = testenv_spawn(s_h->env, id, argv);
-    CHECK(harness_wait_joined(s_h, id));
-    return pid;
+    return harness_service(s_h, "cloister-merge", id, 2000, NULL);
 }
 
 /* PUSHes a merge-agent submit of `branch` into main (group set unless `group` is ""). */

@@ -45,21 +45,7 @@ static inline const char *tsh_make_project(harness_t *h, const char *project, co
 /* Starts cloister-test as worker `id` and waits until the broker announced it. */
 static inline pid_t tsh_service(harness_t *h, const char *id)
 {
-    char bind[400];
-    snprintf(bind, sizeof bind, "ipc://%s/%s.sock", h->env->dir, id);
-    char *argv[] = {(char *)testenv_bin("cloister-test"),
-                    "--heartbeat-ms",
-                    HARNESS_HB,
-                    "--worker-id",
-                    (char *)id,
-                    "--bind",
-                    bind,
-                    "--grace-ms",
-                    "3000",
-                    NULL};
-    pid_t pid = testenv_spawn(h->env, id, argv);
-    CHECK(harness_wait_joined(h, id));
-    return pid;
+    return harness_service(h, "cloister-test", id, 3000, NULL);
 }
 
 /* Submits a test-agent task whose payload is `payload_json` (printf-style). */

@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "msgjson.h"
+#include "testbroker.h"
 #include "testenv.h"
 #include "clock.h"
 #include "wire.h"
@@ -35,12 +36,6 @@ typedef struct {
     int nevents;
 } harness_t;
 
-static inline bool s_harness_file_exists(void *path)
-{
-    struct stat st;
-    return stat((const char *)path, &st) == 0;
-}
-
 /* Starts a broker in a fresh testenv and connects to it. NULL on failure. */
 static inline harness_t *harness_new(const char *name)
 {
@@ -54,11 +49,8 @@ static inline harness_t *harness_new(const char *name)
     snprintf(config, sizeof config, "%s/cloister.toml", h->env->home);
     testenv_write_file(config, "[broker]\nretry_backoff_ms = 50\n\n"
                                "[specialists.other-agent]\nenabled = true\n");
-    char *argv[] = {(char *)testenv_bin("cloister-broker"), "--heartbeat-ms", HARNESS_HB, NULL};
-    h->broker = testenv_spawn(h->env, "broker", argv);
-    char events_path[400];
-    snprintf(events_path, sizeof events_path, "%s/events.sock", h->env->dir);
-    CHECK(testenv_wait_until(s_harness_file_exists, events_path, 5000));
+    h->broker = testbroker_start(h->env, atoi(HARNESS_HB), NULL);
+    CHECK(h->broker > 0);
     h->zmq = zmq_ctx_new();
     h->sub = zmq_socket(h->zmq, ZMQ_SUB);
     h->push = zmq_socket(h->zmq, ZMQ_PUSH);
@@ -224,6 +216,27 @@ static inline bool harness_wait_joined(harness_t *h, const char *id)
         harness_pump(h, 20);
     }
     return false;
+}
+
+/* The one way tests start a specialist service (`program`: cloister-review, cloister-test,
+ * cloister-merge): as worker `id` with its own ipc task socket, the harness heartbeat,
+ * --grace-ms `grace_ms` and the `extra` flags (NULL-terminated, or NULL); waits until the
+ * broker announced it. Returns its pid. */
+static inline pid_t harness_service(harness_t *h, const char *program, const char *id,
+                                    int grace_ms, const char *const *extra)
+{
+    char bind[600], grace[32];
+    snprintf(bind, sizeof bind, "ipc://%s/%s.sock", h->env->dir, id);
+    snprintf(grace, sizeof grace, "%d", grace_ms);
+    char *argv[24] = {(char *)testenv_bin(program), "--heartbeat-ms", HARNESS_HB, "--worker-id",
+                      (char *)id, "--bind", bind, "--grace-ms", grace};
+    int n = 9;
+    for (int i = 0; extra != NULL && extra[i] != NULL && n < 23; i++)
+        argv[n++] = (char *)extra[i];
+    argv[n] = NULL;
+    pid_t pid = testenv_spawn(h->env, id, argv);
+    CHECK(harness_wait_joined(h, id));
+    return pid;
 }
 
 /* Number of recorded events `name` of `task`. */

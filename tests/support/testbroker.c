@@ -6,19 +6,36 @@
 #include <stdio.h>
 #include <string.h>
 
-pid_t testbroker_start(testenv_t *env, int heartbeat_ms, const char *sync)
+pid_t testbroker_spawn(testenv_t *env, int heartbeat_ms, const char *sync)
 {
     char heartbeat[32];
     snprintf(heartbeat, sizeof heartbeat, "%d", heartbeat_ms);
-    char *argv[] = {(char *)testenv_bin("cloister-broker"), "--in", env->in_ep,
-                    "--events", env->events_ep, "--control", env->control_ep,
-                    "--home", env->home, "--heartbeat-ms", heartbeat,
-                    "--sync", (char *)sync, NULL};
+    char *argv[16] = {(char *)testenv_bin("cloister-broker"), "--in", env->in_ep,
+                      "--events", env->events_ep, "--control", env->control_ep,
+                      "--home", env->home};
+    int n = 9;
+    if (heartbeat_ms > 0) {
+        argv[n++] = "--heartbeat-ms";
+        argv[n++] = heartbeat;
+    }
+    if (sync != NULL) {
+        argv[n++] = "--sync";
+        argv[n++] = (char *)sync;
+    }
+    argv[n] = NULL;
     pid_t pid = testenv_spawn(env, "broker", argv);
+    if (pid < 0)
+        fprintf(stderr, "testbroker: cannot start %s\n", argv[0]);
+    return pid;
+}
+
+pid_t testbroker_start(testenv_t *env, int heartbeat_ms, const char *sync)
+{
+    pid_t pid = testbroker_spawn(env, heartbeat_ms, sync);
     if (pid < 0)
         return -1;
     client_t *client = client_new(env->control_ep, 200);
-    for (int i = 0; i < 25; i++) {
+    for (int i = 0; i < 50; i++) {
         wire_writer_t *w = wire_writer_new();
         wire_writer_start(w, MSG_STATS);
         wire_msg_t *reply = NULL;
@@ -31,7 +48,7 @@ pid_t testbroker_start(testenv_t *env, int heartbeat_ms, const char *sync)
         }
     }
     client_destroy(&client);
-    fprintf(stderr, "testbroker: the broker did not answer within 5 s\n");
+    fprintf(stderr, "testbroker: the broker did not answer within 10 s\n");
     return -1;
 }
 

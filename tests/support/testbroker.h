@@ -8,8 +8,12 @@
 
 #include <sys/types.h>
 
-/* Starts the broker with `heartbeat_ms` and `sync` ("full"/"normal"/"off"), logging to
- * <dir>/broker.log, and waits (up to 5 s) for a stats reply. Returns the pid or -1. */
+/* The one way tests start a broker: on the environment's endpoints and home, with
+ * `heartbeat_ms` (0: the default) and `sync` ("full"/"normal"/"off"; NULL: the default),
+ * logging to <dir>/broker.log. testbroker_spawn() returns at once (the chaos test restarts
+ * brokers under load); testbroker_start() also waits (up to 10 s) until it answers a stats
+ * request. Both return the pid, or -1 (saying why on stderr). */
+pid_t testbroker_spawn(testenv_t *env, int heartbeat_ms, const char *sync);
 pid_t testbroker_start(testenv_t *env, int heartbeat_ms, const char *sync);
 
 /* A control client for the environment's broker (caller owns). */

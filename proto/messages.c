@@ -101,6 +101,8 @@ static const wire_field_t s_cancel[] = {
 static const wire_field_t s_ping[] = {
     {FIELD_WORKER, WIRE_STR, true, MESSAGES_ID_CAP},
     {FIELD_EPOCH, WIRE_STR, true, MESSAGES_ID_CAP},
+    {FIELD_HEARTBEAT_MS, WIRE_INT, false, 0},
+    {FIELD_HEARTBEAT_MISSES, WIRE_INT, false, 0},
 };
 
 /* pan / any client -> control (each answered by one "reply") */

@@ -893,8 +893,27 @@ static void s_on_cancel(loop_t *loop, const wire_msg_t *msg, int64_t now)
     s_pending_drop(loop, task, attempt);
 }
 
+/* The broker says which heartbeat it expects (in every ping, and the one that answers a
+ * hello): a worker beating slower would be declared lost, so it follows the broker. */
+static void s_follow_heartbeat(loop_t *loop, const wire_msg_t *msg)
+{
+    int64_t heartbeat_ms = wire_msg_int(msg, FIELD_HEARTBEAT_MS, 0);
+    int64_t misses = wire_msg_int(msg, FIELD_HEARTBEAT_MISSES, 0);
+    if (heartbeat_ms >= 10 && heartbeat_ms <= 600000 && heartbeat_ms != loop->heartbeat_ms) {
+        log_info("the broker expects a heartbeat every %lld ms (was %d ms)",
+                 (long long)heartbeat_ms, loop->heartbeat_ms);
+        loop->heartbeat_ms = (int)heartbeat_ms;
+        int64_t soon = clock_now_ms() + heartbeat_ms;
+        if (loop->next_heartbeat > soon)
+            loop->next_heartbeat = soon;
+    }
+    if (misses >= 1 && misses <= 1000)
+        loop->heartbeat_misses = (int)misses;
+}
+
 static void s_on_ping(loop_t *loop, const wire_msg_t *msg)
 {
+    s_follow_heartbeat(loop, msg);
     const char *epoch = wire_msg_str(msg, FIELD_EPOCH, "");
     if (loop->epoch[0] != '\0' && strcmp(loop->epoch, epoch) != 0 && !loop->leaving) {
         log_info("broker restarted (epoch %s -> %s); announcing again", loop->epoch, epoch);

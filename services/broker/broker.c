@@ -472,18 +472,24 @@ static int s_dispatch(broker_t *self)
 
 /* ---- timers ---- */
 
+void broker_send_ping(broker_t *self, worker_t *worker)
+{
+    wire_writer_t *w = self->writer;
+    wire_writer_start(w, MSG_PING);
+    wire_put_str(w, FIELD_WORKER, worker->id);
+    wire_put_str(w, FIELD_EPOCH, self->epoch);
+    wire_put_int(w, FIELD_HEARTBEAT_MS, self->config.heartbeat_ms);
+    wire_put_int(w, FIELD_HEARTBEAT_MISSES, self->config.heartbeat_misses);
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    zmq_send(worker->push, data, len, ZMQ_DONTWAIT);
+}
+
 static void s_ping_workers(broker_t *self)
 {
     for (worker_t *worker = zhashx_first(self->workers); worker;
-         worker = zhashx_next(self->workers)) {
-        wire_writer_t *w = self->writer;
-        wire_writer_start(w, MSG_PING);
-        wire_put_str(w, FIELD_WORKER, worker->id);
-        wire_put_str(w, FIELD_EPOCH, self->epoch);
-        size_t len;
-        const void *data = wire_writer_data(w, &len);
-        zmq_send(worker->push, data, len, ZMQ_DONTWAIT);
-    }
+         worker = zhashx_next(self->workers))
+        broker_send_ping(self, worker);
 }
 
 static int s_check_workers(broker_t *self, int64_t now)

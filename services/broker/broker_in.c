@@ -195,6 +195,8 @@ static void s_handle_hello(broker_t *self, const wire_msg_t *msg)
         return;
     }
     worker->last_seen = clock_now_ms();
+    /* The hello's answer: the broker's epoch and the heartbeat it expects. */
+    broker_send_ping(self, worker);
     s_reconcile_held_task(self, worker, msg);
 }
 

@@ -108,6 +108,10 @@ struct broker_t {
 /* A malloc'd copy of `len` bytes (at least one byte allocated); NULL if memory runs out. */
 void *broker_copy(const void *data, size_t len);
 
+/* Sends `worker` a ping: the broker's epoch, heartbeat_ms and heartbeat_misses (also the
+ * answer to its hello). */
+void broker_send_ping(broker_t *self, worker_t *worker);
+
 /* Groups are counted locks: a running task holds its group (one more holder). */
 void broker_group_hold(broker_t *self, const char *group);
 

@@ -120,24 +120,25 @@ static void s_cancel(request_t *req, const wire_msg_t *msg)
     }
     if (task->worker != NULL)
         broker_send_cancel(self, task->worker, task, "cancelled by a user");
+    /* The reply is the task as show_task gives it from now on (state, error, updated):
+     * read back from the store, since finishing frees the active record. */
+    char id[MESSAGES_ID_CAP + 1];
+    snprintf(id, sizeof id, "%s", task->id);
     int rc = store_begin(self->store);
+    if (rc == 0)
+        rc = broker_task_finish(self, task, TASK_CANCELLED, "cancelled by a user", NULL, 0);
+    task_t *ended = NULL;
+    if (rc == 0)
+        rc = store_task_load(self->store, id, &ended);
     if (rc == 0) {
-        /* The reply shows the task as it ends; it is written before the task is freed. */
         wire_writer_t *w = s_reply_ok(req);
-        task_state_t was = task->state;
-        task->state = TASK_CANCELLED;
         wire_open_map(w, FIELD_DATA);
-        broker_write_task(w, task, false);
+        broker_write_task(w, ended, false);
         wire_close(w);
-        task->state = was;
         size_t len;
         const void *data = wire_writer_data(w, &len);
-        void *reply = malloc(len);
-        memcpy(reply, data, len);
-        rc = broker_task_finish(self, task, TASK_CANCELLED, "cancelled by a user", NULL, 0);
-        if (rc == 0)
-            broker_outbox_reply(self, req->envelope, reply, len);
-        free(reply);
+        broker_outbox_reply(self, req->envelope, data, len);
+        task_destroy(&ended);
     }
     if (rc != 0)
         s_reply_error(req, rc, failure_message());

@@ -2,6 +2,7 @@
  * at dispatch time, group serialisation, chained tasks exactly once, leases, lost workers,
  * retries to dead and back, cancel, and a broker restart while a worker holds a task. */
 #include "check.h"
+#include "msgjson.h"
 #include "fakeworker.h"
 #include "testbroker.h"
 
@@ -717,15 +718,35 @@ static void test_config_defaults(void)
     wire_writer_destroy(&w);
 }
 
-static void s_control_task(msg_type_t type, const char *id)
+/* `type` {id} through control; the reply's task, as a JSON object (caller owns). */
+static json_t *s_control_task(msg_type_t type, const char *id)
 {
     wire_writer_t *w = wire_writer_new();
     wire_writer_start(w, type);
     wire_put_str(w, FIELD_ID, id);
     wire_msg_t *reply = NULL;
     CHECK_INT(client_call(s_client, w, &reply), 0);
+    json_t *task = msgjson_from_object(wire_msg_object(reply, FIELD_DATA));
     wire_msg_destroy(&reply);
     wire_writer_destroy(&w);
+    CHECK(task != NULL);
+    return task;
+}
+
+/* A cancel's reply is the task as show_task gives it afterwards: same state, error and
+ * updated time. */
+static void s_cancel_agrees(const char *id)
+{
+    json_t *cancelled = s_control_task(MSG_CANCEL_TASK, id);
+    json_t *shown = s_control_task(MSG_SHOW_TASK, id);
+    CHECK_STR(json_string_value(json_object_get(cancelled, "state")), "cancelled");
+    CHECK_STR(json_string_value(json_object_get(shown, "state")), "cancelled");
+    CHECK_STR(json_string_value(json_object_get(cancelled, "error")), "cancelled by a user");
+    CHECK_STR(json_string_value(json_object_get(shown, "error")), "cancelled by a user");
+    CHECK_INT(json_integer_value(json_object_get(cancelled, "updated")),
+              json_integer_value(json_object_get(shown, "updated")));
+    json_decref(cancelled);
+    json_decref(shown);
 }
 
 static void s_expect_ack(fakeworker_t *worker)
@@ -758,7 +779,7 @@ static void test_result_only_for_running_attempt(void)
     fakeworker_result(w1, "res-hold", 1, "failed", "broken", NULL, 0);
     s_expect_ack(w1);
     CHECK_STR(testbroker_state(s_client, "res-hold", state, sizeof state), "failed");
-    s_control_task(MSG_RETRY_TASK, "res-hold");
+    json_decref(s_control_task(MSG_RETRY_TASK, "res-hold"));
     fakeworker_result(w1, "res-hold", 1, "failed", "broken", NULL, 0);
     s_expect_ack(w1);
     CHECK(strcmp(testbroker_state(s_client, "res-hold", state, sizeof state), "failed") != 0);
@@ -793,7 +814,7 @@ static void test_restart_holds_draining_group(pid_t *broker)
     wire_msg_t *task = fakeworker_expect(w1, MSG_TASK, 5000, NULL, 0);
     CHECK_STR(s_task_id(task), "hold-a");
     wire_msg_destroy(&task);
-    s_control_task(MSG_CANCEL_TASK, "hold-a");
+    s_cancel_agrees("hold-a");
     wire_msg_t *cancel = fakeworker_expect(w1, MSG_CANCEL, 3000, "hold-a", 1);
     CHECK(cancel != NULL);
     wire_msg_destroy(&cancel);
@@ -818,7 +839,7 @@ static void test_restart_holds_draining_group(pid_t *broker)
     }
     CHECK_STR(s_task_id(task), "hold-b");
     wire_msg_destroy(&task);
-    s_control_task(MSG_CANCEL_TASK, "hold-b");
+    s_cancel_agrees("hold-b");
     fakeworker_bye(w1);
     fakeworker_bye(w2);
     fakeworker_destroy(&w1);

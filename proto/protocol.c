@@ -182,11 +182,6 @@ const char *review_mode_name(review_mode_t mode)
     return s_review_mode_names[mode];
 }
 
-int msg_type_parse(const char *text)
-{
-    return s_find(s_msg_names, MSG_COUNT, text);
-}
-
 int priority_parse(const char *text)
 {
     return s_find(s_priority_names, PRIORITY_COUNT, text);
@@ -195,11 +190,6 @@ int priority_parse(const char *text)
 int task_state_parse(const char *text)
 {
     return s_find(s_state_names, (int)(sizeof s_state_names / sizeof s_state_names[0]), text);
-}
-
-int event_type_parse(const char *text)
-{
-    return s_find(s_event_names, EVENT_COUNT, text);
 }
 
 int review_mode_parse_name(const char *text)

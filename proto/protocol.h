@@ -175,10 +175,8 @@ const char *event_type_name(event_type_t event);
 const char *review_mode_name(review_mode_t mode);
 
 /* Name -> enum; each returns -1 for a name it does not know (or NULL). */
-int msg_type_parse(const char *text);
 int priority_parse(const char *text);
 int task_state_parse(const char *text);
-int event_type_parse(const char *text);
 int review_mode_parse_name(const char *text);
 
 #endif

@@ -45,7 +45,8 @@ static const char *const s_stop_words[] = {
     "work",  "works",  "need",     "needs",     "want",   "yes",     "one",     "two",    "now",
     "given", "ensure", "properly", "correctly", NULL};
 
-int context_excluded_dir(const char *name)
+/* True when `name` (one path component) is a directory the gatherers skip. */
+static int s_excluded_dir(const char *name)
 {
     for (size_t i = 0; CONTEXT_EXCLUDED_DIRS[i] != NULL; i++)
         if (strcmp(name, CONTEXT_EXCLUDED_DIRS[i]) == 0)
@@ -156,7 +157,7 @@ static void s_tree(tree_walk_t *walk, const char *root, const char *rel, int dep
                  s_join(child, sizeof child, root, child_rel) == 0;
         struct stat st;
         if (!walk->cut && ok && lstat(child, &st) == 0 &&
-            !(S_ISDIR(st.st_mode) && context_excluded_dir(name))) {
+            !(S_ISDIR(st.st_mode) && s_excluded_dir(name))) {
             int dir = S_ISDIR(st.st_mode);
             size_t line = (size_t)depth * 2 + strlen(name) + (dir ? 1 : 0) + 1;
             if (walk->used + line > walk->budget) {
@@ -284,7 +285,7 @@ static int s_collect(file_list_t *list, const char *root, const char *rel, int d
             snprintf(child_rel, sizeof child_rel, "%s%s%s", rel, rel[0] ? "/" : "", name) <
                 (int)sizeof child_rel &&
             s_join(child, sizeof child, root, child_rel) == 0 && lstat(child, &st) == 0) {
-            if (S_ISDIR(st.st_mode) && !context_excluded_dir(name)) {
+            if (S_ISDIR(st.st_mode) && !s_excluded_dir(name)) {
                 rc = s_collect(list, root, child_rel, depth + 1);
             } else if (S_ISREG(st.st_mode)) {
                 if (list->n == list->cap) {

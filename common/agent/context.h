@@ -38,9 +38,6 @@ extern const char *const CONTEXT_EXCLUDED_DIRS[];
 /* The largest .cloister/instructions.md read. */
 #define CONTEXT_INSTRUCTIONS_MAX (16 * 1024)
 
-/* True when `name` (one path component) is a directory the gatherers skip. */
-int context_excluded_dir(const char *name);
-
 /* `acceptance` (a JSON array of strings; NULL or anything else counts as none) as lines
  * "- [ ] <item>". With no items: "(no acceptance criteria given)". Returns 0 or
  * FAILURE_MEMORY. */

@@ -152,8 +152,13 @@ static const char *s_repo(const template_vars_t *vars, const json_t *payload)
     return repo != NULL && repo[0] != '\0' ? repo : NULL;
 }
 
-int prompt_fill_vars(template_vars_t *vars, const config_t *config, const char *specialist,
-                     const json_t *task)
+/* Sets the common placeholders (listed above) in `vars` from `task_json` (the task as the
+ * skeleton gives it: specialist_task(ctx)->json, with payload and context; borrowed) and
+ * `config` (borrowed); a name the caller already set keeps the caller's value. Returns 0,
+ * or FAILURE_INVALID (a bad role override, an unknown role) or FAILURE_MEMORY with the
+ * reason in failure_message(). */
+static int s_fill_vars(template_vars_t *vars, const config_t *config, const char *specialist,
+                       const json_t *task)
 {
     const json_t *payload = json_object_get(task, "payload");
     const json_t *context = json_object_get(task, "context");
@@ -274,7 +279,7 @@ int prompt_build(char **out, const config_t *config, const char *prompts_dir,
         free(template_text);
         return failure_set(FAILURE_MEMORY, "out of memory");
     }
-    rc = prompt_fill_vars(vars, config, specialist, task_json);
+    rc = s_fill_vars(vars, config, specialist, task_json);
     if (rc == 0) {
         const char *body = s_skip_header(template_text);
         rc = template_render(body, vars, out);

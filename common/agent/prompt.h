@@ -43,17 +43,9 @@
  * (may be NULL). Returns 0, FAILURE_NOT_FOUND when none is configured, or FAILURE_TOO_BIG. */
 int prompt_dir(char *buf, size_t size, const config_t *config, const char *builtin);
 
-/* Sets the common placeholders (listed above) in `vars` from `task_json` (the task as the
- * skeleton gives it: specialist_task(ctx)->json, with payload and context; borrowed) and
- * `config` (borrowed); a name the caller already set keeps the caller's value. Returns 0,
- * or FAILURE_INVALID (a bad role override, an unknown role) or FAILURE_MEMORY with the
- * reason in failure_message(). */
-int prompt_fill_vars(template_vars_t *vars, const config_t *config, const char *specialist,
-                     const json_t *task_json);
-
 /* Builds the prompt: loads <prompts_dir>/<specialist>.md, fills the common placeholders
  * into `vars` (the caller's specialist-specific variables, which it keeps owning; NULL for
- * none) as prompt_fill_vars() does, and renders. Returns 0 with *out a new string the
+ * none) listed above, and renders. Returns 0 with *out a new string the
  * caller frees, or FAILURE_NOT_FOUND (no template; the reason names the path),
  * FAILURE_INVALID (an unknown placeholder: "prompts/x.md: unknown placeholder {{y}} at line
  * N", or a bad role), FAILURE_IO, FAILURE_MEMORY; *out is then NULL. */

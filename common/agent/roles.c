@@ -84,7 +84,8 @@ const char *roles_for_type(const char *type)
     return entry ? entry->role : NULL;
 }
 
-const char *roles_builtin(const char *role)
+/* The built-in text of `role`, or NULL when there is none. Static string. */
+static const char *s_builtin(const char *role)
 {
     for (size_t i = 0; role != NULL && i < COUNT(s_roles); i++)
         if (strcmp(role, s_roles[i].name) == 0)
@@ -146,7 +147,7 @@ int roles_resolve(char **text, char *name, const char *specialist, const char *t
     snprintf(name, ROLES_NAME_MAX + 1, "%s", chosen);
 
     char *custom = s_custom_role(repo, name);
-    const char *builtin = roles_builtin(name);
+    const char *builtin = s_builtin(name);
     if (custom == NULL && builtin == NULL)
         return failure_set(FAILURE_NOT_FOUND,
                            "unknown role '%s': no built-in role and no .cloister/roles/%s.md", name,

@@ -29,9 +29,6 @@
  * Static string. */
 const char *roles_for_type(const char *type);
 
-/* The built-in text of `role`, or NULL when there is none. Static string. */
-const char *roles_builtin(const char *role);
-
 /* Picks the role for a task of `specialist` with payload `type` and `role` (each may be
  * NULL or ""), looking for custom roles under `repo` (NULL: none). On 0, `name` (at least
  * ROLES_NAME_MAX + 1 bytes) holds the role's name and *text a new string the caller frees:

@@ -713,11 +713,6 @@ void wire_open_array_key(wire_writer_t *self, const char *key)
 }
 
 /* The protocol's keys, by name. */
-void wire_put_strn(wire_writer_t *self, field_t field, const char *value, size_t len)
-{
-    wire_put_key_strn(self, field_name(field), value, len);
-}
-
 void wire_put_str(wire_writer_t *self, field_t field, const char *value)
 {
     wire_put_key_str(self, field_name(field), value);

@@ -93,7 +93,6 @@ void wire_writer_start_array(wire_writer_t *self);
 
 /* Fields of the innermost open map. A NULL string value writes nothing. */
 void wire_put_str(wire_writer_t *self, field_t field, const char *value);
-void wire_put_strn(wire_writer_t *self, field_t field, const char *value, size_t len);
 void wire_put_int(wire_writer_t *self, field_t field, int64_t value);
 void wire_put_bool(wire_writer_t *self, field_t field, bool value);
 void wire_put_float(wire_writer_t *self, field_t field, double value);

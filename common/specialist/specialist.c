@@ -215,11 +215,6 @@ const char *specialist_payload_str(const specialist_ctx_t *ctx, const char *key)
     return json_is_string(value) ? json_string_value(value) : NULL;
 }
 
-const char *specialist_worker_id(const specialist_ctx_t *ctx)
-{
-    return ctx->worker_id;
-}
-
 static void s_wake(int fd)
 {
     uint64_t one = 1;

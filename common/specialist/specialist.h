@@ -164,9 +164,6 @@ int specialist_child_kill_grace_ms(const specialist_ctx_t *ctx);
  * string. Owned by the skeleton. */
 const char *specialist_payload_str(const specialist_ctx_t *ctx, const char *key);
 
-/* The worker's instance id. Owned by the skeleton. */
-const char *specialist_worker_id(const specialist_ctx_t *ctx);
-
 /* Queues a `progress` message (kind e.g. "agent", "tool", "output", "info"; NULL means
  * "info"). Thread-safe; never blocks on the network. The text is copied and cut to
  * SPECIALIST_PROGRESS_MAX bytes. Dropped (silently) once the task was cancelled by the

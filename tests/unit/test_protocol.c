@@ -22,11 +22,10 @@ static void test_messages_in_order(void)
     CHECK_INT(messages_count, MSG_COUNT);
     for (int i = 0; i < MSG_COUNT; i++) {
         CHECK_INT(messages_table[i].type, i);
-        CHECK_INT(msg_type_parse(msg_type_name((msg_type_t)i)), i);
         const char *name = msg_type_name((msg_type_t)i);
         CHECK(messages_find(name, strlen(name)) == &messages_table[i]);
     }
-    CHECK_INT(msg_type_parse("launch_missiles"), -1);
+    CHECK(messages_find("launch_missiles", 15) == NULL);
 }
 
 static void test_names_round_trip(void)
@@ -38,7 +37,8 @@ static void test_names_round_trip(void)
     for (int i = TASK_QUEUED; i <= TASK_CANCELLED; i++)
         CHECK_INT(task_state_parse(task_state_name((task_state_t)i)), i);
     for (int i = 0; i < EVENT_COUNT; i++)
-        CHECK_INT(event_type_parse(event_type_name((event_type_t)i)), i);
+        for (int j = 0; j < i; j++)
+            CHECK(strcmp(event_type_name((event_type_t)i), event_type_name((event_type_t)j)) != 0);
     CHECK_STR(event_type_name(EVENT_MESSAGE_REJECTED), "message.rejected");
     for (int i = REVIEW_MODE_STRICT; i <= REVIEW_MODE_DISABLED; i++)
         CHECK_INT(review_mode_parse_name(review_mode_name((review_mode_t)i)), i);

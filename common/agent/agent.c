@@ -13,6 +13,7 @@
  * mid-run never leaves an id the CLI knows and we do not. */
 #include "agent.h"
 
+#include "agent_stream.h"
 #include "clock.h"
 #include "failure.h"
 #include "log.h"
@@ -33,16 +34,12 @@
 
 /* How often a run waiting for its specialist's lock tries again. */
 #define AGENT_LOCK_RETRY_MS 100
-/* Tool input summaries in progress events. */
-#define AGENT_SUMMARY_MAX 160
 /* The most argv entries we build: fixed flags plus the extra args. */
 #define AGENT_FIXED_ARGS 32
 
 #define AGENT_LOST_TEXT "No conversation found with session ID"
 #define AGENT_IN_USE_TEXT "is already in use"
 #define AGENT_ENCODED_MAX 200
-/* What a NUL byte in a string of the agent's stream becomes: U+FFFD. */
-#define AGENT_NUL_REPLACEMENT "\xEF\xBF\xBD"
 
 typedef enum { RUN_WAIT_LOCK, RUN_AGENT, RUN_DONE } run_phase_t;
 
@@ -65,11 +62,9 @@ struct agent_run_t {
     proc_t *proc;
     bool use_session_id; /* --session-id (new id) rather than --resume */
     bool retried_lost, retried_in_use_new, retried_in_use_resume;
-    json_t *result;       /* the last `result` event of this attempt */
-    int64_t result_at_ms; /* when it arrived; 0 = not yet */
+    agent_stream_t stream; /* this attempt's output as read so far */
+    int64_t result_at_ms;  /* when its result arrived; 0 = not yet */
     bool result_stop_sent;
-    int64_t context_tokens; /* input side of this attempt's latest API call; 0 = none seen */
-    char cli_version[SESSION_VERSION_SIZE];
 
     /* The outcome and the strings it points to. */
     agent_outcome_t outcome;
@@ -81,19 +76,6 @@ struct agent_run_t {
     char fresh_reason[SESSION_REASON_SIZE];
 };
 
-/* Copies src into dst (size bytes) without cutting a UTF-8 sequence in half. */
-static void s_copy_utf8(char *dst, size_t size, const char *src)
-{
-    size_t len = strlen(src);
-    if (len >= size) {
-        len = size - 1;
-        while (len > 0 && ((unsigned char)src[len] & 0xC0) == 0x80)
-            len--;
-    }
-    memcpy(dst, src, len);
-    dst[len] = '\0';
-}
-
 /* A malloc'd copy of at most max bytes of src, cut on a UTF-8 boundary. NULL on OOM. */
 static char *s_dup_max(const char *src, size_t max)
 {
@@ -102,7 +84,7 @@ static char *s_dup_max(const char *src, size_t max)
         len = max;
     char *copy = malloc(len + 1);
     if (copy != NULL)
-        s_copy_utf8(copy, len + 1, src);
+        msgjson_copy_utf8(copy, len + 1, src);
     return copy;
 }
 
@@ -162,7 +144,7 @@ int agent_transcript_path(char *buf, size_t size, const char *cwd, const char *s
         bool found = false;
         while (dir != NULL && (entry = readdir(dir)) != NULL) {
             if (strncmp(entry->d_name, encoded, AGENT_ENCODED_MAX) == 0) {
-                s_copy_utf8(encoded, sizeof encoded, entry->d_name);
+                msgjson_copy_utf8(encoded, sizeof encoded, entry->d_name);
                 found = true;
                 break;
             }
@@ -188,154 +170,13 @@ static bool s_transcript_exists(const char *cwd, const char *session_id)
 /* ---------------------------------------------------------------------------------------
  * Parsing the agent's NDJSON stream. */
 
-/* A one-line summary of a tool's input: its most telling string field, else the JSON. */
-static void s_tool_summary(char *out, size_t size, json_t *input)
-{
-    static const char *const keys[] = {"command",     "file_path", "path",  "pattern", "url",
-                                       "description", "prompt",    "query", NULL};
-    const char *text = NULL;
-    char *dumped = NULL;
-    for (int i = 0; keys[i] != NULL && text == NULL; i++)
-        text = json_string_value(json_object_get(input, keys[i]));
-    if (text == NULL && input != NULL)
-        text = dumped = json_dumps(input, JSON_COMPACT | JSON_ENCODE_ANY);
-    s_copy_utf8(out, size, text ? text : "");
-    for (char *p = out; *p; p++) {
-        if (*p == '\n' || *p == '\r' || *p == '\t')
-            *p = ' ';
-    }
-    free(dumped);
-}
-
-/* A count the CLI reports (tokens, turns, milliseconds), believed in 0..10^12: its output
- * is untrusted, a double outside int64's range cannot even be converted, and sums of
- * believable counts cannot overflow. Anything else counts as 0. */
-static int64_t s_json_count(const json_t *v)
-{
-    if (!json_is_number(v))
-        return 0;
-    double n = json_number_value(v);
-    return n >= 0 && n <= 1e12 ? (int64_t)n : 0;
-}
-
-static int64_t s_usage_int(json_t *usage, const char *key)
-{
-    return s_json_count(json_object_get(usage, key));
-}
-
-/* input + cache creation + cache read of a `usage` object: what the call read as input,
- * i.e. the size of the conversation it was given. */
-static int64_t s_usage_input_side(json_t *usage)
-{
-    return s_usage_int(usage, "input_tokens") +
-           s_usage_int(usage, "cache_creation_input_tokens") +
-           s_usage_int(usage, "cache_read_input_tokens");
-}
-
-static void s_on_assistant(agent_run_t *run, json_t *event)
-{
-    json_t *message = json_object_get(event, "message");
-    /* Each assistant message is one API call, and its usage is that call's alone: the input
-     * side of the latest one is the conversation's current size. A subagent's calls
-     * (parent_tool_use_id set) have their own context, and synthetic error messages carry
-     * zero usage: neither replaces it. */
-    json_t *parent = json_object_get(event, "parent_tool_use_id");
-    int64_t context = s_usage_input_side(json_object_get(message, "usage"));
-    if ((parent == NULL || json_is_null(parent)) && context > 0)
-        run->context_tokens = context;
-
-    json_t *content = json_object_get(message, "content");
-    size_t i;
-    json_t *block;
-    json_array_foreach(content, i, block)
-    {
-        const char *type = json_string_value(json_object_get(block, "type"));
-        if (type == NULL)
-            continue;
-        if (strcmp(type, "text") == 0) {
-            const char *text = json_string_value(json_object_get(block, "text"));
-            if (text != NULL && text[0] != '\0')
-                s_progress(run, AGENT_PROGRESS_TEXT, text, "");
-        } else if (strcmp(type, "tool_use") == 0) {
-            const char *name = json_string_value(json_object_get(block, "name"));
-            char summary[AGENT_SUMMARY_MAX + 1];
-            s_tool_summary(summary, sizeof summary, json_object_get(block, "input"));
-            s_progress(run, AGENT_PROGRESS_TOOL, name ? name : "tool", summary);
-        }
-    }
-}
-
-/* Replaces every NUL byte in the strings of `value` (and of everything it holds) with
- * U+FFFD, so that json_string_value() gives the whole text as a C string. */
-static void s_scrub_nuls(json_t *value)
-{
-    if (json_is_string(value)) {
-        const char *text = json_string_value(value);
-        size_t len = json_string_length(value);
-        if (strlen(text) == len)
-            return;
-        char *clean = malloc(3 * len + 1);
-        if (clean == NULL)
-            return;
-        size_t n = 0;
-        for (size_t i = 0; i < len; i++) {
-            if (text[i] == '\0') {
-                memcpy(clean + n, AGENT_NUL_REPLACEMENT, 3);
-                n += 3;
-            } else {
-                clean[n++] = text[i];
-            }
-        }
-        json_string_setn_nocheck(value, clean, n);
-        free(clean);
-    } else if (json_is_object(value)) {
-        const char *key;
-        json_t *item;
-        json_object_foreach(value, key, item)
-        {
-            s_scrub_nuls(item);
-        }
-    } else if (json_is_array(value)) {
-        size_t i;
-        json_t *item;
-        json_array_foreach(value, i, item)
-        {
-            s_scrub_nuls(item);
-        }
-    }
-}
-
+/* The agent's stdout, a line at a time; the time its result arrived starts the grace the
+ * CLI gets to exit after it. */
 static int s_on_line(void *arg, const char *line, size_t len)
 {
     agent_run_t *run = arg;
-    if (len == 0)
-        return 0;
-    json_error_t error;
-    /* A text may hold \u0000: take the line anyway, with each NUL made U+FFFD. */
-    json_t *event = json_loadb(line, len, JSON_ALLOW_NUL, &error);
-    s_scrub_nuls(event);
-    if (!json_is_object(event)) {
-        log_warn("agent %s: skipping a line that is not a JSON object: %.120s",
-                 run->settings->specialist, line);
-        json_decref(event);
-        return 0;
-    }
-    const char *type = json_string_value(json_object_get(event, "type"));
-    if (type == NULL) {
-        /* no type: nothing we know */
-    } else if (strcmp(type, "assistant") == 0) {
-        s_on_assistant(run, event);
-    } else if (strcmp(type, "result") == 0) {
-        json_decref(run->result);
-        run->result = json_incref(event);
+    if (agent_stream_read(&run->stream, line, len) == AGENT_STREAM_RESULT)
         run->result_at_ms = clock_now_ms();
-    } else if (strcmp(type, "system") == 0) {
-        const char *subtype = json_string_value(json_object_get(event, "subtype"));
-        const char *version = json_string_value(json_object_get(event, "claude_code_version"));
-        if (subtype != NULL && strcmp(subtype, "init") == 0 && version != NULL)
-            s_copy_utf8(run->cli_version, sizeof run->cli_version, version);
-    }
-    json_decref(event);
     return 0;
 }
 
@@ -348,12 +189,12 @@ static int s_fresh_session(agent_run_t *run, const char *reason)
     session_state_t *st = &run->state;
     memset(st, 0, sizeof *st);
     session_new_id(st->session_id);
-    s_copy_utf8(st->cwd, sizeof st->cwd, run->settings->workdir);
+    msgjson_copy_utf8(st->cwd, sizeof st->cwd, run->settings->workdir);
     st->created_at_ms = clock_wall_ms();
-    s_copy_utf8(st->fresh_reason, sizeof st->fresh_reason, reason);
+    msgjson_copy_utf8(st->fresh_reason, sizeof st->fresh_reason, reason);
     run->use_session_id = true;
     run->outcome.fresh = true;
-    s_copy_utf8(run->fresh_reason, sizeof run->fresh_reason, reason);
+    msgjson_copy_utf8(run->fresh_reason, sizeof run->fresh_reason, reason);
     log_info("agent %s: starting a fresh session %s (%s)", run->settings->specialist,
              st->session_id, reason);
     int rc = session_save(run->settings->specialist, st);
@@ -372,7 +213,7 @@ static int s_choose_session(agent_run_t *run)
     if (rc == FAILURE_NOT_FOUND) {
         snprintf(reason, sizeof reason, "no previous session");
     } else if (rc != 0) {
-        s_copy_utf8(reason, sizeof reason, "session file unreadable");
+        msgjson_copy_utf8(reason, sizeof reason, "session file unreadable");
     } else if (strcmp(run->state.cwd, set->workdir) != 0) {
         snprintf(reason, sizeof reason, "cwd changed");
     } else if (set->session_token_limit > 0 &&
@@ -482,11 +323,9 @@ static int s_spawn(agent_run_t *run)
         .no_output_timeout_ms = (int64_t)set->no_output_timeout_s * 1000,
         .kill_grace_ms = set->kill_grace_ms,
     };
-    json_decref(run->result);
-    run->result = NULL;
+    agent_stream_reset(&run->stream);
     run->result_at_ms = 0;
     run->result_stop_sent = false;
-    run->context_tokens = 0;
     run->outcome.attempts++;
     log_debug("agent %s: %s %s %s", set->specialist, argv[0], argv[n - 2], argv[n - 1]);
     rc = proc_start(&run->proc, &options);
@@ -535,7 +374,7 @@ static char *s_result_text(json_t *result)
 
 static int64_t s_usage(json_t *result, const char *key)
 {
-    return s_usage_int(json_object_get(result, "usage"), key);
+    return agent_stream_count(json_object_get(json_object_get(result, "usage"), key));
 }
 
 /* The last non-empty line of text, for one-line error messages. */
@@ -553,7 +392,7 @@ static void s_last_line(char *out, size_t size, const char *text)
         len = sizeof line - 1;
     memcpy(line, start, len);
     line[len] = '\0';
-    s_copy_utf8(out, size, line);
+    msgjson_copy_utf8(out, size, line);
 }
 
 /* Fills the outcome from the last attempt (its proc status and result). */
@@ -571,7 +410,7 @@ static void s_fill_outcome(agent_run_t *run)
         o->timed_out = st->stopped_by == PROC_STOP_TIMEOUT || st->stopped_by == PROC_STOP_NO_OUTPUT;
         s_set_string(&run->stderr_tail, st->stderr_tail);
     }
-    json_t *result = run->result;
+    json_t *result = run->stream.result;
     o->got_result = result != NULL;
     if (result != NULL) {
         o->is_error = !json_is_false(json_object_get(result, "is_error"));
@@ -585,13 +424,13 @@ static void s_fill_outcome(agent_run_t *run)
         o->cache_read_input_tokens = s_usage(result, "cache_read_input_tokens");
         o->output_tokens = s_usage(result, "output_tokens");
         /* Without per-call usage, the run's total is the best (over-)estimate there is. */
-        o->context_tokens = s_usage_input_side(json_object_get(result, "usage"));
-        int64_t turns = s_json_count(json_object_get(result, "num_turns"));
+        o->context_tokens = agent_stream_input_tokens(json_object_get(result, "usage"));
+        int64_t turns = agent_stream_count(json_object_get(result, "num_turns"));
         o->num_turns = turns <= INT_MAX ? (int)turns : INT_MAX;
-        o->duration_ms = s_json_count(json_object_get(result, "duration_ms"));
+        o->duration_ms = agent_stream_count(json_object_get(result, "duration_ms"));
     }
-    if (run->context_tokens > 0)
-        o->context_tokens = run->context_tokens;
+    if (run->stream.context_tokens > 0)
+        o->context_tokens = run->stream.context_tokens;
     char stderr_line[512];
     s_last_line(stderr_line, sizeof stderr_line, run->stderr_tail ? run->stderr_tail : "");
 
@@ -638,13 +477,13 @@ static void s_record(agent_run_t *run)
     bool have_session = st->session_id[0] != '\0';
 
     if (have_session && o->got_result) {
-        const char *reported = json_string_value(json_object_get(run->result, "session_id"));
+        const char *reported = json_string_value(json_object_get(run->stream.result, "session_id"));
         if (reported != NULL && reported[0] != '\0' && strcmp(reported, st->session_id) != 0) {
             if (strlen(reported) < SESSION_ID_SIZE &&
                 s_transcript_exists(run->settings->workdir, reported)) {
                 log_info("agent %s: the CLI continued in session %s (was %s); adopting it", name,
                          reported, st->session_id);
-                s_copy_utf8(st->session_id, sizeof st->session_id, reported);
+                msgjson_copy_utf8(st->session_id, sizeof st->session_id, reported);
             } else {
                 log_warn("agent %s: ignoring result session id %s: no transcript on disk", name,
                          reported);
@@ -661,11 +500,11 @@ static void s_record(agent_run_t *run)
         st->context_tokens = o->context_tokens;
     if (have_session) {
         st->last_run_at_ms = clock_wall_ms();
-        if (run->cli_version[0] != '\0')
-            s_copy_utf8(st->cli_version, sizeof st->cli_version, run->cli_version);
+        if (run->stream.cli_version[0] != '\0')
+            msgjson_copy_utf8(st->cli_version, sizeof st->cli_version, run->stream.cli_version);
         if (session_save(name, st) != 0)
             log_error("agent %s: cannot save the session: %s", name, failure_message());
-        s_copy_utf8(run->session_id, sizeof run->session_id, st->session_id);
+        msgjson_copy_utf8(run->session_id, sizeof run->session_id, st->session_id);
     }
 
     char *short_text = s_dup_max(run->result_text ? run->result_text : "", AGENT_HISTORY_TEXT_MAX);
@@ -743,10 +582,11 @@ static bool s_recover(agent_run_t *run)
 {
     if (run->cancelled || (run->deadline_ms > 0 && clock_now_ms() >= run->deadline_ms))
         return false;
-    if (run->result != NULL && json_is_false(json_object_get(run->result, "is_error")))
+    json_t *result = run->stream.result;
+    if (result != NULL && json_is_false(json_object_get(result, "is_error")))
         return false;
     const proc_status_t *st = proc_status(run->proc);
-    char *errors = run->result ? s_result_text(run->result) : NULL;
+    char *errors = result ? s_result_text(result) : NULL;
     bool lost = s_contains(st->stderr_tail, AGENT_LOST_TEXT) || s_contains(errors, AGENT_LOST_TEXT);
     bool in_use =
         s_contains(st->stderr_tail, AGENT_IN_USE_TEXT) || s_contains(errors, AGENT_IN_USE_TEXT);
@@ -807,6 +647,9 @@ int agent_run_start(agent_run_t **run_p, const agent_settings_t *settings, const
     }
     run->progress = progress;
     run->progress_arg = progress_arg;
+    run->stream.progress = progress;
+    run->stream.progress_arg = progress_arg;
+    run->stream.name = settings->specialist;
     run->phase = RUN_WAIT_LOCK;
     run->started_ms = clock_now_ms();
     if (settings->timeout_s > 0)
@@ -852,7 +695,7 @@ static void s_step_lock(agent_run_t *run, int timeout_ms)
         s_finish(run, error);
         return;
     }
-    s_copy_utf8(run->session_id, sizeof run->session_id, run->state.session_id);
+    msgjson_copy_utf8(run->session_id, sizeof run->session_id, run->state.session_id);
     run->phase = RUN_AGENT;
     if (s_spawn(run) != 0) {
         char error[1200];
@@ -934,7 +777,7 @@ void agent_run_destroy(agent_run_t **run_p)
     *run_p = NULL;
     proc_destroy(&run->proc);
     session_unlock(&run->lock);
-    json_decref(run->result);
+    agent_stream_reset(&run->stream);
     free(run->prompt);
     free(run->task_id);
     free(run->error);

@@ -235,3 +235,10 @@ int msgjson_to_map(wire_writer_t *writer, const json_t *object)
         return failure_set(FAILURE_INVALID, "nested deeper than %d levels", WIRE_MAX_DEPTH - 2);
     return 0;
 }
+
+void msgjson_copy_utf8(char *dst, size_t size, const char *src)
+{
+    size_t len = msgjson_utf8_cut(src, size - 1);
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}

@@ -30,6 +30,10 @@ size_t msgjson_utf8_char(const char *text, size_t len);
  * in half). Bytes that are not valid UTF-8 count as one character each. */
 size_t msgjson_utf8_cut(const char *text, size_t max);
 
+/* Copies `src` into `dst` (`size` > 0 bytes, NUL-terminated), cut with msgjson_utf8_cut()
+ * so no character is cut in half. */
+void msgjson_copy_utf8(char *dst, size_t size, const char *src);
+
 /* Decodes raw msgpack bytes into a new JSON value; NULL if the bytes are not one valid
  * msgpack value. The caller owns the result. */
 json_t *msgjson_from_raw(const void *raw, size_t len);

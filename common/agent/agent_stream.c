@@ -1,0 +1,181 @@
+/* agent_stream: reading the agent CLI's stream-json output (see agent_stream.h and
+ * docs/agent-cli.md). */
+#include "agent_stream.h"
+
+#include "log.h"
+#include "msgjson.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Tool input summaries in progress events. */
+#define AGENT_SUMMARY_MAX 160
+/* What a NUL byte in a string of the agent's stream becomes: U+FFFD. */
+#define AGENT_NUL_REPLACEMENT "\xEF\xBF\xBD"
+
+static void s_progress(agent_stream_t *stream, agent_progress_kind_t kind, const char *text,
+                       const char *detail)
+{
+    if (stream->progress == NULL)
+        return;
+    agent_progress_t progress = {kind, text ? text : "", detail ? detail : ""};
+    stream->progress(stream->progress_arg, &progress);
+}
+
+/* A one-line summary of a tool's input: its most telling string field, else the JSON. */
+static void s_tool_summary(char *out, size_t size, json_t *input)
+{
+    static const char *const keys[] = {"command",     "file_path", "path",  "pattern", "url",
+                                       "description", "prompt",    "query", NULL};
+    const char *text = NULL;
+    char *dumped = NULL;
+    for (int i = 0; keys[i] != NULL && text == NULL; i++)
+        text = json_string_value(json_object_get(input, keys[i]));
+    if (text == NULL && input != NULL)
+        text = dumped = json_dumps(input, JSON_COMPACT | JSON_ENCODE_ANY);
+    msgjson_copy_utf8(out, size, text ? text : "");
+    for (char *p = out; *p; p++) {
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+    }
+    free(dumped);
+}
+
+/* A count the CLI reports (tokens, turns, milliseconds), believed in 0..10^12: its output
+ * is untrusted, a double outside int64's range cannot even be converted, and sums of
+ * believable counts cannot overflow. Anything else counts as 0. */
+int64_t agent_stream_count(const json_t *v)
+{
+    if (!json_is_number(v))
+        return 0;
+    double n = json_number_value(v);
+    return n >= 0 && n <= 1e12 ? (int64_t)n : 0;
+}
+
+static int64_t s_usage_int(const json_t *usage, const char *key)
+{
+    return agent_stream_count(json_object_get(usage, key));
+}
+
+/* input + cache creation + cache read of a `usage` object: what the call read as input,
+ * i.e. the size of the conversation it was given. */
+int64_t agent_stream_input_tokens(const json_t *usage)
+{
+    return s_usage_int(usage, "input_tokens") +
+           s_usage_int(usage, "cache_creation_input_tokens") +
+           s_usage_int(usage, "cache_read_input_tokens");
+}
+
+static void s_on_assistant(agent_stream_t *stream, json_t *event)
+{
+    json_t *message = json_object_get(event, "message");
+    /* Each assistant message is one API call, and its usage is that call's alone: the input
+     * side of the latest one is the conversation's current size. A subagent's calls
+     * (parent_tool_use_id set) have their own context, and synthetic error messages carry
+     * zero usage: neither replaces it. */
+    json_t *parent = json_object_get(event, "parent_tool_use_id");
+    int64_t context = agent_stream_input_tokens(json_object_get(message, "usage"));
+    if ((parent == NULL || json_is_null(parent)) && context > 0)
+        stream->context_tokens = context;
+
+    json_t *content = json_object_get(message, "content");
+    size_t i;
+    json_t *block;
+    json_array_foreach(content, i, block)
+    {
+        const char *type = json_string_value(json_object_get(block, "type"));
+        if (type == NULL)
+            continue;
+        if (strcmp(type, "text") == 0) {
+            const char *text = json_string_value(json_object_get(block, "text"));
+            if (text != NULL && text[0] != '\0')
+                s_progress(stream, AGENT_PROGRESS_TEXT, text, "");
+        } else if (strcmp(type, "tool_use") == 0) {
+            const char *name = json_string_value(json_object_get(block, "name"));
+            char summary[AGENT_SUMMARY_MAX + 1];
+            s_tool_summary(summary, sizeof summary, json_object_get(block, "input"));
+            s_progress(stream, AGENT_PROGRESS_TOOL, name ? name : "tool", summary);
+        }
+    }
+}
+
+/* Replaces every NUL byte in the strings of `value` (and of everything it holds) with
+ * U+FFFD, so that json_string_value() gives the whole text as a C string. */
+static void s_scrub_nuls(json_t *value)
+{
+    if (json_is_string(value)) {
+        const char *text = json_string_value(value);
+        size_t len = json_string_length(value);
+        if (strlen(text) == len)
+            return;
+        char *clean = malloc(3 * len + 1);
+        if (clean == NULL)
+            return;
+        size_t n = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (text[i] == '\0') {
+                memcpy(clean + n, AGENT_NUL_REPLACEMENT, 3);
+                n += 3;
+            } else {
+                clean[n++] = text[i];
+            }
+        }
+        json_string_setn_nocheck(value, clean, n);
+        free(clean);
+    } else if (json_is_object(value)) {
+        const char *key;
+        json_t *item;
+        json_object_foreach(value, key, item)
+        {
+            s_scrub_nuls(item);
+        }
+    } else if (json_is_array(value)) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(value, i, item)
+        {
+            s_scrub_nuls(item);
+        }
+    }
+}
+
+agent_stream_line_t agent_stream_read(agent_stream_t *stream, const char *line, size_t len)
+{
+    if (len == 0)
+        return AGENT_STREAM_SKIPPED;
+    json_error_t error;
+    /* A text may hold \u0000: take the line anyway, with each NUL made U+FFFD. */
+    json_t *event = json_loadb(line, len, JSON_ALLOW_NUL, &error);
+    s_scrub_nuls(event);
+    if (!json_is_object(event)) {
+        log_warn("agent %s: skipping a line that is not a JSON object: %.*s",
+                 stream->name ? stream->name : "", (int)(len < 120 ? len : 120), line);
+        json_decref(event);
+        return AGENT_STREAM_SKIPPED;
+    }
+    agent_stream_line_t kind = AGENT_STREAM_EVENT;
+    const char *type = json_string_value(json_object_get(event, "type"));
+    if (type == NULL) {
+        /* no type: nothing we know */
+    } else if (strcmp(type, "assistant") == 0) {
+        s_on_assistant(stream, event);
+    } else if (strcmp(type, "result") == 0) {
+        json_decref(stream->result);
+        stream->result = json_incref(event);
+        kind = AGENT_STREAM_RESULT;
+    } else if (strcmp(type, "system") == 0) {
+        const char *subtype = json_string_value(json_object_get(event, "subtype"));
+        const char *version = json_string_value(json_object_get(event, "claude_code_version"));
+        if (subtype != NULL && strcmp(subtype, "init") == 0 && version != NULL)
+            msgjson_copy_utf8(stream->cli_version, sizeof stream->cli_version, version);
+    }
+    json_decref(event);
+    return kind;
+}
+
+void agent_stream_reset(agent_stream_t *stream)
+{
+    json_decref(stream->result);
+    stream->result = NULL;
+    stream->context_tokens = 0;
+}

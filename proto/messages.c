@@ -124,6 +124,15 @@ static const wire_field_t s_replay[] = {
     {FIELD_LIMIT, WIRE_INT, false, 0},
 };
 
+static const wire_field_t s_list_tasks[] = {
+    {FIELD_STATE, WIRE_STR, false, 16},
+    {FIELD_SPECIALIST, WIRE_STR, false, NAME_CAP},
+    {FIELD_ISSUE, WIRE_STR, false, MESSAGES_ID_CAP},
+    {FIELD_CREATED_AFTER, WIRE_INT, false, 0},
+    {FIELD_BEFORE, WIRE_STR, false, MESSAGES_ID_CAP},
+    {FIELD_LIMIT, WIRE_INT, false, 0},
+};
+
 static const wire_field_t s_reply[] = {
     {FIELD_OK, WIRE_BOOL, true, 0},
     {FIELD_TRUNCATED, WIRE_BOOL, false, 0},
@@ -178,6 +187,7 @@ const wire_spec_t messages_table[MSG_COUNT] = {
     [MSG_REPLAY] = SPEC(MSG_REPLAY, s_replay),
     [MSG_REPLY] = SPEC(MSG_REPLY, s_reply),
     [MSG_EVENT] = SPEC(MSG_EVENT, s_event),
+    [MSG_LIST_TASKS] = SPEC(MSG_LIST_TASKS, s_list_tasks),
 };
 
 const size_t messages_count = sizeof messages_table / sizeof messages_table[0];

@@ -24,11 +24,13 @@ static const char *const s_msg_names[MSG_COUNT] = {
     [MSG_REPLAY] = "replay",
     [MSG_REPLY] = "reply",
     [MSG_EVENT] = "event",
+    [MSG_LIST_TASKS] = "list_tasks",
 };
 
 static const char *const s_field_names[FIELD_COUNT] = {
     [FIELD_ACTIVE] = "active",
     [FIELD_ATTEMPT] = "attempt",
+    [FIELD_BEFORE] = "before",
     [FIELD_BLOCKING] = "blocking",
     [FIELD_BRANCH] = "branch",
     [FIELD_CLIENT] = "client",
@@ -39,6 +41,7 @@ static const char *const s_field_names[FIELD_COUNT] = {
     [FIELD_COMPLETED] = "completed",
     [FIELD_CONTEXT] = "context",
     [FIELD_CREATED] = "created",
+    [FIELD_CREATED_AFTER] = "created_after",
     [FIELD_CURVE_KEY] = "curve_key",
     [FIELD_DATA] = "data",
     [FIELD_DEAD] = "dead",

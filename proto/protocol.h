@@ -31,6 +31,7 @@ typedef enum {
     MSG_REPLAY,
     MSG_REPLY,
     MSG_EVENT,
+    MSG_LIST_TASKS,
     MSG_COUNT
 } msg_type_t;
 
@@ -38,6 +39,7 @@ typedef enum {
 typedef enum {
     FIELD_ACTIVE,
     FIELD_ATTEMPT,
+    FIELD_BEFORE,
     FIELD_BLOCKING,
     FIELD_BRANCH,
     FIELD_CLIENT,
@@ -48,6 +50,7 @@ typedef enum {
     FIELD_COMPLETED,
     FIELD_CONTEXT,
     FIELD_CREATED,
+    FIELD_CREATED_AFTER,
     FIELD_CURVE_KEY,
     FIELD_DATA,
     FIELD_DEAD,

@@ -12,6 +12,8 @@
 
 #define REPLAY_DEFAULT_LIMIT 1000
 #define REPLAY_MAX_LIMIT 10000
+#define LIST_TASKS_DEFAULT_LIMIT 50
+#define LIST_TASKS_MAX_LIMIT 1000
 /* A reply stays well under the message cap clients enforce; a long listing is cut there
  * and `truncated` is set (replay: the client asks again from the last seq). */
 #define REPLY_BUDGET (WIRE_MAX_MESSAGE - 256 * 1024)
@@ -217,6 +219,159 @@ static void s_list_queue(request_t *req, const wire_msg_t *msg)
     s_send(req);
 }
 
+/* One list_tasks reply being written. */
+typedef struct {
+    wire_writer_t *writer;
+    size_t count;
+    bool truncated;
+} task_page_t;
+
+/* Adds one task to the page, or stops (returns 1) when it would take the reply over its
+ * budget; the first always goes in, so paging on with `before` always moves forward. */
+static int s_list_one(task_t *task, void *arg)
+{
+    task_page_t *page = arg;
+    if (page->count > 0 && wire_writer_size(page->writer) + task->payload_len + 4096 > REPLY_BUDGET) {
+        page->truncated = true;
+        return 1;
+    }
+    wire_open_map_key(page->writer, NULL);
+    broker_write_task(page->writer, task, false);
+    wire_close(page->writer);
+    page->count++;
+    return 0;
+}
+
+/* Ends the page's array and sends it; or, when the listing failed (`rc`), the error. */
+static void s_send_page(request_t *req, task_page_t *page, int rc)
+{
+    wire_close(page->writer);
+    if (page->truncated)
+        wire_put_bool(page->writer, FIELD_TRUNCATED, true);
+    if (rc != 0)
+        s_reply_error(req, rc, failure_message());
+    else
+        s_send(req);
+}
+
+/* Newest first: by creation, then by insertion (the store's row id). */
+static int s_compare_newest(const void *a, const void *b)
+{
+    const task_t *x = *(task_t *const *)a, *y = *(task_t *const *)b;
+    if (x->created != y->created)
+        return x->created > y->created ? -1 : 1;
+    return x->rowid > y->rowid ? -1 : x->rowid < y->rowid;
+}
+
+/* True when `task` passes the filter and comes after the cursor `before` (may be NULL). */
+static bool s_active_matches(const task_t *task, const store_task_filter_t *filter,
+                             task_state_t state, const task_t *before)
+{
+    const task_t *pair[2] = {before, task};
+    return task->state == state &&
+           (filter->specialist == NULL || strcmp(task->queue->name, filter->specialist) == 0) &&
+           (filter->issue == NULL || (task->issue && strcmp(task->issue, filter->issue) == 0)) &&
+           task->created >= filter->created_after &&
+           (before == NULL || s_compare_newest(&pair[0], &pair[1]) < 0);
+}
+
+/* Queued and running tasks are all in memory, and their store rows change the most, so
+ * they are listed from here rather than kept in a store index. */
+static void s_list_active(request_t *req, const store_task_filter_t *filter, task_state_t state,
+                          task_page_t *page)
+{
+    broker_t *self = req->broker;
+    task_t *before = NULL;
+    bool loaded = false;
+    if (filter->before_id != NULL) {
+        before = zhashx_lookup(self->tasks, filter->before_id);
+        if (before == NULL) {
+            int rc = store_task_load(self->store, filter->before_id, &before);
+            if (rc == FAILURE_NOT_FOUND)
+                failure_set(rc, "before: no task '%s'", filter->before_id);
+            if (rc != 0) {
+                s_reply_error(req, rc, failure_message());
+                return;
+            }
+            loaded = true;
+        }
+    }
+    size_t n = 0;
+    task_t **matches = malloc((zhashx_size(self->tasks) + 1) * sizeof *matches);
+    if (matches == NULL) {
+        s_reply_error(req, FAILURE_MEMORY, "list_tasks: out of memory");
+        return;
+    }
+    for (task_t *task = zhashx_first(self->tasks); task; task = zhashx_next(self->tasks)) {
+        if (s_active_matches(task, filter, state, before))
+            matches[n++] = task;
+    }
+    qsort(matches, n, sizeof *matches, s_compare_newest);
+    for (size_t i = 0; i < n && i < (size_t)filter->limit && s_list_one(matches[i], page) == 0; i++)
+        ;
+    free(matches);
+    if (loaded)
+        task_destroy(&before);
+    s_send_page(req, page, 0);
+}
+
+/* Checks list_tasks' fields; fills *filter and *state (-1: any). Replies and returns false
+ * when they are wrong. */
+static bool s_list_tasks_filter(request_t *req, const wire_msg_t *msg, store_task_filter_t *filter,
+                                int *state)
+{
+    *filter = (store_task_filter_t){
+        .state = wire_msg_str(msg, FIELD_STATE, NULL),
+        .specialist = wire_msg_str(msg, FIELD_SPECIALIST, NULL),
+        .issue = wire_msg_str(msg, FIELD_ISSUE, NULL),
+        .created_after = wire_msg_int(msg, FIELD_CREATED_AFTER, 0),
+        .before_id = wire_msg_str(msg, FIELD_BEFORE, NULL),
+    };
+    int64_t limit = wire_msg_int(msg, FIELD_LIMIT, LIST_TASKS_DEFAULT_LIMIT);
+    char reason[160];
+    *state = filter->state ? task_state_parse(filter->state) : -1;
+    if (limit < 1 || limit > LIST_TASKS_MAX_LIMIT) {
+        s_reply_error(req, FAILURE_INVALID, "list_tasks: limit must be 1..1000 (default 50)");
+        return false;
+    }
+    if (filter->state != NULL && *state < 0) {
+        snprintf(reason, sizeof reason,
+                 "list_tasks: unknown state '%.32s' (queued, running, done, failed, dead, "
+                 "cancelled)",
+                 filter->state);
+        s_reply_error(req, FAILURE_INVALID, reason);
+        return false;
+    }
+    if (filter->specialist != NULL) {
+        queue_t *queue = broker_queue(req->broker, filter->specialist, false);
+        if (queue == NULL) {
+            snprintf(reason, sizeof reason, "unknown specialist '%.64s'", filter->specialist);
+            s_reply_error(req, FAILURE_NOT_FOUND, reason);
+            return false;
+        }
+        filter->specialist = queue->name; /* the `-` spelling, as stored */
+    }
+    filter->limit = (int)limit;
+    return true;
+}
+
+/* Tasks of every state, newest first: ended ones from the store's indexes (see
+ * store_task_list), queued and running ones from memory. */
+static void s_list_tasks(request_t *req, const wire_msg_t *msg)
+{
+    store_task_filter_t filter;
+    int state;
+    if (!s_list_tasks_filter(req, msg, &filter, &state))
+        return;
+    task_page_t page = {.writer = s_reply_ok(req)};
+    wire_open_array(page.writer, FIELD_DATA);
+    if (state == TASK_QUEUED || state == TASK_RUNNING) {
+        s_list_active(req, &filter, state, &page);
+        return;
+    }
+    s_send_page(req, &page, store_task_list(req->broker->store, &filter, s_list_one, &page));
+}
+
 static void s_list_specialists(request_t *req)
 {
     broker_t *self = req->broker;
@@ -383,6 +538,7 @@ void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, s
     case MSG_CANCEL_TASK: s_cancel(&req, msg); break;
     case MSG_RETRY_TASK: s_retry(&req, msg); break;
     case MSG_LIST_QUEUE: s_list_queue(&req, msg); break;
+    case MSG_LIST_TASKS: s_list_tasks(&req, msg); break;
     case MSG_LIST_SPECIALISTS: s_list_specialists(&req); break;
     case MSG_STATS: s_stats(&req); break;
     case MSG_REPLAY: s_replay(&req, msg); break;

@@ -38,6 +38,18 @@ static const char *s_migrations[] = {
     "CREATE INDEX tasks_finished ON tasks(updated)"
     "  WHERE state IN ('done', 'failed', 'dead', 'cancelled');"
     "CREATE INDEX attempts_by_finished ON attempts(finished);",
+    /* 3: list_tasks pages, newest first, by specialist, issue or ended state (queued and
+     * running tasks are listed from the broker's memory, so the rows that change most
+     * are not in the state index), each with the creation time, so `created_after` ends
+     * the walk instead of filtering every row. */
+    "CREATE INDEX tasks_by_created ON tasks(created, rid);"
+    "CREATE INDEX tasks_by_ended_state ON tasks(state, created, rid)"
+    "  WHERE state IN ('done', 'failed', 'dead', 'cancelled');"
+    /* Retention finds its rows through tasks_by_ended_state too (a task is changed after
+     * it was created, so `updated < X` implies `created < X`): one index fewer to keep. */
+    "DROP INDEX tasks_finished;"
+    "CREATE INDEX tasks_by_specialist ON tasks(specialist, created, rid);"
+    "CREATE INDEX tasks_by_issue ON tasks(issue, created, rid) WHERE issue IS NOT NULL;",
 };
 
 enum {
@@ -89,7 +101,8 @@ static const char *s_sql[STMT_COUNT] = {
                            " LIMIT 64",
     [STMT_SPECIALIST_INSERT] = "INSERT OR IGNORE INTO specialists (name) VALUES (?)",
     [STMT_TASKS_PRUNE] = "DELETE FROM tasks WHERE rid IN (SELECT rid FROM tasks WHERE state IN"
-                         " ('done', 'failed', 'dead', 'cancelled') AND updated < ?1 LIMIT ?2)",
+                         " ('done', 'failed', 'dead', 'cancelled') AND created < ?1"
+                         " AND updated < ?1 LIMIT ?2)",
     [STMT_ATTEMPTS_PRUNE] = "DELETE FROM attempts WHERE (task, attempt) IN (SELECT task, attempt"
                             " FROM attempts WHERE finished < ?1 LIMIT ?2)",
 };
@@ -604,6 +617,57 @@ int store_task_load(store_t *self, const char *id, task_t **out)
     sqlite3_reset(stmt);
     sqlite3_clear_bindings(stmt);
     return rc;
+}
+
+/* The SQL of a listing with the filters `filter` sets (the WHERE clause names only those,
+ * so SQLite can walk the one index that matches instead of testing every row). */
+static void s_list_sql(const store_task_filter_t *filter, char *sql, size_t size)
+{
+    snprintf(sql, size,
+             "SELECT " TASK_COLUMNS " FROM tasks WHERE 1%s%s%s%s%s"
+             " ORDER BY created DESC, rid DESC LIMIT ?6",
+             filter->state ? " AND state=?1 AND state IN ('done', 'failed', 'dead', 'cancelled')"
+                           : "", filter->specialist ? " AND specialist=?2" : "",
+             filter->issue ? " AND issue=?3" : "", filter->created_after > 0 ? " AND created>=?4" : "",
+             filter->before_id ? " AND (created, rid) < (SELECT created, rid FROM tasks WHERE id=?5)"
+                               : "");
+}
+
+int store_task_list(store_t *self, const store_task_filter_t *filter,
+                    int (*fn)(task_t *task, void *arg), void *arg)
+{
+    if (filter->before_id != NULL) {
+        task_t *cursor = NULL;
+        int rc = store_task_load(self, filter->before_id, &cursor);
+        task_destroy(&cursor);
+        if (rc != 0)
+            return rc == FAILURE_NOT_FOUND
+                       ? failure_set(FAILURE_NOT_FOUND, "before: no task '%s'", filter->before_id)
+                       : rc;
+    }
+    char sql[768];
+    s_list_sql(filter, sql, sizeof sql);
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(self->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return s_fail(self, "listing tasks");
+    s_bind_text(stmt, 1, filter->state);
+    s_bind_text(stmt, 2, filter->specialist);
+    s_bind_text(stmt, 3, filter->issue);
+    sqlite3_bind_int64(stmt, 4, filter->created_after);
+    s_bind_text(stmt, 5, filter->before_id);
+    sqlite3_bind_int(stmt, 6, filter->limit);
+    int step, stopped = 0;
+    while (stopped == 0 && (step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        task_t *task = s_task_from_row(stmt);
+        if (task == NULL) {
+            sqlite3_finalize(stmt);
+            return failure_set(FAILURE_MEMORY, "listing tasks: out of memory");
+        }
+        stopped = fn(task, arg);
+        task_destroy(&task);
+    }
+    sqlite3_finalize(stmt);
+    return stopped || step == SQLITE_DONE ? 0 : s_fail(self, "listing tasks");
 }
 
 int store_task_load_active(store_t *self, void (*fn)(task_t *task, void *arg), void *arg)

@@ -6,8 +6,8 @@
  * everything that iteration received is applied (group commit). Nothing is acknowledged to
  * anyone before the commit returns.
  *
- * Schema changes: change the schema => bump STORE_SCHEMA_VERSION and add a migration step
- * in store.c (s_migrations). */
+ * Schema changes: add a migration step at the end of s_migrations in store.c (its index
+ * + 1 is the schema version, kept in PRAGMA user_version). */
 #ifndef CLOISTER_BROKER_STORE_H
 #define CLOISTER_BROKER_STORE_H
 
@@ -16,8 +16,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#define STORE_SCHEMA_VERSION 1
 
 typedef enum { STORE_SYNC_FULL, STORE_SYNC_NORMAL, STORE_SYNC_OFF } store_sync_t;
 
@@ -56,6 +54,22 @@ int store_task_dispatched(store_t *self, const task_t *task);
 /* Loads one task by id into a new task_t (specialist and result filled). Returns 0,
  * FAILURE_NOT_FOUND or FAILURE_STORE. The caller owns *out. */
 int store_task_load(store_t *self, const char *id, task_t **out);
+
+/* What a listing asks for: NULL / 0 leaves a filter out. A `state` filter finds only
+ * ended tasks (done, failed, dead, cancelled): the broker lists active ones from memory. */
+typedef struct {
+    const char *state, *specialist, *issue;
+    int64_t created_after; /* wall ms: tasks created at or after it */
+    const char *before_id; /* paging: only tasks listed after this one (older) */
+    int limit;             /* at most this many (the caller bounds it) */
+} store_task_filter_t;
+
+/* Calls fn for the tasks matching `filter`, newest first (by creation, then insertion),
+ * each borrowed for the call (specialist and result filled); fn returns nonzero to stop.
+ * Every filter is served from an index. Returns 0, FAILURE_NOT_FOUND (before_id is no
+ * known task), FAILURE_MEMORY or FAILURE_STORE. */
+int store_task_list(store_t *self, const store_task_filter_t *filter,
+                    int (*fn)(task_t *task, void *arg), void *arg);
 
 /* Calls fn for every queued or running task (ownership of each task passes to fn, with
  * `specialist` set). */

@@ -1,4 +1,5 @@
-/* pan task show / cancel / retry / status: one task, or the broker's numbers. */
+/* pan task show / wait / cancel / retry / status: one task, or the broker's numbers
+ * (task list, dead and retry --all-dead are in cmd_list.c). */
 #include "pan.h"
 #include "pan_wait.h"
 
@@ -128,9 +129,12 @@ static int s_wait(const pan_t *pan, int argc, char **argv)
 
 int cmd_task(const pan_t *pan, int argc, char **argv)
 {
-    static const char *const usage = "pan task show <id> [--json] | wait <id>... [--timeout S]";
+    static const char *const usage =
+        "pan task list [options] | show <id> [--json] | wait <id>... [--timeout S]";
     if (argc < 1)
         return pan_usage(usage, "task what?");
+    if (strcmp(argv[0], "list") == 0)
+        return cmd_task_list(pan, argc - 1, argv + 1);
     if (strcmp(argv[0], "wait") == 0)
         return s_wait(pan, argc - 1, argv + 1);
     if (strcmp(argv[0], "show") != 0)
@@ -177,6 +181,12 @@ int cmd_cancel(const pan_t *pan, int argc, char **argv)
 
 int cmd_retry(const pan_t *pan, int argc, char **argv)
 {
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--all-dead") == 0) {
+            memmove(argv + i, argv + i + 1, (size_t)(argc - i - 1) * sizeof *argv);
+            return cmd_retry_all_dead(pan, argc - 1, argv);
+        }
+    }
     return s_change(pan, argc, argv, "pan retry <id>", MSG_RETRY_TASK, "Requeued");
 }
 

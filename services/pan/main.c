@@ -28,10 +28,14 @@ static const char *const s_usage =
     "  specialists alive <worker-id>\n"
     "  events [--since SEQ] [--follow] [--topic PREFIX] [--task ID] [--issue I]\n"
     "         [--specialist S] [--limit N] [--json]   (--follow starts now; --since 0 replays)\n"
+    "  task list [--state S] [--specialist S] [--issue I] [--since DURATION] [--limit N]\n"
+    "            [--before ID] [--json]   (newest first; S: queued running done failed dead\n"
+    "            cancelled; DURATION: 90s 15m 2h 7d)\n"
     "  task show <id> [--json]\n"
     "  task wait <id>... [--timeout S] [--json]   (exit 0 done, 1 failed/dead, 4 timeout)\n"
     "  cancel <id>\n"
-    "  retry <id>\n"
+    "  retry <id> | --all-dead [--specialist S] [--issue I] [--json]\n"
+    "  dead [--specialist S] [--issue I] [--since DURATION] [--limit N] [--json]\n"
     "  status [--json]\n"
     "  tests detect [DIR] [--json]\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
@@ -146,6 +150,8 @@ int main(int argc, char **argv)
         code = cmd_task(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "cancel") == 0)
         code = cmd_cancel(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "dead") == 0)
+        code = cmd_dead(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "retry") == 0)
         code = cmd_retry(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "status") == 0)

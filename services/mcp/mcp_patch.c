@@ -4,8 +4,11 @@
 #include "failure.h"
 
 #include <git2.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 /* True when `path` stays inside the work tree: relative, no `..` component, and not in
  * the repository's own `.git`. */
@@ -45,6 +48,18 @@ static const char *s_git_error(void)
     return error && error->message ? error->message : "unknown libgit2 error";
 }
 
+/* True when the file a delta creates is already in the work tree: git_apply's check
+ * passes it, and only writing it would find the conflict. */
+static bool s_creates_existing(git_repository *repo, const git_diff_delta *delta)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    return delta->status == GIT_DELTA_ADDED &&
+           snprintf(path, sizeof path, "%s%s", git_repository_workdir(repo),
+                    delta->new_file.path) < (int)sizeof path &&
+           lstat(path, &st) == 0;
+}
+
 /* Checks every file on its own; appends its line to `files`. Returns how many fail, or -1
  * when a path is refused (failure_message() says which). */
 static int s_check_files(git_repository *repo, git_diff *diff, json_t *files)
@@ -65,7 +80,11 @@ static int s_check_files(git_repository *repo, git_diff *diff, json_t *files)
         options.payload = &one;
         options.flags = GIT_APPLY_CHECK;
         json_t *line = json_pack("{s:s}", "path", path);
-        if (git_apply(repo, diff, GIT_APPLY_LOCATION_WORKDIR, &options) == 0) {
+        if (s_creates_existing(repo, delta)) {
+            json_object_set_new(line, "ok", json_false());
+            json_object_set_new(line, "error", json_string("it already exists in the work tree"));
+            failing++;
+        } else if (git_apply(repo, diff, GIT_APPLY_LOCATION_WORKDIR, &options) == 0) {
             json_object_set_new(line, "ok", json_true());
         } else {
             json_object_set_new(line, "ok", json_false());

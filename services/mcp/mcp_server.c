@@ -116,7 +116,7 @@ json_t *mcp_server_handle(const mcp_settings_t *settings, const char *line, size
     if (blank == len)
         return NULL;
     json_error_t parse;
-    json_t *message = json_loadb(line, len, JSON_REJECT_DUPLICATES, &parse);
+    json_t *message = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &parse);
     if (message == NULL) {
         char text[256];
         snprintf(text, sizeof text, "Parse error: %s (column %d)", parse.text, parse.column);

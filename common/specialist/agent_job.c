@@ -2,13 +2,16 @@
 #include "agent_job.h"
 
 #include "failure.h"
+#include "handoff.h"
 #include "home.h"
+#include "log.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Copies the string list config[table][key] into list (NULL-terminated). */
 static int s_fill_list(const char **list, size_t *n, const config_t *config, const char *table,
@@ -66,6 +69,32 @@ int agent_job_workdir(char *buf, size_t size, const config_t *config, const char
     return rc != 0 ? rc : s_absolute_dir(buf, size, dir);
 }
 
+/* cloister-mcp for the agent into buf: [agent] mcp_command, else next to this program;
+ * "" when [agent] mcp is false or there is no such program. */
+static void s_mcp_command(char *buf, size_t size, const config_t *config)
+{
+    buf[0] = '\0';
+    if (!config_bool(config, "agent", "mcp", true))
+        return;
+    const char *configured = s_string_or_null(config, "agent", "mcp_command");
+    if (configured != NULL) {
+        snprintf(buf, size, "%s", configured);
+        return;
+    }
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0)
+        return;
+    self[len] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash == NULL)
+        return;
+    *slash = '\0';
+    int n = snprintf(buf, size, "%s/cloister-mcp", self);
+    if (n < 0 || (size_t)n >= size || access(buf, X_OK) != 0)
+        buf[0] = '\0';
+}
+
 int agent_job_settings_from_config(agent_job_settings_t *out, const config_t *config,
                                    const char *specialist, const char *workdir)
 {
@@ -100,6 +129,10 @@ int agent_job_settings_from_config(agent_job_settings_t *out, const config_t *co
     a->no_output_timeout_s = (int)config_int(config, "agent", "no_output_timeout", 0);
     a->result_grace_ms = (int)config_int(config, "agent", "result_grace_ms", 0);
     a->session_token_limit = config_int(config, "agent", "session_token_limit", 0);
+    s_mcp_command(out->mcp_command, sizeof out->mcp_command, config);
+    out->control_ep = config_string(config, "broker", "control", "tcp://127.0.0.1:5562");
+    out->events_ep = config_string(config, "broker", "events", "tcp://127.0.0.1:5561");
+    out->in_ep = config_string(config, "broker", "in", "tcp://127.0.0.1:5560");
     return 0;
 }
 
@@ -162,17 +195,113 @@ static void s_result_fields(specialist_ctx_t *ctx, const agent_outcome_t *o)
     specialist_result_int(ctx, "agent_duration_ms", o->wall_ms);
 }
 
-int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx, const agent_settings_t *settings,
-                  const char *prompt)
+/* The agent's MCP server for one task: its config file and the task's handoff file, and
+ * the argument lists with --mcp-config and the server's tools added. */
+typedef struct {
+    char config[PATH_MAX];
+    char handoff[PATH_MAX];
+    const char *extra_args[AGENT_JOB_MAX_LIST + 3];
+    const char *allowed_tools[AGENT_JOB_MAX_LIST + 2];
+} job_mcp_t;
+
+/* Writes the MCP config naming cloister-mcp for the task. Returns 0 or FAILURE_*. */
+static int s_mcp_write_config(const agent_job_settings_t *settings, const char *task_id,
+                              job_mcp_t *mcp)
+{
+    json_t *config = json_pack(
+        "{s:{s:{s:s, s:s, s:[s,s, s,s, s,s, s,s, s,s], s:{s:s}}}}", "mcpServers", "cloister",
+        "type", "stdio", "command", settings->mcp_command, "args", "--control",
+        settings->control_ep, "--events", settings->events_ep, "--in", settings->in_ep, "--task",
+        task_id, "--handoff-file", mcp->handoff, "env", "PANOPTICON_HOME", home_dir());
+    int rc = config && json_dump_file(config, mcp->config, JSON_COMPACT) == 0
+                 ? 0
+                 : failure_set(FAILURE_IO, "cannot write %s", mcp->config);
+    json_decref(config);
+    return rc;
+}
+
+/* Prepares the task's MCP server (see the header). Returns true when the agent gets it;
+ * false (with a warning) leaves the agent without it. */
+static bool s_mcp_begin(const agent_job_settings_t *settings, const char *task_id, job_mcp_t *mcp,
+                        agent_settings_t *agent)
+{
+    if (settings->mcp_command[0] == '\0' || task_id == NULL || strchr(task_id, '/') != NULL ||
+        task_id[0] == '.')
+        return false;
+    char dir[PATH_MAX], relative[256];
+    snprintf(relative, sizeof relative, "specialists/%s/mcp", settings->agent.specialist);
+    int rc = home_path(dir, sizeof dir, relative);
+    if (rc == 0)
+        rc = home_mkdirs(dir);
+    if (rc == 0 && (snprintf(mcp->config, sizeof mcp->config, "%s/%s.json", dir, task_id) >=
+                        (int)sizeof mcp->config ||
+                    snprintf(mcp->handoff, sizeof mcp->handoff, "%s/%s.handoff", dir, task_id) >=
+                        (int)sizeof mcp->handoff))
+        rc = failure_set(FAILURE_TOO_BIG, "task id too long for a file name");
+    if (rc == 0) {
+        unlink(mcp->handoff); /* an earlier attempt's handoffs went with its result, or not */
+        rc = s_mcp_write_config(settings, task_id, mcp);
+    }
+    if (rc != 0) {
+        log_warn("agent %s: running without cloister-mcp: %s", settings->agent.specialist,
+                 failure_message());
+        return false;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < settings->nextra; i++)
+        mcp->extra_args[n++] = settings->extra_args[i];
+    mcp->extra_args[n++] = "--mcp-config";
+    mcp->extra_args[n++] = mcp->config;
+    mcp->extra_args[n] = NULL;
+    agent->extra_args = mcp->extra_args;
+    n = 0;
+    for (size_t i = 0; agent->allowed_tools && agent->allowed_tools[i]; i++)
+        mcp->allowed_tools[n++] = agent->allowed_tools[i];
+    mcp->allowed_tools[n++] = "mcp__cloister";
+    mcp->allowed_tools[n] = NULL;
+    agent->allowed_tools = mcp->allowed_tools;
+    return true;
+}
+
+/* Takes one handoff as a next task of the result. */
+static int s_take_handoff(const json_t *submit, void *arg)
+{
+    specialist_ctx_t *ctx = arg;
+    const char *id = json_string_value(json_object_get(submit, "id"));
+    const char *to = json_string_value(json_object_get(submit, "specialist"));
+    if (specialist_result_next(ctx, submit) != 0) {
+        specialist_progressf(ctx, "handoff", "handoff to %s refused: %s", to ? to : "?",
+                             failure_message());
+        return 0;
+    }
+    specialist_progressf(ctx, "handoff", "handed off to %s as task %s (queued with this result)",
+                         to ? to : "?", id ? id : "?");
+    return 0;
+}
+
+/* After the run: the handoffs become next tasks; the config goes. */
+static void s_mcp_end(specialist_ctx_t *ctx, job_mcp_t *mcp)
+{
+    if (handoff_take(mcp->handoff, s_take_handoff, ctx) != 0)
+        specialist_progressf(ctx, "handoff", "the handoffs were lost: %s", failure_message());
+    unlink(mcp->config);
+}
+
+int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx,
+                  const agent_job_settings_t *settings, const char *prompt)
 {
     *run_p = NULL;
     const specialist_task_t *task = specialist_task(ctx);
     agent_run_t *run = NULL;
-    agent_settings_t within_grace = *settings;
+    agent_settings_t within_grace = settings->agent;
     if (within_grace.kill_grace_ms == 0)
         within_grace.kill_grace_ms = specialist_child_kill_grace_ms(ctx);
+    job_mcp_t mcp;
+    bool with_mcp = s_mcp_begin(settings, task->id, &mcp, &within_grace);
     int rc = agent_run_start(&run, &within_grace, prompt, task->id, s_on_progress, ctx);
     if (rc != 0) {
+        if (with_mcp)
+            unlink(mcp.config);
         specialist_result_bool(ctx, "agent_ok", false);
         specialist_result_str(ctx, "agent_error", failure_message());
         return rc;
@@ -195,6 +324,8 @@ int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx, const agent_settin
             break;
     }
     specialist_watch_child(ctx, 0);
+    if (with_mcp)
+        s_mcp_end(ctx, &mcp);
     s_result_fields(ctx, agent_run_outcome(run));
     *run_p = run;
     return 0;

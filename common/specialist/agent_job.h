@@ -28,6 +28,14 @@
  *   assistant text  → kind "agent"   (cut to AGENT_JOB_TEXT_MAX bytes)
  *   a tool call     → kind "tool"    ("Edit src/a.c")
  *   a fresh session → kind "session" ("fresh session <id>: <reason>")
+ * The agent gets Cloister's own tools: a config file naming cloister-mcp for this task
+ * ($PANOPTICON_HOME/specialists/<name>/mcp/<task>.json, passed with --mcp-config, its tools
+ * allowed as mcp__cloister), so it can hand off, run tests or ask for a review. A handoff
+ * it makes (handoff_to) lands in the task's handoff file (handoff.h); when the run is over
+ * each one becomes a chained next task of the result (specialist_result_next). [agent]
+ * mcp = false turns this off; [agent] mcp_command names the server (default: cloister-mcp
+ * next to the service's own program; when there is none, the agent runs without it).
+ *
  * It polls specialist_cancelled() and cancels the run, and registers the agent's process
  * group with specialist_watch_child() (again after each recovery rerun). When the run is
  * over it sets the standard result fields:
@@ -57,6 +65,9 @@
 typedef struct {
     agent_settings_t agent;
     char workdir[AGENT_JOB_WORKDIR_SIZE];
+    /* cloister-mcp for the agent ("" when off), and the broker it talks to */
+    char mcp_command[AGENT_JOB_WORKDIR_SIZE];
+    const char *control_ep, *events_ep, *in_ep;
     const char *extra_args[AGENT_JOB_MAX_LIST + 1];
     const char *allowed_tools[AGENT_JOB_MAX_LIST + 1];
     const char *disallowed_tools[AGENT_JOB_MAX_LIST + 1];
@@ -87,7 +98,7 @@ int agent_job_workdir(char *buf, size_t size, const config_t *config, const char
  * FAILURE_INVALID (with *run_p NULL and the `agent_ok`/`agent_error` result fields set)
  * only when the settings are unusable; every failure of the agent itself is in the
  * outcome. */
-int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx, const agent_settings_t *settings,
-                  const char *prompt);
+int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx,
+                  const agent_job_settings_t *settings, const char *prompt);
 
 #endif

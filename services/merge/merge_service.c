@@ -237,7 +237,7 @@ static int s_resolve(const char *worktree, const char *const *files, size_t n, c
         if (settings.agent.timeout_s <= 0 || settings.agent.timeout_s > left)
             settings.agent.timeout_s = left;
         job->agent_ran = true;
-        rc = agent_job_run(&run, job->ctx, &settings.agent, prompt);
+        rc = agent_job_run(&run, job->ctx, &settings, prompt);
     }
     free(prompt);
     if (rc != 0) {

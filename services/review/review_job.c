@@ -477,7 +477,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
                                        service->workdir) != 0 ||
         agent_job_settings_add_arg(&settings, "--add-dir") != 0 ||
         agent_job_settings_add_arg(&settings, r.workspace) != 0 ||
-        agent_job_run(&r.run, ctx, &settings.agent, r.prompt) != 0) {
+        agent_job_run(&r.run, ctx, &settings, r.prompt) != 0) {
         snprintf(error, sizeof error, "cannot run the agent: %s", failure_message());
         outcome = s_fail(&r, SPECIALIST_FAILED, error);
         goto out;

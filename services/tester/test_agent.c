@@ -450,7 +450,7 @@ static bool s_attempt_fix(test_job_t *job, const testrun_result_t *result)
     specialist_progressf(job->ctx, "info", "asking the agent to fix %zu failing test(s)",
                          result->nfailures);
     agent_run_t *run = NULL;
-    int rc = agent_job_run(&run, job->ctx, &settings.agent, prompt);
+    int rc = agent_job_run(&run, job->ctx, &settings, prompt);
     free(prompt);
     if (rc != 0) {
         s_note(job, "no fix attempted: %s", failure_message());

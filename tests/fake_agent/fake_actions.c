@@ -1,6 +1,7 @@
 /* fake_actions: runs the FAKE_CLAUDE_ACTIONS script (see fake_actions.h). */
 #define _XOPEN_SOURCE 700
 #include "fake_actions.h"
+#include "fake_mcp.h"
 
 #include "failure.h"
 
@@ -411,6 +412,33 @@ static int s_action_run(const char *rest, fake_actions_report_fn *report, void *
     return 0;
 }
 
+/* mcp <server> <tool> <json arguments>: one MCP tool call, reported as the real CLI names
+ * it (mcp__<server>__<tool>); an error result is an error step, not a failed script. */
+static int s_action_mcp(char *rest, fake_actions_report_fn *report, void *arg)
+{
+    char *save = NULL;
+    char *server = strtok_r(rest, " ", &save);
+    char *tool = server ? strtok_r(NULL, " ", &save) : NULL;
+    char *text = tool ? save : NULL;
+    json_t *arguments = text ? json_loads(text, 0, NULL) : NULL;
+    if (!json_is_object(arguments)) {
+        json_decref(arguments);
+        return failure_set(FAILURE_INVALID, "mcp needs <server> <tool> <json object>");
+    }
+    char name[256];
+    snprintf(name, sizeof name, "mcp__%s__%s", server, tool);
+    json_t *result = NULL;
+    int rc = fake_mcp_call(server, tool, arguments, &result);
+    const char *output = rc != 0 ? failure_message()
+                                 : json_string_value(json_object_get(
+                                       json_array_get(json_object_get(result, "content"), 0),
+                                       "text"));
+    bool is_error = rc != 0 || json_is_true(json_object_get(result, "isError"));
+    s_report(report, arg, name, arguments, output ? output : "", is_error, 0);
+    json_decref(result);
+    return 0;
+}
+
 /* Runs one script line (modified in place). */
 static int s_action(char *line, fake_actions_report_fn *report, void *arg, json_t *said)
 {
@@ -428,6 +456,8 @@ static int s_action(char *line, fake_actions_report_fn *report, void *arg, json_
         return s_action_resolve_all(rest, report, arg);
     if (strcmp(line, "run") == 0)
         return s_action_run(rest, report, arg);
+    if (strcmp(line, "mcp") == 0)
+        return s_action_mcp(rest, report, arg);
     if (strcmp(line, "say") == 0) {
         char *text = s_unescape(rest);
         json_array_append_new(said, json_string(text != NULL ? text : ""));

@@ -8,6 +8,7 @@
  *   resolve <path> ours|theirs|both    rewrite git conflict blocks in one file
  *   resolve-all ours|theirs|both       the same for every file under cwd with markers
  *   run <argv...>                      fork/exec argv split on spaces (no shell)
+ *   mcp <server> <tool> <json>         call a tool of a --mcp-config server (fake_mcp.h)
  *   say <text...>                      a line of the final answer
  *   sleep <ms>                         pause
  *
@@ -22,7 +23,7 @@
 /* One tool call the script performed. Everything is owned by fake_actions and valid only
  * during the report callback. */
 typedef struct {
-    const char *tool;   /* "Write", "Edit" or "Bash" */
+    const char *tool;   /* "Write", "Edit", "Bash" or "mcp__<server>__<tool>" */
     json_t *input;      /* the tool_use input object */
     const char *output; /* the tool_result content */
     bool is_error;      /* the tool reported an error (command exit code != 0, bad action) */

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "failure.h"
 #include "fake_actions.h"
+#include "fake_mcp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -913,6 +914,7 @@ static int s_run_actions(fake_t *self, json_t *said, char *error, size_t error_s
     const char *script = getenv("FAKE_CLAUDE_ACTIONS");
     if (script == NULL || *script == '\0')
         return 0;
+    fake_mcp_set_configs(self->values[OPT_MCP_CONFIG]);
     if (fake_actions_run(script, s_report_step, self, said) == 0)
         return 0;
     snprintf(error, error_size, "%s", failure_message());

@@ -29,6 +29,66 @@ static bool s_install_sdk(review_env_t *r)
     return code == 0 && access(SDK_DIR "/client/index.js", R_OK) == 0;
 }
 
+/* A review whose agent (the fake, calling the server its --mcp-config names, as the real CLI
+ * does) hands off to the test-agent: the handoff becomes the review's chained next task,
+ * queued with its result and run by the test-agent. */
+static void test_handoff_from_a_task(review_env_t *r, pid_t *reviewer)
+{
+    char actions[600], script[2048];
+    snprintf(actions, sizeof actions, "%s/handoff.actions", r->h->env->dir);
+    snprintf(script, sizeof script,
+             "mcp cloister handoff_to {\"specialist\": \"test-agent\", \"message\": \"run "
+             "the tests of this branch\", \"context\": \"the query changed\", "
+             "\"workspace\": \"%s\", \"branch\": \"feature\"}\n"
+             "say REVIEW_RESULT: APPROVED\nsay FINDINGS: none\n",
+             r->repo);
+    CHECK(testenv_write_file(actions, script) == 0);
+    CHECK(review_stop(r, *reviewer) == 0);
+    setenv("FAKE_CLAUDE_ACTIONS", actions, 1);
+    unsetenv("FAKE_CLAUDE_RESULT");
+    *reviewer = review_start(r, "review-mcp-2");
+    review_submit(r, "handing-off", 60, NULL);
+    json_t *done = harness_wait(r->h, "task.done", "handing-off", 20000);
+    CHECK(done != NULL);
+    /* The next task: a test-agent task whose parent is the review. */
+    json_t *queued = NULL;
+    for (int waited = 0; queued == NULL && waited < 5000; waited += 20) {
+        for (int i = 0; i < r->h->nevents && queued == NULL; i++) {
+            json_t *event = r->h->events[i];
+            if (strcmp(harness_field(event, "event"), "task.queued") == 0 &&
+                strcmp(harness_field(event, "parent"), "handing-off") == 0)
+                queued = event;
+        }
+        harness_pump(r->h, 20);
+    }
+    CHECK(queued != NULL);
+    CHECK_STR(harness_field(queued, "specialist"), "test-agent");
+    char next[64];
+    snprintf(next, sizeof next, "%s", harness_field(queued, "task"));
+    json_t *tested = harness_wait(r->h, "task.done", next, 20000);
+    CHECK(tested != NULL);
+    CHECK_STR(harness_field(review_result(tested), "TEST_RESULT"), "PASS");
+
+    char *show[] = {(char *)testenv_bin("pan"), "task", "show", next, "--json", NULL};
+    CHECK_INT(testenv_run(r->h->env, show, s_out, sizeof s_out, 10000), 0);
+    json_t *task = json_loads(s_out, 0, NULL);
+    const json_t *payload = json_object_get(task, "payload");
+    CHECK_STR(harness_field(payload, "task"), "run the tests of this branch");
+    CHECK_STR(harness_field(json_object_get(payload, "handoff"), "from"), "handing-off");
+    CHECK_STR(harness_field(json_object_get(payload, "handoff"), "context"), "the query changed");
+    json_decref(task);
+
+    /* The agent was given the server and its tools. */
+    json_t *lines[64];
+    int n = review_log(r, lines, 64);
+    CHECK(n > 0);
+    CHECK(strstr(review_log_arg(lines[n - 1], "--mcp-config"), "/mcp/handing-off.json") != NULL);
+    CHECK(strstr(review_log_arg(lines[n - 1], "--allowedTools"), "mcp__cloister") != NULL);
+    for (int i = 0; i < n; i++)
+        json_decref(lines[i]);
+    unsetenv("FAKE_CLAUDE_ACTIONS");
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("mcp-sdk");
@@ -78,6 +138,8 @@ int main(void)
     CHECK(strncmp(harness_field(json_array_get(merges, 0), "id"), "merge-", 6) == 0);
     CHECK_STR(harness_field(json_array_get(merges, 0), "source"), "pan approve");
     json_decref(merges);
+
+    test_handoff_from_a_task(r, &reviewer);
 
     CHECK(review_stop(r, reviewer) == 0);
     CHECK(review_stop(r, tester) == 0);

@@ -555,7 +555,7 @@ static const tool_t s_tools[] = {
      "Runs the repository's tests on a branch or commit through the test-agent and waits for "
      "the answer (at most timeout_s): TEST_RESULT, TESTS_RUN/PASSED/FAILED/SKIPPED and the "
      "FAILURES by name. The command is the repository's own ([tests] command in its "
-     ".cloister.toml, else detected), never one given here.",
+     ".cloister/config.toml, else detected), never one given here.",
      "{\"type\": \"object\", \"properties\": {"
      "\"workspace\": " TEXT("the repository's directory") ","
      "\"branch\": " TEXT("the branch to test (default: the checked-out one)") ","

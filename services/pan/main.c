@@ -45,7 +45,8 @@ static const char *const s_usage =
     "\n"
     "Endpoints come from the flags, else CLOISTER_CONTROL / CLOISTER_EVENTS / CLOISTER_IN,\n"
     "else [broker] in $PANOPTICON_HOME/cloister.toml, else tcp://127.0.0.1:5562/5561/5560.\n"
-    "Exit codes: 0 ok, 1 refused or failed, 2 usage, 3 the broker did not answer.\n";
+    "Exit codes: 0 ok, 1 refused or failed, 2 usage, 3 the broker did not answer.\n"
+    "`pan <command> --help` explains every option of a command.\n";
 
 /* Removes the global options from argv (wherever they are) into *pan. Returns the new
  * argc, or -1 after printing a usage error. */
@@ -111,8 +112,14 @@ int main(int argc, char **argv)
     }
     if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0 ||
         strcmp(command, "-h") == 0) {
+        if (argc > 1 && pan_help(argv[1]))
+            return PAN_EXIT_OK;
         fputs(s_usage, stdout);
         return PAN_EXIT_OK;
+    }
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) && pan_help(command))
+            return PAN_EXIT_OK;
     }
     config_t *config = NULL;
     char config_error[1024] = "";

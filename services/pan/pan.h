@@ -83,6 +83,9 @@ int pan_absolute_path(const char *path, char *out, size_t size);
  * when memory runs out. */
 json_t *pan_override_new(const char *reason, const char *review);
 
+/* Prints `command`'s help (usage and every option) on stdout; false when there is none. */
+bool pan_help(const char *command);
+
 /* Commands: each takes the arguments after its name and returns the exit code. */
 int cmd_submit(const pan_t *pan, int argc, char **argv);
 int cmd_specialists(const pan_t *pan, int argc, char **argv);

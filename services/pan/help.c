@@ -1,0 +1,127 @@
+/* help: `pan <command> --help` (or -h): each command's usage with every option explained. */
+#include "pan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *command;
+    const char *text;
+} help_t;
+
+static const help_t s_help[] = {
+    {"submit",
+     "usage: pan submit <specialist> [options]\n"
+     "Queues one task and prints its id once the broker committed it.\n"
+     "  --priority P          urgent, high, normal (default) or low\n"
+     "  --issue ID            the issue; prior attempts of it reach the specialist\n"
+     "  --pr-url URL          the pull request (payload.prUrl)\n"
+     "  --workspace DIR       the repository (must exist here; made absolute)\n"
+     "  --branch B            the branch (must exist in the workspace, locally or on a remote)\n"
+     "  --target T            the branch it goes into (merge-agent; default main)\n"
+     "  --title TEXT          one line for people\n"
+     "  --description TEXT    what to do (payload.description)\n"
+     "  --payload JSON        more payload (an object; the flags above win)\n"
+     "  --id ID               the task id (default: a new uuid); a known id changes nothing\n"
+     "  --group G             serialisation key (merge-agent: merge:<repository>:<target>)\n"
+     "  --source S            who submits (default pan)\n"
+     "  --max-attempts N      failed attempts before the task is dead (1..100)\n"
+     "  --timeout SECONDS     longest one attempt may run\n"
+     "  --force               merge although the newest review blocked the gate (recorded)\n"
+     "  --wait                wait for the end: progress on stderr, the result on stdout;\n"
+     "                        exit 0 done, 1 failed/dead/cancelled, 4 when --wait-timeout passed\n"
+     "  --wait-timeout S      how long --wait waits (default: no limit)\n"
+     "  --json                print the task (or with --wait the ended task) as JSON\n"},
+    {"task",
+     "usage: pan task list [options] | show <id> [--json] | wait <id>... [options]\n"
+     "task list: tasks of every state, newest first (a page; stderr says how to get the next)\n"
+     "  --state S             queued, running, done, failed, dead or cancelled\n"
+     "  --specialist S        only this specialist's tasks\n"
+     "  --issue I             only this issue's tasks\n"
+     "  --since DURATION      only tasks created in the last 90s, 15m, 2h, 7d, ...\n"
+     "  --limit N             at most N tasks (1..1000, default 50)\n"
+     "  --before ID           the page after task ID (the last of the page before)\n"
+     "  --json                the tasks as a JSON array\n"
+     "task show <id>: the task, its payload and result; --json: the raw object\n"
+     "task wait <id>...: waits until every task ended (progress on stderr, results on stdout)\n"
+     "  --timeout SECONDS     give up after this long (exit 4)\n"
+     "  --json                each ended task as one JSON line\n"
+     "  exit 0 all done, 1 one failed, died or was cancelled, 4 timed out\n"},
+    {"dead",
+     "usage: pan dead [--specialist S] [--issue I] [--since DURATION] [--limit N] [--before ID]\n"
+     "                [--json]\n"
+     "The dead tasks (every attempt failed), newest first; options as for `pan task list`.\n"
+     "`pan retry --all-dead` requeues them.\n"},
+    {"retry",
+     "usage: pan retry <id> | pan retry --all-dead [--specialist S] [--issue I] [--json]\n"
+     "Moves a failed, dead or cancelled task back to its queue with a fresh failure count.\n"
+     "  --all-dead            every dead task (of one specialist or issue, when given)\n"
+     "  --json                with --all-dead: {retried, failed} as JSON\n"},
+    {"cancel",
+     "usage: pan cancel <id>\n"
+     "Cancels a queued or running task (a running one is stopped by its worker).\n"},
+    {"events",
+     "usage: pan events [--since SEQ] [--follow] [--topic PREFIX] [--task ID] [--issue I]\n"
+     "                  [--specialist S] [--limit N] [--json]\n"
+     "The broker's events, one per line.\n"
+     "  --follow              keep printing new events (starts now, as tail -f)\n"
+     "  --since SEQ           replay the stored events after SEQ first (0: all stored)\n"
+     "  --topic PREFIX        only topics starting with it (task.done/, task.failed/review-agent)\n"
+     "  --task ID, --issue I, --specialist S   only events of that task, issue or specialist\n"
+     "  --limit N             only the newest N of the replay\n"
+     "  --json                one JSON object per event\n"},
+    {"status",
+     "usage: pan status [--json]\n"
+     "The broker's numbers: queues by priority, running, dead, workers, throughput, commit\n"
+     "latency, refusals by reason, disk. --json: the raw stats object.\n"},
+    {"specialists",
+     "usage: pan specialists list [--json] | queue <name> [--json] | wake <name> [options] |\n"
+     "                       reset <name>|--all [--force] | alive <worker-id>\n"
+     "  list                  every specialist: queued, running, workers, done/failed/dead\n"
+     "  queue <name>          its queued tasks in dispatch order\n"
+     "  wake <name>           queue a task for it: --task TEXT, --priority P, --workspace DIR,\n"
+     "                        --branch B\n"
+     "  reset <name>|--all    forget its agent session (--force: even while it works)\n"
+     "  alive <worker-id>     exit 0 when that worker is registered (for health checks)\n"
+     "  --json                the raw objects\n"},
+    {"approve",
+     "usage: pan approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
+     "Queues the merge of a reviewed issue (its newest finished review) or review task,\n"
+     "pinned to the reviewed commit; refused with the blocking findings when its gate is\n"
+     "blocked.\n"
+     "  --force               merge anyway; who, when and why go in payload.override\n"
+     "  --priority P          the merge's priority (default high)\n"
+     "  --json                the merge task as JSON\n"},
+    {"tests",
+     "usage: pan tests detect [DIR] [--json]\n"
+     "The test command the test-agent would run in DIR (default .), and why.\n"},
+    {"prompt",
+     "usage: pan prompt <specialist> <task-id> [--prompts-dir DIR]\n"
+     "The prompt a task would get, without running it.\n"
+     "  --prompts-dir DIR     read the templates from DIR\n"},
+    {"doctor",
+     "usage: pan doctor [--workspace DIR]... [--json]\n"
+     "Checks the configuration, the broker, the agent CLI and its login, git, gh, each\n"
+     "workspace and the free disk; exit 1 on any failed check.\n"
+     "  --workspace DIR       also check this repository (repeatable)\n"
+     "  --json                the checks as JSON\n"},
+    {"keys",
+     "usage: pan keys init | add NAME | revoke NAME\n"
+     "  init                  make the broker's and the default client's CURVE keys\n"
+     "  add NAME              a key pair for another party (keys/clients/NAME_secret)\n"
+     "  revoke NAME           remove it (then kill -HUP the broker)\n"},
+};
+
+bool pan_help(const char *command)
+{
+    for (size_t i = 0; i < sizeof s_help / sizeof s_help[0]; i++) {
+        if (strcmp(s_help[i].command, command) == 0) {
+            fputs(s_help[i].text, stdout);
+            fputs("Global options (before or after the command): --control EP --events EP --in "
+                  "EP --timeout-ms N\n",
+                  stdout);
+            return true;
+        }
+    }
+    return false;
+}

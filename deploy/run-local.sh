@@ -23,6 +23,9 @@
 # CLOISTER_CONTROL (default tcp://127.0.0.1:5560/5561/5562); this script only passes the
 # environment on.
 #
+# Start also installs the programs (cmake --install) into /usr/local as root, else ~/.local
+# (CLOISTER_PREFIX chooses, CLOISTER_NO_INSTALL=1 skips), so `pan` is on PATH.
+#
 # Environment: CLOISTER_SKIP_SETUP=1 (same as --no-setup); CLOISTER_BIN_DIR (the built
 # programs; default $BUILD_DIR/bin, BUILD_DIR as for deploy/setup.sh, default <repo>/build);
 # CLOISTER_STOP_GRACE (whole seconds between SIGTERM and SIGKILL, 0 to 3600, default 10);
@@ -53,6 +56,23 @@ whole_seconds() {
         die "$name must be a whole number of seconds from $min to 3600, not '$value'"
     fi
     printf '%s\n' $((10#$value))
+}
+
+# Puts pan, cloister-mcp and the services on PATH with their prompts and pan's bash
+# completion (cmake --install): into /usr/local as root, else ~/.local; CLOISTER_PREFIX
+# chooses another prefix. The supervisor still runs the programs of the build ($BIN).
+install_programs() {
+    local prefix=${CLOISTER_PREFIX:-}
+    if [ -z "$prefix" ]; then
+        if [ "$(id -u)" -eq 0 ]; then prefix=/usr/local; else prefix="$(user_home)/.local"; fi
+    fi
+    cmake --install "$BUILD_DIR" --prefix "$prefix" >/dev/null ||
+        die "cmake --install into $prefix failed (CLOISTER_PREFIX chooses another prefix, CLOISTER_NO_INSTALL=1 skips it)"
+    say "installed pan, cloister-mcp and the services into $prefix/bin"
+    case ":$PATH:" in
+    *":$prefix/bin:"*) ;;
+    *) say "note: $prefix/bin is not on PATH; add it to run pan" ;;
+    esac
 }
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -387,8 +407,20 @@ stop_pid_files() {
             say "$(basename "$file" .pid) (pid $(read_pid "$file")) did not stop within ${STOP_GRACE}s: SIGKILL"
             kill -KILL "$(read_pid "$file")" 2>/dev/null
         fi
-        rm -f "$file"
     done
+    # A killed process is not gone at once (the kernel still tears down its memory): stop
+    # returns only when none is left, so what it reports as stopped is stopped.
+    waited=0
+    while [ "$waited" -lt 50 ]; do
+        alive=0
+        for file in "$@"; do
+            pid_file_is_ours "$file" && alive=1
+        done
+        [ "$alive" -eq 0 ] && break
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    rm -f "$@"
 }
 
 cmd_stop() {
@@ -486,6 +518,7 @@ cmd_start() {
     if [ "$setup" -eq 1 ]; then
         say "building (deploy/setup.sh)"
         "$ROOT/deploy/setup.sh" || die "deploy/setup.sh failed"
+        [ "${CLOISTER_NO_INSTALL:-0}" = 1 ] || install_programs
     fi
     for prog in cloister-broker cloister-review cloister-test cloister-merge pan; do
         [ -x "$BIN/$prog" ] || die "$BIN/$prog is missing (run deploy/setup.sh, or set CLOISTER_BIN_DIR)"

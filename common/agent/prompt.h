@@ -3,8 +3,10 @@
  * the role (common/agent/roles.h).
  *
  * Where the templates are (prompt_dir()): [agent] prompts_dir in cloister.toml if set, else
- * $CLOISTER_PROMPTS, else the directory the program was built with (services pass
- * CLOISTER_PROMPTS_DIR, the source tree's prompts/, defined by their CMakeLists.txt).
+ * $CLOISTER_PROMPTS, else the prompts an installed program brings (<prefix>/share/cloister/
+ * prompts beside its <prefix>/bin, from cmake --install), else the directory the program
+ * was built with (services pass CLOISTER_PROMPTS_DIR, the source tree's prompts/, defined
+ * by their CMakeLists.txt).
  *
  * A template may start with an HTML comment `<!-- ... -->` documenting its placeholders;
  * it is dropped before rendering. Rendering fails loudly on an unknown placeholder.

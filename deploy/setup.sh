@@ -12,6 +12,11 @@ missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# Tools the tests drive, checked by command (node may come from elsewhere than Debian, with
+# its own npm): node and npm (the MCP SDK and Claude Code CLI tests), tmux (pan top's test).
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
 if [ -n "$missing" ]; then
     echo "setup: installing$missing"
     SUDO=""

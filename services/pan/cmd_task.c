@@ -246,8 +246,12 @@ static void s_print_stats(const pan_t *pan, const json_t *stats)
 
 int cmd_status(const pan_t *pan, int argc, char **argv)
 {
-    static const char *const usage = "pan status [--json]";
+    static const char *const usage = "pan status [--json] | status --watch [--interval S]";
     bool json = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--watch") == 0)
+            return cmd_top(pan, argc, argv);
+    }
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = true;

@@ -71,9 +71,19 @@ static const help_t s_help[] = {
      "  --limit N             only the newest N of the replay\n"
      "  --json                one JSON object per event\n"},
     {"status",
-     "usage: pan status [--json]\n"
+     "usage: pan status [--json] | pan status --watch [--interval S] [--frames N]\n"
      "The broker's numbers: queues by priority, running, dead, workers, throughput, commit\n"
-     "latency, refusals by reason, disk. --json: the raw stats object.\n"},
+     "latency, refusals by reason, disk. --json: the raw stats object.\n"
+     "  --watch               the live view of `pan top` (see pan top --help)\n"
+     "  --interval S, --frames N   as for pan top\n"},
+    {"top",
+     "usage: pan top [--interval SECONDS] [--frames N]\n"
+     "A live view, redrawn until Ctrl-C: specialists (workers, busy, queued, done/failed/dead\n"
+     "since the broker started, cost of their finished tasks), queues by priority, running\n"
+     "tasks with worker, elapsed time and last progress line, recent failures. On a terminal\n"
+     "each frame replaces the last; piped, frames follow one another ending with ----.\n"
+     "  --interval SECONDS    time between frames (0.1 to 3600, default 1)\n"
+     "  --frames N            stop after N frames (default: until Ctrl-C)\n"},
     {"specialists",
      "usage: pan specialists list [--json] | queue <name> [--json] | wake <name> [options] |\n"
      "                       reset <name>|--all [--force] | alive <worker-id>\n"

@@ -36,7 +36,8 @@ static const char *const s_usage =
     "  cancel <id>\n"
     "  retry <id> | --all-dead [--specialist S] [--issue I] [--json]\n"
     "  dead [--specialist S] [--issue I] [--since DURATION] [--limit N] [--json]\n"
-    "  status [--json]\n"
+    "  status [--json] | status --watch [--interval S] [--frames N]\n"
+    "  top [--interval S] [--frames N]   (live: specialists, queues, running, failures)\n"
     "  tests detect [DIR] [--json]\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
     "  prompt <specialist> <task-id> [--prompts-dir DIR]\n"
@@ -161,6 +162,8 @@ int main(int argc, char **argv)
         code = cmd_dead(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "retry") == 0)
         code = cmd_retry(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "top") == 0)
+        code = cmd_top(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "status") == 0)
         code = cmd_status(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "tests") == 0)

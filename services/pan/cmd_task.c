@@ -63,10 +63,11 @@ static void s_print_task(const json_t *task)
     printf("  %-12s %s\n", "Specialist:", pan_json_str(task, "specialist", "?"));
     printf("  %-12s %s\n", "State:", pan_json_str(task, "state", "?"));
     printf("  %-12s %s\n", "Priority:", pan_json_str(task, "priority", "normal"));
-    printf("  %-12s %lld of %lld (failures %lld)\n",
-           "Attempt:", (long long)pan_json_int(task, "attempt", 0),
-           (long long)pan_json_int(task, "max_attempts", 0),
-           (long long)pan_json_int(task, "failures", 0));
+    /* Attempts count dispatches, failures count against max_attempts (a manual retry
+     * starts them again), so the two are shown apart: never "4 of 3". */
+    printf("  %-12s %lld (failed attempts: %lld of %lld allowed)\n", "Attempt:",
+           (long long)pan_json_int(task, "attempt", 0), (long long)pan_json_int(task, "failures", 0),
+           (long long)pan_json_int(task, "max_attempts", 0));
     static const char *const text_fields[][2] = {
         {"Title:", "title"},   {"Issue:", "issue"},   {"Source:", "source"}, {"Group:", "group"},
         {"Worker:", "worker"}, {"Parent:", "parent"}, {"Error:", "error"},
@@ -87,10 +88,8 @@ static void s_print_task(const json_t *task)
         json_t *value = json_object_get(task, maps[i][1]);
         if (!json_is_object(value) || json_object_size(value) == 0)
             continue;
-        char *text = json_dumps(value, JSON_COMPACT);
-        if (text != NULL)
-            printf("  %-12s %s\n", maps[i][0], text);
-        free(text);
+        printf("  %s\n", maps[i][0]);
+        pan_print_fields(value, "    ");
     }
 }
 

@@ -59,6 +59,13 @@ int pan_print_json(const json_t *value);
  * or \u00NN; other characters as they are. */
 void pan_print_escaped(const char *text);
 
+/* Prints a task's result or payload for a person, each line starting with `indent`:
+ * FINDINGS as a table (severity, file:line, message, whether it blocks the gate), arrays of
+ * strings (FAILURES, filesChanged, RESOLVED_FILES) one item a line, multi-line strings
+ * (output_tail, NOTES) as an indented block, other values as `KEY: value` (objects as
+ * compact JSON). Every text is escaped as pan_print_escaped() does. */
+void pan_print_fields(const json_t *object, const char *indent);
+
 /* Parses a whole decimal integer in [min, max] from `text`; returns false otherwise. */
 bool pan_parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
 

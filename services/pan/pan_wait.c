@@ -126,25 +126,6 @@ static void s_state_now(client_t *control, const char *id, char *state, size_t s
     wire_writer_destroy(&w);
 }
 
-/* Prints a result value: strings as they are (continuation lines indented), the rest as
- * compact JSON. */
-static void s_print_value(const char *key, const json_t *value)
-{
-    if (json_is_string(value)) {
-        printf("%s: ", key);
-        for (const char *p = json_string_value(value); *p; p++) {
-            putchar(*p);
-            if (*p == '\n' && p[1] != '\0')
-                fputs("    ", stdout);
-        }
-        putchar('\n');
-        return;
-    }
-    char *text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
-    printf("%s: %s\n", key, text ? text : "?");
-    free(text);
-}
-
 /* Prints one ended task's result (or, with json, the task object). */
 static void s_print_result(client_t *control, const waited_t *task, bool json)
 {
@@ -165,13 +146,8 @@ static void s_print_result(client_t *control, const waited_t *task, bool json)
         printf("%s %s\n", task->id, task->state);
         const char *error = pan_json_str(data, "error", "");
         if (error[0] != '\0')
-            printf("error: %s\n", error);
-        const char *key;
-        json_t *value;
-        json_object_foreach(json_object_get(data, "result"), key, value)
-        {
-            s_print_value(key, value);
-        }
+            fputs("error: ", stdout), pan_print_escaped(error), putchar('\n');
+        pan_print_fields(json_object_get(data, "result"), "");
     }
     json_decref(data);
 }

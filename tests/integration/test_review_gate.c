@@ -79,6 +79,20 @@ static void test_normal_error_blocks(review_env_t *r)
     CHECK_STR(harness_field(result, "merge_task"), "");
     harness_pump(r->h, 300);
     CHECK_INT(harness_count(r->h, "task.queued", "merge-g2"), 0);
+
+    /* `pan task show` renders the findings as a table, one a line, the blocking one said. */
+    char out[65536];
+    char *show[] = {(char *)testenv_bin("pan"), "task", "show", "g2", NULL};
+    CHECK_INT(testenv_run(r->h->env, show, out, sizeof out, 10000), 0);
+    if (strstr(out, "FINDINGS (2):") == NULL)
+        fprintf(stderr, "pan task show g2:\n%s\n", out);
+    CHECK(strstr(out, "    FINDINGS (2):\n") != NULL);
+    CHECK(strstr(out, "        error    src/db.c:1  SQL injection through name  [blocks the "
+                      "gate]\n") != NULL);
+    CHECK(strstr(out, "        info     src/db.c  consider a prepared statement\n") != NULL);
+    CHECK(strstr(out, "    GATE: blocked\n") != NULL);
+    CHECK(strstr(out, "Attempt:     1 (failed attempts: 0 of 1 allowed)") != NULL);
+    CHECK(strstr(out, "{\"severity\"") == NULL); /* not one line of JSON */
 }
 
 static void test_strict_warning_blocks(review_env_t *r)

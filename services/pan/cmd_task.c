@@ -189,7 +189,7 @@ int cmd_retry(const pan_t *pan, int argc, char **argv)
     return s_change(pan, argc, argv, "pan retry <id>", MSG_RETRY_TASK, "Requeued");
 }
 
-static void s_print_stats(const pan_t *pan, const json_t *stats)
+static void s_print_stats(const pan_t *pan, const json_t *stats, const json_t *specialists)
 {
     printf("Broker at %s\n\n", pan->control_ep);
     json_t *queues = json_object_get(stats, "queues");
@@ -208,11 +208,23 @@ static void s_print_stats(const pan_t *pan, const json_t *stats)
     printf("\nRunning: %lld   Dead: %lld   Workers: %lld\n",
            (long long)pan_json_int(stats, "running", 0), (long long)pan_json_int(stats, "dead", 0),
            (long long)pan_json_int(stats, "workers", 0));
+    /* Outcomes since the broker started, summed over the specialists. */
+    int64_t done = 0, failed = 0, dead = 0;
+    size_t i;
+    const json_t *entry;
+    json_array_foreach(specialists, i, entry)
+    {
+        done += pan_json_int(entry, "done", 0);
+        failed += pan_json_int(entry, "failed", 0);
+        dead += pan_json_int(entry, "dead", 0);
+    }
+    printf("Since the broker started: done %lld, failed %lld, died %lld\n", (long long)done,
+           (long long)failed, (long long)dead);
     int64_t oldest = pan_json_int(stats, "oldest_queued_age_ms", -1);
     if (oldest >= 0)
         printf("Oldest queued: %.1f s\n", (double)oldest / 1000.0);
     json_t *throughput = json_object_get(stats, "throughput_per_s");
-    printf("Submitted: %lld   Completed: %lld   Throughput: %.2f/s\n",
+    printf("Since the broker started: submitted %lld, completed %lld   Throughput: %.2f/s\n",
            (long long)pan_json_int(stats, "submitted", 0),
            (long long)pan_json_int(stats, "completed", 0),
            json_is_number(throughput) ? json_number_value(throughput) : 0.0);
@@ -264,10 +276,19 @@ int cmd_status(const pan_t *pan, int argc, char **argv)
     wire_writer_destroy(&writer);
     if (code != PAN_EXIT_OK)
         return code;
-    if (json)
+    if (json) {
         code = pan_print_json(stats);
-    else
-        s_print_stats(pan, stats);
+        json_decref(stats);
+        return code;
+    }
+    writer = wire_writer_new();
+    wire_writer_start(writer, MSG_LIST_SPECIALISTS);
+    json_t *specialists = NULL;
+    code = pan_call(pan, writer, &specialists);
+    wire_writer_destroy(&writer);
+    if (code == PAN_EXIT_OK)
+        s_print_stats(pan, stats, specialists);
     json_decref(stats);
+    json_decref(specialists);
     return code;
 }

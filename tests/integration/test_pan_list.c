@@ -123,6 +123,12 @@ int main(void)
     s_ids(ids, sizeof ids);
     CHECK_STR(ids, "bad-2 bad-1");
     CHECK_INT(s_pan(h, "dead", "--state", "done", NULL), 2);
+    /* pan status: failed and dead beside done, the counters labelled as since the start. */
+    CHECK_INT(s_pan(h, "status", NULL), 0);
+    CHECK(strstr(s_out, "Since the broker started: done 3, failed 0, died 2\n") != NULL);
+    if (strstr(s_out, "submitted 6,") == NULL)
+        fprintf(stderr, "%s\n", s_out);
+    CHECK(strstr(s_out, "Since the broker started: submitted 6, completed ") != NULL);
     CHECK_INT(s_pan(h, "retry", "--all-dead", "--specialist", "echo-agent", NULL), 0);
     CHECK(strstr(s_out, "Requeued 0 dead tasks") != NULL);
     CHECK_INT(s_pan(h, "retry", "--specialist", "broken-agent", "--all-dead", "--json", NULL), 0);

@@ -89,7 +89,9 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
 }
 
 /* Refuses what would only fail later in a specialist: a workspace that is not a directory
- * here, or a branch its repository has neither locally nor on a remote. Returns 0 or
+ * here, a branch given for a workspace that is no git repository, or a branch its
+ * repository has neither locally nor on a remote (a workspace without --branch need not be
+ * a repository: a generic specialist may work on any directory). Returns 0 or
  * FAILURE_NOT_FOUND with the reason. */
 static int s_check_workspace(const char *workspace, const char *branch)
 {
@@ -103,7 +105,10 @@ static int s_check_workspace(const char *workspace, const char *branch)
         return failure_set(FAILURE_NOT_FOUND,
                            "--branch %s: %s has no such branch, neither locally nor on a remote",
                            branch, workspace);
-    return 0; /* found, or not a repository: the specialist says what it makes of it */
+    if (rc < 0)
+        return failure_set(FAILURE_NOT_FOUND, "--branch %s: %s is not in a git repository",
+                           branch, workspace);
+    return 0;
 }
 
 /* payload.force = true, and payload.override unless the payload has one. Returns 0, or -1

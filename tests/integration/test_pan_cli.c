@@ -206,6 +206,12 @@ static void test_merge_group(testenv_t *env)
                               "--workspace", "/nonexistent/dir", NULL),
               2);
     CHECK(strstr(s_out, "--workspace /nonexistent/dir: no such directory") != NULL);
+    /* A branch for a directory that is no repository: refused, nothing queued. */
+    CHECK_INT(harness_pan_all(env, s_out, "submit", "test-agent", "--id", "m-0", "--workspace",
+                              env->home, "--branch", "main", NULL),
+              2);
+    CHECK(strstr(s_out, "is not in a git repository") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "task", "show", "m-0", NULL), 1);
 
     CHECK_INT(harness_pan(env, s_out, "submit", "merge-agent", "--id", "m-1", "--workspace",
                           sub_dir, "--target", "develop", "--payload",

@@ -1,30 +1,9 @@
 /* pan task list, pan dead, pan retry --all-dead: tasks of every state, newest first, with
  * filters and paging, as a table and as JSON; bad filters are refused with the reason. */
+#include "pan_harness.h"
 #include "worker_harness.h"
 
-#include <stdarg.h>
-
-static char s_out[262144];
-
-/* Runs pan with the arguments (NULL-terminated), stdout and stderr into s_out. */
-static int s_pan(harness_t *h, const char *first, ...)
-{
-    char *argv[40];
-    int n = 0;
-    argv[n++] = "/bin/sh";
-    argv[n++] = "-c";
-    argv[n++] = "exec \"$0\" \"$@\" 2>&1";
-    argv[n++] = (char *)testenv_bin("pan");
-    argv[n++] = (char *)first;
-    va_list args;
-    va_start(args, first);
-    char *arg;
-    while ((arg = va_arg(args, char *)) != NULL && n < 39)
-        argv[n++] = arg;
-    va_end(args);
-    argv[n] = NULL;
-    return testenv_run(h->env, argv, s_out, sizeof s_out, 30000);
-}
+static char s_out[PAN_OUT_SIZE];
 
 /* The ids of a --json listing in s_out, joined by spaces, into `ids`. */
 static void s_ids(char *ids, size_t size)
@@ -66,84 +45,84 @@ int main(void)
         CHECK(kill(worker, SIGKILL) == 0);
         CHECK(harness_wait(h, "task.dead", bad[i], 10000) != NULL);
     }
-    CHECK_INT(s_pan(h, "submit", "review-agent", "--id", "waiting-1", "--issue", "ISS-7", "--title",
+    CHECK_INT(harness_pan_all(h->env, s_out, "submit", "review-agent", "--id", "waiting-1", "--issue", "ISS-7", "--title",
                     "two\nlines <b>", NULL),
               0);
 
     char ids[1024];
-    CHECK_INT(s_pan(h, "task", "list", "--json", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--json", NULL), 0);
     s_ids(ids, sizeof ids);
     CHECK_STR(ids, "waiting-1 bad-2 bad-1 ok-3 ok-2 ok-1");
 
-    CHECK_INT(s_pan(h, "task", "list", "--state", "dead", "--json", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--state", "dead", "--json", NULL), 0);
     s_ids(ids, sizeof ids);
     CHECK_STR(ids, "bad-2 bad-1");
-    CHECK_INT(s_pan(h, "task", "list", "--specialist", "echo_agent", "--json", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--specialist", "echo_agent", "--json", NULL), 0);
     s_ids(ids, sizeof ids);
     CHECK_STR(ids, "ok-3 ok-2 ok-1");
-    CHECK_INT(s_pan(h, "task", "list", "--issue", "ISS-7", "--state", "queued", "--json", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--issue", "ISS-7", "--state", "queued", "--json", NULL), 0);
     s_ids(ids, sizeof ids);
     CHECK_STR(ids, "waiting-1");
-    CHECK_INT(s_pan(h, "task", "list", "--since", "1h", "--state", "done", "--json", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--since", "1h", "--state", "done", "--json", NULL), 0);
     s_ids(ids, sizeof ids);
     CHECK_STR(ids, "ok-3 ok-2 ok-1");
-    CHECK_INT(s_pan(h, "task", "list", "--since", "0s", "--json", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--since", "0s", "--json", NULL), 0);
     s_ids(ids, sizeof ids);
     CHECK_STR(ids, "");
 
     /* Paging: a full page says how to go on, and --before goes on from its last task. */
-    CHECK_INT(s_pan(h, "task", "list", "--limit", "2", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--limit", "2", NULL), 0);
     CHECK(strstr(s_out, "more may follow: add --before bad-2") != NULL);
-    CHECK_INT(s_pan(h, "task", "list", "--limit", "2", "--before", "bad-2", "--json", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--limit", "2", "--before", "bad-2", "--json", NULL), 0);
     CHECK(strstr(s_out, "more may follow: add --before ok-3") != NULL);
     *strstr(s_out, "pan: more") = '\0';
     s_ids(ids, sizeof ids);
     CHECK_STR(ids, "bad-1 ok-3");
 
     /* The table: a header, one line per task, untrusted titles kept on their line. */
-    CHECK_INT(s_pan(h, "task", "list", "--state", "queued", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--state", "queued", NULL), 0);
     CHECK(strncmp(s_out, "ID ", 3) == 0 && strstr(s_out, "STATE") != NULL);
     CHECK(strstr(s_out, "waiting-1") != NULL && strstr(s_out, "two\\nlines <b>") != NULL);
     CHECK(strstr(s_out, "review-agent") != NULL && strstr(s_out, "0/3") != NULL);
 
     /* Refusals: exit 1 with the broker's reason, 2 for pan's own usage errors. */
-    CHECK_INT(s_pan(h, "task", "list", "--state", "finished", NULL), 1);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--state", "finished", NULL), 1);
     CHECK(strstr(s_out, "pan: list_tasks: unknown state 'finished'") != NULL);
-    CHECK_INT(s_pan(h, "task", "list", "--specialist", "nobody", NULL), 1);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--specialist", "nobody", NULL), 1);
     CHECK(strstr(s_out, "unknown specialist 'nobody'") != NULL);
-    CHECK_INT(s_pan(h, "task", "list", "--before", "no-such-task", NULL), 1);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--before", "no-such-task", NULL), 1);
     CHECK(strstr(s_out, "before: no task 'no-such-task'") != NULL);
-    CHECK_INT(s_pan(h, "task", "list", "--since", "5 minutes", NULL), 2);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--since", "5 minutes", NULL), 2);
     CHECK(strstr(s_out, "--since takes a duration") != NULL);
-    CHECK_INT(s_pan(h, "task", "list", "--limit", "0", NULL), 2);
-    CHECK_INT(s_pan(h, "task", "list", "--colour", NULL), 2);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--limit", "0", NULL), 2);
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--colour", NULL), 2);
 
     /* pan dead, then every dead task of a specialist back to its queue. */
-    CHECK_INT(s_pan(h, "dead", "--json", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "dead", "--json", NULL), 0);
     s_ids(ids, sizeof ids);
     CHECK_STR(ids, "bad-2 bad-1");
-    CHECK_INT(s_pan(h, "dead", "--state", "done", NULL), 2);
+    CHECK_INT(harness_pan_all(h->env, s_out, "dead", "--state", "done", NULL), 2);
     /* pan status: failed and dead beside done, the counters labelled as since the start. */
-    CHECK_INT(s_pan(h, "status", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "status", NULL), 0);
     CHECK(strstr(s_out, "Since the broker started: done 3, failed 0, died 2\n") != NULL);
     if (strstr(s_out, "submitted 6,") == NULL)
         fprintf(stderr, "%s\n", s_out);
     CHECK(strstr(s_out, "Since the broker started: submitted 6, completed ") != NULL);
-    CHECK_INT(s_pan(h, "retry", "--all-dead", "--specialist", "echo-agent", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "retry", "--all-dead", "--specialist", "echo-agent", NULL), 0);
     CHECK(strstr(s_out, "Requeued 0 dead tasks") != NULL);
-    CHECK_INT(s_pan(h, "retry", "--specialist", "broken-agent", "--all-dead", "--json", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "retry", "--specialist", "broken-agent", "--all-dead", "--json", NULL), 0);
     json_t *summary = json_loads(s_out, 0, NULL);
     CHECK(summary != NULL);
     CHECK_INT((int)json_integer_value(json_object_get(summary, "retried")), 2);
     CHECK_INT((int)json_integer_value(json_object_get(summary, "failed")), 0);
     json_decref(summary);
     /* No worker of theirs is left, so they stay queued. */
-    CHECK_INT(s_pan(h, "task", "list", "--specialist", "broken-agent", "--state", "queued", "--json",
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--specialist", "broken-agent", "--state", "queued", "--json",
                     NULL),
               0);
     s_ids(ids, sizeof ids);
     CHECK_STR(ids, "bad-2 bad-1");
-    CHECK_INT(s_pan(h, "dead", NULL), 0);
+    CHECK_INT(harness_pan_all(h->env, s_out, "dead", NULL), 0);
     CHECK(strstr(s_out, "(no tasks)") != NULL);
 
     harness_destroy(&h);

@@ -491,13 +491,25 @@ static json_t *s_handoff_to(const mcp_settings_t *settings, const json_t *args)
         json_decref(payload);
         return result;
     }
+    if (!submit_specialist_name_valid(s_str(args, "specialist")))
+        return s_error("handoff refused: invalid specialist name '%s'", s_str(args, "specialist"));
+    /* A next task for a specialist the broker does not know would be refused only when the
+     * result comes: asked now, so the agent hears it. */
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, MSG_LIST_QUEUE);
+    wire_put_str(w, FIELD_SPECIALIST, s_str(args, "specialist"));
+    json_t *error = NULL;
+    json_t *queue = s_control(settings, w, NULL, &error);
+    wire_writer_destroy(&w);
+    if (queue == NULL) {
+        json_decref(error);
+        return s_error("handoff refused: %s", failure_message());
+    }
+    json_decref(queue);
     char id[CLIENT_ID_SIZE];
     json_t *submit = s_handoff_submit(settings, args, id);
     json_object_del(submit, "parent"); /* the broker sets a next task's parent itself */
-    int rc = submit_specialist_name_valid(s_str(args, "specialist"))
-                 ? handoff_append(settings->handoff_file, submit)
-                 : failure_set(FAILURE_INVALID, "invalid specialist name '%s'",
-                               s_str(args, "specialist"));
+    int rc = handoff_append(settings->handoff_file, submit);
     json_decref(submit);
     if (rc != 0)
         return s_error("handoff refused: %s", failure_message());

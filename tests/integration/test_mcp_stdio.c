@@ -2,8 +2,9 @@
  * notifications, tools/list paging, and garbage -- invalid JSON, batches, wrong types,
  * huge ids, unknown methods, a line over 4 MiB -- each answered with its JSON-RPC error
  * while the server goes on answering. Inside a task (--task, --handoff-file) handoff_to
- * writes the chained next task to the handoff file, and a tool whose broker does not
- * answer is a tool error, not a hang. */
+ * writes the chained next task to the handoff file (a specialist the broker does not know
+ * is refused at once), and a tool whose broker does not answer is a tool error, not a
+ * hang. */
 #include "check.h"
 #include "testbroker.h"
 #include "testenv.h"
@@ -153,7 +154,9 @@ static void test_handoff_in_task(testenv_t *env, const char *input)
               "\"handoff_to\",\"arguments\":{\"specialist\":\"test-agent\",\"message\":\"run the "
               "tests\",\"context\":\"the parser changed\",\"branch\":\"feature\",\"issue\":\"I-9\"}}}\n"
               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
-              "\"handoff_to\",\"arguments\":{\"specialist\":\"Not A Name\",\"message\":\"x\"}}}\n") == 0);
+              "\"handoff_to\",\"arguments\":{\"specialist\":\"Not A Name\",\"message\":\"x\"}}}\n"
+              "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+              "\"handoff_to\",\"arguments\":{\"specialist\":\"nobody-agent\",\"message\":\"x\"}}}\n") == 0);
     CHECK_INT(s_serve(env, input, flags), 0);
     json_t *first = s_response(0);
     const json_t *result = json_object_get(first, "result");
@@ -184,6 +187,18 @@ static void test_handoff_in_task(testenv_t *env, const char *input)
         json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
     CHECK(text != NULL && strstr(text, "invalid specialist name") != NULL);
     json_decref(second);
+    /* A specialist the broker does not know: refused now, not when the result comes. */
+    json_t *third = s_response(2);
+    result = json_object_get(third, "result");
+    CHECK(json_is_true(json_object_get(result, "isError")));
+    text = json_string_value(
+        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+    CHECK(text != NULL && strstr(text, "unknown specialist 'nobody-agent'") != NULL);
+    json_decref(third);
+    /* Only the accepted handoff is in the file. */
+    char *lines = testenv_read_file(handoff);
+    CHECK(lines != NULL && strchr(lines, '\n') == lines + strlen(lines) - 1);
+    free(lines);
 }
 
 /* No broker: a tool that needs it says so within the control deadline. */
@@ -209,8 +224,9 @@ int main(void)
     char input[600];
     snprintf(input, sizeof input, "%s/input.jsonl", env->dir);
     test_garbage(env, input);
-    test_handoff_in_task(env, input);
     test_no_broker(env, input);
+    CHECK(testbroker_start(env, 0, NULL) > 0);
+    test_handoff_in_task(env, input);
     testenv_destroy(&env);
     return check_exit_code("test_mcp_stdio");
 }

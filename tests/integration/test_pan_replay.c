@@ -8,6 +8,7 @@
  * - a replay `limit` below 1 is refused, and one above the 10,000-event page cap gets a page
  *   of 10,000 marked `truncated`. */
 #include "pan_harness.h"
+#include "testgit.h"
 
 #include "clock.h"
 #include "failure.h"
@@ -182,11 +183,19 @@ static int s_on_review(const wire_msg_t *event, const void *raw, size_t len, voi
 static void test_big_reviews(testenv_t *env)
 {
     int64_t since = s_last_seq(env);
+    /* pan submit checks the branch is in the workspace's repository. */
+    char repo[600], git_home[600];
+    snprintf(repo, sizeof repo, "%s/repo", env->dir);
+    snprintf(git_home, sizeof git_home, "%s/userhome", env->dir);
+    testgit_env(git_home);
+    CHECK_INT(testgit_run(env->dir, "init", "-q", "-b", "main", repo, NULL), 0);
+    testgit_commit(repo, "README", "x\n", "init");
+    CHECK_INT(testgit_run(repo, "branch", "feat/pan-9", NULL), 0);
     char ids[REVIEWS][16];
     for (int i = 0; i < REVIEWS; i++) {
         snprintf(ids[i], sizeof ids[i], "rv-%d", i + 1);
         CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--id", ids[i], "--issue",
-                              "PAN-9", "--workspace", env->dir, "--branch", "feat/pan-9", NULL),
+                              "PAN-9", "--workspace", repo, "--branch", "feat/pan-9", NULL),
                   0);
     }
     big_worker_t worker = {0};

@@ -30,6 +30,8 @@ static json_t *s_error(json_t *id, int code, const char *message)
 
 static json_t *s_result(json_t *id, json_t *result)
 {
+    if (result == NULL) /* a request is always answered, if only with why not */
+        return s_error(id, -32603, "Internal error: out of memory");
     return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result);
 }
 

@@ -182,6 +182,8 @@ disabled_specialists() {
 print_next_steps() {
     local pan="$BIN/pan"
     case "$pan" in "$ROOT"/*) pan=${pan#"$ROOT"/} ;; esac
+    # The installed pan when it is the one on PATH (install_programs put it there).
+    command -v pan >/dev/null 2>&1 && pan=pan
     cat <<EOF
 
 Cloister is running (state and config in $PANOPTICON_HOME, logs in $LOG_DIR).

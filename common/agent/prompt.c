@@ -3,6 +3,7 @@
 
 #include "context.h"
 #include "failure.h"
+#include "program.h"
 #include "roles.h"
 
 #include <limits.h>
@@ -10,24 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 /* The prompts an installed program brings: <prefix>/share/cloister/prompts next to its
  * <prefix>/bin (cmake --install). True when that directory exists. */
 static bool s_installed_prompts(char *buf, size_t size)
 {
-    char self[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0)
-        return false;
-    self[len] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash == NULL)
-        return false;
-    *slash = '\0';
     struct stat st;
-    int n = snprintf(buf, size, "%s/../share/cloister/prompts", self);
-    return n > 0 && (size_t)n < size && stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
+    return program_beside(buf, size, "../share/cloister/prompts") && stat(buf, &st) == 0 &&
+           S_ISDIR(st.st_mode);
 }
 
 int prompt_dir(char *buf, size_t size, const config_t *config, const char *builtin)

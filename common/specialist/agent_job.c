@@ -5,6 +5,7 @@
 #include "handoff.h"
 #include "home.h"
 #include "log.h"
+#include "program.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -81,17 +82,7 @@ static void s_mcp_command(char *buf, size_t size, const config_t *config)
         snprintf(buf, size, "%s", configured);
         return;
     }
-    char self[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0)
-        return;
-    self[len] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash == NULL)
-        return;
-    *slash = '\0';
-    int n = snprintf(buf, size, "%s/cloister-mcp", self);
-    if (n < 0 || (size_t)n >= size || access(buf, X_OK) != 0)
+    if (!program_beside(buf, size, "cloister-mcp") || access(buf, X_OK) != 0)
         buf[0] = '\0';
 }
 

@@ -15,6 +15,7 @@
 #include "curve.h"
 #include "failure.h"
 #include "log.h"
+#include "program.h"
 
 #include <czmq.h>
 #include <getopt.h>
@@ -34,17 +35,7 @@ static const char *const s_usage =
 /* pan next to this program when it is there (an install or a build tree), else from PATH. */
 static const char *s_default_pan(char *buf, size_t size)
 {
-    ssize_t len = readlink("/proc/self/exe", buf, size - 8);
-    if (len > 0) {
-        buf[len] = '\0';
-        char *slash = strrchr(buf, '/');
-        if (slash != NULL) {
-            strcpy(slash + 1, "pan");
-            if (access(buf, X_OK) == 0)
-                return buf;
-        }
-    }
-    return "pan";
+    return program_beside(buf, size, "pan") && access(buf, X_OK) == 0 ? buf : "pan";
 }
 
 int main(int argc, char **argv)

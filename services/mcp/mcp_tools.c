@@ -241,13 +241,11 @@ static json_t *s_ended(json_t *task, int exit_code, const char *id, int timeout_
     return answer;
 }
 
-static json_t *s_wait_task(const mcp_settings_t *settings, const json_t *args)
+/* Runs a waiting pan (`task wait`, `submit --wait`) for task `id` and says how it ended,
+ * or that the time ran out (pan's exit 4). */
+static json_t *s_pan_wait(const mcp_settings_t *settings, const char **argv, const char *id,
+                          int timeout_s)
 {
-    int timeout_s = (int)s_int(args, "timeout_s", WAIT_DEFAULT_S);
-    char timeout[32];
-    snprintf(timeout, sizeof timeout, "%d", timeout_s);
-    const char *id = s_str(args, "id");
-    const char *argv[] = {"task", "wait", id, "--timeout", timeout, "--json", NULL};
     int code;
     json_t *error = NULL;
     json_t *task = s_pan(settings, argv, timeout_s + PAN_SLACK_S, &code, &error);
@@ -257,6 +255,16 @@ static json_t *s_wait_task(const mcp_settings_t *settings, const json_t *args)
     json_t *result = s_ended(task, code, id, timeout_s);
     json_decref(task);
     return result;
+}
+
+static json_t *s_wait_task(const mcp_settings_t *settings, const json_t *args)
+{
+    int timeout_s = (int)s_int(args, "timeout_s", WAIT_DEFAULT_S);
+    char timeout[32];
+    snprintf(timeout, sizeof timeout, "%d", timeout_s);
+    const char *id = s_str(args, "id");
+    const char *argv[] = {"task", "wait", id, "--timeout", timeout, "--json", NULL};
+    return s_pan_wait(settings, argv, id, timeout_s);
 }
 
 static json_t *s_run_tests(const mcp_settings_t *settings, const json_t *args)
@@ -286,15 +294,8 @@ static json_t *s_run_tests(const mcp_settings_t *settings, const json_t *args)
     argv[n++] = timeout;
     argv[n++] = "--json";
     argv[n] = NULL;
-    int code;
-    json_t *error = NULL;
-    json_t *task = s_pan(settings, argv, timeout_s + PAN_SLACK_S, &code, &error);
+    json_t *result = s_pan_wait(settings, argv, id, timeout_s);
     free(payload_text);
-    if (task == NULL && code != 4)
-        return error;
-    json_decref(error);
-    json_t *result = s_ended(task, code, id, timeout_s);
-    json_decref(task);
     return result;
 }
 

@@ -137,6 +137,8 @@ static const schema_t s_schema[] = {
 
     {"security", "curve", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {"security", "allow_insecure", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
+    {"security", "require_review", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
+    {"security", "workspace_roots", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
 
     {"pipeline", "after_review", SCHEMA_STRING, true, "merge", 0, 0, "merge|test|none"},
     {"pipeline", "after_test", SCHEMA_STRING, true, "none", 0, 0, "merge|none"},

@@ -78,30 +78,42 @@ int repository_config_at(const char *workspace, const char *rev, config_t **out)
     return rc;
 }
 
-/* git_reference_foreach_glob's callback: one match is enough. */
-static int s_found(const char *name, void *arg)
+/* git_reference_foreach_glob's callback: the first match names the branch on a remote. */
+static int s_first_remote(const char *name, void *arg)
 {
-    (void)name;
-    *(bool *)arg = true;
+    snprintf(arg, 600, "%s", name);
     return 1; /* stop */
 }
 
-int repository_branch_exists(const char *path, const char *branch)
+int repository_branch_commit(const char *path, const char *branch, char *out, size_t size)
 {
     git_libgit2_init();
     git_repository *repo = NULL;
     int answer = -1;
+    if (out != NULL && size > 0)
+        out[0] = '\0';
     if (git_repository_open_ext(&repo, path, 0, NULL) == 0) {
-        git_reference *ref = NULL;
-        bool found = git_branch_lookup(&ref, repo, branch, GIT_BRANCH_LOCAL) == 0;
-        git_reference_free(ref);
-        char glob[600];
-        snprintf(glob, sizeof glob, "refs/remotes/*/%.500s", branch);
-        if (!found)
-            git_reference_foreach_glob(repo, glob, s_found, &found);
+        char name[600];
+        snprintf(name, sizeof name, "refs/heads/%.500s", branch);
+        git_oid oid;
+        bool found = git_reference_name_to_id(&oid, repo, name) == 0;
+        if (!found) {
+            char glob[600];
+            snprintf(glob, sizeof glob, "refs/remotes/*/%.500s", branch);
+            name[0] = '\0';
+            git_reference_foreach_glob(repo, glob, s_first_remote, name);
+            found = name[0] != '\0' && git_reference_name_to_id(&oid, repo, name) == 0;
+        }
         answer = found ? 1 : 0;
+        if (found && out != NULL && size > 0)
+            git_oid_tostr(out, size, &oid);
     }
     git_repository_free(repo);
     git_libgit2_shutdown();
     return answer;
+}
+
+int repository_branch_exists(const char *path, const char *branch)
+{
+    return repository_branch_commit(path, branch, NULL, 0);
 }

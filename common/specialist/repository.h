@@ -24,6 +24,10 @@ int repository_merge_group(const char *path, const char *target, char *out, size
  * repository there). */
 int repository_branch_exists(const char *path, const char *branch);
 
+/* As repository_branch_exists(), and writes the commit `branch` names (the local branch's,
+ * else the first remote's) into `out` as hex (`out` may be NULL). */
+int repository_branch_commit(const char *path, const char *branch, char *out, size_t size);
+
 /* Where a repository keeps its own Cloister settings, relative to its root. */
 #define REPOSITORY_CONFIG_PATH ".cloister/config.toml"
 

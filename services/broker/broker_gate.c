@@ -2,9 +2,14 @@
  *
  * `pan approve` follows the review's gate, but a merge can also be submitted directly (pan
  * submit, or any client on the bus): the broker is where every submit passes, so the check
- * lives here. It reads what the review-agent stored, not the review rules: each finished
- * review carries GATE ("open" | "blocked") and FINDINGS, each marked `blocking`; a review
- * without GATE is blocked when its REVIEW_RESULT is there and is not APPROVED. */
+ * lives here. A merge submitted from outside (not chained by a finished task) must name the
+ * commit it merges (payload.commit) and that commit must have passed a review of the same
+ * issue: the newest finished review whose diff_head (REVIEWED_COMMIT from a review-agent of
+ * one's own) is that commit decides. It reads what
+ * the review-agent stored, not the review rules: each finished review carries GATE ("open" |
+ * "blocked") and FINDINGS, each marked `blocking`; a review without GATE is blocked when its
+ * REVIEW_RESULT is there and is not APPROVED. payload.force, [security] require_review =
+ * false or [review] mode = "disabled" lift the check. */
 #include "broker_internal.h"
 
 #include "failure.h"
@@ -22,9 +27,11 @@
 /* How many blocking findings the refusal names. */
 #define GATE_FINDINGS_NAMED 3
 
+/* The issue's finished reviews, newest first. */
 typedef struct {
-    char task[MESSAGES_ID_CAP + 1]; /* the newest done review, "" when none */
-} newest_review_t;
+    char tasks[GATE_ATTEMPTS_LOOKED_AT][MESSAGES_ID_CAP + 1];
+    int count;
+} done_reviews_t;
 
 static void s_on_attempt(int attempt, const char *task, const char *outcome, const char *error,
                          int64_t finished, void *arg)
@@ -32,10 +39,24 @@ static void s_on_attempt(int attempt, const char *task, const char *outcome, con
     (void)attempt;
     (void)error;
     (void)finished;
-    newest_review_t *newest = arg;
-    if (newest->task[0] == '\0' && task != NULL && outcome != NULL && strcmp(outcome, "done") == 0)
-        snprintf(newest->task, sizeof newest->task, "%s", task);
+    done_reviews_t *done = arg;
+    if (task == NULL || outcome == NULL || strcmp(outcome, "done") != 0 ||
+        done->count == GATE_ATTEMPTS_LOOKED_AT)
+        return;
+    for (int i = 0; i < done->count; i++) {
+        if (strcmp(done->tasks[i], task) == 0)
+            return;
+    }
+    snprintf(done->tasks[done->count++], sizeof done->tasks[0], "%s", task);
 }
+
+/* What one stored review says about the gate. */
+typedef struct {
+    bool blocked;
+    bool disabled;       /* reviewed in mode "disabled": it stands for any commit */
+    char reviewed[64];   /* diff_head: the commit it read, "" when none */
+    char findings[1200]; /* "; severity file:line message" per blocking finding named */
+} review_gate_t;
 
 /* True when the payload says force = true. */
 static bool s_forced(const wire_msg_t *msg)
@@ -76,11 +97,13 @@ static bool s_blocking(const msgpack_object *finding)
            0;
 }
 
-/* Reads the stored result of `review`: *blocked when its GATE is "blocked", and the
- * blocking findings into reason. */
-static void s_read_gate(const task_t *review, bool *blocked, char *reason, size_t size)
+/* Reads the stored result of `review` into *gate. */
+static void s_read_gate(const task_t *review, review_gate_t *gate_out)
 {
-    *blocked = false;
+    bool *blocked = &gate_out->blocked;
+    char *reason = gate_out->findings;
+    size_t size = sizeof gate_out->findings;
+    memset(gate_out, 0, sizeof *gate_out);
     msgpack_unpacked unpacked;
     msgpack_unpacked_init(&unpacked);
     if (review->result_len > 0 &&
@@ -95,6 +118,15 @@ static void s_read_gate(const task_t *review, bool *blocked, char *reason, size_
          * as in pan approve. */
         *blocked = gate[0] != '\0' ? strcmp(gate, "blocked") == 0
                                    : verdict[0] != '\0' && strcmp(verdict, "APPROVED") != 0;
+        char mode_buf[16];
+        gate_out->disabled = strcmp(wire_obj_str(wire_map_get_key(&unpacked.data, "review_mode"),
+                                                 mode_buf, sizeof mode_buf, ""),
+                                    "disabled") == 0;
+        wire_obj_str(wire_map_get_key(&unpacked.data, "diff_head"), gate_out->reviewed,
+                     sizeof gate_out->reviewed, "");
+        if (gate_out->reviewed[0] == '\0') /* a review-agent of one's own (cloister-worker) */
+            wire_obj_str(wire_map_get_key(&unpacked.data, "REVIEWED_COMMIT"), gate_out->reviewed,
+                         sizeof gate_out->reviewed, "");
         const msgpack_object *findings = wire_map_get(&unpacked.data, FIELD_FINDINGS);
         int named = 0;
         for (uint32_t i = 0; *blocked && findings != NULL &&
@@ -114,33 +146,112 @@ static void s_read_gate(const task_t *review, bool *blocked, char *reason, size_
     msgpack_unpacked_destroy(&unpacked);
 }
 
+/* Merges need a passing review unless [security] require_review = false or the
+ * configured [review] mode is "disabled". */
+static bool s_review_required(const broker_t *self)
+{
+    const config_t *config = self->config.config;
+    return config_bool(config, "security", "require_review", true) &&
+           strcmp(config_string(config, "review", "mode", "normal"), "disabled") != 0;
+}
+
+#define GATE_OVERRIDE_HINT                                                                     \
+    "submit with payload.force = true (pan submit --force, pan approve --force) to override"
+
+/* The issue's reviews as the gate sees them: the newest, and the newest that read the
+ * commit to merge (or was made in mode "disabled"). */
+typedef struct {
+    char newest_task[MESSAGES_ID_CAP + 1]; /* "" when the issue has no finished review */
+    review_gate_t newest;
+    char match_task[MESSAGES_ID_CAP + 1]; /* "" when none read the commit */
+    review_gate_t match;
+} issue_reviews_t;
+
+/* Reads the issue's finished reviews, newest first, until one read `commit`. Returns 0 or
+ * the store's failure. */
+static int s_issue_reviews(broker_t *self, const char *issue, const char *commit,
+                           issue_reviews_t *out)
+{
+    memset(out, 0, sizeof *out);
+    done_reviews_t done = {.count = 0};
+    int rc = store_attempts_for_issue(self->store, issue, GATE_REVIEW_SPECIALIST,
+                                      GATE_ATTEMPTS_LOOKED_AT, s_on_attempt, &done);
+    for (int i = 0; rc == 0 && i < done.count && out->match_task[0] == '\0'; i++) {
+        task_t *review = NULL;
+        rc = store_task_load(self->store, done.tasks[i], &review);
+        if (rc == FAILURE_NOT_FOUND) {
+            rc = 0; /* pruned by retention */
+            continue;
+        }
+        if (rc != 0)
+            break;
+        review_gate_t gate;
+        s_read_gate(review, &gate);
+        task_destroy(&review);
+        if (out->newest_task[0] == '\0') {
+            snprintf(out->newest_task, sizeof out->newest_task, "%s", done.tasks[i]);
+            out->newest = gate;
+        }
+        if (gate.disabled || strcmp(gate.reviewed, commit) == 0) {
+            snprintf(out->match_task, sizeof out->match_task, "%s", done.tasks[i]);
+            out->match = gate;
+        }
+    }
+    return rc;
+}
+
+/* The refusal when no review read `commit`. */
+static int s_refuse_unreviewed(const char *issue, const char *commit, const issue_reviews_t *r)
+{
+    if (r->newest_task[0] == '\0')
+        return failure_set(FAILURE_INVALID,
+                           "issue %s has no finished review, so commit %.12s cannot be merged; "
+                           "review it first or " GATE_OVERRIDE_HINT,
+                           issue, commit);
+    if (r->newest.blocked)
+        return failure_set(FAILURE_INVALID,
+                           "the newest review of issue %s (task %s) blocked the merge gate%s%s, "
+                           "and no review passed commit %.12s; " GATE_OVERRIDE_HINT,
+                           issue, r->newest_task, r->newest.findings[0] ? ": " : "",
+                           r->newest.findings[0] ? r->newest.findings + 2 : "", commit);
+    return failure_set(FAILURE_INVALID,
+                       "no review of issue %s read commit %.12s (the newest, task %s, read "
+                       "%.12s); review the commit to merge, or " GATE_OVERRIDE_HINT,
+                       issue, commit, r->newest_task,
+                       r->newest.reviewed[0] ? r->newest.reviewed : "no named commit");
+}
+
 int broker_gate_check(broker_t *self, const wire_msg_t *msg, const char *specialist,
                       const char *issue, const char *parent)
 {
-    if (strcmp(specialist, GATE_MERGE_SPECIALIST) != 0 || issue == NULL || issue[0] == '\0' ||
-        parent != NULL || s_forced(msg))
+    if (strcmp(specialist, GATE_MERGE_SPECIALIST) != 0 || parent != NULL || s_forced(msg) ||
+        !s_review_required(self))
         return 0;
-    newest_review_t newest = {.task = ""};
-    int rc = store_attempts_for_issue(self->store, issue, GATE_REVIEW_SPECIALIST,
-                                      GATE_ATTEMPTS_LOOKED_AT, s_on_attempt, &newest);
-    if (rc != 0 || newest.task[0] == '\0')
-        return rc;
-    task_t *review = NULL;
-    rc = store_task_load(self->store, newest.task, &review);
-    if (rc == FAILURE_NOT_FOUND)
-        return 0;
+    if (issue == NULL || issue[0] == '\0')
+        return failure_set(FAILURE_INVALID,
+                           "a merge needs an issueId: the broker merges only a commit that "
+                           "passed that issue's review; " GATE_OVERRIDE_HINT);
+    char commit[64];
+    wire_obj_str(wire_map_get(wire_msg_object(msg, FIELD_PAYLOAD), FIELD_COMMIT), commit,
+                 sizeof commit, "");
+    if (commit[0] == '\0')
+        return failure_set(FAILURE_INVALID,
+                           "a merge must name the commit it merges (payload.commit), so the "
+                           "broker can match it with a passing review of issue %s (pan submit "
+                           "pins the branch's head, pan approve the reviewed commit); "
+                           GATE_OVERRIDE_HINT,
+                           issue);
+    issue_reviews_t reviews;
+    int rc = s_issue_reviews(self, issue, commit, &reviews);
     if (rc != 0)
         return rc;
-    bool blocked = false;
-    char findings[1200] = "";
-    s_read_gate(review, &blocked, findings, sizeof findings);
-    task_destroy(&review);
-    if (!blocked)
+    if (reviews.match_task[0] == '\0')
+        return s_refuse_unreviewed(issue, commit, &reviews);
+    if (!reviews.match.blocked)
         return 0;
     return failure_set(FAILURE_INVALID,
-                       "the newest review of issue %s (task %s) blocked the merge gate%s%s; "
-                       "submit with payload.force = true (pan submit --force, pan approve "
-                       "--force) to override",
-                       issue, newest.task, findings[0] ? ": " : "",
-                       findings[0] ? findings + 2 : "");
+                       "the review of commit %.12s of issue %s (task %s) blocked the merge "
+                       "gate%s%s; " GATE_OVERRIDE_HINT,
+                       commit, issue, reviews.match_task, reviews.match.findings[0] ? ": " : "",
+                       reviews.match.findings[0] ? reviews.match.findings + 2 : "");
 }

@@ -220,7 +220,10 @@ static char *s_merge_payload(const json_t *review, bool overridden)
     json_t *payload = json_object();
     /* The merge is pinned to the commit the review read: a branch that moved since is not
      * merged unreviewed (the merge-agent refuses it). */
-    const char *reviewed = pan_json_str(json_object_get(review, "result"), "diff_head", "");
+    const json_t *result = json_object_get(review, "result");
+    const char *reviewed = pan_json_str(result, "diff_head", "");
+    if (reviewed[0] == '\0') /* a review-agent of one's own, through cloister-worker */
+        reviewed = pan_json_str(result, "REVIEWED_COMMIT", "");
     if (payload != NULL && reviewed[0] != '\0')
         json_object_set_new(payload, "commit", json_string(reviewed));
     if (payload != NULL && overridden)

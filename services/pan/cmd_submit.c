@@ -3,10 +3,12 @@
  * The payload is built from the flags by the seed's names (prUrl, issueId, workspace,
  * branch, target, description) over whatever --payload JSON gives. A merge-agent task with
  * a workspace and no --group is put in the group `merge:<repository root>:<target>`, so
- * two merges into one target of one repository never run at once.
+ * two merges into one target of one repository never run at once, and is pinned to the
+ * branch's head (payload.commit) unless the payload names a commit: the broker accepts a
+ * merge only of a commit that passed the issue's review.
  *
- * --force sets payload.force = true, which the broker reads as "merge although the newest
- * review of the issue blocked its gate", and records who forced it and when in
+ * --force sets payload.force = true, which the broker reads as "merge without a passing
+ * review of the commit", and records who forced it and when in
  * payload.override (unless the payload brings one, as `pan approve --force` does). */
 #include "pan.h"
 #include "pan_wait.h"
@@ -93,14 +95,17 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
  * repository has neither locally nor on a remote (a workspace without --branch need not be
  * a repository: a generic specialist may work on any directory). Returns 0 or
  * FAILURE_NOT_FOUND with the reason. */
-static int s_check_workspace(const char *workspace, const char *branch)
+/* Checks --workspace and --branch, writing the commit the branch names into head ("" when
+ * there is no branch). */
+static int s_check_workspace(const char *workspace, const char *branch, char *head, size_t size)
 {
+    head[0] = '\0';
     struct stat st;
     if (stat(workspace, &st) != 0 || !S_ISDIR(st.st_mode))
         return failure_set(FAILURE_NOT_FOUND, "--workspace %s: no such directory", workspace);
     if (branch == NULL || branch[0] == '\0')
         return 0;
-    int rc = repository_branch_exists(workspace, branch);
+    int rc = repository_branch_commit(workspace, branch, head, size);
     if (rc == 0)
         return failure_set(FAILURE_NOT_FOUND,
                            "--branch %s: %s has no such branch, neither locally nor on a remote",
@@ -191,7 +196,8 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     char workspace[PATH_MAX] = "";
     if (args.workspace != NULL && pan_absolute_path(args.workspace, workspace, sizeof workspace) != 0)
         return pan_fail(PAN_EXIT_ERROR, "--workspace: %s", failure_message());
-    if (workspace[0] != '\0' && s_check_workspace(workspace, args.branch) != 0)
+    char head[64] = "";
+    if (workspace[0] != '\0' && s_check_workspace(workspace, args.branch, head, sizeof head) != 0)
         return pan_usage(s_usage, "%s", failure_message());
     char group[PATH_MAX + 256] = "";
     if (args.group != NULL) {
@@ -207,6 +213,14 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     json_t *payload = s_payload(&args, workspace[0] ? workspace : NULL);
     if (payload == NULL)
         return PAN_EXIT_USAGE;
+    /* A merge names the commit it merges, the branch's head now: the broker merges only a
+     * commit that passed review, and the merge-agent stops if the branch moves meanwhile. */
+    if (strcmp(args.specialist, "merge-agent") == 0 && head[0] != '\0' &&
+        json_object_get(payload, "commit") == NULL &&
+        json_object_set_new(payload, "commit", json_string(head)) != 0) {
+        json_decref(payload);
+        return pan_fail(PAN_EXIT_ERROR, "out of memory");
+    }
     wire_writer_t *payload_writer = wire_writer_new();
     int rc = msgjson_to_map(payload_writer, payload);
     json_decref(payload);

@@ -71,13 +71,20 @@ static bool s_user_clean(const char *head)
 /* ---- the environment -------------------------------------------------------------------- */
 
 /* A broker, a cloister.toml (fake agent + `extra_config`), and the repositories: main with
- * a.c, b.c and c.txt on the remote, the user's clone on main, a dev clone. */
-static void s_setup(const char *name, const char *extra_config)
+ * a.c, b.c and c.txt on the remote, the user's clone on main, a dev clone. With `gated` the
+ * broker merges only reviewed commits (the default); without, merges are submitted by hand. */
+static void s_setup_gate(const char *name, const char *extra_config, bool gated)
 {
-    s_h = harness_new(name);
+    char config[2048];
+    snprintf(config, sizeof config,
+             "[broker]\nretry_backoff_ms = 50\n\n[agent]\ncommand = \"%s\"\n\n"
+             "[security]\nrequire_review = %s\n\n%s\n",
+             testenv_bin("fake-claude"), gated ? "true" : "false",
+             extra_config ? extra_config : "");
+    s_h = harness_new_config(name, config);
     CHECK(s_h != NULL);
     const char *dir = s_h->env->dir;
-    char path[700], config[2048];
+    char path[700];
     snprintf(path, sizeof path, "%s/home", dir);
     testgit_env(path);
     snprintf(path, sizeof path, "%s/claude", dir);
@@ -88,15 +95,15 @@ static void s_setup(const char *name, const char *extra_config)
     unsetenv("FAKE_CLAUDE_DELAY_MS");
     snprintf(path, sizeof path, "%s/fake.log", dir);
     setenv("FAKE_CLAUDE_LOG", path, 1);
-    snprintf(config, sizeof config,
-             "[broker]\nretry_backoff_ms = 50\n\n[agent]\ncommand = \"%s\"\n\n%s\n",
-             testenv_bin("fake-claude"), extra_config ? extra_config : "");
-    snprintf(path, sizeof path, "%s/cloister.toml", s_h->env->home);
-    testenv_write_file(path, config);
 
     snprintf(s_workdir, sizeof s_workdir, "%s/specialists/merge-agent/work", s_h->env->home);
     snprintf(s_wtdir, sizeof s_wtdir, "%s/merges", s_workdir);
     testgit_fixture(&s_repos, dir);
+}
+
+static void s_setup(const char *name, const char *extra_config)
+{
+    s_setup_gate(name, extra_config, false);
 }
 
 /* Kills whatever fake-claude is still running in the test directory (an agent orphaned by
@@ -644,15 +651,19 @@ static void s_review(const char *id, const char *issue, const char *branch)
 
 static void test_pan_approve(void)
 {
-    s_setup("merge-svc-approve", NULL);
+    s_setup_gate("merge-svc-approve", NULL, true);
     testgit_push_branch(s_repos.user, "feature/ok", "d.c", "int d;\n");
     char feature[41];
     testgit_rev(s_repos.user, "feature/ok", feature);
     /* A review-agent that approves PAN-7 only (the task JSON, with its payload, is on the
      * command's stdin). */
-    harness_worker(s_h, "review-1", "review-agent",
-                   "if grep -q PAN-7 ; then echo 'REVIEW_RESULT: APPROVED'; "
-                   "else echo 'REVIEW_RESULT: CHANGES_REQUESTED'; fi");
+    char review_command[1024];
+    snprintf(review_command, sizeof review_command,
+             "if grep -q PAN-7 ; then echo 'REVIEW_RESULT: APPROVED'; "
+             "else echo 'REVIEW_RESULT: CHANGES_REQUESTED'; fi; "
+             "echo \"REVIEWED_COMMIT: $(git -C '%s' rev-parse feature/ok)\"",
+             s_repos.user);
+    harness_worker(s_h, "review-1", "review-agent", review_command);
     s_review("review-7", "PAN-7", "feature/ok");
     s_review("review-8", "PAN-8", "feature/ok");
 
@@ -708,7 +719,7 @@ static const char *s_history_line(const char *task)
  * recorded in the merge's payload, its events and the merge history. */
 static void test_approve_override(void)
 {
-    s_setup("merge-svc-override", NULL);
+    s_setup_gate("merge-svc-override", NULL, true);
     testgit_push_branch(s_repos.user, "feature/ok", "d.c", "int d;\n");
     char feature[41];
     testgit_rev(s_repos.user, "feature/ok", feature);
@@ -753,6 +764,65 @@ static void test_approve_override(void)
     s_teardown();
 }
 
+/* The broker merges only a commit that passed the issue's review: a merge with no issue,
+ * naming no commit, or of a commit the review did not read (the branch moved since) is
+ * refused with the reason; the reviewed commit goes through; --force goes through. */
+static void test_gate_same_commit(void)
+{
+    s_setup_gate("merge-svc-same-commit", NULL, true);
+    testgit_push_branch(s_repos.user, "feature/ok", "d.c", "int d;\n");
+    char reviewed[41], moved[41];
+    testgit_rev(s_repos.user, "feature/ok", reviewed);
+    char review_command[1024];
+    snprintf(review_command, sizeof review_command,
+             "echo 'REVIEW_RESULT: APPROVED'; "
+             "echo \"REVIEWED_COMMIT: $(git -C '%s' rev-parse feature/ok)\"",
+             s_repos.user);
+    harness_worker(s_h, "review-1", "review-agent", review_command);
+    s_review("review-5", "PAN-5", "feature/ok");
+
+    CHECK(s_pan("submit", "merge-agent", "--workspace", s_repos.user, "--branch", "feature/ok",
+                "--id", "no-issue", NULL) != 0);
+    CHECK(strstr(s_pan_out, "a merge needs an issueId") != NULL);
+    CHECK(s_pan("submit", "merge-agent", "--issue", "PAN-5", "--id", "no-commit", NULL) != 0);
+    CHECK(strstr(s_pan_out, "a merge must name the commit it merges (payload.commit)") != NULL);
+    CHECK(s_pan("submit", "merge-agent", "--issue", "PAN-6", "--payload",
+                "{\"commit\": \"0123456789012345678901234567890123456789\"}", "--id",
+                "no-review", NULL) != 0);
+    CHECK(strstr(s_pan_out, "issue PAN-6 has no finished review") != NULL);
+
+    /* The branch moves after the review: its new head was never reviewed. */
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "feature/ok", NULL), 0);
+    testgit_commit(s_repos.user, "e.c", "int e;\n", "unreviewed");
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
+    testgit_rev(s_repos.user, "feature/ok", moved);
+    CHECK(strcmp(moved, reviewed) != 0);
+    CHECK(s_pan("submit", "merge-agent", "--workspace", s_repos.user, "--branch", "feature/ok",
+                "--issue", "PAN-5", "--id", "moved", NULL) != 0);
+    char expected[200];
+    snprintf(expected, sizeof expected, "no review of issue PAN-5 read commit %.12s", moved);
+    CHECK(strstr(s_pan_out, expected) != NULL);
+    CHECK(s_pan("task", "show", "moved", NULL) != 0);
+
+    /* The reviewed commit, named: accepted, and pinned. */
+    char payload[200];
+    snprintf(payload, sizeof payload, "{\"commit\": \"%s\"}", reviewed);
+    CHECK(s_pan("submit", "merge-agent", "--workspace", s_repos.user, "--branch", "feature/ok",
+                "--issue", "PAN-5", "--payload", payload, "--id", "reviewed", NULL) == 0);
+    CHECK(s_pan("cancel", "reviewed", NULL) == 0);
+    /* --force: accepted without a review, recorded. */
+    CHECK(s_pan("submit", "merge-agent", "--workspace", s_repos.user, "--branch", "feature/ok",
+                "--issue", "PAN-5", "--force", "--id", "forced", NULL) == 0);
+    CHECK(s_pan("task", "show", "forced", "--json", NULL) == 0);
+    json_t *task = json_loads(s_pan_out, 0, NULL);
+    const json_t *forced_payload = json_object_get(task, "payload");
+    CHECK_STR(harness_field(forced_payload, "commit"), moved);
+    CHECK(json_object_get(forced_payload, "override") != NULL);
+    json_decref(task);
+    CHECK(s_pan("cancel", "forced", NULL) == 0);
+    s_teardown();
+}
+
 /* Runs every scenario, or only those named on the command line. */
 int main(int argc, char **argv)
 {
@@ -771,6 +841,7 @@ int main(int argc, char **argv)
         {"killed_mid_merge", test_killed_mid_merge},
         {"pan_approve", test_pan_approve},
         {"approve_override", test_approve_override},
+        {"gate_same_commit", test_gate_same_commit},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         bool wanted = argc < 2;

@@ -224,6 +224,10 @@ static void test_merge_group(testenv_t *env)
     CHECK_STR(json_string_value(json_object_get(task, "group")), group);
     json_t *payload = json_object_get(task, "payload");
     CHECK_STR(json_string_value(json_object_get(payload, "branch")), "feat/m");
+    /* Pinned to the branch's head, the commit the broker's gate matches with a review. */
+    char head[41];
+    testgit_rev(repo_dir, "feat/m", head);
+    CHECK_STR(json_string_value(json_object_get(payload, "commit")), head);
     CHECK_STR(json_string_value(json_object_get(payload, "target")), "develop");
     CHECK(json_is_array(json_object_get(payload, "filesChanged")));
     char real_sub[PATH_MAX];
@@ -304,6 +308,10 @@ int main(void)
         return 1;
     test_versions(env);
     test_no_broker(env);
+    /* Merges are queued here without reviews (the gate has its own tests). */
+    char config[PATH_MAX];
+    snprintf(config, sizeof config, "%s/cloister.toml", env->home);
+    CHECK(testenv_write_file(config, "[security]\nrequire_review = false\n") == 0);
     if (harness_start_broker(env) > 0) {
         test_submit_and_show(env);
         test_duplicate_id(env);

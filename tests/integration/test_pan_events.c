@@ -78,7 +78,8 @@ static bool s_task_done(void *arg)
 
 static void test_events_json(testenv_t *env)
 {
-    CHECK_INT(harness_pan(env, s_out, "submit", "merge-agent", "--id", "ev-done", NULL), 0);
+    CHECK_INT(harness_pan(env, s_out, "submit", "merge-agent", "--id", "ev-done", "--force", NULL),
+              0);
     CHECK(s_work_one_task(env));
     CHECK(testenv_wait_until(s_task_done, env, 5000));
     CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--id", "ev-cancel", NULL), 0);

@@ -234,7 +234,8 @@ int main(void)
     test_tests_detect_exit_codes(env);
     char config[400];
     snprintf(config, sizeof config, "%s/cloister.toml", env->home);
-    CHECK(testenv_write_file(config, "[specialists.docs-agent]\nenabled = true\n") == 0);
+    CHECK(testenv_write_file(config, "[specialists.docs-agent]\nenabled = true\n"
+                                         "[security]\nrequire_review = false\n") == 0);
     if (harness_start_broker(env) > 0) {
         test_specialist_names(env);
         test_invalid_utf8(env);

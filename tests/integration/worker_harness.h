@@ -36,8 +36,9 @@ typedef struct {
     int nevents;
 } harness_t;
 
-/* Starts a broker in a fresh testenv and connects to it. NULL on failure. */
-static inline harness_t *harness_new(const char *name)
+/* Starts a broker in a fresh testenv, with `config` as its cloister.toml, and connects to
+ * it. NULL on failure. */
+static inline harness_t *harness_new_config(const char *name, const char *config_text)
 {
     harness_t *h = calloc(1, sizeof *h);
     h->env = testenv_new(name);
@@ -47,8 +48,7 @@ static inline harness_t *harness_new(const char *name)
     }
     char config[512];
     snprintf(config, sizeof config, "%s/cloister.toml", h->env->home);
-    testenv_write_file(config, "[broker]\nretry_backoff_ms = 50\n\n"
-                               "[specialists.other-agent]\nenabled = true\n");
+    testenv_write_file(config, config_text);
     h->broker = testbroker_start(h->env, atoi(HARNESS_HB), NULL);
     CHECK(h->broker > 0);
     h->zmq = zmq_ctx_new();
@@ -61,6 +61,15 @@ static inline harness_t *harness_new(const char *name)
     zmq_connect(h->push, h->env->in_ep);
     testenv_sleep_ms(200); /* let the subscription reach the broker */
     return h;
+}
+
+/* harness_new_config() with the default: quick retries, other-agent declared, and merges
+ * without a review (tests submit them by hand; the review gate has its own tests). */
+static inline harness_t *harness_new(const char *name)
+{
+    return harness_new_config(name, "[broker]\nretry_backoff_ms = 50\n\n"
+                                    "[security]\nrequire_review = false\n\n"
+                                    "[specialists.other-agent]\nenabled = true\n");
 }
 
 static inline void harness_destroy(harness_t **h_p)

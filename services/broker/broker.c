@@ -881,8 +881,11 @@ int broker_new(const broker_config_t *config, broker_t **out)
 
     /* Security first: a broker that must not listen as configured touches nothing. */
     int rc = s_start_curve(self);
+    if (rc == 0)
+        rc = workspace_roots_new(config->config, &self->workspace_roots);
     if (rc != 0)
         goto out;
+    log_info("workspaces accepted under: %s", workspace_roots_text(self->workspace_roots));
     self->disk = disk_guard_new(config->db_path, config->min_free_mb << 20,
                                 config->reserve_mb << 20);
     rc = self->disk ? store_open(config->db_path, config->sync, &self->store)
@@ -959,6 +962,7 @@ void broker_destroy(broker_t **self_p)
     free(self->idle);
     store_close(&self->store);
     disk_guard_destroy(&self->disk);
+    workspace_roots_destroy(&self->workspace_roots);
     free(self);
     *self_p = NULL;
 }

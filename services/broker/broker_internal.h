@@ -7,6 +7,7 @@
 #include "broker.h"
 #include "curve.h"
 #include "disk_guard.h"
+#include "workspace_roots.h"
 #include "task.h"
 #include "submit.h"
 #include "wire.h"
@@ -80,6 +81,7 @@ struct broker_t {
     int64_t dead_count;
     int64_t orphan_deadline; /* after a restart: running tasks without a worker until then */
     disk_guard_t *disk;          /* refuses submits when the disk fills */
+    workspace_roots_t *workspace_roots; /* where a task's payload.workspace may be */
     curve_t *curve;              /* the broker's keys, NULL when the bus is plain */
     zactor_t *auth;              /* czmq's ZAP handler (zauth), with curve */
     void *monitors[3];           /* with curve: handshake failures of in, events, control */

@@ -6,6 +6,7 @@
 #include "failure.h"
 #include "log.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +220,19 @@ void broker_task_take_files(task_t *task)
     msgpack_unpacked_destroy(&unpacked);
 }
 
+/* payload.workspace, when there is one, must be under the workspace roots. */
+static int s_check_workspace(broker_t *self, const msgpack_object *payload)
+{
+    const msgpack_object *value = wire_map_get(payload, FIELD_WORKSPACE);
+    if (value == NULL || value->type != MSGPACK_OBJECT_STR)
+        return 0;
+    if (value->via.str.size >= PATH_MAX)
+        return failure_set(FAILURE_INVALID, "payload.workspace is longer than a path can be");
+    char workspace[PATH_MAX];
+    wire_obj_str(value, workspace, sizeof workspace, "");
+    return workspace_roots_check(self->workspace_roots, workspace);
+}
+
 int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, task_t **out,
                   bool *loaded, bool *created)
 {
@@ -281,7 +295,9 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
                            "task's issue)",
                            MESSAGES_ID_CAP);
     }
-    rc = broker_gate_check(self, msg, specialist, task->issue, parent);
+    rc = s_check_workspace(self, payload);
+    if (rc == 0)
+        rc = broker_gate_check(self, msg, specialist, task->issue, parent);
     if (rc != 0) {
         task_destroy(&task);
         self->next_order--;

@@ -505,14 +505,16 @@ static void test_hostile_branch_names(void)
     CHECK(s_user_clean(head));
     CHECK_INT(s_history_lines(NULL), 3);
 
-    /* A payload without a branch, or with a relative workspace. */
-    harness_submit(s_h, "names-4", "merge-agent", NULL, 0, 0, "{\"workspace\": \"/nowhere\"}");
+    /* A payload without a branch, or with a relative workspace (which the broker refuses). */
+    char nowhere[800];
+    snprintf(nowhere, sizeof nowhere, "{\"workspace\": \"%s/nowhere\"}", s_h->env->dir);
+    harness_submit(s_h, "names-4", "merge-agent", NULL, 0, 0, nowhere);
     end = s_wait_end("names-4", 20000);
     CHECK(end != NULL && strstr(harness_field(end, "error"), "'branch'") != NULL);
     harness_submit(s_h, "names-5", "merge-agent", NULL, 0, 0,
                    "{\"workspace\": \"user\", \"branch\": \"b\"}");
-    end = s_wait_end("names-5", 20000);
-    CHECK(end != NULL && strstr(harness_field(end, "error"), "absolute") != NULL);
+    end = harness_wait(s_h, "task.rejected", "names-5", 5000);
+    CHECK(end != NULL && strstr(harness_field(end, "error"), "is not an absolute path") != NULL);
     s_teardown();
 }
 

@@ -136,7 +136,7 @@ static void test_disabled_skips_agent(review_env_t *r)
 static void test_yolo_from_worktree(review_env_t *r)
 {
     char worktree[700], script[1600], feature[41];
-    snprintf(worktree, sizeof worktree, "%s/../wt-review", r->repo);
+    snprintf(worktree, sizeof worktree, "%s/wt-review", r->h->env->dir);
     snprintf(script, sizeof script, "git -C '%s' worktree add -q '%s' feature", r->repo, worktree);
     CHECK(review_sh(r, script));
     testgit_rev(r->repo, "feature", feature);

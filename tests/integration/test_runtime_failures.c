@@ -91,9 +91,10 @@ static void test_bad_workspace(review_env_t *r)
 {
     pid_t svc = review_start(r, "review-badws");
     harness_submit(r->h, "nows", "review-agent", "normal", 30, 1, "{\"branch\":\"feature\"}");
-    harness_submit(r->h, "badws", "review-agent", "normal", 30, 1,
-                   "{\"workspace\":\"/nonexistent/repo\",\"branch\":\"feature\"}");
     char payload[700];
+    snprintf(payload, sizeof payload, "{\"workspace\":\"%s/nonexistent/repo\",\"branch\":\"feature\"}",
+             r->h->env->dir);
+    harness_submit(r->h, "badws", "review-agent", "normal", 30, 1, payload);
     snprintf(payload, sizeof payload, "{\"workspace\":\"%s\",\"branch\":\"no-such\"}", r->repo);
     harness_submit(r->h, "nobranch", "review-agent", "normal", 30, 1, payload);
     json_t *failed = harness_wait(r->h, "task.failed", "nows", 10000);
@@ -102,6 +103,13 @@ static void test_bad_workspace(review_env_t *r)
     failed = harness_wait(r->h, "task.failed", "badws", 10000);
     CHECK(failed != NULL &&
           strstr(harness_field(failed, "error"), "/nonexistent/repo: No such file") != NULL);
+    /* Outside the workspace roots: the broker refuses it at submit. */
+    harness_submit(r->h, "outside", "review-agent", "normal", 30, 1,
+                   "{\"workspace\":\"/etc\",\"branch\":\"feature\"}");
+    json_t *refused = harness_wait(r->h, "task.rejected", "outside", 5000);
+    CHECK(refused != NULL &&
+          strstr(harness_field(refused, "error"), "payload.workspace '/etc' is outside the "
+                                                  "workspace roots") != NULL);
     failed = harness_wait(r->h, "task.failed", "nobranch", 10000);
     CHECK(failed != NULL &&
           strstr(harness_field(failed, "error"), "no branch or revision 'no-such'") != NULL);

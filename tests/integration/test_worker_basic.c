@@ -43,8 +43,11 @@ static void test_usage(testenv_t *env)
 
 static void test_done_with_markers(harness_t *h)
 {
-    harness_submit(h, "t1", "echo-agent", "high", 0, 0,
-                   "{\"workspace\": \"/ws/one\", \"branch\": \"feature/x\"}");
+    char workspace[700], payload[800];
+    snprintf(workspace, sizeof workspace, "%s/ws/one", h->env->dir);
+    snprintf(payload, sizeof payload, "{\"workspace\": \"%s\", \"branch\": \"feature/x\"}",
+             workspace);
+    harness_submit(h, "t1", "echo-agent", "high", 0, 0, payload);
     json_t *progress = harness_wait(h, "task.progress", "t1", 5000);
     CHECK(progress != NULL);
     if (progress != NULL) {
@@ -60,7 +63,7 @@ static void test_done_with_markers(harness_t *h)
     const json_t *result = json_object_get(done, "result");
     CHECK_STR(harness_field(result, "RESULT"), "SUCCESS");
     CHECK_STR(harness_field(result, "STDIN_OK"), "yes");
-    CHECK_STR(harness_field(result, "WORKSPACE_SEEN"), "/ws/one");
+    CHECK_STR(harness_field(result, "WORKSPACE_SEEN"), workspace);
     CHECK_STR(harness_field(result, "BRANCH_SEEN"), "feature/x");
     CHECK_STR(harness_field(result, "TITLE_SEEN"), "t1");
     CHECK_STR(harness_field(result, "ATTEMPT_SEEN"), "1");

@@ -78,6 +78,8 @@ testenv_t *testenv_new(const char *name)
     setenv("CLOISTER_IN", self->in_ep, 1);
     setenv("CLOISTER_EVENTS", self->events_ep, 1);
     setenv("CLOISTER_CONTROL", self->control_ep, 1);
+    /* The test's repositories are made in its directory, not under $HOME. */
+    setenv("CLOISTER_WORKSPACE_ROOTS", self->dir, 1);
     s_register(self);
     return self;
 }

@@ -204,6 +204,11 @@ const specialist_task_t *specialist_task(const specialist_ctx_t *ctx)
     return &ctx->task;
 }
 
+const char *specialist_worker_id(const specialist_ctx_t *ctx)
+{
+    return ctx->worker_id;
+}
+
 int specialist_child_kill_grace_ms(const specialist_ctx_t *ctx)
 {
     return ctx->grace_ms / 2;

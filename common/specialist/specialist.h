@@ -155,6 +155,9 @@ typedef specialist_outcome_t(specialist_job_fn)(specialist_ctx_t *ctx, void *job
 /* The task. Owned by the skeleton, valid while the job runs. */
 const specialist_task_t *specialist_task(const specialist_ctx_t *ctx);
 
+/* This worker's id, as the broker knows it. Owned by the skeleton. */
+const char *specialist_worker_id(const specialist_ctx_t *ctx);
+
 /* How long a child the job runs (agent, test command) may take between SIGTERM and
  * SIGKILL: half the skeleton's grace, so a child that ignores SIGTERM is killed, and the job
  * returns, before the skeleton gives the job up as stuck. */

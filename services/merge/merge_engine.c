@@ -1077,6 +1077,12 @@ static int s_push(s_job_t *job)
     int rc = s_step_check(job, "push");
     if (rc != 0)
         return rc;
+    const merge_request_t *req = job->req;
+    if (req->before_push != NULL && (rc = req->before_push(req->callback_arg)) != 0) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", failure_message());
+        return s_fail(job, rc, "not pushed: %s", why);
+    }
     int64_t start = clock_now_ms();
     rc = job->remote ? s_push_remote(job) : s_push_local(job);
     job->result->push_ms += s_since(start);

@@ -73,6 +73,10 @@ typedef merge_tests_t (*merge_run_tests_fn)(const char *worktree_path, char **su
 /* Polled between steps; true stops the merge (clean abort, FAILURE "cancelled"). */
 typedef bool (*merge_cancelled_fn)(void *arg);
 
+/* Asked right before each push: 0 lets it go; a FAILURE_* code (with failure_message()
+ * saying why, e.g. "stale attempt: ...") stops the merge unpushed with that code. */
+typedef int (*merge_before_push_fn)(void *arg);
+
 /* What to merge. Strings are borrowed for the duration of merge_engine_run(). Fill it with
  * merge_request_init() and then set the fields you need. */
 typedef struct {
@@ -93,6 +97,7 @@ typedef struct {
     merge_resolve_fn resolve;     /* optional: without it, conflicts are a FAILURE */
     merge_run_tests_fn run_tests; /* optional: without it, TESTS is SKIP */
     merge_cancelled_fn cancelled; /* optional */
+    merge_before_push_fn before_push; /* optional */
     void *callback_arg;           /* passed to every callback */
 } merge_request_t;
 

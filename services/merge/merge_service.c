@@ -11,6 +11,7 @@
 #include "agent_job.h"
 #include "clock.h"
 #include "failure.h"
+#include "fence.h"
 #include "log.h"
 #include "markers.h"
 #include "prompt.h"
@@ -36,6 +37,7 @@ struct merge_service_t {
     const char *remote;       /* [merge] remote (owned by the config) */
     int push_retries;         /* [merge] push_retries */
     const char *test_command; /* configured test command, or NULL to detect */
+    const char *control_endpoint; /* the broker's, for the fence before a push */
 };
 
 /* One merge. */
@@ -66,6 +68,7 @@ int merge_service_new(merge_service_t **out, const config_t *config)
     self->remote = config_string(config, "merge", "remote", MERGE_ENGINE_DEFAULT_REMOTE);
     self->push_retries =
         (int)config_int(config, "merge", "push_retries", MERGE_ENGINE_DEFAULT_PUSH_RETRIES);
+    self->control_endpoint = config_string(config, "broker", "control", "tcp://127.0.0.1:5562");
     self->test_command = config_specialist_test_command(config, MERGE_SERVICE_SPECIALIST);
     if (self->test_command == NULL || self->test_command[0] == '\0')
         self->test_command = config_specialist_test_command(config, "test-agent");
@@ -106,6 +109,16 @@ static bool s_cancelled(void *arg)
 {
     merge_job_t *job = arg;
     return specialist_cancelled(job->ctx);
+}
+
+/* The push happens only while this attempt still holds the task (fence.h). */
+static int s_before_push(void *arg)
+{
+    merge_job_t *job = arg;
+    int rc = fence_check(job->ctx, job->service->control_endpoint, FENCE_DEFAULT_WAIT_MS);
+    if (rc == 0)
+        specialist_progress(job->ctx, "info", "the broker confirms this attempt holds the task");
+    return rc;
 }
 
 /* "a.c, b.c" of the n files, or NULL when out of memory (caller frees). */
@@ -590,6 +603,7 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
         request.resolve = s_resolve;
         request.run_tests = s_run_tests;
         request.cancelled = s_cancelled;
+        request.before_push = s_before_push;
         request.callback_arg = &job;
         rc = merge_engine_run(&request, &result);
     }

@@ -825,6 +825,67 @@ static void test_gate_same_commit(void)
     s_teardown();
 }
 
+static bool s_file_exists(void *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* A merge-agent stopped (SIGSTOP) in the middle of a merge loses its lease and the task is
+ * requeued. When it runs again its job is past its last cancel check, with the broker
+ * restarting (nobody to send it `cancel`): the fence before the push keeps asking, learns
+ * the attempt is stale once the broker is back, and does not push; the task's next attempt
+ * merges it, once. */
+static void test_stopped_worker_is_fenced(void)
+{
+    char started[700], go[700], config[1600];
+    s_setup("merge-svc-fenced", NULL);
+    snprintf(started, sizeof started, "%s/tests-started", s_h->env->dir);
+    snprintf(go, sizeof go, "%s/go", s_h->env->dir);
+    snprintf(config, sizeof config,
+             "[broker]\nretry_backoff_ms = 50\n\n[agent]\ncommand = \"%s\"\n\n"
+             "[tests]\nsandbox = \"none\"\n\n" /* the command sees the test's files */
+             "[specialists.merge-agent]\ntest_command = \"touch '%s'; "
+             "while [ ! -e '%s' ]; do sleep 0.05; done\"\n",
+             testenv_bin("fake-claude"), started, go);
+    char path[700];
+    snprintf(path, sizeof path, "%s/cloister.toml", s_h->env->home);
+    CHECK(testenv_write_file(path, config) == 0);
+    testgit_push_branch(s_repos.user, "feature/fence", "f.c", "int f;\n");
+    char before[41], after[41];
+    s_remote_main(before);
+
+    pid_t merge = s_start_merge("merge-1");
+    CHECK(merge > 0);
+    s_submit("fence-1", "feature/fence", s_group(), 120, NULL);
+    CHECK(testenv_wait_until(s_file_exists, started, 20000));
+    CHECK(kill(merge, SIGSTOP) == 0);
+    CHECK(harness_wait(s_h, "worker.lost", NULL, 10000) != NULL);
+    CHECK(kill(s_h->broker, SIGTERM) == 0);
+    CHECK(testenv_wait(s_h->env, s_h->broker, 10000) == 0);
+
+    /* The job's tests end while it is stopped; it runs on with no broker to tell it. */
+    CHECK(testenv_write_file(go, "") == 0);
+    CHECK(kill(merge, SIGCONT) == 0);
+    testenv_sleep_ms(1500);
+    s_remote_main(after);
+    CHECK_STR(after, before);
+
+    s_h->broker = testbroker_start(s_h->env, atoi(HARNESS_HB), NULL);
+    CHECK(s_h->broker > 0);
+    json_t *end = s_wait_end("fence-1", 30000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
+    CHECK(json_integer_value(json_object_get(end, "attempt")) >= 2);
+    char feature[41];
+    testgit_rev(s_repos.user, "feature/fence", feature);
+    s_remote_main(after);
+    CHECK_STR(after, feature);
+    snprintf(path, sizeof path, "%s/merge-1.log", s_h->env->dir);
+    char *log = testenv_read_file(path);
+    CHECK(log != NULL && strstr(log, "not pushed: stale attempt: task fence-1 is queued") != NULL);
+    free(log);
+    s_teardown();
+}
+
 /* Runs every scenario, or only those named on the command line. */
 int main(int argc, char **argv)
 {
@@ -844,6 +905,7 @@ int main(int argc, char **argv)
         {"pan_approve", test_pan_approve},
         {"approve_override", test_approve_override},
         {"gate_same_commit", test_gate_same_commit},
+        {"stopped_worker_is_fenced", test_stopped_worker_is_fenced},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         bool wanted = argc < 2;

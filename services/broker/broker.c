@@ -586,7 +586,9 @@ static void s_drain_in(broker_t *self)
         if (zmq_msg_recv(&msg, self->in, ZMQ_DONTWAIT) < 0)
             break;
         bool more = zmq_msg_more(&msg);
-        broker_handle_in(self, zmq_msg_data(&msg), zmq_msg_size(&msg));
+        /* With CURVE, the ZAP handler made the sender's public key the message's User-Id. */
+        broker_handle_in(self, zmq_msg_data(&msg), zmq_msg_size(&msg),
+                         zmq_msg_gets(&msg, "User-Id"));
         /* Submitters send one frame; anything after it is garbage we skip. */
         while (more && zmq_msg_recv(&msg, self->in, ZMQ_DONTWAIT) >= 0)
             more = zmq_msg_more(&msg);
@@ -756,6 +758,7 @@ static void s_worker_destroy(void **item)
         return;
     zmq_close(worker->push);
     free(worker->held_group);
+    free(worker->key);
     free(worker->id);
     free(worker->endpoint);
     free(worker);

@@ -99,8 +99,10 @@ static queue_t *s_announced_queue(broker_t *self, const char *specialist)
     return queue;
 }
 
-/* Only a worker whose endpoint could be connected makes its specialist known. */
-static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const char *specialist)
+/* Only a worker whose endpoint could be connected makes its specialist known. `peer_key`:
+ * the CURVE key it speaks with (NULL on a plain bus), which its later messages must match. */
+static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const char *specialist,
+                                   const char *peer_key)
 {
     const char *id = wire_msg_str(msg, FIELD_WORKER, "");
     const char *endpoint = wire_msg_str(msg, FIELD_ENDPOINT, "");
@@ -129,6 +131,7 @@ static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const 
     worker->endpoint = strdup(endpoint);
     worker->queue = queue;
     worker->push = push;
+    worker->key = peer_key ? strdup(peer_key) : NULL;
     worker->idle_since = clock_now_ms();
     zhashx_insert(self->workers, id, worker);
     event_extra_t extra = {.worker = id, .specialist = queue->name};
@@ -182,14 +185,14 @@ static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_m
     s_cancel_stale(self, worker, held_id, held_attempt);
 }
 
-static void s_handle_hello(broker_t *self, const wire_msg_t *msg)
+static void s_handle_hello(broker_t *self, const wire_msg_t *msg, const char *peer_key)
 {
     const char *specialist = wire_msg_str(msg, FIELD_SPECIALIST, "");
     if (!submit_specialist_name_valid(specialist)) {
         s_reject_message(self, "bad_hello", "hello: invalid specialist name", false);
         return;
     }
-    worker_t *worker = s_register_worker(self, msg, specialist);
+    worker_t *worker = s_register_worker(self, msg, specialist, peer_key);
     if (worker == NULL) {
         s_reject_message(self, "bad_hello", failure_message(), false);
         return;
@@ -241,8 +244,9 @@ static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
         worker->last_seen = clock_now_ms();
     task_t *task = zhashx_lookup(self->tasks, wire_msg_str(msg, FIELD_TASK, ""));
     if (task == NULL || task->state != TASK_RUNNING ||
-        task->attempt != wire_msg_int(msg, FIELD_ATTEMPT, 0))
-        return; /* progress of an attempt that is over */
+        task->attempt != wire_msg_int(msg, FIELD_ATTEMPT, 0) || task->worker_id == NULL ||
+        strcmp(task->worker_id, wire_msg_str(msg, FIELD_WORKER, "")) != 0)
+        return; /* progress of an attempt that is over, or not from its worker */
     /* One chatty task (a worker streaming `yes`) must not flood the store and push every
      * other event out of the replay window: a window of one second holds at most
      * BROKER_PROGRESS_PER_SECOND events per task, and what does not fit is counted into
@@ -391,7 +395,27 @@ static void s_handle_bye(broker_t *self, const wire_msg_t *msg)
         broker_worker_lost(self, worker, EVENT_WORKER_LEFT, "said goodbye");
 }
 
-void broker_handle_in(broker_t *self, const void *data, size_t len)
+/* With CURVE, a worker speaks only with the key it said hello with: its id is in every
+ * event, so without this any other authorised party could send results, progress or a
+ * goodbye in its name. True when `msg` may be handled. */
+static bool s_from_worker_key(broker_t *self, const wire_msg_t *msg, const char *peer_key)
+{
+    msg_type_t type = wire_msg_type(msg);
+    if (peer_key == NULL || type == MSG_SUBMIT)
+        return true;
+    const char *id = wire_msg_str(msg, FIELD_WORKER, "");
+    worker_t *worker = zhashx_lookup(self->workers, id);
+    if (worker == NULL || worker->key == NULL || strcmp(worker->key, peer_key) == 0)
+        return true;
+    char reason[300];
+    snprintf(reason, sizeof reason,
+             "%s for worker %.128s from another key than the one it said hello with",
+             msg_type_name(type), id);
+    s_reject_message(self, "foreign_key", reason, true);
+    return false;
+}
+
+void broker_handle_in(broker_t *self, const void *data, size_t len, const char *peer_key)
 {
     wire_msg_t *msg = NULL;
     int rc = wire_decode(data, len, &msg);
@@ -400,9 +424,13 @@ void broker_handle_in(broker_t *self, const void *data, size_t len)
                          true);
         return;
     }
+    if (!s_from_worker_key(self, msg, peer_key)) {
+        wire_msg_destroy(&msg);
+        return;
+    }
     switch (wire_msg_type(msg)) {
     case MSG_SUBMIT: s_handle_submit(self, msg); break;
-    case MSG_HELLO: s_handle_hello(self, msg); break;
+    case MSG_HELLO: s_handle_hello(self, msg, peer_key); break;
     case MSG_HEARTBEAT: s_handle_heartbeat(self, msg); break;
     case MSG_PROGRESS: s_handle_progress(self, msg); break;
     case MSG_RESULT: s_handle_result(self, msg); break;

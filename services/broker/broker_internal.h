@@ -27,6 +27,8 @@ typedef struct worker_t {
                             locked until it is idle, so no second task of the group runs */
     int64_t last_seen;   /* monotonic ms */
     int64_t idle_since;  /* monotonic ms, for fair dispatch */
+    char *key;           /* with CURVE: the public key (Z85) it said hello with; its every
+                            later message must come from it. NULL on a plain bus */
 } worker_t;
 
 /* Something to send once the current transaction is committed. Its bytes live in the
@@ -166,15 +168,17 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
  * under the message cap (`result_omitted` says it did not). */
 void broker_write_task(wire_writer_t *w, const task_t *task, bool with_result);
 
-/* broker_gate.c: refuses a merge-agent submit (not a chained `next` task) for an issue
- * whose newest finished review-agent task has GATE "blocked", unless payload.force is
- * true. Returns 0, FAILURE_INVALID with the reason (the review and its blocking findings),
- * or FAILURE_STORE. */
+/* broker_gate.c: refuses a merge-agent submit (not a chained `next` task) unless it names
+ * its issue and the commit it merges and that commit passed the issue's review (see
+ * broker_gate.c), or payload.force is true, or the configuration lifts the check. Returns
+ * 0, FAILURE_INVALID with the reason, or FAILURE_STORE. */
 int broker_gate_check(broker_t *self, const wire_msg_t *msg, const char *specialist,
                       const char *issue, const char *parent);
 
 /* broker_in.c */
-void broker_handle_in(broker_t *self, const void *data, size_t len);
+/* Handles one message from `in`; `peer_key`: the sender's CURVE public key, NULL when the
+ * bus is plain. */
+void broker_handle_in(broker_t *self, const void *data, size_t len, const char *peer_key);
 
 /* broker_control.c */
 void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len);

@@ -88,6 +88,101 @@ static int s_pan(testenv_t *env, const char *cert, const char *first, ...)
     return code;
 }
 
+/* PUSHes one message to the broker's `in` as the holder of `cert`. */
+static void s_push_as(testenv_t *env, zcert_t *cert, const char *broker_key, wire_writer_t *w)
+{
+    zsock_t *push = zsock_new(ZMQ_PUSH);
+    zsock_set_linger(push, 1000);
+    zcert_apply(cert, push);
+    zsock_set_curve_serverkey(push, broker_key);
+    zsock_connect(push, "%s", env->in_ep);
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    zframe_t *frame = zframe_new(data, len);
+    zframe_send(&frame, push, 0);
+    zsock_destroy(&push);
+}
+
+/* How many messages the broker refused as `category` (stats.rejected). */
+static int64_t s_rejected(client_t *client, const char *category)
+{
+    wire_writer_t *stats = wire_writer_new();
+    wire_writer_start(stats, MSG_STATS);
+    wire_msg_t *reply = NULL;
+    int64_t count = -1;
+    if (client_call(client, stats, &reply) == 0) {
+        const msgpack_object *n = wire_map_get_key(
+            wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_REJECTED), category);
+        count = n != NULL && n->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)n->via.u64 : 0;
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&stats);
+    return count;
+}
+
+/* Another authorised party knows a worker's id and its task's attempt (events say both):
+ * its result, progress, hello and goodbye in that worker's name are refused, and the
+ * worker's own result is the one that counts. */
+static void test_results_bound_to_key(testenv_t *env, pid_t broker, client_t *client,
+                                      const char *broker_key)
+{
+    char bind[400], go[400], command[600], path[700];
+    snprintf(bind, sizeof bind, "ipc://%s/w2.sock", env->dir);
+    snprintf(go, sizeof go, "%s/go-w2", env->dir);
+    snprintf(command, sizeof command,
+             "while [ ! -e '%s' ]; do sleep 0.05; done; echo 'RESULT: from-the-worker'", go);
+    char *worker[] = {(char *)testenv_bin("cloister-worker"), "--specialist", "slow-agent",
+                      "--worker-id", "w2", "--bind", bind, "--in", env->in_ep,
+                      "--heartbeat-ms", "100", "--", "/bin/sh", "-c", command, NULL};
+    testenv_spawn(env, "w2", worker);
+    bool queued = false;
+    for (int i = 0; i < 50 && !queued; i++) {
+        queued = testbroker_submit(client, "owned-1", "slow-agent", NULL, NULL) == 0;
+        if (!queued)
+            testenv_sleep_ms(100);
+    }
+    CHECK(queued);
+    char state[64];
+    for (int i = 0; i < 50 && strcmp(testbroker_state(client, "owned-1", state, sizeof state),
+                                     "running") != 0;
+         i++)
+        testenv_sleep_ms(100);
+    CHECK_STR(state, "running");
+
+    CHECK_INT(s_pan(env, NULL, "keys", "add", "thief", NULL), 0);
+    snprintf(path, sizeof path, "%s/keys/clients/thief_secret", env->home);
+    zcert_t *thief = zcert_load(path);
+    CHECK(thief != NULL);
+    testenv_signal(broker, SIGHUP);
+    testenv_sleep_ms(300);
+    int64_t refused_before = s_rejected(client, "foreign_key");
+    msg_type_t forged[] = {MSG_PROGRESS, MSG_RESULT, MSG_HELLO, MSG_BYE};
+    for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
+        wire_writer_t *w = wire_writer_new();
+        wire_writer_start(w, forged[i]);
+        wire_put_str(w, FIELD_WORKER, "w2");
+        wire_put_str(w, FIELD_TASK, "owned-1");
+        wire_put_int(w, FIELD_ATTEMPT, 1);
+        wire_put_str(w, FIELD_OUTCOME, "done");
+        wire_put_str(w, FIELD_TEXT, "forged");
+        wire_put_str(w, FIELD_SPECIALIST, "slow-agent");
+        wire_put_str(w, FIELD_ENDPOINT, bind);
+        s_push_as(env, thief, broker_key, w);
+        wire_writer_destroy(&w);
+    }
+    testenv_sleep_ms(500);
+    CHECK_STR(testbroker_state(client, "owned-1", state, sizeof state), "running");
+    CHECK(s_rejected(client, "foreign_key") >= refused_before + 4);
+
+    CHECK(testenv_write_file(go, "") == 0);
+    for (int i = 0; i < 100 && strcmp(testbroker_state(client, "owned-1", state, sizeof state),
+                                      "done") != 0;
+         i++)
+        testenv_sleep_ms(100);
+    CHECK_STR(state, "done");
+    zcert_destroy(&thief);
+}
+
 /* The broker refuses tcp://0.0.0.0 with CURVE off (before binding anything). */
 static void test_refuses_insecure(void)
 {
@@ -228,6 +323,8 @@ int main(void)
     CHECK(log != NULL && strstr(log, "task e2e-1") != NULL);
     CHECK(log != NULL && strstr(log, "stray") == NULL);
     free(log);
+
+    test_results_bound_to_key(env, broker, client, broker_key);
 
     zcert_destroy(&unknown);
     zcert_destroy(&broker_cert);

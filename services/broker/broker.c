@@ -145,6 +145,9 @@ static void s_outbox_discard(broker_t *self)
 /* ---- events ---- */
 
 #define EVENT_RESULT_CAP (1024 * 1024)
+/* Free pages given back per reclaim, and how often (s_reclaim). */
+#define BROKER_RECLAIM_PAGES 1024
+#define BROKER_RECLAIM_MS 5000
 /* Rows deleted per retention pass (s_prune_finished). */
 #define BROKER_PRUNE_BATCH 2000
 /* Send high-water marks, in messages per peer (see s_socket). */
@@ -558,6 +561,18 @@ static int s_prune_finished(broker_t *self, int64_t now)
     return 0;
 }
 
+/* Gives the pages that retention and the event trim freed back to the file system, a
+ * bounded amount at a time, between transactions. A failure is only logged: the pages stay
+ * free for SQLite to reuse. */
+static void s_reclaim(broker_t *self, int64_t now)
+{
+    if (now < self->next_reclaim)
+        return;
+    self->next_reclaim = now + BROKER_RECLAIM_MS;
+    if (store_reclaim(self->store, BROKER_RECLAIM_PAGES) < 0)
+        log_warn("reclaiming free pages: %s", failure_message());
+}
+
 static int s_run_timers(broker_t *self, int64_t now)
 {
     if (now >= self->next_ping) {
@@ -742,6 +757,7 @@ int broker_run(broker_t *self, volatile sig_atomic_t *stop)
             break;
         }
         s_outbox_flush(self);
+        s_reclaim(self, clock_now_ms());
         s_count_completions(self, completed_before);
     }
     if (rc != 0)

@@ -88,6 +88,7 @@ struct broker_t {
     zactor_t *auth;              /* czmq's ZAP handler (zauth), with curve */
     void *monitors[3];           /* with curve: handshake failures of in, events, control */
     int64_t next_prune;          /* monotonic ms of the next retention pass */
+    int64_t next_reclaim;        /* monotonic ms of the next incremental vacuum */
     int64_t garbage_reported_at; /* monotonic ms of the last message.rejected for garbage */
     int64_t garbage_unreported;  /* garbage refused since then without an event */
 

@@ -341,6 +341,34 @@ int store_sync_parse(const char *text)
     return -1;
 }
 
+/* The integer a one-row PRAGMA answers, or -1. */
+static int64_t s_pragma_int(store_t *self, const char *sql)
+{
+    sqlite3_stmt *stmt = NULL;
+    int64_t value = -1;
+    if (sqlite3_prepare_v2(self->db, sql, -1, &stmt, NULL) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW)
+        value = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    return value;
+}
+
+/* Deleted rows free pages that a plain SQLite file keeps for ever: with auto_vacuum =
+ * INCREMENTAL, store_reclaim() can give them back. A new file takes the setting before its
+ * first table; an older one needs a VACUUM, once. */
+static int s_incremental_vacuum(store_t *self, const char *path)
+{
+    if (s_pragma_int(self, "PRAGMA auto_vacuum") == 2)
+        return 0;
+    bool fresh = s_pragma_int(self, "PRAGMA page_count") == 0;
+    int rc = s_exec(self, "PRAGMA auto_vacuum=INCREMENTAL");
+    if (rc == 0 && !fresh) {
+        log_info("store: converting %s to incremental vacuum (once)", path);
+        rc = s_exec(self, "VACUUM");
+    }
+    return rc;
+}
+
 int store_open(const char *path, store_sync_t sync, store_t **out)
 {
     *out = NULL;
@@ -366,7 +394,9 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
                               : sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
                                                           : "PRAGMA synchronous=OFF";
     sqlite3_busy_timeout(self->db, 5000);
-    rc = s_exec(self, "PRAGMA journal_mode=WAL");
+    rc = s_incremental_vacuum(self, path);
+    if (rc == 0)
+        rc = s_exec(self, "PRAGMA journal_mode=WAL");
     if (rc == 0)
         rc = s_exec(self, sync_pragma);
     if (rc == 0)
@@ -759,6 +789,19 @@ int store_prune_finished(store_t *self, int64_t before, int limit)
         removed += sqlite3_changes(self->db);
     }
     return removed;
+}
+
+int64_t store_reclaim(store_t *self, int max_pages)
+{
+    int64_t free_pages = s_pragma_int(self, "PRAGMA freelist_count");
+    if (free_pages <= 0)
+        return free_pages < 0 ? failure_set(FAILURE_STORE, "cannot read the free page count") : 0;
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA incremental_vacuum(%d)", max_pages);
+    int rc = s_exec(self, sql);
+    if (rc != 0)
+        return rc;
+    return s_pragma_int(self, "PRAGMA freelist_count");
 }
 
 int store_events_trim(store_t *self, int64_t upto)

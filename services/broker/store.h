@@ -96,6 +96,12 @@ int store_event_insert(store_t *self, int64_t seq, const char *topic, size_t top
  * finished before it. Returns how many rows went (>= 0), or FAILURE_STORE. */
 int store_prune_finished(store_t *self, int64_t before, int limit);
 
+/* Gives back to the file system up to `max_pages` of the pages deleted rows left free
+ * (incremental vacuum; the store is opened with auto_vacuum = INCREMENTAL, converting an
+ * older file once with a VACUUM). Outside a transaction. Returns the free pages left (>= 0)
+ * or FAILURE_STORE. */
+int64_t store_reclaim(store_t *self, int max_pages);
+
 /* Deletes stored batches whose events all have seq <= `upto`. */
 int store_events_trim(store_t *self, int64_t upto);
 /* Calls fn for events with seq > since whose topic starts with `prefix` (NULL = all),

@@ -573,6 +573,24 @@ static void s_reclaim(broker_t *self, int64_t now)
         log_warn("reclaiming free pages: %s", failure_message());
 }
 
+/* At start: a specialist name no worker announced within keep_finished_days, and with no
+ * task queued or running, is forgotten (a submit to it is refused again until a worker
+ * says hello). */
+static int s_forget_specialists(broker_t *self)
+{
+    int64_t days = self->config.keep_finished_days;
+    if (days <= 0)
+        return 0;
+    int forgotten = store_specialists_forget(self->store, clock_wall_ms() - days * 24 * 3600 * 1000);
+    if (forgotten < 0)
+        return forgotten;
+    int rc = store_commit(self->store);
+    if (rc == 0 && forgotten > 0)
+        log_info("forgot %d specialist name%s no worker announced in %lld days", forgotten,
+                 forgotten == 1 ? "" : "s", (long long)days);
+    return rc;
+}
+
 static int s_run_timers(broker_t *self, int64_t now)
 {
     if (now >= self->next_ping) {
@@ -917,6 +935,9 @@ int broker_new(const broker_config_t *config, broker_t **out)
         broker_queue(self, s_builtin_specialists[i], true);
     for (size_t i = 0; config->specialists && config->specialists[i]; i++)
         broker_queue(self, config->specialists[i], true);
+    rc = s_forget_specialists(self);
+    if (rc != 0)
+        goto out;
     store_specialists_load(self->store, s_add_specialist, self);
     self->last_seq = store_last_seq(self->store);
     self->next_order = store_max_order(self->store);

@@ -88,14 +88,13 @@ static void s_drop_same_endpoint(broker_t *self, const char *id, const char *end
     }
 }
 
-/* The queue of a specialist a worker announced: created, and remembered across restarts,
- * the first time. */
+/* The queue of a specialist a worker announced: created the first time, and remembered
+ * across restarts with when a worker of it was last announced. */
 static queue_t *s_announced_queue(broker_t *self, const char *specialist)
 {
-    bool known = broker_specialist_known(self, specialist);
     queue_t *queue = broker_queue(self, specialist, true);
-    if (!known && queue != NULL)
-        store_specialist_remember(self->store, queue->name);
+    if (queue != NULL)
+        store_specialist_remember(self->store, queue->name, clock_wall_ms());
     return queue;
 }
 

@@ -50,6 +50,10 @@ static const char *s_migrations[] = {
     "DROP INDEX tasks_finished;"
     "CREATE INDEX tasks_by_specialist ON tasks(specialist, created, rid);"
     "CREATE INDEX tasks_by_issue ON tasks(issue, created, rid) WHERE issue IS NOT NULL;",
+    /* 4: when a worker of each specialist last said hello, so names nobody serves any more
+     * are forgotten (the names kept so far count as seen now). */
+    "ALTER TABLE specialists ADD COLUMN last_seen INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE specialists SET last_seen = CAST(strftime('%s', 'now') AS INTEGER) * 1000;",
 };
 
 enum {
@@ -99,7 +103,8 @@ static const char *s_sql[STMT_COUNT] = {
     [STMT_EVENTS_TRIM] = "DELETE FROM events WHERE first_seq <= ?1 AND last_seq <= ?1",
     [STMT_EVENTS_REPLAY] = "SELECT last_seq, data FROM events WHERE last_seq > ? ORDER BY first_seq"
                            " LIMIT 64",
-    [STMT_SPECIALIST_INSERT] = "INSERT OR IGNORE INTO specialists (name) VALUES (?)",
+    [STMT_SPECIALIST_INSERT] = "INSERT INTO specialists (name, last_seen) VALUES (?1, ?2)"
+                               " ON CONFLICT (name) DO UPDATE SET last_seen = ?2",
     [STMT_TASKS_PRUNE] = "DELETE FROM tasks WHERE rid IN (SELECT rid FROM tasks WHERE state IN"
                          " ('done', 'failed', 'dead', 'cancelled') AND created < ?1"
                          " AND updated < ?1 LIMIT ?2)",
@@ -880,14 +885,34 @@ int store_events_replay(store_t *self, int64_t since, const char *prefix, int li
     return rc;
 }
 
-int store_specialist_remember(store_t *self, const char *name)
+int store_specialist_remember(store_t *self, const char *name, int64_t seen)
 {
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
     sqlite3_stmt *stmt = self->stmt[STMT_SPECIALIST_INSERT];
     s_bind_text(stmt, 1, name);
+    sqlite3_bind_int64(stmt, 2, seen);
     return s_run(self, stmt, "remembering a specialist");
+}
+
+int store_specialists_forget(store_t *self, int64_t before)
+{
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(self->db,
+                           "DELETE FROM specialists WHERE last_seen < ? AND NOT EXISTS ("
+                           "  SELECT 1 FROM tasks WHERE tasks.specialist = specialists.name"
+                           "  AND state IN ('queued', 'running'))",
+                           -1, &stmt, NULL) != SQLITE_OK)
+        return s_fail(self, "forgetting specialists");
+    sqlite3_bind_int64(stmt, 1, before);
+    rc = s_run(self, stmt, "forgetting specialists");
+    int forgotten = rc == 0 ? sqlite3_changes(self->db) : rc;
+    sqlite3_finalize(stmt);
+    return forgotten;
 }
 
 int store_specialists_load(store_t *self, void (*fn)(const char *name, void *arg), void *arg)

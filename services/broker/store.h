@@ -110,7 +110,12 @@ int store_events_replay(store_t *self, int64_t since, const char *prefix, int li
                         int (*fn)(int64_t seq, const void *body, size_t len, void *arg),
                         void *arg);
 
-int store_specialist_remember(store_t *self, const char *name);
+/* In the open transaction: remembers a specialist a worker announced, seen at `seen` (wall
+ * ms). */
+int store_specialist_remember(store_t *self, const char *name, int64_t seen);
+/* In the open transaction: forgets the specialists last seen before `before` (wall ms)
+ * that have no queued or running task. Returns how many went, or FAILURE_STORE. */
+int store_specialists_forget(store_t *self, int64_t before);
 int store_specialists_load(store_t *self, void (*fn)(const char *name, void *arg), void *arg);
 
 /* Highest event seq, highest task order, and the number of dead tasks (for startup). */

@@ -334,6 +334,41 @@ static void test_reclaim(const char *dir)
     CHECK(after >= 0 && after < full / 10);
 }
 
+static void s_collect_name(const char *name, void *arg)
+{
+    char *names = arg;
+    size_t len = strlen(names);
+    snprintf(names + len, 256 - len, "%s%s", len ? " " : "", name);
+}
+
+/* A specialist name a worker announced is kept with when; names not announced since a
+ * given time and with no queued or running task are forgotten, the others stay. */
+static void test_forget_specialists(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/specialists.db", dir);
+    store_t *store = NULL;
+    CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
+    CHECK_INT(store_specialist_remember(store, "gone-agent", 1000), 0);
+    CHECK_INT(store_specialist_remember(store, "busy-agent", 1000), 0);
+    CHECK_INT(store_specialist_remember(store, "recent-agent", 1000), 0);
+    CHECK_INT(store_specialist_remember(store, "recent-agent", 9000), 0); /* seen again */
+    task_t *task = s_task("queued-for-busy");
+    task_set_text(&task->specialist, "busy-agent");
+    bool inserted = false;
+    CHECK_INT(store_task_insert(store, task, &inserted), 0);
+    task_destroy(&task);
+    CHECK_INT(store_commit(store), 0);
+    CHECK_INT(store_specialists_forget(store, 5000), 1);
+    CHECK_INT(store_commit(store), 0);
+    char names[256] = "";
+    CHECK_INT(store_specialists_load(store, s_collect_name, names), 0);
+    CHECK(strstr(names, "gone-agent") == NULL);
+    CHECK(strstr(names, "busy-agent") != NULL);
+    CHECK(strstr(names, "recent-agent") != NULL);
+    store_close(&store);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("store");
@@ -345,6 +380,7 @@ int main(void)
     test_wal_is_bounded(env->dir);
     test_prune_finished(env->dir);
     test_reclaim(env->dir);
+    test_forget_specialists(env->dir);
     testenv_destroy(&env);
     return check_exit_code("test_store");
 }

@@ -77,6 +77,12 @@ struct agent_run_t {
 };
 
 /* A malloc'd copy of at most max bytes of src, cut on a UTF-8 boundary. NULL on OOM. */
+/* The key of the run's session file and lock: its replica's (replica.h). */
+static const char *s_session_key(const agent_settings_t *set)
+{
+    return set->session != NULL ? set->session : set->specialist;
+}
+
 static char *s_dup_max(const char *src, size_t max)
 {
     size_t len = strlen(src);
@@ -197,7 +203,7 @@ static int s_fresh_session(agent_run_t *run, const char *reason)
     msgjson_copy_utf8(run->fresh_reason, sizeof run->fresh_reason, reason);
     log_info("agent %s: starting a fresh session %s (%s)", run->settings->specialist,
              st->session_id, reason);
-    int rc = session_save(run->settings->specialist, st);
+    int rc = session_save(s_session_key(run->settings), st);
     if (rc != 0)
         return rc;
     s_progress(run, AGENT_PROGRESS_SESSION, reason, st->session_id);
@@ -208,7 +214,7 @@ static int s_fresh_session(agent_run_t *run, const char *reason)
 static int s_choose_session(agent_run_t *run)
 {
     const agent_settings_t *set = run->settings;
-    int rc = session_load(set->specialist, &run->state);
+    int rc = session_load(s_session_key(set), &run->state);
     char reason[SESSION_REASON_SIZE];
     if (rc == FAILURE_NOT_FOUND) {
         snprintf(reason, sizeof reason, "no previous session");
@@ -502,7 +508,7 @@ static void s_record(agent_run_t *run)
         st->last_run_at_ms = clock_wall_ms();
         if (run->stream.cli_version[0] != '\0')
             msgjson_copy_utf8(st->cli_version, sizeof st->cli_version, run->stream.cli_version);
-        if (session_save(name, st) != 0)
+        if (session_save(s_session_key(run->settings), st) != 0)
             log_error("agent %s: cannot save the session: %s", name, failure_message());
         msgjson_copy_utf8(run->session_id, sizeof run->session_id, st->session_id);
     }
@@ -519,7 +525,7 @@ static void s_record(agent_run_t *run)
         "{s:s, s:o?, s:s, s:s, s:s, s:b, s:b, s:o, s:s, s:f, s:{s:I, s:I, s:I, s:I}, s:I, s:i, "
         "s:I, "
         "s:I, s:i, "
-        "s:b, s:b, s:o, s:o}",
+        "s:b, s:b, s:o, s:o, s:i}",
         "kind", "agent_run", "task_id", task_id, "specialist", name, "session_id",
         run->session_id, "mode", o->fresh ? "fresh" : "resumed", "ok", o->ok, "is_error",
         o->is_error, "subtype", subtype, "fresh_reason", run->fresh_reason,
@@ -529,7 +535,7 @@ static void s_record(agent_run_t *run)
         (json_int_t)o->output_tokens, "context_tokens", (json_int_t)o->context_tokens,
         "num_turns", o->num_turns, "duration_ms", (json_int_t)o->duration_ms, "wall_ms",
         (json_int_t)o->wall_ms, "attempts", o->attempts, "timed_out", o->timed_out, "cancelled",
-        run->cancelled, "error", error, "result", result);
+        run->cancelled, "error", error, "result", result, "replica", run->settings->replica);
     if (entry == NULL || session_history_append(name, entry) != 0)
         log_error("agent %s: cannot append to history: %s", name,
                   entry == NULL ? "entry not encodable" : failure_message());
@@ -627,7 +633,8 @@ int agent_run_start(agent_run_t **run_p, const agent_settings_t *settings, const
                     const char *task_id, agent_progress_fn *progress, void *progress_arg)
 {
     *run_p = NULL;
-    if (settings == NULL || !session_name_valid(settings->specialist))
+    if (settings == NULL || !session_name_valid(settings->specialist) ||
+        (settings->session != NULL && !session_name_valid(settings->session)))
         return failure_set(FAILURE_INVALID, "agent: invalid specialist name");
     if (settings->workdir == NULL || settings->workdir[0] != '/' ||
         strlen(settings->workdir) >= SESSION_CWD_SIZE)
@@ -666,7 +673,7 @@ static void s_step_lock(agent_run_t *run, int timeout_ms)
         s_finish(run, NULL);
         return;
     }
-    int rc = session_lock_try(&run->lock, name);
+    int rc = session_lock_try(&run->lock, s_session_key(run->settings));
     if (rc == FAILURE_STATE) {
         int64_t now = clock_now_ms();
         if (run->deadline_ms > 0 && now >= run->deadline_ms) {

@@ -61,7 +61,9 @@
  * string and list it points to must stay valid until agent_run_destroy(). Zero / NULL means
  * "default" or "omit the flag", as noted. */
 typedef struct {
-    const char *specialist;           /* required: session key, PANOPTICON_AGENT_ID */
+    const char *specialist;           /* required: PANOPTICON_AGENT_ID, the history's name */
+    const char *session;              /* the session key (replica.h); NULL → specialist */
+    int replica;                      /* this process's replica slot (replica.h), 0 alone */
     const char *workdir;              /* required, absolute: the agent's cwd, same every run */
     const char *command;              /* NULL → "claude" (searched in PATH) */
     const char *const *extra_args;    /* NULL-terminated, right after the command; or NULL */

@@ -33,16 +33,21 @@ struct session_lock_t {
 
 bool session_name_valid(const char *name)
 {
-    if (name == NULL || name[0] == '\0' || name[0] == '.' || strlen(name) > SESSION_NAME_MAX)
+    if (name == NULL || name[0] == '\0' || name[0] == '.' || name[0] == '~' ||
+        strlen(name) > SESSION_NAME_MAX)
         return false;
+    const char *replica = strchr(name, '~'); /* a replica's key: "<name>~<digits>" */
     for (const char *p = name; *p; p++) {
         char c = *p;
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '_' || c == '-';
+        bool ok = p > replica && replica != NULL
+                      ? c >= '0' && c <= '9'
+                      : (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' ||
+                            p == replica;
         if (!ok)
             return false;
     }
-    return true;
+    return replica == NULL || replica[1] != '\0';
 }
 
 void session_new_id(char id[SESSION_ID_SIZE])

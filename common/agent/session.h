@@ -46,8 +46,9 @@ typedef struct {
 
 typedef struct session_lock_t session_lock_t;
 
-/* True if `name` is usable as a specialist name: 1..SESSION_NAME_MAX characters from
- * [A-Za-z0-9._-], not starting with '.'. */
+/* True if `name` is usable as a session key: a specialist name (1..SESSION_NAME_MAX
+ * characters from [A-Za-z0-9._-], not starting with '.'), optionally with a replica's
+ * "~<digits>" (replica.h). */
 bool session_name_valid(const char *name);
 
 /* Writes a fresh random session id (lowercase UUID, libuuid) into id. */

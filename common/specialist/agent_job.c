@@ -1,11 +1,13 @@
 /* agent_job: the agent runner driven from a specialist job (see agent_job.h). */
 #include "agent_job.h"
 
+
 #include "failure.h"
 #include "handoff.h"
 #include "home.h"
 #include "log.h"
 #include "program.h"
+#include "replica.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -61,8 +63,15 @@ int agent_job_workdir(char *buf, size_t size, const config_t *config, const char
     const char *configured = config_specialist_workdir(config, specialist);
     if (configured != NULL && configured[0] != '\0')
         return s_absolute_dir(buf, size, configured);
+    /* Each replica of a scaled specialist works in a directory of its own (replica.h). */
+    int replica = replica_claim(specialist);
+    if (replica < 0)
+        return replica;
     char relative[256];
-    int n = snprintf(relative, sizeof relative, "specialists/%s/work", specialist);
+    int n = replica == 0
+                ? snprintf(relative, sizeof relative, "specialists/%s/work", specialist)
+                : snprintf(relative, sizeof relative, "specialists/%s/work-%d", specialist,
+                           replica);
     if (n < 0 || (size_t)n >= sizeof relative)
         return failure_set(FAILURE_TOO_BIG, "specialist name too long");
     char dir[PATH_MAX];
@@ -104,8 +113,14 @@ int agent_job_settings_from_config(agent_job_settings_t *out, const config_t *co
                           "disallowed_tools")) != 0)
         return rc;
 
+    int replica = replica_claim(specialist);
+    if (replica < 0)
+        return replica;
+    replica_session_key(out->session, sizeof out->session, specialist, replica);
     agent_settings_t *a = &out->agent;
     a->specialist = specialist;
+    a->session = out->session;
+    a->replica = replica;
     a->workdir = out->workdir;
     a->command = s_string_or_null(config, "agent", "command");
     a->extra_args = out->extra_args;

@@ -20,7 +20,8 @@
  * The working directory. The agent CLI finds a session's transcript by the cwd, so a
  * specialist's agent always runs in the same absolute directory: the workdir argument,
  * else [specialists.<name>] workdir, else $PANOPTICON_HOME/specialists/<name>/work
- * (created). The repository a task works on is handed to the agent some other way (for
+ * (created; .../work-<k> for replica k of a scaled specialist, which also keeps its own
+ * session: see replica.h). The repository a task works on is handed to the agent some other way (for
  * example `--add-dir <workspace>` with agent_job_settings_add_arg(), and its path in the
  * prompt).
  *
@@ -46,6 +47,7 @@
 
 #include "agent.h"
 #include "config.h"
+#include "session.h"
 #include "specialist.h"
 
 #include <stddef.h>
@@ -65,6 +67,7 @@
 typedef struct {
     agent_settings_t agent;
     char workdir[AGENT_JOB_WORKDIR_SIZE];
+    char session[SESSION_NAME_MAX + 8]; /* this replica's session key (replica.h) */
     /* cloister-mcp for the agent ("" when off), and the broker it talks to */
     char mcp_command[AGENT_JOB_WORKDIR_SIZE];
     const char *control_ep, *events_ep, *in_ep;

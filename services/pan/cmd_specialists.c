@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "failure.h"
 #include "msgjson.h"
+#include "replica.h"
 #include "session.h"
 
 #include <stdio.h>
@@ -197,6 +198,54 @@ static void s_iso_time(char *buf, size_t size, int64_t wall_ms)
 
 /* ---- list ---- */
 
+/* The replicas of a scaled specialist (replica.h): each slot a live process holds or
+ * whose session is kept, as [{replica, live, sessionId, runs, contextTokens, costUsd}];
+ * NULL when there is one copy at most (the single-instance view says it all). */
+static json_t *s_replicas(const char *name)
+{
+    json_t *replicas = json_array();
+    for (int k = 0; replicas != NULL && k < REPLICA_MAX; k++) {
+        char key[SESSION_NAME_MAX + 8];
+        replica_session_key(key, sizeof key, name, k);
+        session_state_t session;
+        bool has_session = session_load(key, &session) == 0;
+        bool live = replica_live(name, k);
+        if (!has_session && !live)
+            continue;
+        json_t *entry = json_pack("{s:i, s:b}", "replica", k, "live", live);
+        if (entry != NULL && has_session) {
+            json_object_set_new(entry, "sessionId", json_string(session.session_id));
+            json_object_set_new(entry, "runs", json_integer(session.runs));
+            json_object_set_new(entry, "contextTokens", json_integer(session.context_tokens));
+            json_object_set_new(entry, "costUsd", json_real(session.cost_usd));
+        }
+        json_array_append_new(replicas, entry);
+    }
+    if (json_array_size(replicas) <= 1) {
+        json_decref(replicas);
+        return NULL;
+    }
+    return replicas;
+}
+
+static void s_print_replicas(const json_t *replicas)
+{
+    size_t i, live = 0;
+    json_t *entry;
+    json_array_foreach(replicas, i, entry) live += json_is_true(json_object_get(entry, "live"));
+    printf("  Replicas: %zu, %zu live\n", json_array_size(replicas), live);
+    json_array_foreach(replicas, i, entry)
+    {
+        const char *session = pan_json_str(entry, "sessionId", NULL);
+        printf("    #%lld %s", (long long)pan_json_int(entry, "replica", 0),
+               json_is_true(json_object_get(entry, "live")) ? "live   " : "stopped");
+        if (session != NULL)
+            printf("  session %.8s..., %lld runs", session,
+                   (long long)pan_json_int(entry, "runs", 0));
+        printf("\n");
+    }
+}
+
 /* One specialist's entry of `pan specialists list --json` (caller owns), or NULL when it
  * cannot be built. Names from the configuration that are not UTF-8 get U+FFFD. */
 static json_t *s_status_json(const pan_t *pan, const known_t *known, const char *name)
@@ -239,6 +288,9 @@ static json_t *s_status_json(const pan_t *pan, const known_t *known, const char 
             json_object_set_new(status, "lastWake", json_string(when));
         }
     }
+    json_t *replicas = status != NULL ? s_replicas(name) : NULL;
+    if (replicas != NULL)
+        json_object_set_new(status, "replicas", replicas);
     return status;
 }
 
@@ -275,6 +327,9 @@ static void s_print_status(const json_t *status, bool color)
                json_is_number(cost) ? json_number_value(cost) : 0.0,
                (long long)pan_json_int(status, "runs", 0));
     }
+    const json_t *replicas = json_object_get(status, "replicas");
+    if (replicas != NULL)
+        s_print_replicas(replicas);
     const char *last = pan_json_str(status, "lastWake", NULL);
     if (last != NULL) {
         struct tm tm;
@@ -575,11 +630,18 @@ static bool s_confirm(const char *question)
     return answer[0] == 'y' || answer[0] == 'Y';
 }
 
+/* Resets the specialist's session and those of its replicas (replica.h). */
 static int s_reset_one(const char *name)
 {
-    int rc = session_reset(name);
-    if (rc != 0)
-        return pan_fail(PAN_EXIT_ERROR, "cannot reset %s: %s", name, failure_message());
+    for (int k = 0; k < REPLICA_MAX; k++) {
+        char key[SESSION_NAME_MAX + 8];
+        replica_session_key(key, sizeof key, name, k);
+        session_state_t session;
+        if (k > 0 && session_load(key, &session) == FAILURE_NOT_FOUND)
+            continue;
+        if (session_reset(key) != 0)
+            return pan_fail(PAN_EXIT_ERROR, "cannot reset %s: %s", key, failure_message());
+    }
     return PAN_EXIT_OK;
 }
 

@@ -80,8 +80,90 @@ static void test_fresh_resumed_fallback(void)
     review_env_destroy(&r);
 }
 
+/* The session ids of the ends of tasks a and b, into ids[0] and ids[1]; whether both
+ * resumed their session. */
+static bool s_session_ids(review_env_t *r, const char *a, const char *b, char ids[2][64])
+{
+    const char *tasks[] = {a, b};
+    bool resumed = true;
+    for (int i = 0; i < 2; i++) {
+        json_t *done = harness_wait(r->h, "task.done", tasks[i], 20000);
+        CHECK(done != NULL);
+        snprintf(ids[i], sizeof ids[i], "%s", harness_field(review_result(done), "session_id"));
+        resumed = resumed && json_is_false(json_object_get(review_result(done), "session_fresh"));
+    }
+    return resumed;
+}
+
+/* Two review-agents on one state directory (docker compose --scale review-agent=2): each
+ * claims a replica slot and keeps a session of its own, so their agent runs overlap rather
+ * than queue on one session's lock; `pan specialists list` shows both replicas; a replica
+ * that is replaced gives its slot, and its session, to the new process. */
+static void test_replicas(void)
+{
+    review_env_t *r = review_env_new("runtime-replicas");
+    CHECK(r != NULL);
+    setenv("FAKE_CLAUDE_RESULT", "Looks fine.\nREVIEW_RESULT: APPROVED\nFINDINGS: none\n", 1);
+    setenv("FAKE_CLAUDE_DELAY_MS", "500", 1);
+    pid_t a = review_start(r, "review-a");
+    pid_t b = review_start(r, "review-b");
+    CHECK(a > 0 && b > 0);
+    review_submit(r, "p1", 60, NULL);
+    review_submit(r, "p2", 60, NULL);
+    /* Both agents started before either review ended: the runs overlap. */
+    json_t *lines[8] = {NULL};
+    int n = 0;
+    for (int waited = 0; waited < 20000 && n < 2; waited += 50) {
+        for (int i = 0; i < n; i++)
+            json_decref(lines[i]);
+        n = review_log(r, lines, 8);
+        if (n < 2)
+            harness_pump(r->h, 50);
+    }
+    CHECK_INT(n, 2);
+    CHECK_INT(harness_count(r->h, "task.done", NULL), 0);
+    for (int i = 0; i < n; i++)
+        json_decref(lines[i]);
+    char first[2][64];
+    s_session_ids(r, "p1", "p2", first);
+    CHECK(first[0][0] != '\0' && first[1][0] != '\0' && strcmp(first[0], first[1]) != 0);
+
+    char out[16384];
+    char *pan[] = {(char *)testenv_bin("pan"), "specialists", "list", "--json", NULL};
+    CHECK_INT(testenv_run(r->h->env, pan, out, sizeof out, 10000), 0);
+    json_t *list = json_loads(out, 0, NULL);
+    const json_t *replicas = NULL;
+    size_t i;
+    json_t *entry;
+    json_array_foreach(list, i, entry)
+    {
+        if (strcmp(harness_field(entry, "name"), "review-agent") == 0)
+            replicas = json_object_get(entry, "replicas");
+    }
+    CHECK_INT((int)json_array_size(replicas), 2);
+    for (i = 0; i < 2; i++)
+        CHECK(json_is_true(json_object_get(json_array_get(replicas, i), "live")));
+    json_decref(list);
+
+    /* Replica b is replaced: the new process takes slot 1 and resumes b's session. */
+    CHECK(review_stop(r, b) == 0);
+    pid_t c = review_start(r, "review-c");
+    CHECK(c > 0);
+    review_submit(r, "p3", 60, NULL);
+    review_submit(r, "p4", 60, NULL);
+    char again[2][64];
+    CHECK(s_session_ids(r, "p3", "p4", again));
+    CHECK((strcmp(again[0], first[0]) == 0 && strcmp(again[1], first[1]) == 0) ||
+          (strcmp(again[0], first[1]) == 0 && strcmp(again[1], first[0]) == 0));
+    CHECK(review_stop(r, a) == 0);
+    CHECK(review_stop(r, c) == 0);
+    review_clear_fake_env();
+    review_env_destroy(&r);
+}
+
 int main(void)
 {
     test_fresh_resumed_fallback();
+    test_replicas();
     return check_exit_code("test_runtime_sessions");
 }

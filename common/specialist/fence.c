@@ -33,9 +33,11 @@ static int s_show_task(const char *control_endpoint, const char *task_id, wire_m
 static int s_compare(const wire_msg_t *reply, const specialist_task_t *task, const char *worker)
 {
     const msgpack_object *data = wire_msg_object(reply, FIELD_DATA);
-    char state[32], holder[256];
-    wire_obj_str(wire_map_get(data, FIELD_STATE), state, sizeof state, "");
-    wire_obj_str(wire_map_get(data, FIELD_WORKER), holder, sizeof holder, "");
+    char state_buf[32], holder_buf[256];
+    const char *state =
+        wire_obj_str(wire_map_get(data, FIELD_STATE), state_buf, sizeof state_buf, "");
+    const char *holder =
+        wire_obj_str(wire_map_get(data, FIELD_WORKER), holder_buf, sizeof holder_buf, "");
     const msgpack_object *number = wire_map_get(data, FIELD_ATTEMPT);
     long long attempt = number != NULL && number->type == MSGPACK_OBJECT_POSITIVE_INTEGER
                             ? (long long)number->via.u64

@@ -231,9 +231,10 @@ int broker_gate_check(broker_t *self, const wire_msg_t *msg, const char *special
         return failure_set(FAILURE_INVALID,
                            "a merge needs an issueId: the broker merges only a commit that "
                            "passed that issue's review; " GATE_OVERRIDE_HINT);
-    char commit[64];
-    wire_obj_str(wire_map_get(wire_msg_object(msg, FIELD_PAYLOAD), FIELD_COMMIT), commit,
-                 sizeof commit, "");
+    char commit_buf[64];
+    const msgpack_object *payload = wire_msg_object(msg, FIELD_PAYLOAD);
+    const char *commit =
+        wire_obj_str(wire_map_get(payload, FIELD_COMMIT), commit_buf, sizeof commit_buf, "");
     if (commit[0] == '\0')
         return failure_set(FAILURE_INVALID,
                            "a merge must name the commit it merges (payload.commit), so the "

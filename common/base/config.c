@@ -1,12 +1,10 @@
-/* config: the cloister.toml parser, the known-key schema with its defaults, the
- * environment overrides and the getters (see config.h).
+/* config: cloister.toml's known-key schema with its defaults, the environment overrides
+ * and the getters (see config.h); the file is read by toml.c.
  *
  * Notes for readers:
- * - The parser is a plain recursive-descent reader over a byte buffer that need not be
- *   NUL-terminated (the fuzz target hands it raw bytes). It never reads past `len`.
- * - Every error goes through s_error(), which builds "file:line:col: expected X, found Y".
- *   `found` is described by s_describe() from the bytes at the error position, or given
- *   explicitly when the problem is a whole value (a wrong type, a duplicate).
+ * - toml_parse() hands each [header] and `key = value` to s_on_table() / s_on_key_value(),
+ *   which keep the tables and check each value against the schema; their errors read
+ *   "file:line:col: expected X, found Y" like the reader's own.
  * - Defaults are real entries (from_file == false) placed in the tables before parsing, so
  *   the generic getters find them; a file entry replaces a default, and a second file
  *   entry for the same key is a duplicate. Likewise a table's `declared` flag tells a
@@ -18,6 +16,7 @@
 #include "failure.h"
 #include "home.h"
 #include "log.h"
+#include "toml.h"
 
 #include <errno.h>
 #include <math.h>
@@ -26,21 +25,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-typedef enum { VALUE_STRING, VALUE_INT, VALUE_FLOAT, VALUE_BOOL, VALUE_ARRAY } value_kind_t;
-
-typedef struct value_t {
-    value_kind_t kind;
-    char *string;          /* VALUE_STRING */
-    int64_t integer;       /* VALUE_INT */
-    double number;         /* VALUE_FLOAT */
-    bool boolean;          /* VALUE_BOOL */
-    struct value_t *items; /* VALUE_ARRAY: strings or integers, all of one kind */
-    size_t nitems;
-} value_t;
-
 typedef struct {
     char *key;
-    value_t value;
+    toml_value_t value;
     bool from_file; /* false for a default or an environment override */
     int line;       /* where the file set it (0 if not from the file) */
 } entry_t;
@@ -157,14 +144,6 @@ static const schema_t s_schema[] = {
 
 /* ---------------------------------------------------------------- values and tables --- */
 
-static void s_value_free(value_t *value)
-{
-    free(value->string);
-    for (size_t i = 0; i < value->nitems; i++)
-        s_value_free(&value->items[i]);
-    free(value->items);
-    memset(value, 0, sizeof *value);
-}
 
 /* True if `name` is "specialists.<x>" with no further dot. */
 static bool s_is_specialist_table(const char *name)
@@ -230,7 +209,7 @@ static entry_t *s_find_entry(const table_t *table, const char *key)
     return NULL;
 }
 
-static const value_t *s_find_value(const config_t *self, const char *table, const char *key)
+static const toml_value_t *s_find_value(const config_t *self, const char *table, const char *key)
 {
     entry_t *entry = s_find_entry(s_find_table(self, table), key);
     return entry ? &entry->value : NULL;
@@ -263,7 +242,7 @@ static table_t *s_add_table(config_t *self, const char *name)
 /* Sets `key` in `table` to `*value`, taking ownership of the value's memory (it is zeroed
  * in the caller) whether or not this succeeds. Replaces an existing entry. Returns 0 or
  * FAILURE_MEMORY. */
-static int s_table_set(table_t *table, const char *key, value_t *value, bool from_file, int line)
+static int s_table_set(table_t *table, const char *key, toml_value_t *value, bool from_file, int line)
 {
     entry_t *entry = s_find_entry(table, key);
     if (entry == NULL) {
@@ -271,7 +250,7 @@ static int s_table_set(table_t *table, const char *key, value_t *value, bool fro
             size_t capacity = table->capacity ? table->capacity * 2 : 8;
             entry_t *entries = realloc(table->entries, capacity * sizeof *entries);
             if (entries == NULL) {
-                s_value_free(value);
+                toml_value_free(value);
                 return failure_set(FAILURE_MEMORY, "out of memory reading the configuration");
             }
             table->entries = entries;
@@ -281,12 +260,12 @@ static int s_table_set(table_t *table, const char *key, value_t *value, bool fro
         memset(entry, 0, sizeof *entry);
         entry->key = strdup(key);
         if (entry->key == NULL) {
-            s_value_free(value);
+            toml_value_free(value);
             return failure_set(FAILURE_MEMORY, "out of memory reading the configuration");
         }
         table->count++;
     } else {
-        s_value_free(&entry->value);
+        toml_value_free(&entry->value);
     }
     entry->value = *value;
     entry->from_file = from_file;
@@ -299,7 +278,7 @@ static int s_set_string(config_t *self, const char *table_name, const char *key,
                         const char *text)
 {
     table_t *table = s_add_table(self, table_name);
-    value_t value = {.kind = VALUE_STRING, .string = strdup(text)};
+    toml_value_t value = {.kind = TOML_STRING, .string = strdup(text)};
     if (table == NULL || value.string == NULL) {
         free(value.string);
         return failure_set(FAILURE_MEMORY, "out of memory reading the configuration");
@@ -324,533 +303,6 @@ static bool s_is_choice(const char *choices, const char *text)
     return false;
 }
 
-/* ---------------------------------------------------------------- parser ------------- */
-
-typedef struct {
-    const char *name; /* file name for messages */
-    const char *text;
-    size_t len;
-    size_t pos;
-    int line;          /* 1-based line of `pos` */
-    size_t line_start; /* offset of the first byte of that line */
-    config_t *config;
-    size_t table; /* index of the current table */
-} parser_t;
-
-/* A position remembered for an error reported later (a value's type, a duplicate). The
- * column is worked out only when an error is reported, so long lines stay linear. */
-typedef struct {
-    int line;
-    size_t line_start;
-    size_t pos;
-} mark_t;
-
-static mark_t s_mark(const parser_t *p)
-{
-    return (mark_t){p->line, p->line_start, p->pos};
-}
-
-static int s_error_at(const parser_t *p, mark_t at, const char *expected, const char *found)
-{
-    /* Columns count characters, so skip UTF-8 continuation bytes. */
-    int col = 1;
-    for (size_t i = at.line_start; i < at.pos; i++) {
-        if (((unsigned char)p->text[i] & 0xC0) != 0x80)
-            col++;
-    }
-    return failure_set(FAILURE_INVALID, "%s:%d:%d: expected %s, found %s", p->name, at.line,
-                       col, expected, found);
-}
-
-static bool s_at_end(const parser_t *p)
-{
-    return p->pos >= p->len;
-}
-
-static int s_peek(const parser_t *p, size_t ahead)
-{
-    return p->pos + ahead < p->len ? (unsigned char)p->text[p->pos + ahead] : -1;
-}
-
-static bool s_is_bare_key_char(int c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
-        || c == '_' || c == '-';
-}
-
-/* Characters that make up an unquoted value token (numbers, booleans, junk like `yes`). */
-static bool s_is_token_char(int c)
-{
-    return s_is_bare_key_char(c) || c == '+' || c == '.';
-}
-
-static bool s_is_control(int c)
-{
-    return (c >= 0 && c < 0x20 && c != '\t') || c == 0x7F;
-}
-
-static bool s_at_newline(const parser_t *p)
-{
-    return s_peek(p, 0) == '\n' || (s_peek(p, 0) == '\r' && s_peek(p, 1) == '\n');
-}
-
-/* Describes what is at the current position, for the "found ..." half of a message. */
-static void s_describe(const parser_t *p, char *buf, size_t size)
-{
-    int c = s_peek(p, 0);
-    if (c < 0) {
-        snprintf(buf, size, "end of file");
-    } else if (s_at_newline(p)) {
-        snprintf(buf, size, "end of line");
-    } else if (s_is_control(c)) {
-        snprintf(buf, size, "control character 0x%02x", (unsigned)c);
-    } else {
-        size_t n = 1;
-        if (s_is_token_char(c)) {
-            while (n < 32 && s_is_token_char(s_peek(p, n)))
-                n++;
-        } else {
-            while (n < 4 && (s_peek(p, n) & 0xC0) == 0x80)
-                n++; /* the rest of a UTF-8 character */
-        }
-        bool longer = s_is_token_char(c) && s_is_token_char(s_peek(p, n));
-        snprintf(buf, size, "'%.*s%s'", (int)n, p->text + p->pos, longer ? "..." : "");
-    }
-}
-
-static int s_error(const parser_t *p, const char *expected)
-{
-    char found[64];
-    s_describe(p, found, sizeof found);
-    return s_error_at(p, s_mark(p), expected, found);
-}
-
-static void s_skip_spaces(parser_t *p)
-{
-    while (s_peek(p, 0) == ' ' || s_peek(p, 0) == '\t')
-        p->pos++;
-}
-
-/* Consumes a newline (LF or CRLF), which the caller has checked is there. */
-static void s_take_newline(parser_t *p)
-{
-    p->pos += s_peek(p, 0) == '\r' ? 2 : 1;
-    p->line++;
-    p->line_start = p->pos;
-}
-
-/* Skips a `#` comment up to (not including) the end of the line. */
-static int s_skip_comment(parser_t *p)
-{
-    p->pos++; /* '#' */
-    while (!s_at_end(p) && !s_at_newline(p)) {
-        if (s_is_control(s_peek(p, 0)))
-            return s_error(p, "comment text");
-        p->pos++;
-    }
-    return 0;
-}
-
-/* After a header or a key/value: spaces, an optional comment, then a newline or the end. */
-static int s_finish_line(parser_t *p)
-{
-    s_skip_spaces(p);
-    if (s_peek(p, 0) == '#') {
-        int rc = s_skip_comment(p);
-        if (rc != 0)
-            return rc;
-    }
-    if (s_at_end(p))
-        return 0;
-    if (!s_at_newline(p))
-        return s_error(p, "end of line");
-    s_take_newline(p);
-    return 0;
-}
-
-/* A growable byte buffer for string values. */
-typedef struct {
-    char *data;
-    size_t len;
-    size_t capacity;
-} strbuf_t;
-
-static int s_strbuf_add(strbuf_t *buf, const char *bytes, size_t n)
-{
-    if (buf->len + n + 1 > buf->capacity) {
-        size_t capacity = buf->capacity ? buf->capacity : 32;
-        while (capacity < buf->len + n + 1)
-            capacity *= 2;
-        char *data = realloc(buf->data, capacity);
-        if (data == NULL)
-            return failure_set(FAILURE_MEMORY, "out of memory reading the configuration");
-        buf->data = data;
-        buf->capacity = capacity;
-    }
-    memcpy(buf->data + buf->len, bytes, n);
-    buf->len += n;
-    buf->data[buf->len] = '\0';
-    return 0;
-}
-
-/* Appends code point `cp` (a valid Unicode scalar value) as UTF-8. */
-static int s_strbuf_add_utf8(strbuf_t *buf, uint32_t cp)
-{
-    char out[4];
-    size_t n;
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        out[0] = (char)(0xF0 | (cp >> 18));
-        out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    return s_strbuf_add(buf, out, n);
-}
-
-static int s_hex_value(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* The escape after a backslash in a basic string; p->pos is at the backslash. */
-static int s_parse_escape(parser_t *p, strbuf_t *buf)
-{
-    mark_t at = s_mark(p);
-    int c = s_peek(p, 1);
-    const char *simple = NULL;
-    switch (c) {
-    case '"': simple = "\""; break;
-    case '\\': simple = "\\"; break;
-    case 'b': simple = "\b"; break;
-    case 't': simple = "\t"; break;
-    case 'n': simple = "\n"; break;
-    case 'f': simple = "\f"; break;
-    case 'r': simple = "\r"; break;
-    default: break;
-    }
-    if (simple != NULL) {
-        p->pos += 2;
-        return s_strbuf_add(buf, simple, 1);
-    }
-    if (c != 'u' && c != 'U') {
-        char found[64];
-        if (c > 0x20 && c < 0x7F) {
-            snprintf(found, sizeof found, "'\\%c'", c);
-        } else {
-            p->pos++;
-            s_describe(p, found, sizeof found);
-        }
-        return s_error_at(p, at,
-                          "an escape (\\\" \\\\ \\b \\t \\n \\f \\r \\uXXXX or \\UXXXXXXXX)",
-                          found);
-    }
-    size_t digits = c == 'u' ? 4 : 8;
-    p->pos += 2;
-    uint32_t cp = 0;
-    for (size_t i = 0; i < digits; i++) {
-        int v = s_hex_value(s_peek(p, 0));
-        if (v < 0)
-            return s_error(p, c == 'u' ? "4 hex digits after \\u" : "8 hex digits after \\U");
-        cp = cp * 16 + (uint32_t)v;
-        p->pos++;
-    }
-    if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
-        char found[32];
-        snprintf(found, sizeof found, "U+%04X", (unsigned)cp);
-        return s_error_at(p, at, "a Unicode character other than NUL or a surrogate", found);
-    }
-    return s_strbuf_add_utf8(buf, cp);
-}
-
-/* A "basic" or 'literal' string on one line; p->pos is at the opening quote. On success
- * *out is a new NUL-terminated string the caller owns. */
-static int s_parse_string(parser_t *p, char **out)
-{
-    char quote = (char)s_peek(p, 0);
-    strbuf_t buf = {0};
-    int rc = s_strbuf_add(&buf, "", 0);
-    p->pos++;
-    while (rc == 0) {
-        int c = s_peek(p, 0);
-        if (c == quote) {
-            p->pos++;
-            *out = buf.data;
-            return 0;
-        }
-        if (c < 0 || s_at_newline(p)) {
-            rc = s_error(p, quote == '"' ? "a closing '\"'" : "a closing \"'\"");
-        } else if (s_is_control(c)) {
-            rc = s_error(p, "a string character");
-        } else if (c == '\\' && quote == '"') {
-            rc = s_parse_escape(p, &buf);
-        } else {
-            rc = s_strbuf_add(&buf, p->text + p->pos, 1);
-            p->pos++;
-        }
-    }
-    free(buf.data);
-    return rc;
-}
-
-/* A bare or quoted key; on success *out is a new string the caller owns. */
-static int s_parse_key(parser_t *p, char **out)
-{
-    mark_t at = s_mark(p);
-    int c = s_peek(p, 0);
-    if (c == '"' || c == '\'') {
-        int rc = s_parse_string(p, out);
-        if (rc != 0)
-            return rc;
-        if ((*out)[0] == '\0') {
-            free(*out);
-            *out = NULL;
-            return s_error_at(p, at, "a non-empty key", "an empty quoted key");
-        }
-        return 0;
-    }
-    if (!s_is_bare_key_char(c))
-        return s_error(p, "a key (letters, digits, '_', '-' or a quoted string)");
-    size_t start = p->pos;
-    while (s_is_bare_key_char(s_peek(p, 0)))
-        p->pos++;
-    *out = strndup(p->text + start, p->pos - start);
-    if (*out == NULL)
-        return failure_set(FAILURE_MEMORY, "out of memory reading the configuration");
-    return 0;
-}
-
-/* Reads the digits of an integer part, fraction or exponent: at least one digit, `_` only
- * between digits. Copies the digits (without `_`) into out. Returns false if malformed. */
-static bool s_scan_digits(const char *tok, size_t n, size_t *i, char *out, size_t *o)
-{
-    size_t start = *i;
-    while (*i < n && ((tok[*i] >= '0' && tok[*i] <= '9') || tok[*i] == '_')) {
-        if (tok[*i] == '_') {
-            bool digit_before = *i > start && tok[*i - 1] != '_';
-            bool digit_after = *i + 1 < n && tok[*i + 1] >= '0' && tok[*i + 1] <= '9';
-            if (!digit_before || !digit_after)
-                return false;
-        } else {
-            out[(*o)++] = tok[*i];
-        }
-        (*i)++;
-    }
-    return *i > start;
-}
-
-#define VALUE_EXPECTED "a value (string, number, boolean or array)"
-
-/* An unquoted token: true, false, an integer or a float. `expected` describes what may
- * stand here, for the message when the token is none of those. */
-static int s_parse_token(parser_t *p, value_t *out, const char *expected)
-{
-    size_t start = p->pos;
-    while (s_is_token_char(s_peek(p, 0)))
-        p->pos++;
-    const char *tok = p->text + start;
-    size_t n = p->pos - start;
-    if (n == 0)
-        return s_error(p, expected);
-    if (n == 4 && strncmp(tok, "true", 4) == 0) {
-        *out = (value_t){.kind = VALUE_BOOL, .boolean = true};
-        return 0;
-    }
-    if (n == 5 && strncmp(tok, "false", 5) == 0) {
-        *out = (value_t){.kind = VALUE_BOOL, .boolean = false};
-        return 0;
-    }
-
-    /* A number: [sign] digits [. digits] [e [sign] digits], no leading zeros. */
-    char digits[80];
-    size_t o = 0, i = 0;
-    bool ok = n < 64;
-    bool is_float = false;
-    if (ok && (tok[0] == '+' || tok[0] == '-'))
-        digits[o++] = tok[i++];
-    size_t int_start = i;
-    ok = ok && s_scan_digits(tok, n, &i, digits, &o);
-    ok = ok && !(tok[int_start] == '0' && i > int_start + 1); /* leading zero */
-    if (ok && i < n && tok[i] == '.') {
-        is_float = true;
-        digits[o++] = tok[i++];
-        ok = s_scan_digits(tok, n, &i, digits, &o);
-    }
-    if (ok && i < n && (tok[i] == 'e' || tok[i] == 'E')) {
-        is_float = true;
-        digits[o++] = tok[i++];
-        if (i < n && (tok[i] == '+' || tok[i] == '-'))
-            digits[o++] = tok[i++];
-        ok = s_scan_digits(tok, n, &i, digits, &o);
-    }
-    ok = ok && i == n;
-    if (!ok) {
-        p->pos = start;
-        return s_error(p, expected);
-    }
-    digits[o] = '\0';
-    errno = 0;
-    if (is_float) {
-        double number = strtod(digits, NULL);
-        if (!isfinite(number)) {
-            p->pos = start;
-            return s_error(p, "a float within range");
-        }
-        *out = (value_t){.kind = VALUE_FLOAT, .number = number};
-    } else {
-        long long integer = strtoll(digits, NULL, 10);
-        if (errno == ERANGE) {
-            p->pos = start;
-            return s_error(p, "a 64-bit integer");
-        }
-        *out = (value_t){.kind = VALUE_INT, .integer = integer};
-    }
-    return 0;
-}
-
-/* Skips spaces, newlines and comments between array elements. */
-static int s_skip_array_space(parser_t *p)
-{
-    for (;;) {
-        s_skip_spaces(p);
-        if (s_peek(p, 0) == '#') {
-            int rc = s_skip_comment(p);
-            if (rc != 0)
-                return rc;
-        } else if (s_at_newline(p)) {
-            s_take_newline(p);
-        } else {
-            return 0;
-        }
-    }
-}
-
-static const char *s_kind_name(const value_t *value)
-{
-    switch (value->kind) {
-    case VALUE_STRING: return "a string";
-    case VALUE_INT: return "an integer";
-    case VALUE_FLOAT: return "a float";
-    case VALUE_BOOL: return "a boolean";
-    case VALUE_ARRAY:
-        if (value->nitems > 0 && value->items[0].kind == VALUE_INT)
-            return "an array of integers";
-        return "an array";
-    }
-    return "a value";
-}
-
-static int s_parse_value(parser_t *p, value_t *out, bool in_array);
-
-/* An array of strings or of integers; p->pos is at '['. */
-static int s_parse_array(parser_t *p, value_t *out)
-{
-    value_t array = {.kind = VALUE_ARRAY};
-    size_t capacity = 0;
-    int rc;
-    p->pos++; /* '[' */
-    for (;;) {
-        rc = s_skip_array_space(p);
-        if (rc != 0)
-            goto out;
-        if (s_peek(p, 0) == ']')
-            break;
-        mark_t at = s_mark(p);
-        value_t item = {0};
-        rc = s_parse_value(p, &item, true);
-        if (rc != 0)
-            goto out;
-        if (item.kind != VALUE_STRING && item.kind != VALUE_INT) {
-            rc = s_error_at(p, at, "a string or an integer", s_kind_name(&item));
-            s_value_free(&item);
-            goto out;
-        }
-        if (array.nitems > 0 && item.kind != array.items[0].kind) {
-            rc = s_error_at(p, at,
-                            array.items[0].kind == VALUE_STRING
-                                ? "a string like the first element"
-                                : "an integer like the first element",
-                            s_kind_name(&item));
-            s_value_free(&item);
-            goto out;
-        }
-        if (array.nitems == capacity) {
-            capacity = capacity ? capacity * 2 : 4;
-            value_t *items = realloc(array.items, capacity * sizeof *items);
-            if (items == NULL) {
-                s_value_free(&item);
-                rc = failure_set(FAILURE_MEMORY, "out of memory reading the configuration");
-                goto out;
-            }
-            array.items = items;
-        }
-        array.items[array.nitems++] = item;
-        rc = s_skip_array_space(p);
-        if (rc != 0)
-            goto out;
-        if (s_peek(p, 0) == ',') {
-            p->pos++;
-        } else if (s_peek(p, 0) != ']') {
-            rc = s_error(p, "',' or ']'");
-            goto out;
-        }
-    }
-    p->pos++; /* ']' */
-    *out = array;
-    return 0;
-out:
-    s_value_free(&array);
-    return rc;
-}
-
-static int s_parse_value(parser_t *p, value_t *out, bool in_array)
-{
-    const char *expected = in_array ? "a string or an integer" : VALUE_EXPECTED;
-    int c = s_peek(p, 0);
-    if (c == '"' || c == '\'') {
-        if (s_peek(p, 1) == c && s_peek(p, 2) == c) {
-            char found[64];
-            snprintf(found, sizeof found, "'%c%c%c' (multi-line strings are not supported)",
-                     c, c, c);
-            return s_error_at(p, s_mark(p), expected, found);
-        }
-        char *text = NULL;
-        int rc = s_parse_string(p, &text);
-        if (rc != 0)
-            return rc;
-        *out = (value_t){.kind = VALUE_STRING, .string = text};
-        return 0;
-    }
-    if (c == '[') {
-        if (in_array)
-            return s_error_at(p, s_mark(p), expected,
-                              "'[' (nested arrays are not supported)");
-        return s_parse_array(p, out);
-    }
-    if (c == '{')
-        return s_error_at(p, s_mark(p), expected, "'{' (inline tables are not supported)");
-    return s_parse_token(p, out, expected);
-}
-
-/* The known key for `key` in table `table_name`, or NULL. */
 static const schema_t *s_schema_find(const char *table_name, const char *key)
 {
     for (size_t i = 0; i < SCHEMA_COUNT; i++) {
@@ -878,17 +330,18 @@ static bool s_known_table(const char *table_name)
 
 /* A key Cloister does not know in a table it reads is kept (see config.h), but most likely
  * a misspelling that would otherwise silently do nothing: say so. */
-static void s_warn_unknown(const parser_t *p, mark_t at, const char *table_name, const char *key)
+static void s_warn_unknown(const toml_reader_t *p, toml_mark_t at, const char *table_name,
+                           const char *key)
 {
     if (s_known_table(table_name))
-        log_warn("%s:%d: unknown key '%s' in [%s] (ignored; misspelt?)", p->name, at.line, key,
+        log_warn("%s:%d: unknown key '%s' in [%s] (ignored; misspelt?)", toml_name(p), at.line, key,
                  table_name);
 }
 
 /* Checks a file value against the schema (and turns an integer into a float for a float
  * key). `at` is where the value starts. */
-static int s_check_schema(parser_t *p, mark_t at, const char *table_name, const char *key,
-                          value_t *value)
+static int s_check_schema(toml_reader_t *p, toml_mark_t at, const char *table_name, const char *key,
+                          toml_value_t *value)
 {
     const schema_t *s = s_schema_find(table_name, key);
     if (s == NULL) {
@@ -897,12 +350,12 @@ static int s_check_schema(parser_t *p, mark_t at, const char *table_name, const 
     }
     char expected[160];
     char found[160];
-    snprintf(found, sizeof found, "%s", s_kind_name(value));
+    snprintf(found, sizeof found, "%s", toml_kind_name(value));
     bool ok = true;
     switch (s->type) {
     case SCHEMA_STRING:
         snprintf(expected, sizeof expected, "a string for %s.%s", table_name, key);
-        ok = value->kind == VALUE_STRING;
+        ok = value->kind == TOML_STRING;
         if (ok && s->choices != NULL && !s_is_choice(s->choices, value->string)) {
             snprintf(expected, sizeof expected, "one of %s for %s.%s", s->choices, table_name,
                      key);
@@ -913,7 +366,7 @@ static int s_check_schema(parser_t *p, mark_t at, const char *table_name, const 
     case SCHEMA_INT:
         snprintf(expected, sizeof expected, "an integer >= %lld for %s.%s", (long long)s->min,
                  table_name, key);
-        ok = value->kind == VALUE_INT;
+        ok = value->kind == TOML_INT;
         if (ok && value->integer < s->min) {
             snprintf(found, sizeof found, "%lld", (long long)value->integer);
             ok = false;
@@ -922,9 +375,9 @@ static int s_check_schema(parser_t *p, mark_t at, const char *table_name, const 
     case SCHEMA_FLOAT:
         snprintf(expected, sizeof expected, "a number >= %lld for %s.%s", (long long)s->min,
                  table_name, key);
-        if (value->kind == VALUE_INT)
-            *value = (value_t){.kind = VALUE_FLOAT, .number = (double)value->integer};
-        ok = value->kind == VALUE_FLOAT;
+        if (value->kind == TOML_INT)
+            *value = (toml_value_t){.kind = TOML_FLOAT, .number = (double)value->integer};
+        ok = value->kind == TOML_FLOAT;
         if (ok && value->number < (double)s->min) {
             snprintf(found, sizeof found, "%g", value->number);
             ok = false;
@@ -932,157 +385,76 @@ static int s_check_schema(parser_t *p, mark_t at, const char *table_name, const 
         break;
     case SCHEMA_BOOL:
         snprintf(expected, sizeof expected, "a boolean for %s.%s", table_name, key);
-        ok = value->kind == VALUE_BOOL;
+        ok = value->kind == TOML_BOOL;
         break;
     case SCHEMA_STRING_ARRAY:
         snprintf(expected, sizeof expected, "an array of strings for %s.%s", table_name, key);
-        ok = value->kind == VALUE_ARRAY
-          && (value->nitems == 0 || value->items[0].kind == VALUE_STRING);
+        ok = value->kind == TOML_ARRAY
+          && (value->nitems == 0 || value->items[0].kind == TOML_STRING);
         break;
     }
-    return ok ? 0 : s_error_at(p, at, expected, found);
+    return ok ? 0 : toml_error_at(p, at, expected, found);
 }
 
-/* A `[a.b.c]` header; p->pos is at '['. */
-static int s_parse_header(parser_t *p)
+/* ---------------------------------------------------------------- reading ------------ */
+
+/* Where the reader is: the config it fills and the current table. */
+typedef struct {
+    config_t *config;
+    size_t table; /* index of the current table */
+} reading_t;
+
+/* toml_handler_t.table: a [header] opens (or declares) its table. */
+static int s_on_table(toml_reader_t *reader, toml_mark_t at, const char *header, void *arg)
 {
-    mark_t at = s_mark(p);
-    strbuf_t name = {0};
-    int rc = s_strbuf_add(&name, "", 0);
-    p->pos++; /* '[' */
-    if (rc == 0 && s_peek(p, 0) == '[')
-        rc = s_error_at(p, at, "a table name", "'[[' (arrays of tables are not supported)");
-    while (rc == 0) {
-        s_skip_spaces(p);
-        mark_t key_at = s_mark(p);
-        char *key = NULL;
-        rc = s_parse_key(p, &key);
-        if (rc != 0)
-            break;
-        if (strchr(key, '.') != NULL) {
-            rc = s_error_at(p, key_at, "a table name part without '.'", "a quoted '.'");
-        } else {
-            if (name.len > 0)
-                rc = s_strbuf_add(&name, ".", 1);
-            if (rc == 0)
-                rc = s_strbuf_add(&name, key, strlen(key));
-        }
-        free(key);
-        if (rc != 0)
-            break;
-        s_skip_spaces(p);
-        if (s_peek(p, 0) == ']') {
-            p->pos++;
-            break;
-        }
-        if (s_peek(p, 0) != '.') {
-            rc = s_error(p, "'.' or ']'");
-            break;
-        }
-        p->pos++;
+    reading_t *r = arg;
+    char name[1024];
+    snprintf(name, sizeof name, "%s", header);
+    s_normalise_table_name(name);
+    table_t *table = s_find_table(r->config, name);
+    if (table != NULL && table->declared) {
+        char found[600];
+        snprintf(found, sizeof found, "[%.500s] again (first at line %d)", name, table->line);
+        return toml_error_at(reader, at, "a new table", found);
     }
-    if (rc == 0) {
-        s_normalise_table_name(name.data);
-        table_t *table = s_find_table(p->config, name.data);
-        if (table != NULL && table->declared) {
-            char found[600];
-            snprintf(found, sizeof found, "[%.500s] again (first at line %d)", name.data,
-                     table->line);
-            rc = s_error_at(p, at, "a new table", found);
-        } else if (table == NULL && p->config->count >= CONFIG_MAX_TABLES) {
-            char expected[64];
-            snprintf(expected, sizeof expected, "at most %d tables", CONFIG_MAX_TABLES);
-            rc = s_error_at(p, at, expected, "one more");
-        } else {
-            table = s_add_table(p->config, name.data);
-            if (table == NULL) {
-                rc = failure_set(FAILURE_MEMORY, "out of memory reading the configuration");
-            } else {
-                table->declared = true;
-                table->line = at.line;
-                p->table = (size_t)(table - p->config->tables);
-            }
-        }
+    if (table == NULL && r->config->count >= CONFIG_MAX_TABLES) {
+        char expected[64];
+        snprintf(expected, sizeof expected, "at most %d tables", CONFIG_MAX_TABLES);
+        return toml_error_at(reader, at, expected, "one more");
     }
-    free(name.data);
-    return rc == 0 ? s_finish_line(p) : rc;
+    table = s_add_table(r->config, name);
+    if (table == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory reading the configuration");
+    table->declared = true;
+    table->line = at.line;
+    r->table = (size_t)(table - r->config->tables);
+    return 0;
 }
 
-/* A `key = value` line; p->pos is at the key. */
-static int s_parse_key_value(parser_t *p)
+/* toml_handler_t.key_value: a key of the current table, checked against the schema. */
+static int s_on_key_value(toml_reader_t *reader, toml_mark_t key_at, const char *key,
+                          toml_mark_t value_at, toml_value_t *value, void *arg)
 {
-    mark_t key_at = s_mark(p);
-    char *key = NULL;
-    value_t value = {0};
-    int rc = s_parse_key(p, &key);
-    if (rc != 0)
-        return rc;
-    table_t *table = &p->config->tables[p->table];
+    reading_t *r = arg;
+    table_t *table = &r->config->tables[r->table];
     entry_t *existing = s_find_entry(table, key);
     if (existing != NULL && existing->from_file) {
         char found[200];
-        snprintf(found, sizeof found, "'%.100s' again (first at line %d)", key,
-                 existing->line);
-        rc = s_error_at(p, key_at, "a new key", found);
-        goto out;
+        snprintf(found, sizeof found, "'%.100s' again (first at line %d)", key, existing->line);
+        return toml_error_at(reader, key_at, "a new key", found);
     }
     if (existing == NULL && table->count >= CONFIG_MAX_KEYS) {
         char expected[64];
         snprintf(expected, sizeof expected, "at most %d keys in a table", CONFIG_MAX_KEYS);
-        rc = s_error_at(p, key_at, expected, "one more");
-        goto out;
+        return toml_error_at(reader, key_at, expected, "one more");
     }
-    s_skip_spaces(p);
-    if (s_peek(p, 0) == '.') {
-        rc = s_error_at(p, s_mark(p), "'='", "'.' (dotted keys are not supported; use a [table])");
-        goto out;
-    }
-    if (s_peek(p, 0) != '=') {
-        rc = s_error(p, "'='");
-        goto out;
-    }
-    p->pos++;
-    s_skip_spaces(p);
-    mark_t value_at = s_mark(p);
-    rc = s_parse_value(p, &value, false);
+    int rc = s_check_schema(reader, value_at, table->name, key, value);
     if (rc != 0)
-        goto out;
-    rc = s_check_schema(p, value_at, table->name, key, &value);
-    if (rc != 0)
-        goto out;
-    rc = s_table_set(table, key, &value, true, key_at.line);
-    if (rc != 0)
-        goto out;
-    rc = s_finish_line(p);
-out:
-    s_value_free(&value);
-    free(key);
-    return rc;
-}
-
-static int s_parse(parser_t *p)
-{
-    while (!s_at_end(p)) {
-        s_skip_spaces(p);
-        int c = s_peek(p, 0);
-        int rc = 0;
-        if (c < 0)
-            break;
-        if (c == '#') {
-            rc = s_finish_line(p);
-        } else if (s_at_newline(p)) {
-            s_take_newline(p);
-        } else if (c == '[') {
-            rc = s_parse_header(p);
-        } else if (s_is_bare_key_char(c) || c == '"' || c == '\'') {
-            rc = s_parse_key_value(p);
-        } else {
-            rc = s_error(p, "a key, a [table] header or a comment");
-        }
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
+        return rc;
+    /* The entry takes what the value owns. */
+    toml_value_t kept = *value;
+    *value = (toml_value_t){0};
+    return s_table_set(table, key, &kept, true, key_at.line);
 }
 
 /* ---------------------------------------------------------------- loading ------------ */
@@ -1101,19 +473,19 @@ config_t *config_defaults(void)
         table_t *table = s_add_table(self, s->table);
         if (table == NULL)
             goto fail;
-        value_t value = {0};
+        toml_value_t value = {0};
         switch (s->type) {
         case SCHEMA_STRING:
-            value = (value_t){.kind = VALUE_STRING, .string = strdup(s->default_string)};
+            value = (toml_value_t){.kind = TOML_STRING, .string = strdup(s->default_string)};
             if (value.string == NULL)
                 goto fail;
             break;
-        case SCHEMA_INT: value = (value_t){.kind = VALUE_INT, .integer = s->default_int}; break;
+        case SCHEMA_INT: value = (toml_value_t){.kind = TOML_INT, .integer = s->default_int}; break;
         case SCHEMA_FLOAT:
-            value = (value_t){.kind = VALUE_FLOAT, .number = (double)s->default_int};
+            value = (toml_value_t){.kind = TOML_FLOAT, .number = (double)s->default_int};
             break;
-        case SCHEMA_BOOL: value = (value_t){.kind = VALUE_BOOL, .boolean = s->default_int}; break;
-        case SCHEMA_STRING_ARRAY: value = (value_t){.kind = VALUE_ARRAY}; break;
+        case SCHEMA_BOOL: value = (toml_value_t){.kind = TOML_BOOL, .boolean = s->default_int}; break;
+        case SCHEMA_STRING_ARRAY: value = (toml_value_t){.kind = TOML_ARRAY}; break;
         }
         if (s_table_set(table, s->key, &value, false, 0) != 0)
             goto fail;
@@ -1133,7 +505,7 @@ void config_destroy(config_t **self_p)
         table_t *table = &self->tables[t];
         for (size_t e = 0; e < table->count; e++) {
             free(table->entries[e].key);
-            s_value_free(&table->entries[e].value);
+            toml_value_free(&table->entries[e].value);
         }
         free(table->entries);
         free(table->name);
@@ -1151,15 +523,9 @@ static int s_parse_into(config_t *config, const char *name, const char *text, si
     *out = NULL;
     if (config == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory reading the configuration");
-    parser_t p = {
-        .name = name ? name : "cloister.toml",
-        .text = text,
-        .len = text ? len : 0,
-        .line = 1,
-        .config = config,
-        .table = 0, /* the "" table created first */
-    };
-    int rc = s_parse(&p);
+    reading_t reading = {.config = config, .table = 0}; /* the "" table created first */
+    const toml_handler_t handler = {.table = s_on_table, .key_value = s_on_key_value};
+    int rc = toml_parse(name ? name : "cloister.toml", text, len, &handler, &reading);
     if (rc != 0) {
         config_destroy(&config);
         return rc;
@@ -1284,30 +650,30 @@ int config_load(const char *path, config_t **out)
 const char *config_string(const config_t *self, const char *table, const char *key,
                           const char *fallback)
 {
-    const value_t *value = s_find_value(self, table, key);
-    return value && value->kind == VALUE_STRING ? value->string : fallback;
+    const toml_value_t *value = s_find_value(self, table, key);
+    return value && value->kind == TOML_STRING ? value->string : fallback;
 }
 
 int64_t config_int(const config_t *self, const char *table, const char *key, int64_t fallback)
 {
-    const value_t *value = s_find_value(self, table, key);
-    return value && value->kind == VALUE_INT ? value->integer : fallback;
+    const toml_value_t *value = s_find_value(self, table, key);
+    return value && value->kind == TOML_INT ? value->integer : fallback;
 }
 
 double config_double(const config_t *self, const char *table, const char *key, double fallback)
 {
-    const value_t *value = s_find_value(self, table, key);
-    if (value && value->kind == VALUE_FLOAT)
+    const toml_value_t *value = s_find_value(self, table, key);
+    if (value && value->kind == TOML_FLOAT)
         return value->number;
-    if (value && value->kind == VALUE_INT)
+    if (value && value->kind == TOML_INT)
         return (double)value->integer;
     return fallback;
 }
 
 bool config_bool(const config_t *self, const char *table, const char *key, bool fallback)
 {
-    const value_t *value = s_find_value(self, table, key);
-    return value && value->kind == VALUE_BOOL ? value->boolean : fallback;
+    const toml_value_t *value = s_find_value(self, table, key);
+    return value && value->kind == TOML_BOOL ? value->boolean : fallback;
 }
 
 bool config_has(const config_t *self, const char *table, const char *key)
@@ -1317,26 +683,26 @@ bool config_has(const config_t *self, const char *table, const char *key)
 
 size_t config_array_len(const config_t *self, const char *table, const char *key)
 {
-    const value_t *value = s_find_value(self, table, key);
-    return value && value->kind == VALUE_ARRAY ? value->nitems : 0;
+    const toml_value_t *value = s_find_value(self, table, key);
+    return value && value->kind == TOML_ARRAY ? value->nitems : 0;
 }
 
 const char *config_array_string(const config_t *self, const char *table, const char *key,
                                 size_t i)
 {
-    const value_t *value = s_find_value(self, table, key);
-    if (value == NULL || value->kind != VALUE_ARRAY || i >= value->nitems)
+    const toml_value_t *value = s_find_value(self, table, key);
+    if (value == NULL || value->kind != TOML_ARRAY || i >= value->nitems)
         return NULL;
-    return value->items[i].kind == VALUE_STRING ? value->items[i].string : NULL;
+    return value->items[i].kind == TOML_STRING ? value->items[i].string : NULL;
 }
 
 int64_t config_array_int(const config_t *self, const char *table, const char *key, size_t i,
                          int64_t fallback)
 {
-    const value_t *value = s_find_value(self, table, key);
-    if (value == NULL || value->kind != VALUE_ARRAY || i >= value->nitems)
+    const toml_value_t *value = s_find_value(self, table, key);
+    if (value == NULL || value->kind != TOML_ARRAY || i >= value->nitems)
         return fallback;
-    return value->items[i].kind == VALUE_INT ? value->items[i].integer : fallback;
+    return value->items[i].kind == TOML_INT ? value->items[i].integer : fallback;
 }
 
 size_t config_table_count(const config_t *self)

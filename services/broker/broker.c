@@ -7,6 +7,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uuid/uuid.h>
@@ -308,12 +309,20 @@ static bool s_eligible(broker_t *self, const task_t *task, int64_t now_wall)
     return zhashx_lookup(self->groups, task->group) == NULL;
 }
 
+/* The first eligible task of the queue. A task passed over for its not_before makes the
+ * loop wake when it is due (next_not_before), since an idle worker waits for it. */
 static task_t *s_pick(broker_t *self, queue_t *queue, int64_t now_wall)
 {
     for (int p = 0; p < PRIORITY_COUNT; p++)
-        for (task_t *task = queue->head[p]; task != NULL; task = task->next)
+        for (task_t *task = queue->head[p]; task != NULL; task = task->next) {
             if (s_eligible(self, task, now_wall))
                 return task;
+            if (task->not_before > now_wall) {
+                int64_t due = clock_now_ms() + (task->not_before - now_wall);
+                if (due < self->next_not_before)
+                    self->next_not_before = due;
+            }
+        }
     return NULL;
 }
 
@@ -458,6 +467,7 @@ static int s_dispatch(broker_t *self)
         }
         self->idle[idle++] = worker;
     }
+    self->next_not_before = INT64_MAX;
     if (idle == 0)
         return 0;
     qsort(self->idle, idle, sizeof *self->idle, s_longest_idle_first);
@@ -599,8 +609,6 @@ static int s_run_timers(broker_t *self, int64_t now)
     }
     if (now < self->next_check)
         return 0;
-    int check_ms = self->config.heartbeat_ms < 200 ? self->config.heartbeat_ms : 200;
-    self->next_check = now + check_ms;
     int rc = s_check_workers(self, now);
     if (rc == 0)
         rc = s_check_leases(self, now);
@@ -731,6 +739,34 @@ static int s_load_authorized(broker_t *self)
     return zsock_wait(self->auth) == 0 ? 0 : failure_set(FAILURE_IO, "zauth did not answer");
 }
 
+static int64_t s_min(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The loop sleeps until the next moment something is due without a message: a worker's
+ * silence turning into its loss, a lease ending, the end of the orphan grace after a
+ * restart, a retry due for an idle worker, the next ping, retention and reclaim passes, and
+ * a disk check while the disk is low. Everything else comes with a message. */
+static int64_t s_next_deadline(broker_t *self, int64_t now)
+{
+    int64_t silence = (int64_t)self->config.heartbeat_ms * self->config.heartbeat_misses;
+    int64_t next = s_min(self->next_ping, self->next_not_before);
+    for (worker_t *worker = zhashx_first(self->workers); worker;
+         worker = zhashx_next(self->workers))
+        next = s_min(next, worker->last_seen + silence + 1);
+    for (task_t *task = self->running; task != NULL; task = task->next)
+        next = s_min(next, task->worker != NULL ? task->lease_until : self->orphan_deadline);
+    if (now < self->orphan_deadline)
+        next = s_min(next, self->orphan_deadline);
+    if (self->config.keep_finished_days > 0)
+        next = s_min(next, self->next_prune);
+    next = s_min(next, self->next_reclaim);
+    if (disk_guard_low(self->disk))
+        next = s_min(next, now + DISK_GUARD_CHECK_MS);
+    return next;
+}
+
 int broker_run(broker_t *self, volatile sig_atomic_t *stop)
 {
     zmq_pollitem_t items[] = {{self->in, 0, ZMQ_POLLIN, 0},
@@ -742,8 +778,8 @@ int broker_run(broker_t *self, volatile sig_atomic_t *stop)
     int rc = 0;
     while (!*stop && rc == 0) {
         int64_t now = clock_now_ms();
-        int64_t deadline = self->next_ping < self->next_check ? self->next_ping : self->next_check;
-        long timeout = deadline > now ? (long)(deadline - now) : 0;
+        self->next_check = s_next_deadline(self, now);
+        long timeout = self->next_check > now ? (long)(self->next_check - now) : 0;
         if (zmq_poll(items, nitems, timeout) < 0 && errno != EINTR) {
             rc = failure_set(FAILURE_IO, "poll: %s", zmq_strerror(errno));
             break;
@@ -949,6 +985,7 @@ int broker_new(const broker_config_t *config, broker_t **out)
     self->orphan_deadline = now + (int64_t)config->heartbeat_ms * (config->heartbeat_misses + 1);
     self->next_ping = now;
     self->next_check = now;
+    self->next_not_before = INT64_MAX;
 
     self->in = s_socket(self, ZMQ_PULL, config->in_endpoint, &rc);
     if (rc == 0)

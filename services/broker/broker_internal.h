@@ -100,7 +100,9 @@ struct broker_t {
     worker_t **idle;       /* scratch for dispatch: the idle workers, longest-idle first */
     size_t idle_cap;
 
-    int64_t next_ping, next_check;
+    int64_t next_ping;
+    int64_t next_check;      /* when a worker may be lost or a lease end (s_next_deadline) */
+    int64_t next_not_before; /* monotonic ms a retry waiting for an idle worker is due */
     /* statistics */
     int64_t submitted, completed;
     zhashx_t *rejected; /* reason -> count (as (void *)(intptr_t)) */

@@ -1,6 +1,6 @@
 /* mcp_tools: the tools, their schemas and their calls (see mcp_tools.h). */
 #include "mcp_tools.h"
-#include "mcp_pan.h"
+#include "pan_run.h"
 #include "mcp_patch.h"
 
 #include "client.h"
@@ -152,14 +152,25 @@ static void s_flag(const char **argv, size_t *n, const char *flag, const char *v
     }
 }
 
+/* pan_run() with this server's pan and broker. */
+static int s_run_pan(const mcp_settings_t *settings, const char **argv, int timeout_s,
+                     pan_run_t *run)
+{
+    pan_run_settings_t pan = {.pan = settings->pan,
+                              .control_ep = settings->control_ep,
+                              .events_ep = settings->events_ep,
+                              .in_ep = settings->in_ep};
+    return pan_run(&pan, argv, timeout_s, run);
+}
+
 /* Runs pan; returns its answer (a new reference) and sets *exit_code, or NULL with *error
  * set to a tool error (pan could not run, said no, or printed no JSON). */
 static json_t *s_pan(const mcp_settings_t *settings, const char **argv, int timeout_s,
                      int *exit_code, json_t **error)
 {
-    mcp_pan_run_t run;
-    int rc = mcp_pan_run(settings, argv, timeout_s, &run);
-    json_t *answer = rc == 0 ? mcp_pan_answer(&run) : NULL;
+    pan_run_t run;
+    int rc = s_run_pan(settings, argv, timeout_s, &run);
+    json_t *answer = rc == 0 ? pan_run_answer(&run) : NULL;
     *exit_code = run.exit_code;
     *error = NULL;
     if (rc != 0)
@@ -169,7 +180,7 @@ static json_t *s_pan(const mcp_settings_t *settings, const char **argv, int time
     else if (run.exit_code == 1 && !json_is_object(answer))
         *error = s_error("%s", run.error);
     json_incref(*error ? NULL : answer);
-    mcp_pan_run_clear(&run);
+    pan_run_clear(&run);
     return *error ? NULL : answer;
 }
 
@@ -339,17 +350,17 @@ static json_t *s_recent_events(const mcp_settings_t *settings, const json_t *arg
     s_flag(argv, &n, "--specialist", s_str(args, "specialist"));
     s_flag(argv, &n, "--topic", s_str(args, "topic"));
     argv[n] = NULL;
-    mcp_pan_run_t run;
-    int rc = mcp_pan_run(settings, argv, PAN_SLACK_S, &run);
+    pan_run_t run;
+    int rc = s_run_pan(settings, argv, PAN_SLACK_S, &run);
     if (rc != 0 || run.exit_code != 0) {
         json_t *error = s_error("%s", run.error[0] ? run.error : "pan events failed");
-        mcp_pan_run_clear(&run);
+        pan_run_clear(&run);
         return error;
     }
     size_t count = json_array_size(run.values);
     json_t *result = s_ok(json_pack("{s:O}", "events", run.values), "%zu event(s)%s", count,
                           count ? ", oldest first" : "");
-    mcp_pan_run_clear(&run);
+    pan_run_clear(&run);
     return result;
 }
 

@@ -1,5 +1,5 @@
-/* mcp_pan: running pan for a tool (see mcp_pan.h). */
-#include "mcp_pan.h"
+/* pan_run: running pan and reading its answer (see pan_run.h). */
+#include "pan_run.h"
 
 #include "failure.h"
 #include "proc.h"
@@ -20,7 +20,7 @@ typedef struct {
 static int s_on_line(void *arg, const char *line, size_t len)
 {
     output_t *out = arg;
-    if (out->full || out->len + len + 1 > MCP_PAN_MAX_OUTPUT) {
+    if (out->full || out->len + len + 1 > PAN_RUN_MAX_OUTPUT) {
         out->full = true;
         return 0;
     }
@@ -60,7 +60,7 @@ static json_t *s_parse_values(const char *text, size_t len)
 }
 
 /* Keeps the last lines of pan's stderr that fit, without the trailing newline. */
-static void s_keep_error(mcp_pan_run_t *run, const char *tail)
+static void s_keep_error(pan_run_t *run, const char *tail)
 {
     size_t len = strlen(tail);
     while (len > 0 && (tail[len - 1] == '\n' || tail[len - 1] == ' '))
@@ -69,10 +69,10 @@ static void s_keep_error(mcp_pan_run_t *run, const char *tail)
     snprintf(run->error, sizeof run->error, "%.*s", (int)(len - from), tail + from);
 }
 
-int mcp_pan_run(const mcp_settings_t *settings, const char *const *args, int timeout_s,
-                mcp_pan_run_t *run)
+int pan_run(const pan_run_settings_t *settings, const char *const *args, int timeout_s,
+            pan_run_t *run)
 {
-    *run = (mcp_pan_run_t){.exit_code = -1};
+    *run = (pan_run_t){.exit_code = -1};
     const char *argv[MAX_ARGS + FIXED_ARGS + 1] = {settings->pan,         "--control",
                                                    settings->control_ep, "--events",
                                                    settings->events_ep,   "--in",
@@ -113,13 +113,13 @@ int mcp_pan_run(const mcp_settings_t *settings, const char *const *args, int tim
     return rc;
 }
 
-json_t *mcp_pan_answer(const mcp_pan_run_t *run)
+json_t *pan_run_answer(const pan_run_t *run)
 {
     size_t n = json_array_size(run->values);
     return n > 0 ? json_array_get(run->values, n - 1) : NULL;
 }
 
-void mcp_pan_run_clear(mcp_pan_run_t *run)
+void pan_run_clear(pan_run_t *run)
 {
     json_decref(run->values);
     run->values = NULL;

@@ -127,6 +127,9 @@ static const schema_t s_schema[] = {
     {"security", "require_review", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {"security", "workspace_roots", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
 
+    {"web", "port", SCHEMA_INT, true, NULL, 7700, 0, NULL},
+    {"web", "bind", SCHEMA_STRING, true, "127.0.0.1", 0, 0, NULL},
+
     {"pipeline", "after_review", SCHEMA_STRING, true, "merge", 0, 0, "merge|test|none"},
     {"pipeline", "after_test", SCHEMA_STRING, true, "none", 0, 0, "merge|none"},
 

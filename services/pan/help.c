@@ -115,6 +115,9 @@ static const help_t s_help[] = {
      "workspace and the free disk; exit 1 on any failed check.\n"
      "  --workspace DIR       also check this repository (repeatable)\n"
      "  --json                the checks as JSON\n"},
+    {"web",
+     "usage: pan web url\n"
+     "The dashboard's address with its token (cloister-web must have started once).\n"},
     {"keys",
      "usage: pan keys init | add NAME | revoke NAME\n"
      "  init                  make the broker's and the default client's CURVE keys\n"

@@ -43,6 +43,7 @@ static const char *const s_usage =
     "  prompt <specialist> <task-id> [--prompts-dir DIR]\n"
     "  doctor [--workspace DIR]... [--json]\n"
     "  keys init | add NAME | revoke NAME\n"
+    "  web url                           (the dashboard's address with its token)\n"
     "\n"
     "Endpoints come from the flags, else CLOISTER_CONTROL / CLOISTER_EVENTS / CLOISTER_IN,\n"
     "else [broker] in $PANOPTICON_HOME/cloister.toml, else tcp://127.0.0.1:5562/5561/5560.\n"
@@ -142,6 +143,7 @@ int main(int argc, char **argv)
     /* The bus's keys (common/bus/curve.h); `pan keys` makes them, and the doctor reports. */
     const char *endpoints[] = {pan.control_ep, pan.events_ep, pan.in_ep, NULL};
     if (strcmp(command, "keys") != 0 && strcmp(command, "doctor") != 0 &&
+        strcmp(command, "web") != 0 &&
         curve_client_init(config, endpoints) != 0) {
         config_destroy(&config);
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
@@ -174,6 +176,8 @@ int main(int argc, char **argv)
         code = cmd_prompt(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "keys") == 0)
         code = cmd_keys(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "web") == 0)
+        code = cmd_web(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "doctor") == 0)
         code = cmd_doctor(&pan, argc - 1, argv + 1, config_error[0] ? config_error : NULL);
     else {

@@ -8,7 +8,8 @@
    misspelt name fails here;
 3. the image's entrypoint and healthcheck commands run outside a container with the
    environment the file gives them (ports moved to free ones): the broker starts and its
-   healthcheck passes, a specialist registers and its healthcheck passes, and a specialist
+   healthcheck passes, a specialist registers and its healthcheck passes, the dashboard
+   answers its healthcheck, and a specialist
    that cloister.toml disables exits 0 saying so.
 
 usage: test_compose.py BIN_DIR SOURCE_DIR"""
@@ -130,6 +131,16 @@ def run_entrypoints(config):
                 with open(os.path.join(home, name)) as f:
                     print(f.read()[-1500:], file=sys.stderr)
         check(passed, "the review-agent's healthcheck never passed")
+
+        web = services["web"]
+        web_env = dict(base)
+        for key, value in web["environment"].items():
+            web_env[key] = moved([str(value).replace("tcp://broker:", "tcp://127.0.0.1:")],
+                                 ports)[0]
+        web_env["CLOISTER_WEB_PORT"] = str(free_port())
+        procs.append(subprocess.Popen([ENTRYPOINT] + web["command"], env=web_env,
+                                      stderr=open(os.path.join(home, "web.log"), "w")))
+        check(wait_for(healthcheck(web), web_env, 15), "the dashboard's healthcheck never passed")
 
         with open(os.path.join(home, "cloister.toml"), "w") as f:
             f.write("[specialists.test-agent]\nenabled = false\n")

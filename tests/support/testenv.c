@@ -80,6 +80,7 @@ testenv_t *testenv_new(const char *name)
     setenv("CLOISTER_CONTROL", self->control_ep, 1);
     /* The test's repositories are made in its directory, not under $HOME. */
     setenv("CLOISTER_WORKSPACE_ROOTS", self->dir, 1);
+    setenv("CLOISTER_WEB_PORT", "0", 1); /* a dashboard started here takes a free port */
     s_register(self);
     return self;
 }

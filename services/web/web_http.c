@@ -1,0 +1,320 @@
+/* web_http: the HTTP server, its routes and checks (see web_http.h). */
+#include "web_http.h"
+
+#include "failure.h"
+#include "web_api.h"
+#include "web_figures.h"
+#include "web_page.h"
+#include "web_sse.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct web_http_t {
+    struct MHD_Daemon *daemon;
+    uint16_t port;
+};
+
+/* A request's body, gathered over MHD's calls. */
+typedef struct {
+    char *data;
+    size_t len;
+    bool too_big;
+} body_t;
+
+static const char s_csp[] = "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+                            "script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
+
+static enum MHD_Result s_send(struct MHD_Connection *c, int status, const char *type,
+                              const void *data, size_t size, enum MHD_ResponseMemoryMode mode)
+{
+    struct MHD_Response *response = MHD_create_response_from_buffer(size, (void *)data, mode);
+    if (response == NULL)
+        return MHD_NO;
+    MHD_add_response_header(response, "Content-Type", type);
+    MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(response, "X-Frame-Options", "DENY");
+    MHD_add_response_header(response, "Cache-Control", "no-store");
+    MHD_add_response_header(response, "Content-Security-Policy", s_csp);
+    enum MHD_Result result = MHD_queue_response(c, (unsigned)status, response);
+    MHD_destroy_response(response);
+    return result;
+}
+
+static enum MHD_Result s_send_reply(struct MHD_Connection *c, web_reply_t reply)
+{
+    char *text = reply.body != NULL ? json_dumps(reply.body, JSON_COMPACT) : strdup("{}");
+    json_decref(reply.body);
+    if (text == NULL)
+        return MHD_NO;
+    return s_send(c, reply.status, "application/json", text, strlen(text),
+                  MHD_RESPMEM_MUST_FREE);
+}
+
+/* The page's files, by path ("/" is index.html). */
+static enum MHD_Result s_page(struct MHD_Connection *c, const char *url)
+{
+    const char *path = strcmp(url, "/") == 0 ? "/index.html" : url;
+    for (const web_page_file_t *file = web_page_files; file->path != NULL; file++) {
+        if (strcmp(file->path, path) != 0)
+            continue;
+        const char *type = strstr(path, ".css")  ? "text/css; charset=utf-8"
+                           : strstr(path, ".js") ? "text/javascript; charset=utf-8"
+                                                 : "text/html; charset=utf-8";
+        return s_send(c, 200, type, file->data, file->size, MHD_RESPMEM_PERSISTENT);
+    }
+    return s_send_reply(c, web_error(404, "no such page: %.200s", url));
+}
+
+static const char *s_arg(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* Compares without stopping at the first difference, so timing says nothing of the token. */
+static bool s_same(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+    for (size_t i = 0; i < la && i < lb; i++)
+        diff |= (unsigned char)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+static bool s_token_ok(const web_t *web, struct MHD_Connection *c)
+{
+    const char *token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Cloister-Token");
+    if (token == NULL)
+        token = s_arg(c, "token");
+    return token != NULL && s_same(token, web->token);
+}
+
+/* A POST from another site's page carries that site as its Origin. */
+static bool s_same_origin(struct MHD_Connection *c)
+{
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (origin == NULL)
+        return true; /* not a browser's cross-site request: they always send it */
+    char expected[512];
+    snprintf(expected, sizeof expected, "http://%s", host ? host : "");
+    return strcmp(origin, expected) == 0;
+}
+
+/* The id in "/api/tasks/<id>[/<action>]" into buf, and the action ("" when none). */
+static bool s_task_path(const char *url, char *id, size_t size, const char **action)
+{
+    const char *rest = url + strlen("/api/tasks/");
+    const char *slash = strchr(rest, '/');
+    size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (len == 0 || len >= size)
+        return false;
+    memcpy(id, rest, len);
+    id[len] = '\0';
+    *action = slash ? slash + 1 : "";
+    return true;
+}
+
+static enum MHD_Result s_events(const web_t *web, struct MHD_Connection *c)
+{
+    const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
+    const char *since = last ? last : s_arg(c, "since");
+    char *end = NULL;
+    long long seq = since ? strtoll(since, &end, 10) : -1;
+    if (since != NULL && (end == since || *end != '\0'))
+        return s_send_reply(c, web_error(400, "since must be an event seq, not '%.40s'", since));
+    struct MHD_Response *response = web_sse_response(web, seq);
+    if (response == NULL)
+        return s_send_reply(c, web_error(500, "cannot start the event stream"));
+    enum MHD_Result result = MHD_queue_response(c, MHD_HTTP_OK, response);
+    MHD_destroy_response(response);
+    return result;
+}
+
+static enum MHD_Result s_get(web_t *web, struct MHD_Connection *c, const char *url)
+{
+    if (strcmp(url, "/api/status") == 0)
+        return s_send_reply(c, web_api_status(web));
+    if (strcmp(url, "/api/tasks") == 0)
+        return s_send_reply(c, web_api_tasks(web, s_arg(c, "state"), s_arg(c, "specialist"),
+                                             s_arg(c, "issue"), s_arg(c, "limit"),
+                                             s_arg(c, "before")));
+    if (strcmp(url, "/api/figures") == 0)
+        return s_send_reply(c, (web_reply_t){.status = 200,
+                                             .body = web_figures_json(web->figures)});
+    if (strcmp(url, "/api/events") == 0)
+        return s_events(web, c);
+    if (strncmp(url, "/api/queues/", 12) == 0)
+        return s_send_reply(c, web_api_queue(web, url + 12));
+    char id[256];
+    const char *action = NULL;
+    if (strncmp(url, "/api/tasks/", 11) == 0 && s_task_path(url, id, sizeof id, &action) &&
+        action[0] == '\0')
+        return s_send_reply(c, web_api_task(web, id));
+    return s_send_reply(c, web_error(404, "no such resource: %.200s", url));
+}
+
+/* The body as a JSON object (an empty body is {}). */
+static web_reply_t s_parse_body(const body_t *body, json_t **out)
+{
+    *out = NULL;
+    if (body->too_big)
+        return web_error(413, "the body is over %d bytes", WEB_HTTP_MAX_BODY);
+    json_error_t error;
+    *out = body->len == 0 ? json_object() : json_loadb(body->data, body->len, 0, &error);
+    if (*out == NULL || !json_is_object(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        return web_error(400, "the body must be a JSON object%s%s", body->len ? ": " : "",
+                         body->len ? error.text : "");
+    }
+    return (web_reply_t){.status = 0};
+}
+
+static enum MHD_Result s_post(web_t *web, struct MHD_Connection *c, const char *url,
+                              const body_t *raw)
+{
+    json_t *body = NULL;
+    web_reply_t refused = s_parse_body(raw, &body);
+    if (refused.status != 0)
+        return s_send_reply(c, refused);
+    web_reply_t reply = web_error(404, "no such action: %.200s", url);
+    char id[256];
+    const char *action = NULL;
+    if (strcmp(url, "/api/approve") == 0) {
+        json_decref(reply.body);
+        reply = web_api_approve(web, body);
+    } else if (strncmp(url, "/api/tasks/", 11) == 0 && s_task_path(url, id, sizeof id, &action) &&
+               (strcmp(action, "cancel") == 0 || strcmp(action, "retry") == 0)) {
+        json_decref(reply.body);
+        reply = strcmp(action, "cancel") == 0 ? web_api_cancel(web, id) : web_api_retry(web, id);
+    } else if (strncmp(url, "/api/specialists/", 17) == 0) {
+        char name[128];
+        const char *slash = strchr(url + 17, '/');
+        size_t len = slash ? (size_t)(slash - (url + 17)) : 0;
+        if (slash != NULL && strcmp(slash, "/wake") == 0 && len > 0 && len < sizeof name) {
+            memcpy(name, url + 17, len);
+            name[len] = '\0';
+            json_decref(reply.body);
+            reply = web_api_wake(web, name, body);
+        }
+    }
+    json_decref(body);
+    return s_send_reply(c, reply);
+}
+
+static bool s_ends_with(const char *text, const char *suffix)
+{
+    size_t len = strlen(text), n = strlen(suffix);
+    return len >= n && strcmp(text + len - n, suffix) == 0;
+}
+
+/* Whether a POST route exists for url (so a GET on it is 405, not 404). */
+static bool s_is_action(const char *url)
+{
+    bool task = strncmp(url, "/api/tasks/", 11) == 0;
+    return strcmp(url, "/api/approve") == 0 ||
+           (task && (s_ends_with(url, "/cancel") || s_ends_with(url, "/retry"))) ||
+           (strncmp(url, "/api/specialists/", 17) == 0 && s_ends_with(url, "/wake"));
+}
+
+static enum MHD_Result s_handle(void *cls, struct MHD_Connection *c, const char *url,
+                                const char *method, const char *version, const char *upload,
+                                size_t *upload_size, void **state)
+{
+    (void)version;
+    web_t *web = cls;
+    bool post = strcmp(method, "POST") == 0;
+    if (post && *state == NULL) { /* the first call: the body comes next */
+        *state = calloc(1, sizeof(body_t));
+        return *state ? MHD_YES : MHD_NO;
+    }
+    if (post && *upload_size > 0) {
+        body_t *body = *state;
+        if (body->len + *upload_size > WEB_HTTP_MAX_BODY) {
+            body->too_big = true;
+        } else {
+            char *grown = realloc(body->data, body->len + *upload_size);
+            if (grown == NULL)
+                return MHD_NO;
+            memcpy(grown + body->len, upload, *upload_size);
+            body->data = grown;
+            body->len += *upload_size;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (strncmp(url, "/api/", 5) != 0) {
+        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+            return s_send_reply(c, web_error(405, "%s is not allowed here", method));
+        return s_page(c, url);
+    }
+    if (!s_token_ok(web, c))
+        return s_send_reply(c, web_error(401, "this needs the dashboard's token (pan web url)"));
+    if (strcmp(method, "GET") == 0)
+        return s_is_action(url) ? s_send_reply(c, web_error(405, "%s needs POST", url))
+                                : s_get(web, c, url);
+    if (!post)
+        return s_send_reply(c, web_error(405, "%s is not allowed", method));
+    if (!s_same_origin(c))
+        return s_send_reply(c, web_error(403, "a request from another origin is refused"));
+    return s_post(web, c, url, *state);
+}
+
+static void s_completed(void *cls, struct MHD_Connection *c, void **state,
+                        enum MHD_RequestTerminationCode code)
+{
+    (void)cls;
+    (void)c;
+    (void)code;
+    body_t *body = *state;
+    if (body != NULL) {
+        free(body->data);
+        free(body);
+        *state = NULL;
+    }
+}
+
+web_http_t *web_http_start(web_t *web, const char *bind_address, uint16_t port)
+{
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons(port)};
+    if (inet_pton(AF_INET, bind_address, &address.sin_addr) != 1) {
+        failure_set(FAILURE_INVALID, "bind address '%s' is not an IPv4 address", bind_address);
+        return NULL;
+    }
+    web_http_t *self = calloc(1, sizeof *self);
+    if (self == NULL)
+        return NULL;
+    self->daemon = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+        port, NULL, NULL, s_handle, web, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
+        MHD_OPTION_NOTIFY_COMPLETED, s_completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)256, MHD_OPTION_END);
+    if (self->daemon == NULL) {
+        failure_set(FAILURE_IO, "cannot listen on %s:%u", bind_address, (unsigned)port);
+        free(self);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    self->port = info ? info->port : port;
+    return self;
+}
+
+uint16_t web_http_port(const web_http_t *self)
+{
+    return self->port;
+}
+
+void web_http_stop(web_http_t **self_p)
+{
+    web_http_t *self = *self_p;
+    if (self == NULL)
+        return;
+    MHD_stop_daemon(self->daemon);
+    free(self);
+    *self_p = NULL;
+}

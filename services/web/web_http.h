@@ -1,0 +1,43 @@
+/* web_http: cloister-web's HTTP server (libmicrohttpd, a thread per connection).
+ *
+ * Routes:
+ *   GET  /, /index.html, /app.css, /app.js    the page (no token: it holds no data)
+ *   GET  /api/status                          stats and specialists
+ *   GET  /api/tasks?state=&specialist=&issue=&limit=&before=
+ *   GET  /api/tasks/ID                        one task with its result
+ *   GET  /api/queues/NAME                     a queue in dispatch order
+ *   GET  /api/figures                         the last hour's samples
+ *   GET  /api/events?since=SEQ                Server-Sent Events (Last-Event-ID wins)
+ *   POST /api/tasks/ID/cancel, /api/tasks/ID/retry
+ *   POST /api/approve                         {"issue", "force"}
+ *   POST /api/specialists/NAME/wake           {"task", "workspace", "branch", ...}
+ *
+ * Every /api request shows the dashboard's token (header X-Cloister-Token, or ?token= for
+ * an EventSource, which cannot set headers): 401 without it. A POST must also come from
+ * the page's own origin (an Origin header, when sent, equal to http://<Host>; 403
+ * otherwise) and carry a JSON body when it takes one (400 for bad JSON, 413 over
+ * WEB_HTTP_MAX_BODY). Unknown paths are 404, a known path with the wrong method 405. Every
+ * response forbids framing and sniffing, and the page runs under a Content-Security-Policy
+ * that allows only its own script: no inline script, so an injected tag cannot run. */
+#ifndef CLOISTER_WEB_HTTP_H
+#define CLOISTER_WEB_HTTP_H
+
+#include "web.h"
+
+#include <stdint.h>
+
+#define WEB_HTTP_MAX_BODY (64 * 1024)
+
+typedef struct web_http_t web_http_t;
+
+/* Listens on `bind_address`:`port` (port 0: any free port). Returns the server, or NULL
+ * with failure_message(). */
+web_http_t *web_http_start(web_t *web, const char *bind_address, uint16_t port);
+
+/* The port it listens on. */
+uint16_t web_http_port(const web_http_t *self);
+
+/* Stops listening, ends the connections and frees; nulls *self_p. */
+void web_http_stop(web_http_t **self_p);
+
+#endif

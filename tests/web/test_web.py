@@ -1,0 +1,316 @@
+#!/usr/bin/python3
+"""cloister-web against a real broker and workers, in a temporary directory.
+
+  test_web.py api BIN_DIR OUT_DIR      every endpoint: status codes, the token, the origin
+                                       check, bad JSON, a body too big, the event stream
+  test_web.py browser BIN_DIR OUT_DIR  headless Chromium (DevTools protocol): the page lists
+                                       a running task and shows its new progress line, a
+                                       title made of markup stays text, approving a blocked
+                                       review shows the refusal; screenshots go to OUT_DIR
+
+Exit 0 when every check passed, 1 otherwise (each failure printed)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+MODE, BIN, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+    return ok
+
+
+class System:
+    """A broker, cloister-web and workers on ipc endpoints in a temporary directory."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="cloister-web-")
+        self.home = os.path.join(self.dir, "home")
+        os.makedirs(self.home)
+        self.env = dict(os.environ, PANOPTICON_HOME=self.home,
+                        CLOISTER_IN="ipc://%s/in.sock" % self.dir,
+                        CLOISTER_EVENTS="ipc://%s/events.sock" % self.dir,
+                        CLOISTER_CONTROL="ipc://%s/control.sock" % self.dir,
+                        CLOISTER_WORKSPACE_ROOTS=self.dir)
+        self.procs = []
+        self.spawn("broker", [os.path.join(BIN, "cloister-broker")])
+        self.wait_for(lambda: self.pan("status").returncode == 0, "the broker to answer")
+        self.spawn("web", [os.path.join(BIN, "cloister-web"), "--port", "0"])
+        port_file = os.path.join(self.home, "web.port")
+        self.wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(),
+                      "cloister-web to listen")
+        self.base = "http://127.0.0.1:%s" % open(port_file).read().strip()
+        self.token = open(os.path.join(self.home, "web.token")).read().strip()
+
+    def spawn(self, name, argv):
+        log = open(os.path.join(self.dir, name + ".log"), "ab")
+        proc = subprocess.Popen(argv, env=self.env, stdout=log, stderr=log,
+                                start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def worker(self, specialist, worker_id, command):
+        self.spawn(worker_id, [os.path.join(BIN, "cloister-worker"), "--specialist", specialist,
+                               "--worker-id", worker_id,
+                               "--bind", "ipc://%s/%s.sock" % (self.dir, worker_id),
+                               "--heartbeat-ms", "200", "--", "/bin/sh", "-c", command])
+
+    def pan(self, *args):
+        return subprocess.run([os.path.join(BIN, "pan")] + list(args), env=self.env,
+                              capture_output=True, text=True, timeout=60)
+
+    @staticmethod
+    def wait_for(predicate, what, timeout=15):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.05)
+        raise SystemExit("test_web: gave up waiting for %s" % what)
+
+    def request(self, path, method="GET", body=None, token=True, headers=None, raw=None):
+        """(status, parsed JSON or text, headers)."""
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        if token:
+            request.add_header("X-Cloister-Token", self.token if token is True else token)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        for key, value in (headers or {}).items():
+            request.add_header(key, value)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                status, text, head = response.status, response.read().decode(), response.headers
+        except urllib.error.HTTPError as error:
+            status, text, head = error.code, error.read().decode(), error.headers
+        try:
+            return status, json.loads(text), head
+        except ValueError:
+            return status, text, head
+
+    def stop(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def blocked_review(system, issue):
+    """A finished review-agent task for `issue` whose verdict blocks the gate."""
+    repo = os.path.join(system.dir, "repo-" + issue)
+    git = dict(system.env, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    for args in (["init", "-q", "-b", "main", repo], ["-C", repo, "commit", "-q", "--allow-empty",
+                                                     "-m", "init"],
+                 ["-C", repo, "branch", "feature"]):
+        subprocess.run(["git"] + args, env=git, check=True)
+    system.worker("review-agent", "review-w", "echo 'REVIEW_RESULT: CHANGES_REQUESTED'")
+    task_id = "review-" + issue
+    check(system.pan("submit", "review-agent", "--id", task_id, "--issue", issue, "--workspace",
+                     repo, "--branch", "feature").returncode == 0, "submit the review")
+    system.wait_for(lambda: '"state": "done"' in system.pan("task", "show", task_id, "--json").stdout,
+                    "the review to finish")
+
+
+def test_api(system):
+    url = system.pan("web", "url").stdout.strip()
+    check(url == "%s/#token=%s" % (system.base, system.token), "pan web url: " + url)
+    status, text, head = system.request("/", token=False)
+    check(status == 200 and "<title>Cloister</title>" in text, "GET / serves the page")
+    check("script-src 'self'" in head.get("Content-Security-Policy", ""), "the page has a CSP")
+    check(system.request("/app.js", token=False)[0] == 200, "GET /app.js")
+    check(system.request("/nope", token=False)[0] == 404, "an unknown page is 404")
+    check(system.request("/", method="DELETE", token=False)[0] == 405, "DELETE / is 405")
+
+    check(system.request("/api/status", token=False)[0] == 401, "no token: 401")
+    check(system.request("/api/status", token="0" * 64)[0] == 401, "a wrong token: 401")
+    status, body, _ = system.request("/api/status")
+    check(status == 200 and "stats" in body and isinstance(body.get("specialists"), list),
+          "GET /api/status")
+    check(system.request("/api/nothing")[0] == 404, "an unknown API path is 404")
+
+    queued = system.pan("submit", "test-agent", "--title", "queued one").stdout.strip()
+    status, body, _ = system.request("/api/tasks?state=queued")
+    check(status == 200 and any(t["id"] == queued for t in body), "GET /api/tasks?state=queued")
+    check(system.request("/api/tasks?limit=abc")[0] == 400, "a limit that is no number: 400")
+    check(system.request("/api/tasks?state=bogus")[0] == 400, "an unknown state: 400")
+    status, body, _ = system.request("/api/tasks/" + queued)
+    check(status == 200 and body.get("title") == "queued one", "GET /api/tasks/ID")
+    check(system.request("/api/tasks/no-such-task")[0] == 404, "an unknown task: 404")
+    status, body, _ = system.request("/api/queues/test-agent")
+    check(status == 200 and queued in json.dumps(body), "GET /api/queues/NAME")
+    check(system.request("/api/queues/nobody-agent")[0] == 404, "an unknown queue: 404")
+    status, body, _ = system.request("/api/figures")
+    check(status == 200 and isinstance(body.get("samples"), list), "GET /api/figures")
+
+    path = "/api/tasks/%s/cancel" % queued
+    check(system.request(path, method="POST", body={}, token=False)[0] == 401, "POST without token")
+    check(system.request(path, method="POST", body={}, headers={"Origin": "http://evil.example"})[0]
+          == 403, "POST from another origin: 403")
+    check(system.request(path, method="POST", raw=b"{not json")[0] == 400, "bad JSON: 400")
+    check(system.request(path, method="POST", raw=b"x" * (70 * 1024))[0] == 413, "a body too big: 413")
+    check(system.request(path)[0] == 405, "GET on an action: 405")
+    status, body, _ = system.request(path, method="POST", body={},
+                                     headers={"Origin": system.base})
+    check(status == 200 and body.get("state") == "cancelled", "POST cancel")
+    check(system.request(path, method="POST", body={})[0] == 409, "cancelling it again: 409")
+    status, body, _ = system.request("/api/tasks/%s/retry" % queued, method="POST", body={})
+    check(status == 200 and body.get("state") == "queued", "POST retry of a cancelled task")
+    check(system.request("/api/tasks/no-such-task/retry", method="POST", body={})[0] == 404,
+          "retry of an unknown task: 404")
+
+    status, body, _ = system.request("/api/specialists/test-agent/wake", method="POST",
+                                     body={"task": "look at the logs"})
+    check(status == 200 and body.get("specialist") == "test-agent", "POST wake")
+    check(system.request("/api/specialists/nobody-agent/wake", method="POST", body={})[0] == 400,
+          "waking an unknown specialist: 400")
+    check(system.request("/api/specialists/test-agent/wake", method="POST",
+                         body={"task": 5})[0] == 400, "a wake with a task that is no string: 400")
+
+    check(system.request("/api/approve", method="POST", body={})[0] == 400, "approve without issue")
+    status, body, _ = system.request("/api/approve", method="POST", body={"issue": "NONE-1"})
+    check(status == 409 and "no finished review" in body.get("error", ""), "approve, no review")
+    blocked_review(system, "PAN-9")
+    status, body, _ = system.request("/api/approve", method="POST", body={"issue": "PAN-9"})
+    check(status == 409 and "blocked the merge gate" in body.get("error", ""),
+          "approve of a blocked review is refused with the reason: %s %s" % (status, body))
+
+    check(system.request("/api/events?since=abc")[0] == 400, "events since no number: 400")
+    request = urllib.request.Request(system.base + "/api/events?since=0&token=" + system.token)
+    with urllib.request.urlopen(request, timeout=10) as stream:
+        check(stream.headers.get("Content-Type") == "text/event-stream", "the stream's type")
+        lines = [stream.readline().decode().rstrip("\n") for _ in range(3)]
+    check(lines[0] == "id: 1" and lines[1].startswith("data: {") and
+          json.loads(lines[1][6:]).get("seq") == 1, "the stream replays from since: " + repr(lines))
+
+
+class Browser:
+    """Headless Chromium driven through the DevTools protocol (python3-websocket)."""
+
+    def __init__(self, url, profile):
+        import websocket
+        self.proc = subprocess.Popen(
+            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--remote-debugging-port=0", "--user-data-dir=" + profile,
+             "--window-size=1280,1400", url],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        port_file = os.path.join(profile, "DevToolsActivePort")
+        System.wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(),
+                        "Chromium's DevTools port", timeout=30)
+        port = open(port_file).read().split()[0]
+        targets = json.loads(urllib.request.urlopen("http://127.0.0.1:%s/json/list" % port).read())
+        page = [t for t in targets if t.get("type") == "page"][0]
+        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30)
+        self.next_id = 0
+
+    def call(self, method, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == self.next_id:
+                return message.get("result", {})
+
+    def eval(self, expression):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result.get("result", {}).get("value")
+
+    def wait_for(self, expression, timeout=15):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.eval(expression):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def screenshot(self, path):
+        import base64
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+
+    def close(self):
+        self.ws.close()
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+
+def test_browser(system):
+    os.makedirs(OUT, exist_ok=True)
+    go = os.path.join(system.dir, "go")
+    title = '<img src=x onerror="window.__xss=1">'
+    # A running task whose title is markup: it prints a first line, then one more when told.
+    system.worker("echo-agent", "echo-w",
+                  "echo first line; while [ ! -e '%s' ]; do sleep 0.05; done; "
+                  "echo SECOND-LINE-$(date +%%s); sleep 30" % go)
+    running = system.pan("submit", "echo-agent", "--title", title).stdout.strip()
+    system.wait_for(lambda: '"state": "running"' in system.pan("task", "show", running, "--json").stdout,
+                    "the task to run")
+    blocked_review(system, "PAN-7")
+    browser = Browser(system.base + "/#token=" + system.token, os.path.join(system.dir, "chromium"))
+    try:
+        rows = "[...document.querySelectorAll('#running tbody tr')].map(r => r.textContent).join('\\n')"
+        check(browser.wait_for("(%s).includes(%s)" % (rows, json.dumps(running))),
+              "the page lists the running task")
+        check(browser.wait_for("(%s).includes(%s)" % (rows, json.dumps(title))),
+              "the markup title shows as text")
+        check(browser.eval("document.querySelectorAll('img').length") == 0,
+              "the markup title made no element")
+        check(browser.eval("window.__xss === undefined"), "the markup title ran nothing")
+        check(browser.wait_for("document.getElementById('connection').textContent === 'live'"),
+              "the page follows the live events")
+        open(go, "w").close()
+        started = time.time()
+        appeared = browser.wait_for("(%s).includes('SECOND-LINE-')" % rows, timeout=10)
+        check(appeared, "the new progress line appears")
+        print("progress line on the page %.2f s after the command was told to print it"
+              % (time.time() - started))
+        browser.screenshot(os.path.join(OUT, "dashboard.png"))
+
+        browser.eval("document.querySelector('#approve-form input[name=issue]').value = 'PAN-7';"
+                     "document.querySelector('#approve-form button').click(); true")
+        check(browser.wait_for("document.getElementById('approve-result').textContent"
+                               ".includes('blocked the merge gate')"),
+              "approving a blocked review shows the refusal")
+        browser.eval("[...document.querySelectorAll('#running button.link')][0].click(); true")
+        check(browser.wait_for("!document.getElementById('task').hidden && "
+                               "document.getElementById('task-body').textContent.includes('first line')"
+                               " || document.getElementById('task-id').textContent === %s" % json.dumps(running)),
+              "the task page opens")
+        browser.screenshot(os.path.join(OUT, "task.png"))
+    finally:
+        browser.close()
+
+
+def main():
+    system = System()
+    try:
+        test_api(system) if MODE == "api" else test_browser(system)
+    finally:
+        system.stop()
+    if failures:
+        print("test_web %s: %d failed" % (MODE, len(failures)), file=sys.stderr)
+        return 1
+    print("test_web %s: all checks passed" % MODE)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,10 +2,13 @@
  * or with a key nobody authorized, gets no reply, no event, and nothing it sends is
  * accepted; an authorized client (pan) works; a key revoked with `pan keys revoke` stops
  * working after the broker's SIGHUP; the generic worker runs a task end to end with CURVE,
- * and its task socket takes tasks from the broker only; and a broker told to listen on
- * 0.0.0.0 without CURVE refuses to start. */
+ * and its task socket takes tasks from the broker only; a worker's results count only from
+ * its own key; the review, test and merge specialists each take a task and report it over
+ * the authenticated bus; and a broker told to listen on 0.0.0.0 without CURVE refuses to
+ * start. */
 #include "check.h"
 #include "curve.h"
+#include "msgjson.h"
 #include "testbroker.h"
 
 #include <czmq.h>
@@ -183,6 +186,52 @@ static void test_results_bound_to_key(testenv_t *env, pid_t broker, client_t *cl
     zcert_destroy(&thief);
 }
 
+/* Waits until task `id` has ended (done or failed); its state into buf. */
+static const char *s_wait_ended(client_t *client, const char *id, char *buf, size_t size)
+{
+    for (int i = 0; i < 150; i++) {
+        testbroker_state(client, id, buf, size);
+        if (strcmp(buf, "done") == 0 || strcmp(buf, "failed") == 0)
+            break;
+        testenv_sleep_ms(100);
+    }
+    return buf;
+}
+
+/* Every specialist over the authenticated bus: each says hello with its key, takes a task
+ * and its result is committed (the review approves in mode "disabled"; the test-agent and
+ * the merge-agent refuse a payload they cannot work on, which is a result too). */
+static void test_specialists_end_to_end(testenv_t *env, client_t *client)
+{
+    static const struct {
+        const char *program, *specialist, *payload, *ends;
+    } cases[] = {
+        {"cloister-review", "review-agent", "{}", "done"},
+        {"cloister-test", "test-agent", "{\"branch\": \"main\"}", "failed"},
+        {"cloister-merge", "merge-agent", "{\"target\": \"main\"}", "failed"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char bind[400], id[64];
+        snprintf(bind, sizeof bind, "ipc://%s/%s.sock", env->dir, cases[i].specialist);
+        snprintf(id, sizeof id, "curve-%s", cases[i].specialist);
+        char *argv[] = {(char *)testenv_bin(cases[i].program), "--worker-id", id, "--bind", bind,
+                        "--in", env->in_ep, "--heartbeat-ms", "100", NULL};
+        CHECK(testenv_spawn(env, id, argv) > 0);
+        wire_writer_t *payload = wire_writer_new();
+        json_t *json = json_loads(cases[i].payload, 0, NULL);
+        CHECK(json != NULL && msgjson_to_map(payload, json) == 0);
+        json_decref(json);
+        submit_t task = {.id = id, .specialist = cases[i].specialist, .title = id};
+        task.payload = wire_writer_data(payload, &task.payload_len);
+        wire_msg_t *reply = NULL;
+        CHECK_INT(client_submit(client, &task, NULL, 0, &reply), 0);
+        wire_msg_destroy(&reply);
+        wire_writer_destroy(&payload);
+        char state[64];
+        CHECK_STR(s_wait_ended(client, id, state, sizeof state), cases[i].ends);
+    }
+}
+
 /* The broker refuses tcp://0.0.0.0 with CURVE off (before binding anything). */
 static void test_refuses_insecure(void)
 {
@@ -213,7 +262,8 @@ int main(void)
         return 1;
     char path[600];
     snprintf(path, sizeof path, "%s/cloister.toml", env->home);
-    CHECK(testenv_write_file(path, "[security]\ncurve = true\n") == 0);
+    /* The review mode "disabled" makes a review end at once, and lets merges through. */
+    CHECK(testenv_write_file(path, "[security]\ncurve = true\n\n[review]\nmode = \"disabled\"\n") == 0);
     /* This process is an authorized client too (testbroker_start asks for stats). */
     CHECK_INT(curve_keys_init(), 0);
     config_t *config = NULL;
@@ -325,6 +375,7 @@ int main(void)
     free(log);
 
     test_results_bound_to_key(env, broker, client, broker_key);
+    test_specialists_end_to_end(env, client);
 
     zcert_destroy(&unknown);
     zcert_destroy(&broker_cert);

@@ -100,6 +100,8 @@ class System:
             return status, text, head
 
     def stop(self):
+        if os.environ.get("CLOISTER_KEEP_TESTDIR"):
+            print("test_web: kept", self.dir, file=sys.stderr)
         for proc in self.procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -109,7 +111,8 @@ class System:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not os.environ.get("CLOISTER_KEEP_TESTDIR"):
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def blocked_review(system, issue):
@@ -260,7 +263,11 @@ def test_browser(system):
     system.worker("echo-agent", "echo-w",
                   "echo first line; while [ ! -e '%s' ]; do sleep 0.05; done; "
                   "echo SECOND-LINE-$(date +%%s); sleep 30" % go)
-    running = system.pan("submit", "echo-agent", "--title", title).stdout.strip()
+    # echo-agent is known once its worker has said hello.
+    submitted = []
+    system.wait_for(lambda: submitted.append(system.pan("submit", "echo-agent", "--title", title))
+                    or submitted[-1].returncode == 0, "echo-agent to be known")
+    running = submitted[-1].stdout.strip()
     system.wait_for(lambda: '"state": "running"' in system.pan("task", "show", running, "--json").stdout,
                     "the task to run")
     blocked_review(system, "PAN-7")

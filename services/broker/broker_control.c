@@ -275,6 +275,65 @@ static bool s_active_matches(const task_t *task, const store_task_filter_t *filt
            (before == NULL || s_compare_newest(&pair[0], &pair[1]) < 0);
 }
 
+/* Running tasks: the running list is short; sorted newest first. Sets *n, returns the
+ * matches (caller frees) or NULL when memory runs out. */
+static task_t **s_running_matches(broker_t *self, const store_task_filter_t *filter,
+                                  const task_t *before, size_t *n)
+{
+    *n = 0;
+    task_t **matches = malloc(((size_t)self->running_count + 1) * sizeof *matches);
+    if (matches == NULL)
+        return NULL;
+    for (task_t *task = self->running; task != NULL; task = task->next)
+        if (s_active_matches(task, filter, TASK_RUNNING, before))
+            matches[(*n)++] = task;
+    qsort(matches, *n, sizeof *matches, s_compare_newest);
+    return matches;
+}
+
+/* Queued tasks, newest first, without looking at them all: each priority list of a queue
+ * is in submit order, which is creation order, so its tail is its newest task. The page is
+ * a merge of the lists walked back from their tails, cost limit x lists (plus the tasks a
+ * filter skips), whatever the depth of the queues. Sets *n, returns the matches (caller
+ * frees) or NULL when memory runs out. */
+static task_t **s_queued_matches(broker_t *self, const store_task_filter_t *filter,
+                                 const task_t *before, size_t *n)
+{
+    *n = 0;
+    size_t nqueues = zhashx_size(self->queues);
+    task_t **cursors = calloc(nqueues * PRIORITY_COUNT + 1, sizeof *cursors);
+    task_t **matches = malloc(((size_t)filter->limit + 1) * sizeof *matches);
+    if (cursors == NULL || matches == NULL) {
+        free(cursors);
+        free(matches);
+        return NULL;
+    }
+    size_t ncursors = 0;
+    for (queue_t *queue = zhashx_first(self->queues); queue; queue = zhashx_next(self->queues)) {
+        if (filter->specialist != NULL && strcmp(queue->name, filter->specialist) != 0)
+            continue;
+        for (int p = 0; p < PRIORITY_COUNT; p++)
+            if (queue->tail[p] != NULL)
+                cursors[ncursors++] = queue->tail[p];
+    }
+    while (*n < (size_t)filter->limit) {
+        size_t newest = ncursors;
+        for (size_t i = 0; i < ncursors; i++) {
+            if (cursors[i] != NULL &&
+                (newest == ncursors || s_compare_newest(&cursors[i], &cursors[newest]) < 0))
+                newest = i;
+        }
+        if (newest == ncursors || cursors[newest]->created < filter->created_after)
+            break; /* every list is walked, or older than the oldest asked for */
+        task_t *task = cursors[newest];
+        cursors[newest] = task->prev;
+        if (s_active_matches(task, filter, TASK_QUEUED, before))
+            matches[(*n)++] = task;
+    }
+    free(cursors);
+    return matches;
+}
+
 /* Queued and running tasks are all in memory, and their store rows change the most, so
  * they are listed from here rather than kept in a store index. */
 static void s_list_active(request_t *req, const store_task_filter_t *filter, task_state_t state,
@@ -297,22 +356,19 @@ static void s_list_active(request_t *req, const store_task_filter_t *filter, tas
         }
     }
     size_t n = 0;
-    task_t **matches = malloc((zhashx_size(self->tasks) + 1) * sizeof *matches);
+    task_t **matches = state == TASK_RUNNING ? s_running_matches(self, filter, before, &n)
+                                             : s_queued_matches(self, filter, before, &n);
     if (matches == NULL) {
         s_reply_error(req, FAILURE_MEMORY, "list_tasks: out of memory");
-        return;
+    } else {
+        for (size_t i = 0; i < n && i < (size_t)filter->limit && s_list_one(matches[i], page) == 0;
+             i++)
+            ;
+        s_send_page(req, page, 0);
     }
-    for (task_t *task = zhashx_first(self->tasks); task; task = zhashx_next(self->tasks)) {
-        if (s_active_matches(task, filter, state, before))
-            matches[n++] = task;
-    }
-    qsort(matches, n, sizeof *matches, s_compare_newest);
-    for (size_t i = 0; i < n && i < (size_t)filter->limit && s_list_one(matches[i], page) == 0; i++)
-        ;
     free(matches);
     if (loaded)
         task_destroy(&before);
-    s_send_page(req, page, 0);
 }
 
 /* Checks list_tasks' fields; fills *filter and *state (-1: any). Replies and returns false

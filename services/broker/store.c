@@ -708,9 +708,11 @@ int store_task_list(store_t *self, const store_task_filter_t *filter,
 int store_task_load_active(store_t *self, void (*fn)(task_t *task, void *arg), void *arg)
 {
     sqlite3_stmt *stmt = NULL;
+    /* In rowid order, which is submit order (a task's row is inserted when its `ord` is
+     * given): the table's own order, so no sort of a million rows before the first one. */
     if (sqlite3_prepare_v2(self->db,
                            "SELECT " TASK_COLUMNS
-                           " FROM tasks WHERE state IN ('queued','running') ORDER BY ord",
+                           " FROM tasks WHERE state IN ('queued','running') ORDER BY rowid",
                            -1, &stmt, NULL) != SQLITE_OK)
         return s_fail(self, "loading active tasks");
     int step;

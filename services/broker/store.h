@@ -71,8 +71,8 @@ typedef struct {
 int store_task_list(store_t *self, const store_task_filter_t *filter,
                     int (*fn)(task_t *task, void *arg), void *arg);
 
-/* Calls fn for every queued or running task (ownership of each task passes to fn, with
- * `specialist` set). */
+/* Calls fn for every queued or running task, in submit order (ownership of each task
+ * passes to fn, with `specialist` set). */
 int store_task_load_active(store_t *self, void (*fn)(task_t *task, void *arg), void *arg);
 
 /* Records a finished attempt (for the "prior attempts" session context, which is asked

@@ -125,6 +125,35 @@ int main(void)
     CHECK_INT(harness_pan_all(h->env, s_out, "dead", NULL), 0);
     CHECK(strstr(s_out, "(no tasks)") != NULL);
 
+    /* Queued tasks of several queues and priorities come newest first, whatever their
+     * priority (the broker merges its queues' lists from their newest end), and page on. */
+    const char *queued[][3] = {{"q-1", "test-agent", "low"},     {"q-2", "review-agent", "urgent"},
+                               {"q-3", "test-agent", "high"},    {"q-4", "test-agent", "low"},
+                               {"q-5", "review-agent", "normal"}};
+    for (size_t i = 0; i < sizeof queued / sizeof queued[0]; i++) {
+        CHECK_INT(harness_pan_all(h->env, s_out, "submit", queued[i][1], "--id", queued[i][0],
+                                  "--priority", queued[i][2], "--issue", "ISS-Q", NULL),
+                  0);
+        testenv_sleep_ms(5); /* a distinct creation time each */
+    }
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--state", "queued", "--issue",
+                              "ISS-Q", "--limit", "3", "--json", NULL),
+              0);
+    CHECK(strstr(s_out, "pan: more may follow: add --before q-3") != NULL);
+    *strstr(s_out, "pan: more") = '\0';
+    s_ids(ids, sizeof ids);
+    CHECK_STR(ids, "q-5 q-4 q-3");
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--state", "queued", "--issue",
+                              "ISS-Q", "--before", "q-3", "--json", NULL),
+              0);
+    s_ids(ids, sizeof ids);
+    CHECK_STR(ids, "q-2 q-1");
+    CHECK_INT(harness_pan_all(h->env, s_out, "task", "list", "--state", "queued", "--specialist",
+                              "test-agent", "--issue", "ISS-Q", "--json", NULL),
+              0);
+    s_ids(ids, sizeof ids);
+    CHECK_STR(ids, "q-4 q-3 q-1");
+
     harness_destroy(&h);
     return check_exit_code("test_pan_list");
 }

@@ -59,7 +59,7 @@ static bool s_list_equal(path_list_t *a, path_list_t *b)
     return true;
 }
 
-/* libgit2: in-memory merge and its conflicting paths (every side's path). */
+/* libgit2: in-memory merge and its conflicting paths, named as git names them. */
 static int s_libgit2_conflicts(git_repository *repo, const git_oid *p1, const git_oid *p2,
                                path_list_t *out)
 {
@@ -76,14 +76,31 @@ static int s_libgit2_conflicts(git_repository *repo, const git_oid *p1, const gi
         const git_index_entry *anc, *o, *t;
         if (git_index_conflict_iterator_new(&it, index) < 0)
             goto out;
+        /* libgit2 splits a rename/modify conflict in two: the old path (ancestor and the
+         * side that modified it, the renaming side absent) and the new path (the renaming
+         * side alone). git names it by the new path only, so the old path's entry is left
+         * out when the renaming side added a path of its own in the same merge. */
+        path_list_t gone_ours = {0}, gone_theirs = {0};
+        bool added_ours = false, added_theirs = false;
         while (git_index_conflict_next(&anc, &o, &t, it) == 0) {
-            if (o != NULL)
-                s_list_add(out, o->path);
-            if (t != NULL)
-                s_list_add(out, t->path);
-            if (anc != NULL && o == NULL && t == NULL)
-                s_list_add(out, anc->path);
+            if (anc != NULL && o == NULL && t != NULL)
+                s_list_add(&gone_ours, anc->path);
+            else if (anc != NULL && t == NULL && o != NULL)
+                s_list_add(&gone_theirs, anc->path);
+            else {
+                added_ours = added_ours || (anc == NULL && o != NULL && t == NULL);
+                added_theirs = added_theirs || (anc == NULL && t != NULL && o == NULL);
+                s_list_add(out, o ? o->path : t ? t->path : anc->path);
+            }
         }
+        for (size_t i = 0; !added_ours && i < gone_ours.n; i++)
+            s_list_add(out, gone_ours.paths[i]);
+        for (size_t i = 0; !added_theirs && i < gone_theirs.n; i++)
+            s_list_add(out, gone_theirs.paths[i]);
+        for (size_t i = 0; i < gone_ours.n; i++)
+            free(gone_ours.paths[i]);
+        for (size_t i = 0; i < gone_theirs.n; i++)
+            free(gone_theirs.paths[i]);
         git_index_conflict_iterator_free(it);
     }
     rc = 0;

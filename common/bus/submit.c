@@ -2,7 +2,9 @@
 #include "submit.h"
 
 #include "failure.h"
+#include "msgjson.h"
 
+#include <stdio.h>
 #include <string.h>
 
 bool submit_specialist_name_valid(const char *name)
@@ -83,4 +85,17 @@ void submit_encode(wire_writer_t *writer, const submit_t *task)
     if (task->not_before > 0)
         wire_put_int(writer, FIELD_NOT_BEFORE, task->not_before);
     wire_put_raw(writer, FIELD_PAYLOAD, task->payload, task->payload_len);
+}
+
+void submit_wake(const char *specialist, const char *text, const char *workspace,
+                 const char *branch, const char *target, char *title, size_t title_size,
+                 wire_writer_t *payload_writer)
+{
+    snprintf(title, title_size, "Wake %s%s%.*s", specialist, text ? ": " : "",
+             text ? (int)msgjson_utf8_cut(text, 200) : 0, text ? text : "");
+    wire_writer_start_map(payload_writer);
+    wire_put_str(payload_writer, FIELD_TASK, text ? text : "Manual wake");
+    wire_put_str(payload_writer, FIELD_WORKSPACE, workspace);
+    wire_put_str(payload_writer, FIELD_BRANCH, branch);
+    wire_put_str(payload_writer, FIELD_TARGET, target);
 }

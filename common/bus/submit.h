@@ -54,4 +54,13 @@ void submit_read(const wire_msg_t *msg, submit_t *out);
  * then in wire_writer_data(writer) -- for control, or to PUSH to `in`. */
 void submit_encode(wire_writer_t *writer, const submit_t *task);
 
+/* A "wake": a task that asks a specialist to look at something (pan specialists wake, the
+ * dashboard's Wake). Its title ("Wake <specialist>: <the first 200 bytes of text, cut
+ * between two characters>") goes into title (at least 300 bytes) and its payload map
+ * ({task, workspace, branch, target}; NULL ones left out, task "Manual wake" when NULL)
+ * into payload_writer, whose bytes the caller puts in the submit. */
+void submit_wake(const char *specialist, const char *text, const char *workspace,
+                 const char *branch, const char *target, char *title, size_t title_size,
+                 wire_writer_t *payload_writer);
+
 #endif

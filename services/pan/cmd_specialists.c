@@ -582,17 +582,11 @@ static int s_wake(const pan_t *pan, int argc, char **argv)
     if (!config_specialist_enabled(pan->config, name))
         fprintf(stderr, "Warning: %s is disabled in cloister.toml; queueing anyway\n", name);
 
-    /* The title shows the first 200 bytes of the text, cut between two characters. */
     char id[CLIENT_ID_SIZE], title[512];
     client_new_id(id, sizeof id);
-    snprintf(title, sizeof title, "Wake %s%s%.*s", name, text ? ": " : "",
-             text ? (int)msgjson_utf8_cut(text, 200) : 0, text ? text : "");
     wire_writer_t *payload = wire_writer_new();
-    wire_writer_start_map(payload);
-    wire_put_str(payload, FIELD_TASK, text ? text : "Manual wake");
-    wire_put_str(payload, FIELD_WORKSPACE, workspace[0] ? workspace : NULL);
-    wire_put_str(payload, FIELD_BRANCH, branch);
-    wire_put_str(payload, FIELD_TARGET, target);
+    submit_wake(name, text, workspace[0] ? workspace : NULL, branch, target, title, sizeof title,
+                payload);
     submit_t submit = {
         .id = id, .specialist = name, .priority = priority, .source = "pan-wake", .title = title};
     submit.payload = wire_writer_data(payload, &submit.payload_len);

@@ -200,14 +200,8 @@ web_reply_t web_api_wake(const web_t *web, const char *specialist, const json_t 
         return web_error(400, "task, workspace, branch, target and priority must be strings");
     char id[CLIENT_ID_SIZE], title[300];
     client_new_id(id, sizeof id);
-    snprintf(title, sizeof title, "Wake %s%s%.*s", specialist, text ? ": " : "",
-             text ? (int)msgjson_utf8_cut(text, 200) : 0, text ? text : "");
     wire_writer_t *payload = wire_writer_new();
-    wire_writer_start_map(payload);
-    wire_put_str(payload, FIELD_TASK, text ? text : "Manual wake");
-    wire_put_str(payload, FIELD_WORKSPACE, workspace);
-    wire_put_str(payload, FIELD_BRANCH, branch);
-    wire_put_str(payload, FIELD_TARGET, target);
+    submit_wake(specialist, text, workspace, branch, target, title, sizeof title, payload);
     submit_t submit = {.id = id,
                        .specialist = specialist,
                        .priority = priority,

@@ -202,6 +202,12 @@ def test_api(system):
         lines = [stream.readline().decode().rstrip("\n") for _ in range(3)]
     check(lines[0] == "id: 1" and lines[1].startswith("data: {") and
           json.loads(lines[1][6:]).get("seq") == 1, "the stream replays from since: " + repr(lines))
+    # A browser that reconnects sends the last id it saw: the stream goes on after it.
+    request = urllib.request.Request(system.base + "/api/events?since=0&token=" + system.token,
+                                     headers={"Last-Event-ID": "2"})
+    with urllib.request.urlopen(request, timeout=10) as stream:
+        first = stream.readline().decode().rstrip("\n")
+    check(first == "id: 3", "Last-Event-ID resumes after it: " + repr(first))
 
 
 class Browser:

@@ -129,3 +129,84 @@ bool review_gate_open(review_mode_t mode, const char *verdict, const review_coun
     }
     return false;
 }
+
+/* The message with letters and digits only, lowercased: what two wordings of one finding
+ * share ("SQL injection!" and "sql  injection"). */
+static void s_normalise(const char *message, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const char *c = message; *c != '\0' && n + 1 < size; c++) {
+        if (isalnum((unsigned char)*c) || ((unsigned char)*c & 0x80))
+            out[n++] = (char)tolower((unsigned char)*c);
+    }
+    out[n] = '\0';
+}
+
+static int s_rank(const char *severity)
+{
+    return strcmp(severity, "error") == 0 ? 2 : strcmp(severity, "warning") == 0 ? 1 : 0;
+}
+
+static void s_uncount(review_counts_t *counts, const char *severity)
+{
+    int rank = s_rank(severity);
+    if (rank == 2)
+        counts->errors--;
+    else if (rank == 1)
+        counts->warnings--;
+    else
+        counts->infos--;
+}
+
+static void s_count(review_counts_t *counts, const char *severity)
+{
+    int rank = s_rank(severity);
+    if (rank == 2)
+        counts->errors++;
+    else if (rank == 1)
+        counts->warnings++;
+    else
+        counts->infos++;
+}
+
+static bool s_same_finding(const json_t *a, const json_t *b)
+{
+    const char *file_a = json_string_value(json_object_get(a, "file"));
+    const char *file_b = json_string_value(json_object_get(b, "file"));
+    json_int_t line_a = json_integer_value(json_object_get(a, "line"));
+    json_int_t line_b = json_integer_value(json_object_get(b, "line"));
+    if (strcmp(file_a ? file_a : "", file_b ? file_b : "") != 0 ||
+        (line_a != 0 && line_b != 0 && line_a != line_b))
+        return false;
+    char text_a[1024], text_b[1024];
+    const char *message_a = json_string_value(json_object_get(a, "message"));
+    const char *message_b = json_string_value(json_object_get(b, "message"));
+    s_normalise(message_a ? message_a : "", text_a, sizeof text_a);
+    s_normalise(message_b ? message_b : "", text_b, sizeof text_b);
+    return strcmp(text_a, text_b) == 0;
+}
+
+bool review_findings_add(json_t *findings, json_t *finding, review_counts_t *counts)
+{
+    size_t i;
+    json_t *kept;
+    json_array_foreach(findings, i, kept)
+    {
+        if (!s_same_finding(kept, finding))
+            continue;
+        const char *was = json_string_value(json_object_get(kept, "severity"));
+        const char *now = json_string_value(json_object_get(finding, "severity"));
+        s_uncount(counts, now ? now : "warning");
+        if (was != NULL && now != NULL && s_rank(now) > s_rank(was)) {
+            s_uncount(counts, was);
+            s_count(counts, now);
+            json_object_set_new(kept, "severity", json_string(now));
+        }
+        if (json_integer_value(json_object_get(kept, "line")) == 0)
+            json_object_set(kept, "line", json_object_get(finding, "line"));
+        json_decref(finding);
+        return false;
+    }
+    json_array_append_new(findings, finding);
+    return true;
+}

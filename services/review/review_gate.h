@@ -37,6 +37,13 @@ int review_mode_parse(review_mode_t *mode, const char *text);
  * in *counts. Returns NULL only if memory runs out. */
 json_t *review_finding_parse(const char *text, const char *source, review_counts_t *counts);
 
+/* Appends `finding` (from review_finding_parse(), which counted it; ownership passes) to
+ * the array `findings`, unless one there already says the same: the same file, the same
+ * line (or one of them without a line), and the same message once case, spaces and
+ * punctuation are set aside. A repeated finding is dropped and taken back from *counts;
+ * the one kept takes the more severe of the two severities. Returns true when appended. */
+bool review_findings_add(json_t *findings, json_t *finding, review_counts_t *counts);
+
 /* True when a finding of `severity` ("error", "warning", "info") blocks the gate in `mode`. */
 bool review_finding_blocks(review_mode_t mode, const char *severity);
 

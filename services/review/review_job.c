@@ -231,7 +231,7 @@ static void s_read_findings(review_run_t *r)
     for (size_t i = 0; i < n; i++) {
         json_t *finding = review_finding_parse(items[i], "agent", &r->counts);
         if (finding != NULL)
-            json_array_append_new(r->findings, finding);
+            review_findings_add(r->findings, finding, &r->counts);
     }
     for (size_t i = 0; i < markers_count(r->markers); i++) {
         const char *key = markers_key_at(r->markers, i);
@@ -242,7 +242,7 @@ static void s_read_findings(review_run_t *r)
             snprintf(text, sizeof text, "%s: %s", key, markers_value_at(r->markers, i));
             json_t *finding = review_finding_parse(text, "agent", &r->counts);
             if (finding != NULL)
-                json_array_append_new(r->findings, finding);
+                review_findings_add(r->findings, finding, &r->counts);
         }
     }
     const char *value = markers_get(r->markers, "FINDINGS");

@@ -95,6 +95,31 @@ static void test_normal_error_blocks(review_env_t *r)
     CHECK(strstr(out, "{\"severity\"") == NULL); /* not one line of JSON */
 }
 
+/* Findings the agent repeats (same file and line, the same words in another case or
+ * punctuation) are kept once, at the more severe of their severities, and counted once. */
+static void test_duplicate_findings(review_env_t *r)
+{
+    json_t *done = s_review(r, "normal",
+                            "REVIEW_RESULT: CHANGES_REQUESTED\n"
+                            "FINDINGS:\n- error: src/db.c:1 SQL injection through name\n"
+                            "- info: src/db.c:1 sql injection through `name`!\n"
+                            "- warning: src/db.c:2 SQL injection through name\n"
+                            "- warning: src/a.c:3 Missing bound check\n"
+                            "- error: src/a.c:3 missing bound check.\n",
+                            "dup");
+    CHECK(done != NULL);
+    const json_t *result = review_result(done);
+    const json_t *findings = json_object_get(result, "FINDINGS");
+    CHECK_INT((int)json_array_size(findings), 3);
+    CHECK_INT(harness_int(result, "errors"), 2);
+    CHECK_INT(harness_int(result, "warnings"), 1);
+    CHECK_INT(harness_int(result, "infos"), 0);
+    CHECK_STR(harness_field(json_array_get(findings, 0), "severity"), "error");
+    CHECK_INT(harness_int(json_array_get(findings, 1), "line"), 2);
+    CHECK_STR(harness_field(json_array_get(findings, 2), "file"), "src/a.c");
+    CHECK_STR(harness_field(json_array_get(findings, 2), "severity"), "error");
+}
+
 static void test_strict_warning_blocks(review_env_t *r)
 {
     json_t *done = s_review(r, "strict",
@@ -544,6 +569,7 @@ int main(void)
     if (r != NULL) {
         test_yolo_chains_merge_once(r);
         test_normal_error_blocks(r);
+        test_duplicate_findings(r);
         test_strict_warning_blocks(r);
         test_disabled_skips_agent(r);
         test_yolo_from_worktree(r);

@@ -107,6 +107,11 @@ static const schema_t s_schema[] = {
     {"review", "diff_budget_chars", SCHEMA_INT, false, NULL, 0, 1, NULL},
     {"review", "post", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {"review", "gh_command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"review.checks.*", "command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"review.checks.*", "kind", SCHEMA_STRING, false, NULL, 0, 0, "build|lint|coverage|e2e|custom"},
+    {"review.checks.*", "severity", SCHEMA_STRING, false, NULL, 0, 0, "error|warning|info"},
+    {"review.checks.*", "timeout_s", SCHEMA_INT, false, NULL, 0, 1, NULL},
+    {"review.checks.*", "threshold", SCHEMA_FLOAT, false, NULL, 0, 0, NULL},
 
     {"context", "custom_instructions", SCHEMA_STRING, true, "", 0, 0, NULL},
     {"context", "relevant_files_limit", SCHEMA_INT, true, NULL, 10, 0, NULL},
@@ -147,14 +152,6 @@ static const schema_t s_schema[] = {
 
 /* ---------------------------------------------------------------- values and tables --- */
 
-
-/* True if `name` is "specialists.<x>" with no further dot. */
-static bool s_is_specialist_table(const char *name)
-{
-    size_t prefix = strlen(SPECIALIST_PREFIX);
-    return strncmp(name, SPECIALIST_PREFIX, prefix) == 0 && name[prefix] != '\0'
-        && strchr(name + prefix, '.') == NULL;
-}
 
 /* Compares a stored (normalised) table name with a name a caller asked for, treating `_`
  * in the caller's specialist segment as `-`. */
@@ -306,14 +303,23 @@ static bool s_is_choice(const char *choices, const char *text)
     return false;
 }
 
+/* True if the schema's table `pattern` covers `table_name`: the same name, or for a
+ * pattern "a.b.*" any "a.b.<x>" with no further dot. */
+static bool s_table_matches(const char *pattern, const char *table_name)
+{
+    size_t len = strlen(pattern);
+    if (len < 2 || strcmp(pattern + len - 2, ".*") != 0)
+        return strcmp(pattern, table_name) == 0;
+    size_t prefix = len - 1; /* "a.b." */
+    return strncmp(table_name, pattern, prefix) == 0 && table_name[prefix] != '\0' &&
+           strchr(table_name + prefix, '.') == NULL;
+}
+
 static const schema_t *s_schema_find(const char *table_name, const char *key)
 {
     for (size_t i = 0; i < SCHEMA_COUNT; i++) {
         const schema_t *s = &s_schema[i];
-        bool table_matches = strcmp(s->table, SPECIALIST_TABLE) == 0
-                                 ? s_is_specialist_table(table_name)
-                                 : strcmp(s->table, table_name) == 0;
-        if (table_matches && strcmp(s->key, key) == 0)
+        if (s_table_matches(s->table, table_name) && strcmp(s->key, key) == 0)
             return s;
     }
     return NULL;
@@ -323,10 +329,8 @@ static const schema_t *s_schema_find(const char *table_name, const char *key)
  * not somebody else's setting). */
 static bool s_known_table(const char *table_name)
 {
-    if (s_is_specialist_table(table_name))
-        return true;
     for (size_t i = 0; i < SCHEMA_COUNT; i++)
-        if (strcmp(s_schema[i].table, table_name) == 0)
+        if (s_table_matches(s_schema[i].table, table_name))
             return true;
     return false;
 }

@@ -7,6 +7,7 @@
 #include "pipeline.h"
 #include "prompt.h"
 #include "repository.h"
+#include "review_checks.h"
 #include "review_diff.h"
 #include "review_post.h"
 #include "session.h"
@@ -69,79 +70,133 @@ static const char *s_tail(const char *text, size_t max)
     return newline ? newline + 1 : start;
 }
 
-/* Runs [review] checks; fills r->checks, r->checks_text and check findings. */
+/* Whether a check that ran passed; *state says how it went ("PASS", "FAIL (exit code 2)",
+ * "FAIL (coverage 71.0% is below the threshold 80.0%)", ...) and *coverage the figure a
+ * coverage check printed (-1 when none). */
+static bool s_check_passed(const review_check_t *check, const testrun_result_t *result,
+                           char *state, size_t size, double *coverage)
+{
+    *coverage = -1;
+    if (!result->started || result->timed_out || result->cancelled) {
+        snprintf(state, size, "%s", !result->started  ? "ERROR (could not start)"
+                                    : result->timed_out ? "ERROR (timed out)"
+                                                        : "ERROR (cancelled)");
+        return false;
+    }
+    if (result->exit_code != 0) {
+        snprintf(state, size, "FAIL (exit code %d)", result->exit_code);
+        return false;
+    }
+    if (strcmp(check->kind, "coverage") == 0) {
+        *coverage = review_coverage_percent(result->output);
+        if (*coverage < 0) {
+            snprintf(state, size, "FAIL (no coverage figure in its output)");
+            return false;
+        }
+        if (check->threshold >= 0 && *coverage < check->threshold) {
+            snprintf(state, size, "FAIL (coverage %.1f%% is below the threshold %.1f%%)",
+                     *coverage, check->threshold);
+            return false;
+        }
+    }
+    snprintf(state, size, "PASS");
+    return true;
+}
+
+/* A failed check as a finding of its severity, with the tail of its output. */
+static void s_check_finding(review_run_t *r, const review_check_t *check, const char *state,
+                            const char *output)
+{
+    char text[800];
+    snprintf(text, sizeof text, "%s: check `%.400s` failed: %s", check->severity, check->name,
+             state);
+    json_t *finding = review_finding_parse(text, "check", &r->counts);
+    if (finding == NULL)
+        return;
+    json_object_set_new(finding, "check", json_string(check->name));
+    json_t *detail = json_string(s_tail(output, REVIEW_CHECK_OUTPUT_QUOTE));
+    if (detail != NULL)
+        json_object_set_new(finding, "detail", detail);
+    json_array_append_new(r->findings, finding);
+}
+
+/* Runs one check; writes its line (and a failure's output) to f. Returns 0 or
+ * FAILURE_MEMORY. */
+static int s_run_check(review_run_t *r, const review_check_t *check, int64_t timeout_s, FILE *f)
+{
+    specialist_progressf(r->ctx, "info", "check %s: %s", check->name, check->command);
+    testrun_options_t options = {
+        .command = check->command,
+        .dir = r->workspace,
+        .timeout_ms = timeout_s * 1000,
+        .output_cap = 64 * 1024,
+        .owner = specialist_testrun_owner(r->ctx), /* a cancel stops the check */
+        .sandbox = r->service->sandbox,
+    };
+    testrun_result_t *result = NULL;
+    testrun_run(&result, &options);
+    if (result == NULL)
+        return failure_set(FAILURE_MEMORY, "out of memory running a check");
+    char state[200];
+    double coverage;
+    bool passed = s_check_passed(check, result, state, sizeof state, &coverage);
+    const char *output = result->started ? result->output : result->error;
+    fprintf(f, "- `%s`: %s (%s check, %lld ms)\n", check->command, state, check->kind,
+            (long long)result->duration_ms);
+    specialist_progressf(r->ctx, "info", "check %s: %s", check->name, state);
+    if (!passed) {
+        char label[512];
+        snprintf(label, sizeof label, "output of the check `%.400s`", check->command);
+        char *fenced = template_fence_data(label, s_tail(output, REVIEW_CHECK_OUTPUT_QUOTE));
+        if (fenced != NULL)
+            fputs(fenced, f);
+        free(fenced);
+        s_check_finding(r, check, state, output);
+    }
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I}", "name", check->name,
+                              "command", check->command, "kind", check->kind, "severity",
+                              check->severity, "verdict", passed ? "PASS" : "FAIL", "exit_code",
+                              result->exit_code, "duration_ms", (json_int_t)result->duration_ms);
+    if (entry != NULL && coverage >= 0)
+        json_object_set_new(entry, "coverage", json_real(coverage));
+    if (entry != NULL)
+        json_array_append_new(r->checks, entry);
+    testrun_result_destroy(&result);
+    return 0;
+}
+
+/* Runs the review's checks (review_checks.h); fills r->checks, r->checks_text and the
+ * findings of those that failed. */
 static int s_run_checks(review_run_t *r)
 {
     /* The target branch's own checks replace the service's: a branch cannot drop them. */
-    const config_t *config = r->repo_config && config_has(r->repo_config, "review", "checks")
+    review_check_t checks[REVIEW_CHECKS_MAX];
+    const config_t *config = r->repo_config && review_checks_list(r->repo_config, checks) > 0
                                  ? r->repo_config
                                  : r->service->config;
-    size_t n = config_array_len(config, "review", "checks");
+    size_t n = review_checks_list(config, checks);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (f == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
-    int64_t timeout_s =
+    int64_t default_s =
         config_int(config, "review", "check_timeout_s", REVIEW_DEFAULT_CHECK_TIMEOUT_S);
     int64_t lease_s = specialist_task(r->ctx)->timeout_s;
-    if (lease_s > 0 && lease_s < timeout_s)
-        timeout_s = lease_s;
-    for (size_t i = 0; i < n && !specialist_cancelled(r->ctx); i++) {
-        const char *command = config_array_string(config, "review", "checks", i);
-        if (command == NULL || command[0] == '\0')
-            continue;
-        specialist_progressf(r->ctx, "info", "check: %s", command);
-        testrun_options_t options = {
-            .command = command,
-            .dir = r->workspace,
-            .timeout_ms = timeout_s * 1000,
-            .output_cap = 64 * 1024,
-            .owner = specialist_testrun_owner(r->ctx), /* a cancel stops the check */
-            .sandbox = r->service->sandbox,
-        };
-        testrun_result_t *result = NULL;
-        testrun_run(&result, &options);
-        if (result == NULL) {
-            fclose(f);
-            free(text);
-            return failure_set(FAILURE_MEMORY, "out of memory running a check");
-        }
-        bool passed = result->started && !result->timed_out && result->exit_code == 0;
-        const char *state = passed              ? "PASS"
-                            : !result->started  ? "ERROR (could not start)"
-                            : result->timed_out ? "ERROR (timed out)"
-                            : result->cancelled ? "ERROR (cancelled)"
-                                                : "FAIL";
-        fprintf(f, "- `%s`: %s (exit code %d, %lld ms)\n", command, state, result->exit_code,
-                (long long)result->duration_ms);
-        specialist_progressf(r->ctx, "info", "check %s: %s", command, state);
-        if (!passed) {
-            char label[512];
-            snprintf(label, sizeof label, "output of the check `%.400s`", command);
-            char *fenced =
-                template_fence_data(label, s_tail(result->started ? result->output : result->error,
-                                                  REVIEW_CHECK_OUTPUT_QUOTE));
-            if (fenced != NULL)
-                fputs(fenced, f);
-            free(fenced);
-            char finding[600];
-            snprintf(finding, sizeof finding, "error: check `%.400s` failed: %s", command, state);
-            json_t *item = review_finding_parse(finding, "check", &r->counts);
-            if (item != NULL)
-                json_array_append_new(r->findings, item);
-        }
-        json_array_append_new(r->checks,
-                              json_pack("{s:s, s:s, s:i, s:I}", "command", command, "verdict",
-                                        passed ? "PASS" : "FAIL", "exit_code", result->exit_code,
-                                        "duration_ms", (json_int_t)result->duration_ms));
-        testrun_result_destroy(&result);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0 && !specialist_cancelled(r->ctx); i++) {
+        int64_t timeout_s = checks[i].timeout_s > 0 ? checks[i].timeout_s : default_s;
+        if (lease_s > 0 && lease_s < timeout_s)
+            timeout_s = lease_s;
+        rc = s_run_check(r, &checks[i], timeout_s, f);
     }
     if (n == 0)
         fputs("(no checks configured)\n", f);
-    if (fclose(f) != 0) {
+    if (fclose(f) != 0 && rc == 0)
+        rc = failure_set(FAILURE_MEMORY, "out of memory");
+    if (rc != 0) {
         free(text);
-        return failure_set(FAILURE_MEMORY, "out of memory");
+        return rc;
     }
     r->checks_text = text;
     return 0;

@@ -120,6 +120,41 @@ static void test_duplicate_findings(review_env_t *r)
     CHECK_STR(harness_field(json_array_get(findings, 2), "severity"), "error");
 }
 
+/* Named checks: a lint that fails and a coverage under its threshold are warnings with
+ * their output's tail -- in normal mode they do not block the gate. */
+static void test_named_checks(review_env_t *r)
+{
+    review_config(r, "[review]\nmode = \"normal\"\n\n"
+                     "[review.checks.lint]\ncommand = \"echo 'style: trailing space'; exit 1\"\n"
+                     "kind = \"lint\"\n\n"
+                     "[review.checks.cover]\ncommand = \"echo 'TOTAL  100  30  70%'\"\n"
+                     "kind = \"coverage\"\nthreshold = 80\n");
+    setenv("FAKE_CLAUDE_RESULT", "REVIEW_RESULT: APPROVED\nFINDINGS: none\n", 1);
+    pid_t svc = review_start(r, "review-checks");
+    review_submit(r, "nc", 30, NULL);
+    json_t *done = harness_wait(r->h, "task.done", "nc", 15000);
+    CHECK(done != NULL);
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+    const json_t *result = review_result(done);
+    CHECK_STR(harness_field(result, "GATE"), "open");
+    CHECK_INT(harness_int(result, "warnings"), 2);
+    CHECK_INT(harness_int(result, "errors"), 0);
+    const json_t *findings = json_object_get(result, "FINDINGS");
+    CHECK_INT((int)json_array_size(findings), 2);
+    const json_t *lint = json_array_get(findings, 0);
+    CHECK_STR(harness_field(lint, "severity"), "warning");
+    CHECK_STR(harness_field(lint, "check"), "lint");
+    CHECK(strstr(harness_field(lint, "detail"), "style: trailing space") != NULL);
+    const json_t *cover = json_array_get(findings, 1);
+    CHECK(strstr(harness_field(cover, "message"),
+                 "failed: FAIL (coverage 70.0% is below the threshold 80.0%)") != NULL);
+    CHECK(json_is_false(json_object_get(cover, "blocking")));
+    const json_t *checks = json_object_get(result, "checks");
+    CHECK_INT((int)json_array_size(checks), 2);
+    CHECK(json_real_value(json_object_get(json_array_get(checks, 1), "coverage")) == 70.0);
+}
+
 static void test_strict_warning_blocks(review_env_t *r)
 {
     json_t *done = s_review(r, "strict",
@@ -570,6 +605,7 @@ int main(void)
         test_yolo_chains_merge_once(r);
         test_normal_error_blocks(r);
         test_duplicate_findings(r);
+        test_named_checks(r);
         test_strict_warning_blocks(r);
         test_disabled_skips_agent(r);
         test_yolo_from_worktree(r);

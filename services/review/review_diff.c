@@ -101,8 +101,38 @@ static int s_fill(review_diff_t *self, git_diff *diff, size_t budget)
     return self->patch ? 0 : failure_set(FAILURE_MEMORY, "out of memory");
 }
 
+/* Chooses where the diff starts: `since` when it is a proper ancestor of head, else the
+ * merge base (saying why in self->scope_note). */
+static void s_choose_base(review_diff_t *self, git_repository *repo, const git_oid *head,
+                          const git_oid *merge_base, const char *since, git_oid *base)
+{
+    git_oid_cpy(base, merge_base);
+    git_oid since_oid;
+    if (since == NULL || since[0] == '\0') {
+        snprintf(self->scope_note, sizeof self->scope_note, "full review: the branch from "
+                                                            "its merge base");
+        return;
+    }
+    if (git_oid_fromstr(&since_oid, since) != 0 || git_oid_equal(&since_oid, head)) {
+        snprintf(self->scope_note, sizeof self->scope_note,
+                 "full review: nothing was committed since the last review of %.12s", since);
+        return;
+    }
+    if (git_graph_descendant_of(repo, head, &since_oid) != 1) {
+        snprintf(self->scope_note, sizeof self->scope_note,
+                 "full review: the last reviewed commit %.12s is no longer in the branch "
+                 "(force-pushed)",
+                 since);
+        return;
+    }
+    git_oid_cpy(base, &since_oid);
+    self->incremental = true;
+    snprintf(self->scope_note, sizeof self->scope_note,
+             "incremental review: only the commits since the last review of %.12s", since);
+}
+
 int review_diff_compute(review_diff_t **out, const char *repo_path, const char *branch,
-                        const char *target, size_t budget)
+                        const char *target, const char *since, size_t budget)
 {
     *out = NULL;
     git_libgit2_init();
@@ -120,15 +150,17 @@ int review_diff_compute(review_diff_t **out, const char *repo_path, const char *
         rc = failure_set(FAILURE_NOT_FOUND, "%s is not a git repository", repo_path);
         goto out;
     }
-    git_oid head, target_oid, base;
+    git_oid head, target_oid, merge_base, base;
     if ((rc = s_resolve(&head, repo, branch)) != 0 ||
         (rc = s_resolve(&target_oid, repo, target)) != 0)
         goto out;
-    if (git_merge_base(&base, repo, &head, &target_oid) != 0) {
+    if (git_merge_base(&merge_base, repo, &head, &target_oid) != 0) {
         rc = failure_set(FAILURE_NOT_FOUND, "'%s' and '%s' have no common ancestor",
                          branch[0] ? branch : "HEAD", target);
         goto out;
     }
+    s_choose_base(self, repo, &head, &merge_base, since, &base);
+    git_oid_tostr(self->merge_base, sizeof self->merge_base, &merge_base);
     git_oid_tostr(self->base, sizeof self->base, &base);
     git_oid_tostr(self->head, sizeof self->head, &head);
     git_diff_options options;
@@ -170,11 +202,17 @@ char *review_diff_render(const review_diff_t *diff)
     FILE *f = open_memstream(&text, &len);
     if (f == NULL)
         return NULL;
+    /* Only an incremental review says so: the full one reads as it always did. */
+    if (diff->incremental)
+        fprintf(f, "Scope: %s (%.12s..%.12s); the earlier commits were reviewed before.\n\n",
+                diff->scope_note, diff->base, diff->head);
     fprintf(f, "Files changed (%zu):\n", diff->nfiles);
     for (size_t i = 0; i < diff->nfiles; i++)
         fprintf(f, "- %s\n", diff->files[i]);
     if (diff->nfiles == 0)
-        fputs("(no changes between the merge base and the branch)\n", f);
+        fputs(diff->incremental ? "(no changes since the last review)\n"
+                                : "(no changes between the merge base and the branch)\n",
+              f);
     fputc('\n', f);
     char *fenced = template_fence_data("unified diff of the branch", diff->patch);
     if (fenced != NULL)

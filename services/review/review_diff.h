@@ -1,7 +1,7 @@
 /* review_diff: what a branch changes, for the review prompt, read with libgit2.
  *
  * The change is the diff from the merge base of BRANCH and TARGET to BRANCH (what a pull
- * request shows): the files changed, each with its status letter (A added, M modified,
+ * request shows), or from the commit an earlier review read (an incremental review): the files changed, each with its status letter (A added, M modified,
  * D deleted, R renamed, ...), and the unified patch cut to a budget. Only committed work
  * counts; the working tree is never read or touched. BRANCH "" means HEAD. A name resolves
  * as a local branch, then a remote-tracking branch (origin/<name>), then any revision. */
@@ -18,16 +18,22 @@ typedef struct {
     char *patch; /* the unified patch, at most `budget` bytes */
     bool patch_truncated;
     size_t patch_full_len;
-    char base[41]; /* the merge base, hex */
-    char head[41]; /* the branch's commit, hex */
+    char base[41];       /* where the diff starts, hex: the merge base, or `since` */
+    char head[41];       /* the branch's commit, hex */
+    char merge_base[41]; /* the merge base with the target, hex */
+    bool incremental;    /* base is `since` (what an earlier review read), not the merge base */
+    char scope_note[200]; /* why the diff covers what it covers (shown in the prompt) */
 } review_diff_t;
 
-/* Computes the diff for the repository at `repo_path` (borrowed strings). Returns 0 with
- * *out a new diff the caller frees with review_diff_destroy(), or FAILURE_NOT_FOUND (no
- * repository, an unknown branch or target, or no merge base), FAILURE_GIT or
- * FAILURE_MEMORY with the reason in failure_message(). */
+/* Computes the diff for the repository at `repo_path` (borrowed strings). With `since` (a
+ * commit an earlier review of the branch read; NULL for none) the diff starts there when
+ * it is an ancestor of the branch and not the branch itself -- only what changed since --
+ * and from the merge base otherwise (a force-push left it out of the branch, or nothing is
+ * new), which scope_note says. Returns 0 with *out a new diff the caller frees with
+ * review_diff_destroy(), or FAILURE_NOT_FOUND (no repository, an unknown branch or target,
+ * or no merge base), FAILURE_GIT or FAILURE_MEMORY with the reason in failure_message(). */
 int review_diff_compute(review_diff_t **out, const char *repo_path, const char *branch,
-                        const char *target, size_t budget);
+                        const char *target, const char *since, size_t budget);
 
 /* Frees and nulls *self_p; safe with NULL. */
 void review_diff_destroy(review_diff_t **self_p);

@@ -10,6 +10,7 @@
 #include "review_checks.h"
 #include "review_diff.h"
 #include "review_post.h"
+#include "review_scope.h"
 #include "session.h"
 #include "template.h"
 #include "testrun.h"
@@ -313,6 +314,47 @@ static void s_read_findings(review_run_t *r)
     }
 }
 
+/* The issue the review is for (payload.issueId, else the task's), or NULL. */
+static const char *s_issue(const review_run_t *r)
+{
+    const char *issue = specialist_payload_str(r->ctx, "issueId");
+    const specialist_task_t *task = specialist_task(r->ctx);
+    return issue != NULL ? issue : task->issue[0] ? task->issue : NULL;
+}
+
+/* The commit the last passing review of this issue and branch read, unless the payload
+ * asks for a full review ("full": true). */
+static bool s_scope_since(const review_run_t *r, char since[REVIEW_SCOPE_COMMIT_SIZE])
+{
+    const json_t *full = json_object_get(specialist_task(r->ctx)->payload_json, "full");
+    return !json_is_true(full) &&
+           review_scope_last(s_issue(r), r->workspace, r->branch, since) == 0;
+}
+
+/* The result's scope: incremental or full, the commit range, why, how many files. */
+static void s_report_scope(review_run_t *r)
+{
+    const review_diff_t *diff = r->diff;
+    json_t *scope = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "mode",
+                              diff->incremental ? "incremental" : "full", "base", diff->base,
+                              "head", diff->head, "merge_base", diff->merge_base, "note",
+                              diff->scope_note, "files", (json_int_t)diff->nfiles);
+    if (scope != NULL)
+        specialist_result_json(r->ctx, "scope", scope);
+    json_decref(scope);
+    specialist_progressf(r->ctx, "info", "%s", diff->scope_note);
+}
+
+/* A review whose gate opened: the next review of the branch reads only what comes after
+ * this commit. (After a blocked one it reads everything since the last that passed, so a
+ * finding nobody fixed is seen again.) */
+static void s_record_scope(review_run_t *r)
+{
+    if (review_scope_record(s_issue(r), r->workspace, r->branch, r->diff->head) != 0)
+        specialist_progressf(r->ctx, "info", "the next review will be a full one: %s",
+                             failure_message());
+}
+
 /* Posts the review on its pull request when [review] post is on and there is one. */
 static void s_post(review_run_t *r, const char *verdict, bool open)
 {
@@ -508,7 +550,10 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     r.workspace = workspace;
     size_t budget = (size_t)config_int(service->config, "review", "diff_budget_chars",
                                        REVIEW_DEFAULT_DIFF_BUDGET);
-    if (review_diff_compute(&r.diff, r.workspace, r.branch, r.target, budget) != 0) {
+    char since[REVIEW_SCOPE_COMMIT_SIZE];
+    if (!s_scope_since(&r, since))
+        since[0] = '\0';
+    if (review_diff_compute(&r.diff, r.workspace, r.branch, r.target, since, budget) != 0) {
         snprintf(error, sizeof error, "cannot diff %s against %s: %s", s_or(r.branch, "HEAD"),
                  r.target, failure_message());
         outcome = s_fail(&r, SPECIALIST_FAILED, error);
@@ -518,6 +563,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
                          r.diff->head, r.diff->nfiles);
     specialist_result_str(ctx, "diff_base", r.diff->base);
     specialist_result_str(ctx, "diff_head", r.diff->head);
+    s_report_scope(&r);
     if (s_run_checks(&r) != 0 || s_build_prompt(&r) != 0) {
         snprintf(error, sizeof error, "%s", failure_message());
         outcome = s_fail(&r, SPECIALIST_FAILED, error);
@@ -563,8 +609,10 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     const char *const keys[] = {"SECURITY_ISSUES", "PERFORMANCE_ISSUES", "NOTES"};
     for (size_t i = 0; i < 3; i++)
         specialist_result_str(ctx, keys[i], markers_get(r.markers, keys[i]));
-    if (open)
+    if (open) {
         s_chain(&r);
+        s_record_scope(&r);
+    }
     s_post(&r, verdict, open);
     s_history(&r, verdict, open, NULL);
     outcome = SPECIALIST_DONE;

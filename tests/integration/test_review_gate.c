@@ -155,6 +155,75 @@ static void test_named_checks(review_env_t *r)
     CHECK(json_real_value(json_object_get(json_array_get(checks, 1), "coverage")) == 70.0);
 }
 
+/* Runs review `id` of the feature branch with the agent answering `verdict`; its result. */
+static const json_t *s_scope_review(review_env_t *r, const char *id, const char *verdict,
+                                    const char *extra)
+{
+    char answer[200];
+    snprintf(answer, sizeof answer, "REVIEW_RESULT: %s\nFINDINGS:%s\n", verdict,
+             strcmp(verdict, "APPROVED") == 0 ? " none" : "\n- error: src/db.c:1 still wrong");
+    setenv("FAKE_CLAUDE_RESULT", answer, 1);
+    char worker[64];
+    snprintf(worker, sizeof worker, "review-%s", id);
+    pid_t svc = review_start(r, worker);
+    review_submit(r, id, 30, extra);
+    json_t *done = harness_wait(r->h, "task.done", id, 15000);
+    CHECK(done != NULL);
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+    return review_result(done);
+}
+
+/* A commit on the feature branch. */
+static void s_feature_commit(review_env_t *r, const char *file)
+{
+    CHECK_INT(testgit_run(r->repo, "checkout", "-q", "feature", NULL), 0);
+    testgit_commit(r->repo, file, "int more;\n", "more");
+    CHECK_INT(testgit_run(r->repo, "checkout", "-q", "main", NULL), 0);
+}
+
+/* Incremental review: after a review whose gate opened, the next review of the branch
+ * reads only the commits since; "full": true reads it all; a force-push falls back to a
+ * full review; a blocked review does not move the mark, so what it saw is read again. */
+static void test_incremental_scope(review_env_t *r)
+{
+    review_config(r, "[review]\nmode = \"normal\"\n");
+    const json_t *first = s_scope_review(r, "inc-1", "APPROVED", NULL);
+    CHECK_STR(harness_field(json_object_get(first, "scope"), "mode"), "full");
+    char reviewed[41];
+    snprintf(reviewed, sizeof reviewed, "%s", harness_field(first, "diff_head"));
+
+    s_feature_commit(r, "src/new.c");
+    const json_t *second = s_scope_review(r, "inc-2", "APPROVED", NULL);
+    const json_t *scope = json_object_get(second, "scope");
+    CHECK_STR(harness_field(scope, "mode"), "incremental");
+    CHECK_STR(harness_field(scope, "base"), reviewed);
+    CHECK_INT(harness_int(scope, "files"), 1);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(second, "files_changed"), 0)),
+              "src/new.c");
+
+    const json_t *full = s_scope_review(r, "inc-3", "APPROVED", ",\"full\":true");
+    CHECK_STR(harness_field(json_object_get(full, "scope"), "mode"), "full");
+    CHECK_INT(harness_int(json_object_get(full, "scope"), "files"), 2);
+
+    /* Force-pushed: the branch starts again from main, without what was reviewed. */
+    CHECK_INT(testgit_run(r->repo, "branch", "-f", "feature", "main", NULL), 0);
+    s_feature_commit(r, "src/other.c");
+    const json_t *forced = s_scope_review(r, "inc-4", "APPROVED", NULL);
+    CHECK_STR(harness_field(json_object_get(forced, "scope"), "mode"), "full");
+    CHECK(strstr(harness_field(json_object_get(forced, "scope"), "note"), "force-pushed") != NULL);
+
+    /* A blocked review leaves the mark where the last open one put it. */
+    s_feature_commit(r, "src/third.c");
+    const json_t *blocked = s_scope_review(r, "inc-5", "CHANGES_REQUESTED", NULL);
+    CHECK_STR(harness_field(blocked, "GATE"), "blocked");
+    CHECK_STR(harness_field(json_object_get(blocked, "scope"), "mode"), "incremental");
+    const json_t *again = s_scope_review(r, "inc-6", "APPROVED", NULL);
+    CHECK_STR(harness_field(json_object_get(again, "scope"), "mode"), "incremental");
+    CHECK_STR(harness_field(json_object_get(again, "scope"), "base"),
+              harness_field(json_object_get(blocked, "scope"), "base"));
+}
+
 static void test_strict_warning_blocks(review_env_t *r)
 {
     json_t *done = s_review(r, "strict",
@@ -606,6 +675,7 @@ int main(void)
         test_normal_error_blocks(r);
         test_duplicate_findings(r);
         test_named_checks(r);
+        test_incremental_scope(r);
         test_strict_warning_blocks(r);
         test_disabled_skips_agent(r);
         test_yolo_from_worktree(r);

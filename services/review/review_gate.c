@@ -4,6 +4,8 @@
 #include "failure.h"
 
 #include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -209,4 +211,24 @@ bool review_findings_add(json_t *findings, json_t *finding, review_counts_t *cou
     }
     json_array_append_new(findings, finding);
     return true;
+}
+
+void review_findings_identify(json_t *findings)
+{
+    size_t i;
+    json_t *finding;
+    json_array_foreach(findings, i, finding)
+    {
+        const char *file = json_string_value(json_object_get(finding, "file"));
+        const char *message = json_string_value(json_object_get(finding, "message"));
+        char text[1024];
+        s_normalise(message ? message : "", text, sizeof text);
+        uint32_t hash = 2166136261u;
+        for (const char *parts[] = {file ? file : "", "\n", text}, **p = parts; p < parts + 3; p++)
+            for (const char *c = *p; *c != '\0'; c++)
+                hash = (hash ^ (unsigned char)*c) * 16777619u;
+        char id[16];
+        snprintf(id, sizeof id, "f-%08x", (unsigned)hash);
+        json_object_set_new(finding, "id", json_string(id));
+    }
 }

@@ -44,6 +44,11 @@ json_t *review_finding_parse(const char *text, const char *source, review_counts
  * the one kept takes the more severe of the two severities. Returns true when appended. */
 bool review_findings_add(json_t *findings, json_t *finding, review_counts_t *counts);
 
+/* Gives each finding of `findings` an "id" ("f-" and 8 hex digits) made of its file and its
+ * message once case, spaces and punctuation are set aside -- not its line, which moves as
+ * the code around it does -- so the same finding has the same id in the next round. */
+void review_findings_identify(json_t *findings);
+
 /* True when a finding of `severity` ("error", "warning", "info") blocks the gate in `mode`. */
 bool review_finding_blocks(review_mode_t mode, const char *severity);
 

@@ -355,6 +355,51 @@ static void s_record_scope(review_run_t *r)
                              failure_message());
 }
 
+/* Whether `findings` has one with this id. */
+static bool s_has_id(const json_t *findings, const char *id)
+{
+    size_t i;
+    json_t *finding;
+    json_array_foreach(findings, i, finding)
+    {
+        const char *other = json_string_value(json_object_get(finding, "id"));
+        if (other != NULL && strcmp(other, id) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Findings across rounds: each gets its id (review_findings_identify); one the last review
+ * of this issue and branch also had is "unresolved" (with the same id), the others "new";
+ * the last review's findings missing now are the result's resolved_findings. The findings
+ * are kept for the next round, whatever the gate. */
+static void s_track_findings(review_run_t *r)
+{
+    review_findings_identify(r->findings);
+    json_t *before = review_scope_findings(s_issue(r), r->workspace, r->branch);
+    size_t i;
+    json_t *finding;
+    json_array_foreach(r->findings, i, finding)
+    {
+        const char *id = json_string_value(json_object_get(finding, "id"));
+        json_object_set_new(finding, "status",
+                            json_string(id && s_has_id(before, id) ? "unresolved" : "new"));
+    }
+    json_t *resolved = json_array();
+    json_array_foreach(before, i, finding)
+    {
+        const char *id = json_string_value(json_object_get(finding, "id"));
+        if (id != NULL && !s_has_id(r->findings, id))
+            json_array_append(resolved, finding);
+    }
+    specialist_result_json(r->ctx, "resolved_findings", resolved);
+    if (review_scope_keep_findings(s_issue(r), r->workspace, r->branch, r->findings) != 0)
+        specialist_progressf(r->ctx, "info", "the next review cannot tell what was resolved: %s",
+                             failure_message());
+    json_decref(resolved);
+    json_decref(before);
+}
+
 /* Posts the review on its pull request when [review] post is on and there is one. */
 static void s_post(review_run_t *r, const char *verdict, bool open)
 {
@@ -604,6 +649,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     s_read_findings(&r);
     const char *verdict = markers_get(r.markers, "REVIEW_RESULT");
     bool open = review_gate_open(r.mode, verdict, &r.counts);
+    s_track_findings(&r);
     s_gate(&r, verdict, open);
     s_result_list(&r, "FILES_REVIEWED", "FILES_REVIEWED");
     const char *const keys[] = {"SECURITY_ISSUES", "PERFORMANCE_ISSUES", "NOTES"};

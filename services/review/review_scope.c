@@ -29,13 +29,33 @@ static uint64_t s_hash(const char *issue, const char *workspace, const char *bra
     return hash;
 }
 
+static int s_path_of(char *buf, size_t size, const char *issue, const char *workspace,
+                     const char *branch, const char *suffix)
+{
+    char relative[128];
+    snprintf(relative, sizeof relative, SCOPE_DIR "/%016llx%s",
+             (unsigned long long)s_hash(issue, workspace, branch), suffix);
+    return home_path(buf, size, relative);
+}
+
 static int s_path(char *buf, size_t size, const char *issue, const char *workspace,
                   const char *branch)
 {
-    char relative[128];
-    snprintf(relative, sizeof relative, SCOPE_DIR "/%016llx.json",
-             (unsigned long long)s_hash(issue, workspace, branch));
-    return home_path(buf, size, relative);
+    return s_path_of(buf, size, issue, workspace, branch, ".json");
+}
+
+/* Writes `value` to `path` through a temporary file and a rename. */
+static int s_write_atomically(const char *path, const json_t *value)
+{
+    char dir[PATH_MAX], temporary[PATH_MAX + 16];
+    if (home_path(dir, sizeof dir, SCOPE_DIR) != 0 || home_mkdirs(dir) != 0)
+        return failure_set(FAILURE_IO, "cannot make the directory of reviewed commits");
+    snprintf(temporary, sizeof temporary, "%s.%d.tmp", path, (int)getpid());
+    if (json_dump_file(value, temporary, JSON_COMPACT) == 0 && rename(temporary, path) == 0)
+        return 0;
+    int rc = failure_set(FAILURE_IO, "cannot write %s: %s", path, strerror(errno));
+    unlink(temporary);
+    return rc;
 }
 
 int review_scope_last(const char *issue, const char *workspace, const char *branch,
@@ -64,20 +84,45 @@ int review_scope_last(const char *issue, const char *workspace, const char *bran
 int review_scope_record(const char *issue, const char *workspace, const char *branch,
                         const char *commit)
 {
-    char dir[PATH_MAX], path[PATH_MAX], temporary[PATH_MAX + 16];
-    if (home_path(dir, sizeof dir, SCOPE_DIR) != 0 || home_mkdirs(dir) != 0 ||
-        s_path(path, sizeof path, issue, workspace, branch) != 0)
-        return failure_set(FAILURE_IO, "cannot make the directory of reviewed commits");
-    snprintf(temporary, sizeof temporary, "%s.%d.tmp", path, (int)getpid());
+    char path[PATH_MAX];
+    if (s_path(path, sizeof path, issue, workspace, branch) != 0)
+        return failure_set(FAILURE_IO, "the path of the reviewed commits is too long");
     json_t *record = json_pack("{s:s, s:s, s:s, s:s}", "issue", issue ? issue : "", "workspace",
                                workspace, "branch", branch, "commit", commit);
-    int rc = record != NULL && json_dump_file(record, temporary, JSON_COMPACT) == 0 &&
-                     rename(temporary, path) == 0
-                 ? 0
-                 : failure_set(FAILURE_IO, "cannot record the reviewed commit in %s: %s", path,
-                               strerror(errno));
-    if (rc != 0)
-        unlink(temporary);
+    int rc = record != NULL ? s_write_atomically(path, record)
+                            : failure_set(FAILURE_MEMORY, "out of memory");
+    json_decref(record);
+    return rc;
+}
+
+json_t *review_scope_findings(const char *issue, const char *workspace, const char *branch)
+{
+    char path[PATH_MAX];
+    json_t *kept = NULL;
+    if (s_path_of(path, sizeof path, issue, workspace, branch, ".findings.json") == 0)
+        kept = json_load_file(path, 0, NULL);
+    const char *same_branch = json_string_value(json_object_get(kept, "branch"));
+    const char *same_workspace = json_string_value(json_object_get(kept, "workspace"));
+    json_t *findings = json_object_get(kept, "findings");
+    json_t *out = same_branch != NULL && strcmp(same_branch, branch) == 0 &&
+                          same_workspace != NULL && strcmp(same_workspace, workspace) == 0 &&
+                          json_is_array(findings)
+                      ? json_incref(findings)
+                      : json_array();
+    json_decref(kept);
+    return out;
+}
+
+int review_scope_keep_findings(const char *issue, const char *workspace, const char *branch,
+                               const json_t *findings)
+{
+    char path[PATH_MAX];
+    if (s_path_of(path, sizeof path, issue, workspace, branch, ".findings.json") != 0)
+        return failure_set(FAILURE_IO, "the path of the kept findings is too long");
+    json_t *record = json_pack("{s:s, s:s, s:s, s:O}", "issue", issue ? issue : "", "workspace",
+                               workspace, "branch", branch, "findings", findings);
+    int rc = record != NULL ? s_write_atomically(path, record)
+                            : failure_set(FAILURE_MEMORY, "out of memory");
     json_decref(record);
     return rc;
 }

@@ -224,6 +224,39 @@ static void test_incremental_scope(review_env_t *r)
               harness_field(json_object_get(blocked, "scope"), "base"));
 }
 
+/* Findings across rounds: the same finding (same file and words, another line) keeps its
+ * id and is "unresolved", a new one is "new", one fixed since is in resolved_findings. */
+static void test_findings_across_rounds(review_env_t *r)
+{
+    json_t *first = s_review(r, "normal",
+                             "REVIEW_RESULT: CHANGES_REQUESTED\nFINDINGS:\n"
+                             "- error: src/db.c:1 SQL injection through name\n"
+                             "- warning: src/db.c:2 unused variable\n",
+                             "round-1");
+    CHECK(first != NULL);
+    const json_t *before = json_object_get(review_result(first), "FINDINGS");
+    CHECK_STR(harness_field(json_array_get(before, 0), "status"), "new");
+    char injection[32], unused[32];
+    snprintf(injection, sizeof injection, "%s", harness_field(json_array_get(before, 0), "id"));
+    snprintf(unused, sizeof unused, "%s", harness_field(json_array_get(before, 1), "id"));
+    CHECK(strncmp(injection, "f-", 2) == 0 && strcmp(injection, unused) != 0);
+
+    json_t *second = s_review(r, "normal",
+                              "REVIEW_RESULT: CHANGES_REQUESTED\nFINDINGS:\n"
+                              "- error: src/db.c:3 sql injection through name!\n"
+                              "- info: src/db.c a new note\n",
+                              "round-2");
+    CHECK(second != NULL);
+    const json_t *result = review_result(second);
+    const json_t *now = json_object_get(result, "FINDINGS");
+    CHECK_STR(harness_field(json_array_get(now, 0), "id"), injection);
+    CHECK_STR(harness_field(json_array_get(now, 0), "status"), "unresolved");
+    CHECK_STR(harness_field(json_array_get(now, 1), "status"), "new");
+    const json_t *resolved = json_object_get(result, "resolved_findings");
+    CHECK_INT((int)json_array_size(resolved), 1);
+    CHECK_STR(harness_field(json_array_get(resolved, 0), "id"), unused);
+}
+
 static void test_strict_warning_blocks(review_env_t *r)
 {
     json_t *done = s_review(r, "strict",
@@ -676,6 +709,7 @@ int main(void)
         test_duplicate_findings(r);
         test_named_checks(r);
         test_incremental_scope(r);
+        test_findings_across_rounds(r);
         test_strict_warning_blocks(r);
         test_disabled_skips_agent(r);
         test_yolo_from_worktree(r);

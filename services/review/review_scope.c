@@ -38,12 +38,6 @@ static int s_path_of(char *buf, size_t size, const char *issue, const char *work
     return home_path(buf, size, relative);
 }
 
-static int s_path(char *buf, size_t size, const char *issue, const char *workspace,
-                  const char *branch)
-{
-    return s_path_of(buf, size, issue, workspace, branch, ".json");
-}
-
 /* Writes `value` to `path` through a temporary file and a rename. */
 static int s_write_atomically(const char *path, const json_t *value)
 {
@@ -58,22 +52,47 @@ static int s_write_atomically(const char *path, const json_t *value)
     return rc;
 }
 
+/* The record kept for the key under `suffix`, or NULL (none, unreadable, or another key's:
+ * a hash that two keys share is told apart by the key kept in the file). Caller owns it. */
+static json_t *s_load(const char *issue, const char *workspace, const char *branch,
+                      const char *suffix)
+{
+    char path[PATH_MAX];
+    if (s_path_of(path, sizeof path, issue, workspace, branch, suffix) != 0)
+        return NULL;
+    json_t *record = json_load_file(path, 0, NULL);
+    const char *same_branch = json_string_value(json_object_get(record, "branch"));
+    const char *same_workspace = json_string_value(json_object_get(record, "workspace"));
+    if (same_branch != NULL && strcmp(same_branch, branch) == 0 && same_workspace != NULL &&
+        strcmp(same_workspace, workspace) == 0)
+        return record;
+    json_decref(record);
+    return NULL;
+}
+
+/* Keeps {issue, workspace, branch, <name>: value} for the key under `suffix`. */
+static int s_save(const char *issue, const char *workspace, const char *branch,
+                  const char *suffix, const char *name, json_t *value)
+{
+    char path[PATH_MAX];
+    if (s_path_of(path, sizeof path, issue, workspace, branch, suffix) != 0)
+        return failure_set(FAILURE_IO, "the path of the review's records is too long");
+    json_t *record = json_pack("{s:s, s:s, s:s, s:O}", "issue", issue ? issue : "", "workspace",
+                               workspace, "branch", branch, name, value);
+    int rc = record != NULL ? s_write_atomically(path, record)
+                            : failure_set(FAILURE_MEMORY, "out of memory");
+    json_decref(record);
+    return rc;
+}
+
 int review_scope_last(const char *issue, const char *workspace, const char *branch,
                       char commit[REVIEW_SCOPE_COMMIT_SIZE])
 {
     commit[0] = '\0';
-    char path[PATH_MAX];
-    if (s_path(path, sizeof path, issue, workspace, branch) != 0)
-        return FAILURE_NOT_FOUND;
-    json_t *record = json_load_file(path, 0, NULL);
+    json_t *record = s_load(issue, workspace, branch, ".json");
     const char *recorded = json_string_value(json_object_get(record, "commit"));
-    /* A hash that two keys share is told apart by the key kept in the file. */
-    const char *same_branch = json_string_value(json_object_get(record, "branch"));
-    const char *same_workspace = json_string_value(json_object_get(record, "workspace"));
     int rc = FAILURE_NOT_FOUND;
-    if (recorded != NULL && strlen(recorded) == REVIEW_SCOPE_COMMIT_SIZE - 1 &&
-        same_branch != NULL && strcmp(same_branch, branch) == 0 && same_workspace != NULL &&
-        strcmp(same_workspace, workspace) == 0) {
+    if (recorded != NULL && strlen(recorded) == REVIEW_SCOPE_COMMIT_SIZE - 1) {
         memcpy(commit, recorded, REVIEW_SCOPE_COMMIT_SIZE);
         rc = 0;
     }
@@ -84,45 +103,24 @@ int review_scope_last(const char *issue, const char *workspace, const char *bran
 int review_scope_record(const char *issue, const char *workspace, const char *branch,
                         const char *commit)
 {
-    char path[PATH_MAX];
-    if (s_path(path, sizeof path, issue, workspace, branch) != 0)
-        return failure_set(FAILURE_IO, "the path of the reviewed commits is too long");
-    json_t *record = json_pack("{s:s, s:s, s:s, s:s}", "issue", issue ? issue : "", "workspace",
-                               workspace, "branch", branch, "commit", commit);
-    int rc = record != NULL ? s_write_atomically(path, record)
-                            : failure_set(FAILURE_MEMORY, "out of memory");
-    json_decref(record);
+    json_t *value = json_string(commit);
+    int rc = value != NULL ? s_save(issue, workspace, branch, ".json", "commit", value)
+                           : failure_set(FAILURE_MEMORY, "out of memory");
+    json_decref(value);
     return rc;
 }
 
 json_t *review_scope_findings(const char *issue, const char *workspace, const char *branch)
 {
-    char path[PATH_MAX];
-    json_t *kept = NULL;
-    if (s_path_of(path, sizeof path, issue, workspace, branch, ".findings.json") == 0)
-        kept = json_load_file(path, 0, NULL);
-    const char *same_branch = json_string_value(json_object_get(kept, "branch"));
-    const char *same_workspace = json_string_value(json_object_get(kept, "workspace"));
-    json_t *findings = json_object_get(kept, "findings");
-    json_t *out = same_branch != NULL && strcmp(same_branch, branch) == 0 &&
-                          same_workspace != NULL && strcmp(same_workspace, workspace) == 0 &&
-                          json_is_array(findings)
-                      ? json_incref(findings)
-                      : json_array();
-    json_decref(kept);
+    json_t *record = s_load(issue, workspace, branch, ".findings.json");
+    json_t *findings = json_object_get(record, "findings");
+    json_t *out = json_is_array(findings) ? json_incref(findings) : json_array();
+    json_decref(record);
     return out;
 }
 
 int review_scope_keep_findings(const char *issue, const char *workspace, const char *branch,
                                const json_t *findings)
 {
-    char path[PATH_MAX];
-    if (s_path_of(path, sizeof path, issue, workspace, branch, ".findings.json") != 0)
-        return failure_set(FAILURE_IO, "the path of the kept findings is too long");
-    json_t *record = json_pack("{s:s, s:s, s:s, s:O}", "issue", issue ? issue : "", "workspace",
-                               workspace, "branch", branch, "findings", findings);
-    int rc = record != NULL ? s_write_atomically(path, record)
-                            : failure_set(FAILURE_MEMORY, "out of memory");
-    json_decref(record);
-    return rc;
+    return s_save(issue, workspace, branch, ".findings.json", "findings", (json_t *)findings);
 }

@@ -8,23 +8,30 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 
-/* Restarts the service with `mode` and the agent answering `answer`; runs task `id`;
- * returns its task.done event (or NULL). */
-static json_t *s_review(review_env_t *r, const char *mode, const char *answer, const char *id)
+/* Restarts the service with `mode` and the agent answering `answer`; runs task `id` with
+ * `extra` payload members; returns its task.done event (or NULL). */
+static json_t *s_review_with(review_env_t *r, const char *mode, const char *answer,
+                             const char *id, const char *extra)
 {
-    char extra[200];
-    snprintf(extra, sizeof extra, "[review]\nmode = \"%s\"\n", mode);
-    review_config(r, extra);
+    char config[200];
+    snprintf(config, sizeof config, "[review]\nmode = \"%s\"\n", mode);
+    review_config(r, config);
     setenv("FAKE_CLAUDE_RESULT", answer, 1);
     char worker[64];
     snprintf(worker, sizeof worker, "review-%s", id);
     pid_t svc = review_start(r, worker);
-    review_submit(r, id, 30, ",\"prUrl\":\"https://example.com/pr/7\"");
+    review_submit(r, id, 30, extra);
     json_t *done = harness_wait(r->h, "task.done", id, 15000);
     CHECK(done != NULL);
     CHECK(review_stop(r, svc) == 0);
     review_clear_fake_env();
     return done;
+}
+
+/* s_review_with() for a review of a pull request. */
+static json_t *s_review(review_env_t *r, const char *mode, const char *answer, const char *id)
+{
+    return s_review_with(r, mode, answer, id, ",\"prUrl\":\"https://example.com/pr/7\"");
 }
 
 static void test_yolo_chains_merge_once(review_env_t *r)
@@ -155,22 +162,15 @@ static void test_named_checks(review_env_t *r)
     CHECK(json_real_value(json_object_get(json_array_get(checks, 1), "coverage")) == 70.0);
 }
 
-/* Runs review `id` of the feature branch with the agent answering `verdict`; its result. */
+/* Runs review `id` of the feature branch (normal mode) with the agent answering `verdict`;
+ * its result. */
 static const json_t *s_scope_review(review_env_t *r, const char *id, const char *verdict,
                                     const char *extra)
 {
     char answer[200];
     snprintf(answer, sizeof answer, "REVIEW_RESULT: %s\nFINDINGS:%s\n", verdict,
              strcmp(verdict, "APPROVED") == 0 ? " none" : "\n- error: src/db.c:1 still wrong");
-    setenv("FAKE_CLAUDE_RESULT", answer, 1);
-    char worker[64];
-    snprintf(worker, sizeof worker, "review-%s", id);
-    pid_t svc = review_start(r, worker);
-    review_submit(r, id, 30, extra);
-    json_t *done = harness_wait(r->h, "task.done", id, 15000);
-    CHECK(done != NULL);
-    CHECK(review_stop(r, svc) == 0);
-    review_clear_fake_env();
+    json_t *done = s_review_with(r, "normal", answer, id, extra);
     return review_result(done);
 }
 
@@ -187,7 +187,6 @@ static void s_feature_commit(review_env_t *r, const char *file)
  * full review; a blocked review does not move the mark, so what it saw is read again. */
 static void test_incremental_scope(review_env_t *r)
 {
-    review_config(r, "[review]\nmode = \"normal\"\n");
     const json_t *first = s_scope_review(r, "inc-1", "APPROVED", NULL);
     CHECK_STR(harness_field(json_object_get(first, "scope"), "mode"), "full");
     char reviewed[41];

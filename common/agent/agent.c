@@ -57,6 +57,8 @@ struct agent_run_t {
     bool cancelled;               /* the step saw it */
     session_lock_t *lock;
     session_state_t state;
+    bool session_chosen;              /* past the lock phase: the run gets recorded */
+    char fork_of[SESSION_ID_SIZE];    /* a fork: the stored session it copies; "" otherwise */
 
     /* The current attempt. */
     proc_t *proc;
@@ -200,13 +202,38 @@ static int s_fresh_session(agent_run_t *run, const char *reason)
     msgjson_copy_utf8(st->fresh_reason, sizeof st->fresh_reason, reason);
     run->use_session_id = true;
     run->outcome.fresh = true;
+    run->fork_of[0] = '\0';
     msgjson_copy_utf8(run->fresh_reason, sizeof run->fresh_reason, reason);
     log_info("agent %s: starting a fresh session %s (%s)", run->settings->specialist,
              st->session_id, reason);
-    int rc = session_save(s_session_key(run->settings), st);
+    /* A fork's session is thrown away after the run: the stored one stays as it was. */
+    int rc = run->settings->fork_session ? 0 : session_save(s_session_key(run->settings), st);
     if (rc != 0)
         return rc;
     s_progress(run, AGENT_PROGRESS_SESSION, reason, st->session_id);
+    return 0;
+}
+
+/* A fork copies the stored session under a new id; without a usable one (never ran, or
+ * for another cwd) it is a new throwaway session. */
+static int s_choose_fork(agent_run_t *run)
+{
+    const agent_settings_t *set = run->settings;
+    int rc = session_load(s_session_key(set), &run->state);
+    const char *reason = NULL;
+    if (rc != 0 || run->state.runs == 0)
+        reason = rc == FAILURE_INVALID ? "session file unreadable" : "no session to fork";
+    else if (strcmp(run->state.cwd, set->workdir) != 0)
+        reason = "cwd changed";
+    if (reason != NULL)
+        return s_fresh_session(run, reason);
+    msgjson_copy_utf8(run->fork_of, sizeof run->fork_of, run->state.session_id);
+    session_state_t *st = &run->state;
+    memset(st, 0, sizeof *st);
+    session_new_id(st->session_id);
+    msgjson_copy_utf8(st->cwd, sizeof st->cwd, set->workdir);
+    st->created_at_ms = clock_wall_ms();
+    run->use_session_id = true;
     return 0;
 }
 
@@ -214,6 +241,8 @@ static int s_fresh_session(agent_run_t *run, const char *reason)
 static int s_choose_session(agent_run_t *run)
 {
     const agent_settings_t *set = run->settings;
+    if (set->fork_session)
+        return s_choose_fork(run);
     int rc = session_load(s_session_key(set), &run->state);
     char reason[SESSION_REASON_SIZE];
     if (rc == FAILURE_NOT_FOUND) {
@@ -253,15 +282,18 @@ static char *s_join(const char *const *list)
 static int s_spawn(agent_run_t *run)
 {
     const agent_settings_t *set = run->settings;
-    size_t extra = 0;
+    size_t extra = 0, env_count = 0;
     while (set->extra_args != NULL && set->extra_args[extra] != NULL)
         extra++;
+    while (set->env != NULL && set->env[env_count] != NULL)
+        env_count++;
     const char **argv = calloc(AGENT_FIXED_ARGS + extra, sizeof *argv);
+    const char **env_set = calloc(env_count + 2, sizeof *env_set);
     char *allowed = set->allowed_tools ? s_join(set->allowed_tools) : NULL;
     char *disallowed = set->disallowed_tools ? s_join(set->disallowed_tools) : NULL;
     char turns[32], budget[64], agent_id[SESSION_NAME_MAX + 32];
     int rc = 0;
-    if (argv == NULL || (set->allowed_tools && !allowed) ||
+    if (argv == NULL || env_set == NULL || (set->allowed_tools && !allowed) ||
         (set->disallowed_tools && !disallowed)) {
         rc = failure_set(FAILURE_MEMORY, "out of memory");
         goto out;
@@ -303,6 +335,11 @@ static int s_spawn(agent_run_t *run)
         argv[n++] = "--append-system-prompt";
         argv[n++] = set->append_system_prompt;
     }
+    if (run->fork_of[0] != '\0') {
+        argv[n++] = "--resume";
+        argv[n++] = run->fork_of;
+        argv[n++] = "--fork-session";
+    }
     argv[n++] = run->use_session_id ? "--session-id" : "--resume";
     argv[n++] = run->state.session_id;
     argv[n] = NULL;
@@ -313,7 +350,9 @@ static int s_spawn(agent_run_t *run)
      * friends are how the CLI is logged in or pointed at a provider. */
     const char *env_remove[] = {"CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_CHILD_SESSION",
                                 "CLAUDE_CODE_ENTRYPOINT", NULL};
-    const char *env_set[] = {agent_id, NULL};
+    env_set[0] = agent_id;
+    for (size_t i = 0; i < env_count; i++)
+        env_set[i + 1] = set->env[i];
     int64_t now = clock_now_ms();
     proc_options_t options = {
         .argv = (char *const *)argv,
@@ -337,6 +376,7 @@ static int s_spawn(agent_run_t *run)
     rc = proc_start(&run->proc, &options);
 out:
     free(argv);
+    free(env_set);
     free(allowed);
     free(disallowed);
     return rc;
@@ -508,7 +548,7 @@ static void s_record(agent_run_t *run)
         st->last_run_at_ms = clock_wall_ms();
         if (run->stream.cli_version[0] != '\0')
             msgjson_copy_utf8(st->cli_version, sizeof st->cli_version, run->stream.cli_version);
-        if (session_save(s_session_key(run->settings), st) != 0)
+        if (!run->settings->fork_session && session_save(s_session_key(run->settings), st) != 0)
             log_error("agent %s: cannot save the session: %s", name, failure_message());
         msgjson_copy_utf8(run->session_id, sizeof run->session_id, st->session_id);
     }
@@ -536,6 +576,8 @@ static void s_record(agent_run_t *run)
         "num_turns", o->num_turns, "duration_ms", (json_int_t)o->duration_ms, "wall_ms",
         (json_int_t)o->wall_ms, "attempts", o->attempts, "timed_out", o->timed_out, "cancelled",
         run->cancelled, "error", error, "result", result, "replica", run->settings->replica);
+    if (entry != NULL && run->settings->fork_session)
+        json_object_set_new(entry, "fork_of", json_string(run->fork_of));
     if (entry == NULL || session_history_append(name, entry) != 0)
         log_error("agent %s: cannot append to history: %s", name,
                   entry == NULL ? "entry not encodable" : failure_message());
@@ -550,7 +592,7 @@ static void s_finish(agent_run_t *run, const char *error)
         s_set_string(&run->error, error);
     run->outcome.wall_ms = clock_now_ms() - run->started_ms;
     s_fill_outcome(run);
-    if (run->lock != NULL)
+    if (run->session_chosen)
         s_record(run);
     session_unlock(&run->lock);
     proc_destroy(&run->proc);
@@ -563,6 +605,7 @@ static void s_finish(agent_run_t *run, const char *error)
     o->stderr_tail = run->stderr_tail ? run->stderr_tail : "";
     o->session_id = run->session_id;
     o->fresh_reason = run->fresh_reason;
+    o->fork_of = run->fork_of;
     run->phase = RUN_DONE;
     if (!o->ok)
         log_warn("agent %s: run failed: %s", run->settings->specialist, o->error);
@@ -600,7 +643,8 @@ static bool s_recover(agent_run_t *run)
     const char *name = run->settings->specialist;
     const char *reason = NULL;
 
-    if (lost && !run->use_session_id && !run->retried_lost) {
+    bool resumed = !run->use_session_id || run->fork_of[0] != '\0';
+    if (lost && resumed && !run->retried_lost) {
         run->retried_lost = true;
         reason = "context lost";
     } else if (in_use && run->use_session_id && !run->retried_in_use_resume) {
@@ -673,7 +717,9 @@ static void s_step_lock(agent_run_t *run, int timeout_ms)
         s_finish(run, NULL);
         return;
     }
-    int rc = session_lock_try(&run->lock, s_session_key(run->settings));
+    /* A fork changes no stored state, so it needs no lock and may overlap other runs. */
+    int rc = run->settings->fork_session ? 0
+                                         : session_lock_try(&run->lock, s_session_key(run->settings));
     if (rc == FAILURE_STATE) {
         int64_t now = clock_now_ms();
         if (run->deadline_ms > 0 && now >= run->deadline_ms) {
@@ -696,6 +742,7 @@ static void s_step_lock(agent_run_t *run, int timeout_ms)
         s_finish(run, failure_message());
         return;
     }
+    run->session_chosen = true;
     if (s_choose_session(run) != 0) {
         char error[1200];
         snprintf(error, sizeof error, "cannot save the session: %s", failure_message());

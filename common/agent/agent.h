@@ -32,6 +32,13 @@
  *      specialists/<name>/history.jsonl (bytes of the task id, error or result text that
  *      are not UTF-8 become U+FFFD there), releases the lock.
  *
+ * A fork (settings.fork_session) is a side run that starts from the specialist's context
+ * without changing it: --resume <stored id> --fork-session --session-id <new uuid>, so the
+ * CLI writes the run under the new id and the stored transcript stays as it was. It takes
+ * no lock and saves no session file, so forks of one session run in parallel (the review's
+ * domain reviewers); with no usable stored session it is a new throwaway session
+ * (fresh_reason says why). Its line in history.jsonl has "fork_of".
+ *
  * Success is `result.is_error == false`, whatever the subtype and the exit code. Deadlines:
  * timeout_s bounds the whole run (lock wait and reruns included); no_output_timeout_s stops
  * an agent that went silent; after a `result` line the agent gets result_grace_ms to exit
@@ -80,6 +87,9 @@ typedef struct {
     int kill_grace_ms;                /* TERM → KILL; 0 → PROC_DEFAULT_KILL_GRACE_MS */
     int64_t session_token_limit;      /* rotate once the context (the input side of the last
                                          API call) is past this many tokens; 0 → never */
+    bool fork_session;                /* a side run on a copy of the stored session (below) */
+    const char *const *env;           /* NULL-terminated "NAME=value" added to the agent's
+                                         environment; or NULL */
 } agent_settings_t;
 
 typedef enum {
@@ -117,6 +127,7 @@ typedef struct {
     int64_t wall_ms;          /* our own measure of the whole run */
     const char *session_id;   /* the session this run used (after any adoption) */
     bool fresh;               /* a new session was started during this run */
+    const char *fork_of;      /* a fork: the session it copied ("" when none or no fork) */
     const char *fresh_reason; /* why ("" when resumed) */
     int attempts;             /* agent processes started (1, or 2-3 after recoveries) */
     bool timed_out;           /* the wall clock or the no-output watchdog stopped it */

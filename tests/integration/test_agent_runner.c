@@ -1023,6 +1023,107 @@ static void test_runs_serialise(void)
     session_unlock(&lock);
 }
 
+/* Forks start from the stored session's transcript, run in parallel (no lock), get their
+ * own ids, carry the settings' env, and leave the stored session as it was. */
+static void test_forks(void)
+{
+    s_reset_knobs();
+    agent_settings_t set = s_settings("fork-agent");
+    agent_run_t *run = NULL;
+
+    /* With nothing stored, a fork is a throwaway session and stores nothing. */
+    set.fork_session = true;
+    CHECK_INT(agent_run(&run, &set, "early fork", "t0", NULL, NULL), 0);
+    CHECK(agent_run_outcome(run)->ok);
+    CHECK(agent_run_outcome(run)->fresh);
+    CHECK_STR(agent_run_outcome(run)->fresh_reason, "no session to fork");
+    CHECK_STR(agent_run_outcome(run)->fork_of, "");
+    agent_run_destroy(&run);
+    session_state_t state;
+    CHECK_INT(session_load("fork-agent", &state), FAILURE_NOT_FOUND);
+
+    set.fork_session = false;
+    CHECK_INT(agent_run(&run, &set, "main prompt", "t1", NULL, NULL), 0);
+    CHECK(agent_run_outcome(run)->ok);
+    char main_id[SESSION_ID_SIZE];
+    snprintf(main_id, sizeof main_id, "%s", agent_run_outcome(run)->session_id);
+    agent_run_destroy(&run);
+    CHECK_INT(s_transcript_lines(workdir, main_id), 1);
+    unlink(log_path);
+
+    /* Two forks at once, while the main session's lock is held by someone else. */
+    session_lock_t *lock = NULL;
+    CHECK_INT(session_lock_try(&lock, "fork-agent"), 0);
+    setenv("FAKE_CLAUDE_DELAY_MS", "300", 1);
+    const char *env_a[] = {"CLOISTER_REVIEWER=security", NULL};
+    const char *env_b[] = {"CLOISTER_REVIEWER=tests", NULL};
+    agent_settings_t fa = s_settings("fork-agent"), fb = s_settings("fork-agent");
+    fa.fork_session = fb.fork_session = true;
+    fa.env = env_a;
+    fb.env = env_b;
+    agent_run_t *a = NULL, *b = NULL;
+    CHECK_INT(agent_run_start(&a, &fa, "fork a", "ta", NULL, NULL), 0);
+    CHECK_INT(agent_run_start(&b, &fb, "fork b", "tb", NULL, NULL), 0);
+    bool overlap = false;
+    int a_done = 0, b_done = 0;
+    while (!(a_done && b_done)) {
+        if (!a_done)
+            a_done = agent_run_step(a, 20);
+        if (!b_done)
+            b_done = agent_run_step(b, 20);
+        if (agent_run_pid(a) > 0 && agent_run_pid(b) > 0)
+            overlap = true;
+    }
+    session_unlock(&lock);
+    CHECK(overlap);
+    const agent_outcome_t *oa = agent_run_outcome(a), *ob = agent_run_outcome(b);
+    CHECK(oa->ok);
+    CHECK(ob->ok);
+    CHECK(!oa->fresh);
+    CHECK_STR(oa->fork_of, main_id);
+    CHECK_STR(ob->fork_of, main_id);
+    CHECK(strcmp(oa->session_id, main_id) != 0);
+    CHECK(strcmp(oa->session_id, ob->session_id) != 0);
+    /* Each fork's transcript is the main one plus its own turn; the main one is unchanged. */
+    CHECK_INT(s_transcript_lines(workdir, oa->session_id), 2);
+    CHECK_INT(s_transcript_lines(workdir, ob->session_id), 2);
+    CHECK_INT(s_transcript_lines(workdir, main_id), 1);
+    CHECK_INT(session_load("fork-agent", &state), 0);
+    CHECK_STR(state.session_id, main_id);
+    CHECK_INT(state.runs, 1);
+
+    json_t *log = s_log();
+    CHECK_INT(json_array_size(log), 2);
+    for (size_t i = 0; i < json_array_size(log); i++) {
+        CHECK_STR(s_flag(log, i, "--resume"), main_id);
+        CHECK(s_has_arg(log, i, "--fork-session"));
+        CHECK(s_flag(log, i, "--session-id") != NULL);
+    }
+    json_decref(log);
+    char *history = NULL;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/specialists/fork-agent/history.jsonl", env->home);
+    history = testenv_read_file(path);
+    CHECK(history != NULL && strstr(history, "\"fork_of\":\"") != NULL);
+    free(history);
+    agent_run_destroy(&a);
+    agent_run_destroy(&b);
+
+    /* A fork whose stored session the CLI lost becomes a throwaway fresh one. */
+    unsetenv("FAKE_CLAUDE_DELAY_MS");
+    char transcript[PATH_MAX + 512];
+    CHECK_INT(agent_transcript_path(transcript, sizeof transcript, workdir, main_id), 0);
+    unlink(transcript);
+    CHECK_INT(agent_run(&run, &fa, "lost fork", "t3", NULL, NULL), 0);
+    CHECK(agent_run_outcome(run)->ok);
+    CHECK(agent_run_outcome(run)->fresh);
+    CHECK_STR(agent_run_outcome(run)->fresh_reason, "context lost");
+    CHECK_INT(agent_run_outcome(run)->attempts, 2);
+    agent_run_destroy(&run);
+    CHECK_INT(session_load("fork-agent", &state), 0);
+    CHECK_STR(state.session_id, main_id); /* still the stored one: forks never replace it */
+}
+
 int main(void)
 {
     env = testenv_new("agent-runner");
@@ -1064,6 +1165,7 @@ int main(void)
     test_history_not_utf8();
     test_cancel();
     test_runs_serialise();
+    test_forks();
 
     testenv_destroy(&env);
     return check_exit_code("test_agent_runner");

@@ -13,6 +13,7 @@
  * mid-run never leaves an id the CLI knows and we do not. */
 #include "agent.h"
 
+#include "agent_cli.h"
 #include "agent_stream.h"
 #include "clock.h"
 #include "failure.h"
@@ -21,7 +22,6 @@
 #include "proc.h"
 #include "session.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -34,17 +34,15 @@
 
 /* How often a run waiting for its specialist's lock tries again. */
 #define AGENT_LOCK_RETRY_MS 100
-/* The most argv entries we build: fixed flags plus the extra args. */
-#define AGENT_FIXED_ARGS 32
 
-#define AGENT_LOST_TEXT "No conversation found with session ID"
-#define AGENT_IN_USE_TEXT "is already in use"
-#define AGENT_ENCODED_MAX 200
+/* How long a CLI's login check may take. */
+#define AGENT_LOGIN_CHECK_MS 30000
 
-typedef enum { RUN_WAIT_LOCK, RUN_AGENT, RUN_DONE } run_phase_t;
+typedef enum { RUN_WAIT_LOCK, RUN_LOGIN_CHECK, RUN_AGENT, RUN_DONE } run_phase_t;
 
 struct agent_run_t {
     const agent_settings_t *settings;
+    const agent_cli_t *cli;
     char *prompt;
     char *task_id;
     agent_progress_fn *progress;
@@ -59,6 +57,7 @@ struct agent_run_t {
     session_state_t state;
     bool session_chosen;              /* past the lock phase: the run gets recorded */
     char fork_of[SESSION_ID_SIZE];    /* a fork: the stored session it copies; "" otherwise */
+    char login_output[256];           /* the login check's last stdout line */
 
     /* The current attempt. */
     proc_t *proc;
@@ -112,79 +111,41 @@ static void s_progress(agent_run_t *run, agent_progress_kind_t kind, const char 
 }
 
 /* ---------------------------------------------------------------------------------------
- * Transcripts on disk. */
-
-static void s_encode_cwd(char *out, size_t size, const char *path)
-{
-    size_t i = 0;
-    for (; path[i] != '\0' && i + 1 < size; i++) {
-        char c = path[i];
-        bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        out[i] = keep ? c : '-';
-    }
-    out[i] = '\0';
-}
-
-int agent_transcript_path(char *buf, size_t size, const char *cwd, const char *session_id)
-{
-    char real[PATH_MAX];
-    if (realpath(cwd, real) == NULL)
-        return failure_set(FAILURE_NOT_FOUND, "cannot resolve %s: %s", cwd, strerror(errno));
-    char encoded[PATH_MAX];
-    s_encode_cwd(encoded, sizeof encoded, real);
-
-    char projects[PATH_MAX];
-    const char *config = getenv("CLAUDE_CONFIG_DIR");
-    const char *home = getenv("HOME");
-    int n;
-    if (config != NULL && config[0] != '\0')
-        n = snprintf(projects, sizeof projects, "%s/projects", config);
-    else
-        n = snprintf(projects, sizeof projects, "%s/.claude/projects", home ? home : "");
-    if (n < 0 || (size_t)n >= sizeof projects)
-        return failure_set(FAILURE_TOO_BIG, "transcript path too long");
-
-    if (strlen(encoded) > AGENT_ENCODED_MAX) {
-        /* The CLI truncates long names and appends a hash we cannot compute: look for it. */
-        encoded[AGENT_ENCODED_MAX] = '\0';
-        DIR *dir = opendir(projects);
-        struct dirent *entry = NULL;
-        bool found = false;
-        while (dir != NULL && (entry = readdir(dir)) != NULL) {
-            if (strncmp(entry->d_name, encoded, AGENT_ENCODED_MAX) == 0) {
-                msgjson_copy_utf8(encoded, sizeof encoded, entry->d_name);
-                found = true;
-                break;
-            }
-        }
-        if (dir != NULL)
-            closedir(dir);
-        if (!found)
-            return failure_set(FAILURE_NOT_FOUND, "no project directory for %s", real);
-    }
-    n = snprintf(buf, size, "%s/%s/%s.jsonl", projects, encoded, session_id);
-    if (n < 0 || (size_t)n >= size)
-        return failure_set(FAILURE_TOO_BIG, "transcript path too long");
-    return 0;
-}
-
-static bool s_transcript_exists(const char *cwd, const char *session_id)
-{
-    char path[PATH_MAX + 512];
-    return agent_transcript_path(path, sizeof path, cwd, session_id) == 0 &&
-           access(path, F_OK) == 0;
-}
-
-/* ---------------------------------------------------------------------------------------
  * Parsing the agent's NDJSON stream. */
+
+/* A CLI that names its sessions (agent_cli_t.names_sessions) just said which one it
+ * started: saved at once (a fork's is not), so a crash later in the run loses nothing. */
+static void s_named_by_cli(agent_run_t *run)
+{
+    session_state_t *st = &run->state;
+    msgjson_copy_utf8(st->session_id, sizeof st->session_id, run->stream.session_id);
+    msgjson_copy_utf8(run->session_id, sizeof run->session_id, st->session_id);
+    if (run->settings->fork_session)
+        return;
+    if (session_save(s_session_key(run->settings), st) != 0)
+        log_error("agent %s: cannot save the session: %s", run->settings->specialist,
+                  failure_message());
+    if (run->outcome.fresh)
+        s_progress(run, AGENT_PROGRESS_SESSION, run->fresh_reason, st->session_id);
+}
 
 /* The agent's stdout, a line at a time; the time its result arrived starts the grace the
  * CLI gets to exit after it. */
 static int s_on_line(void *arg, const char *line, size_t len)
 {
     agent_run_t *run = arg;
+    if (run->phase == RUN_LOGIN_CHECK) {
+        if (len > 0) /* what it says, for the error message */
+            snprintf(run->login_output, sizeof run->login_output, "%.*s",
+                     (int)(len < sizeof run->login_output ? len : sizeof run->login_output - 1),
+                     line);
+        return 0;
+    }
     if (agent_stream_read(&run->stream, line, len) == AGENT_STREAM_RESULT)
         run->result_at_ms = clock_now_ms();
+    if (run->cli->names_sessions && run->state.session_id[0] == '\0' &&
+        run->stream.session_id[0] != '\0')
+        s_named_by_cli(run);
     return 0;
 }
 
@@ -196,21 +157,25 @@ static int s_fresh_session(agent_run_t *run, const char *reason)
 {
     session_state_t *st = &run->state;
     memset(st, 0, sizeof *st);
-    session_new_id(st->session_id);
+    /* A CLI that names its sessions says the id in its output (s_named_by_cli). */
+    if (!run->cli->names_sessions)
+        session_new_id(st->session_id);
     msgjson_copy_utf8(st->cwd, sizeof st->cwd, run->settings->workdir);
+    msgjson_copy_utf8(st->cli, sizeof st->cli, run->cli->name);
     st->created_at_ms = clock_wall_ms();
     msgjson_copy_utf8(st->fresh_reason, sizeof st->fresh_reason, reason);
     run->use_session_id = true;
     run->outcome.fresh = true;
     run->fork_of[0] = '\0';
     msgjson_copy_utf8(run->fresh_reason, sizeof run->fresh_reason, reason);
-    log_info("agent %s: starting a fresh session %s (%s)", run->settings->specialist,
-             st->session_id, reason);
+    log_info("agent %s: starting a fresh %s session %s (%s)", run->settings->specialist,
+             run->cli->name, st->session_id, reason);
     /* A fork's session is thrown away after the run: the stored one stays as it was. */
     int rc = run->settings->fork_session ? 0 : session_save(s_session_key(run->settings), st);
     if (rc != 0)
         return rc;
-    s_progress(run, AGENT_PROGRESS_SESSION, reason, st->session_id);
+    if (st->session_id[0] != '\0')
+        s_progress(run, AGENT_PROGRESS_SESSION, reason, st->session_id);
     return 0;
 }
 
@@ -221,17 +186,23 @@ static int s_choose_fork(agent_run_t *run)
     const agent_settings_t *set = run->settings;
     int rc = session_load(s_session_key(set), &run->state);
     const char *reason = NULL;
-    if (rc != 0 || run->state.runs == 0)
+    if (rc != 0 || run->state.runs == 0 || run->state.session_id[0] == '\0')
         reason = rc == FAILURE_INVALID ? "session file unreadable" : "no session to fork";
     else if (strcmp(run->state.cwd, set->workdir) != 0)
         reason = "cwd changed";
+    else if (strcmp(run->state.cli, run->cli->name) != 0)
+        reason = "agent CLI changed";
+    else if (!run->cli->forks)
+        reason = "the CLI cannot fork a session";
     if (reason != NULL)
         return s_fresh_session(run, reason);
     msgjson_copy_utf8(run->fork_of, sizeof run->fork_of, run->state.session_id);
     session_state_t *st = &run->state;
     memset(st, 0, sizeof *st);
-    session_new_id(st->session_id);
+    if (!run->cli->names_sessions)
+        session_new_id(st->session_id);
     msgjson_copy_utf8(st->cwd, sizeof st->cwd, set->workdir);
+    msgjson_copy_utf8(st->cli, sizeof st->cli, run->cli->name);
     st->created_at_ms = clock_wall_ms();
     run->use_session_id = true;
     return 0;
@@ -251,135 +222,128 @@ static int s_choose_session(agent_run_t *run)
         msgjson_copy_utf8(reason, sizeof reason, "session file unreadable");
     } else if (strcmp(run->state.cwd, set->workdir) != 0) {
         snprintf(reason, sizeof reason, "cwd changed");
+    } else if (strcmp(run->state.cli, run->cli->name) != 0) {
+        snprintf(reason, sizeof reason, "agent CLI changed from %s to %s", run->state.cli,
+                 run->cli->name);
+    } else if (run->state.session_id[0] == '\0') {
+        snprintf(reason, sizeof reason, "the CLI never named the last session");
     } else if (set->session_token_limit > 0 &&
                run->state.context_tokens > set->session_token_limit) {
         snprintf(reason, sizeof reason, "rotated at a context of %lld tokens",
                  (long long)run->state.context_tokens);
     } else {
-        /* An id that never completed a run may not exist on the CLI's side yet. */
-        run->use_session_id = run->state.runs == 0;
+        /* An id we chose that never completed a run may not exist on the CLI's side yet;
+         * one the CLI named exists, since it said so. */
+        run->use_session_id = !run->cli->names_sessions && run->state.runs == 0;
         return 0;
     }
     return s_fresh_session(run, reason);
 }
 
-static char *s_join(const char *const *list)
+/* The prompt the agent gets: for a CLI without a system-prompt flag, the role text goes in
+ * front of it. NULL on OOM; the caller frees. */
+static char *s_prompt_text(const agent_run_t *run)
 {
-    size_t len = 1;
-    for (size_t i = 0; list[i] != NULL; i++)
-        len += strlen(list[i]) + 1;
-    char *joined = calloc(1, len);
-    if (joined == NULL)
-        return NULL;
-    for (size_t i = 0; list[i] != NULL; i++) {
-        if (i > 0)
-            strcat(joined, ",");
-        strcat(joined, list[i]);
-    }
-    return joined;
+    const char *role = run->settings->append_system_prompt;
+    if (role == NULL || run->cli->takes_system_prompt)
+        return strdup(run->prompt);
+    char *text = NULL;
+    return asprintf(&text, "%s\n\n%s", role, run->prompt) < 0 ? NULL : text;
 }
 
-static int s_spawn(agent_run_t *run)
+/* Starts `argv` (after the command) as the run's process: cwd = workdir, in its own
+ * group, the environment minus what the CLI sets for its children plus
+ * PANOPTICON_AGENT_ID and settings.env, `input` on stdin. */
+static int s_start_process(agent_run_t *run, agent_argv_t *args, const char *input)
 {
     const agent_settings_t *set = run->settings;
-    size_t extra = 0, env_count = 0;
-    while (set->extra_args != NULL && set->extra_args[extra] != NULL)
-        extra++;
+    size_t env_count = 0;
     while (set->env != NULL && set->env[env_count] != NULL)
         env_count++;
-    const char **argv = calloc(AGENT_FIXED_ARGS + extra, sizeof *argv);
+    const char **argv = calloc(args->count + 2, sizeof *argv);
     const char **env_set = calloc(env_count + 2, sizeof *env_set);
-    char *allowed = set->allowed_tools ? s_join(set->allowed_tools) : NULL;
-    char *disallowed = set->disallowed_tools ? s_join(set->disallowed_tools) : NULL;
-    char turns[32], budget[64], agent_id[SESSION_NAME_MAX + 32];
+    char agent_id[SESSION_NAME_MAX + 32];
     int rc = 0;
-    if (argv == NULL || env_set == NULL || (set->allowed_tools && !allowed) ||
-        (set->disallowed_tools && !disallowed)) {
+    if (argv == NULL || env_set == NULL || args->failed) {
         rc = failure_set(FAILURE_MEMORY, "out of memory");
         goto out;
     }
-
-    size_t n = 0;
-    argv[n++] = set->command ? set->command : AGENT_DEFAULT_COMMAND;
-    for (size_t i = 0; i < extra; i++)
-        argv[n++] = set->extra_args[i];
-    argv[n++] = "-p";
-    argv[n++] = "--output-format";
-    argv[n++] = "stream-json";
-    argv[n++] = "--verbose";
-    argv[n++] = "--model";
-    argv[n++] = set->model ? set->model : AGENT_DEFAULT_MODEL;
-    if (set->max_turns > 0) {
-        snprintf(turns, sizeof turns, "%d", set->max_turns);
-        argv[n++] = "--max-turns";
-        argv[n++] = turns;
-    }
-    if (set->max_budget_usd > 0) {
-        snprintf(budget, sizeof budget, "%g", set->max_budget_usd);
-        argv[n++] = "--max-budget-usd";
-        argv[n++] = budget;
-    }
-    if (set->permission_mode != NULL) {
-        argv[n++] = "--permission-mode";
-        argv[n++] = set->permission_mode;
-    }
-    if (allowed != NULL) {
-        argv[n++] = "--allowedTools";
-        argv[n++] = allowed;
-    }
-    if (disallowed != NULL) {
-        argv[n++] = "--disallowedTools";
-        argv[n++] = disallowed;
-    }
-    if (set->append_system_prompt != NULL) {
-        argv[n++] = "--append-system-prompt";
-        argv[n++] = set->append_system_prompt;
-    }
-    if (run->fork_of[0] != '\0') {
-        argv[n++] = "--resume";
-        argv[n++] = run->fork_of;
-        argv[n++] = "--fork-session";
-    }
-    argv[n++] = run->use_session_id ? "--session-id" : "--resume";
-    argv[n++] = run->state.session_id;
-    argv[n] = NULL;
-
+    argv[0] = set->command ? set->command : run->cli->default_command;
+    for (size_t i = 0; i < args->count; i++)
+        argv[i + 1] = args->items[i];
     snprintf(agent_id, sizeof agent_id, "PANOPTICON_AGENT_ID=%s", set->specialist);
-    /* Exactly what Claude Code sets for its own children (docs/agent-cli.md §1): not every
-     * CLAUDE_CODE_* variable, since CLAUDE_CODE_OAUTH_TOKEN, CLAUDE_CODE_USE_BEDROCK and
-     * friends are how the CLI is logged in or pointed at a provider. */
-    const char *env_remove[] = {"CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_CHILD_SESSION",
-                                "CLAUDE_CODE_ENTRYPOINT", NULL};
     env_set[0] = agent_id;
     for (size_t i = 0; i < env_count; i++)
         env_set[i + 1] = set->env[i];
     int64_t now = clock_now_ms();
+    int64_t timeout_ms =
+        run->deadline_ms > 0 ? (run->deadline_ms > now ? run->deadline_ms - now : 1) : 0;
+    if (run->phase == RUN_LOGIN_CHECK && (timeout_ms == 0 || timeout_ms > AGENT_LOGIN_CHECK_MS))
+        timeout_ms = AGENT_LOGIN_CHECK_MS;
     proc_options_t options = {
         .argv = (char *const *)argv,
         .cwd = set->workdir,
-        .env_remove = env_remove,
+        .env_remove = run->cli->env_remove,
         .env_set = env_set,
-        .stdin_data = run->prompt,
-        .stdin_len = strlen(run->prompt),
+        .stdin_data = input,
+        .stdin_len = input ? strlen(input) : 0,
         .on_line = s_on_line,
         .on_line_arg = run,
-        .timeout_ms =
-            run->deadline_ms > 0 ? (run->deadline_ms > now ? run->deadline_ms - now : 1) : 0,
+        .timeout_ms = timeout_ms,
         .no_output_timeout_ms = (int64_t)set->no_output_timeout_s * 1000,
         .kill_grace_ms = set->kill_grace_ms,
     };
-    agent_stream_reset(&run->stream);
-    run->result_at_ms = 0;
-    run->result_stop_sent = false;
-    run->outcome.attempts++;
-    log_debug("agent %s: %s %s %s", set->specialist, argv[0], argv[n - 2], argv[n - 1]);
+    log_debug("agent %s: %s %s", set->specialist, argv[0], args->count ? argv[1] : "");
     rc = proc_start(&run->proc, &options);
 out:
     free(argv);
     free(env_set);
-    free(allowed);
-    free(disallowed);
     return rc;
+}
+
+/* One attempt of the agent, with the session as chosen. */
+static int s_spawn(agent_run_t *run)
+{
+    agent_call_t call = {
+        .settings = run->settings,
+        .mode = run->fork_of[0] != '\0' ? AGENT_CALL_FORK
+                : run->use_session_id    ? AGENT_CALL_NEW
+                                         : AGENT_CALL_RESUME,
+        .session_id = run->state.session_id,
+        .fork_of = run->fork_of,
+    };
+    agent_argv_t args = {0};
+    run->cli->build_argv(&args, &call);
+    char *input = s_prompt_text(run);
+    agent_stream_reset(&run->stream);
+    run->result_at_ms = 0;
+    run->result_stop_sent = false;
+    run->outcome.attempts++;
+    int rc = input != NULL ? s_start_process(run, &args, input)
+                           : failure_set(FAILURE_MEMORY, "out of memory");
+    free(input);
+    agent_argv_free(&args);
+    return rc;
+}
+
+/* The CLI's quick credentials check (agent_cli_t.login_check), unless the environment
+ * already carries a key it takes. Returns 1 when started, 0 when there is none to run. */
+static int s_start_login_check(agent_run_t *run)
+{
+    const agent_cli_t *cli = run->cli;
+    if (cli->login_check == NULL)
+        return 0;
+    for (size_t i = 0; cli->login_env != NULL && cli->login_env[i] != NULL; i++) {
+        const char *value = getenv(cli->login_env[i]);
+        if (value != NULL && value[0] != '\0')
+            return 0;
+    }
+    agent_argv_t args = {0};
+    agent_argv_add_list(&args, cli->login_check);
+    run->phase = RUN_LOGIN_CHECK;
+    int rc = s_start_process(run, &args, NULL);
+    agent_argv_free(&args);
+    return rc == 0 ? 1 : rc;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -481,10 +445,18 @@ static void s_fill_outcome(agent_run_t *run)
     s_last_line(stderr_line, sizeof stderr_line, run->stderr_tail ? run->stderr_tail : "");
 
     o->ok = o->got_result && !o->is_error && !run->cancelled;
+    o->not_logged_in = !o->ok && !run->cancelled &&
+                       (run->stream.not_logged_in ||
+                        run->cli->classify(run->stderr_tail, run->result_text) ==
+                            AGENT_FAILURE_NOT_LOGGED_IN);
     if (o->ok) {
         message[0] = '\0';
     } else if (run->cancelled) {
         snprintf(message, sizeof message, "agent run cancelled");
+    } else if (o->not_logged_in) {
+        snprintf(message, sizeof message, "%s is not logged in (%.600s): %s", run->cli->name,
+                 run->result_text && run->result_text[0] ? run->result_text : stderr_line,
+                 run->cli->login_hint);
     } else if (o->got_result) {
         snprintf(message, sizeof message, "agent reported an error (%s): %.1000s",
                  run->subtype && run->subtype[0] ? run->subtype : "no subtype",
@@ -525,13 +497,13 @@ static void s_record(agent_run_t *run)
     if (have_session && o->got_result) {
         const char *reported = json_string_value(json_object_get(run->stream.result, "session_id"));
         if (reported != NULL && reported[0] != '\0' && strcmp(reported, st->session_id) != 0) {
-            if (strlen(reported) < SESSION_ID_SIZE &&
-                s_transcript_exists(run->settings->workdir, reported)) {
+            if (strlen(reported) < SESSION_ID_SIZE && run->cli->session_exists != NULL &&
+                run->cli->session_exists(run->settings->workdir, reported)) {
                 log_info("agent %s: the CLI continued in session %s (was %s); adopting it", name,
                          reported, st->session_id);
                 msgjson_copy_utf8(st->session_id, sizeof st->session_id, reported);
             } else {
-                log_warn("agent %s: ignoring result session id %s: no transcript on disk", name,
+                log_warn("agent %s: ignoring result session id %s: not a session on disk", name,
                          reported);
             }
         }
@@ -611,10 +583,6 @@ static void s_finish(agent_run_t *run, const char *error)
         log_warn("agent %s: run failed: %s", run->settings->specialist, o->error);
 }
 
-static bool s_contains(const char *text, const char *needle)
-{
-    return text != NULL && strstr(text, needle) != NULL;
-}
 /* Why the agent could not start, into buf; a command that is not there says where the
  * command comes from, since that is what the user must change. */
 static void s_start_error(char *buf, size_t size)
@@ -636,18 +604,19 @@ static bool s_recover(agent_run_t *run)
         return false;
     const proc_status_t *st = proc_status(run->proc);
     char *errors = result ? s_result_text(result) : NULL;
-    bool lost = s_contains(st->stderr_tail, AGENT_LOST_TEXT) || s_contains(errors, AGENT_LOST_TEXT);
-    bool in_use =
-        s_contains(st->stderr_tail, AGENT_IN_USE_TEXT) || s_contains(errors, AGENT_IN_USE_TEXT);
+    agent_failure_kind_t failure = run->cli->classify(st->stderr_tail, errors);
     free(errors);
+    bool lost = failure == AGENT_FAILURE_SESSION_LOST;
+    bool in_use = failure == AGENT_FAILURE_SESSION_IN_USE;
     const char *name = run->settings->specialist;
     const char *reason = NULL;
 
-    bool resumed = !run->use_session_id || run->fork_of[0] != '\0';
+    bool forked = run->fork_of[0] != '\0';
+    bool resumed = !run->use_session_id || forked;
     if (lost && resumed && !run->retried_lost) {
         run->retried_lost = true;
         reason = "context lost";
-    } else if (in_use && run->use_session_id && !run->retried_in_use_resume) {
+    } else if (in_use && run->use_session_id && !forked && !run->retried_in_use_resume) {
         run->retried_in_use_resume = true;
         log_info("agent %s: session %s already exists; resuming it", name, run->state.session_id);
         run->use_session_id = false;
@@ -686,10 +655,16 @@ int agent_run_start(agent_run_t **run_p, const agent_settings_t *settings, const
                            settings->specialist);
     if (prompt == NULL)
         return failure_set(FAILURE_INVALID, "agent %s: no prompt", settings->specialist);
+    const agent_cli_t *cli = agent_cli_find(settings->cli);
+    if (cli == NULL)
+        return failure_set(FAILURE_INVALID, "agent %s: unknown agent CLI '%s' (claude, codex, gemini)",
+                           settings->specialist, settings->cli);
     agent_run_t *run = calloc(1, sizeof *run);
     if (run == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
     run->settings = settings;
+    run->cli = cli;
+    run->stream.on_event = cli->read_event;
     run->prompt = strdup(prompt);
     run->task_id = task_id ? strdup(task_id) : NULL;
     if (run->prompt == NULL || (task_id != NULL && run->task_id == NULL)) {
@@ -750,6 +725,49 @@ static void s_step_lock(agent_run_t *run, int timeout_ms)
         return;
     }
     msgjson_copy_utf8(run->session_id, sizeof run->session_id, run->state.session_id);
+    int checking = s_start_login_check(run);
+    if (checking == 0) {
+        run->phase = RUN_AGENT;
+        checking = s_spawn(run);
+    }
+    if (checking < 0) {
+        char error[1200];
+        s_start_error(error, sizeof error);
+        s_finish(run, error);
+    }
+}
+
+/* The LOGIN_CHECK phase: once the check is over, the agent starts, or the run fails
+ * saying the CLI is not logged in. */
+static void s_step_login_check(agent_run_t *run, int timeout_ms)
+{
+    int rc = proc_step(run->proc, timeout_ms);
+    if (rc == 0)
+        return;
+    if (rc < 0) {
+        s_finish(run, failure_message());
+        return;
+    }
+    const proc_status_t *st = proc_status(run->proc);
+    if (run->cancelled) {
+        s_finish(run, NULL);
+        return;
+    }
+    if (!st->exited || st->exit_code != 0) {
+        char said[512], error[1200];
+        s_last_line(said, sizeof said, run->login_output[0] ? run->login_output : st->stderr_tail);
+        if (st->exited)
+            snprintf(error, sizeof error, "%s is not logged in (its login check says: %s): %s",
+                     run->cli->name, said[0] ? said : "nothing", run->cli->login_hint);
+        else
+            snprintf(error, sizeof error, "%s's login check did not finish: %s", run->cli->name,
+                     said[0] ? said : "no answer");
+        run->outcome.not_logged_in = st->exited;
+        run->outcome.attempts = 0;
+        s_finish(run, error);
+        return;
+    }
+    proc_destroy(&run->proc);
     run->phase = RUN_AGENT;
     if (s_spawn(run) != 0) {
         char error[1200];
@@ -792,6 +810,8 @@ int agent_run_step(agent_run_t *run, int timeout_ms)
     }
     if (run->phase == RUN_WAIT_LOCK)
         s_step_lock(run, timeout_ms);
+    else if (run->phase == RUN_LOGIN_CHECK)
+        s_step_login_check(run, timeout_ms);
     else if (run->phase == RUN_AGENT)
         s_step_agent(run, timeout_ms);
     return run->phase == RUN_DONE ? 1 : 0;

@@ -1,5 +1,10 @@
-/* agent: runs the agent CLI (Claude Code headless mode by default) for one specialist and
- * keeps its session across runs. See docs/agent-cli.md for the contract.
+/* agent: runs the agent CLI (Claude Code headless mode by default; Codex or Gemini through
+ * their adapters, agent_cli.h) for one specialist and keeps its session across runs. The
+ * steps below are written in Claude's terms (docs/agent-cli.md); each adapter maps them to
+ * its CLI (docs/agent-codex.md, docs/agent-gemini.md): a CLI that names its own sessions
+ * (Codex) has the id it announces saved at once instead of one we chose; a CLI with a
+ * login check (Codex, which offline retries for ever) runs it first, and a run that finds
+ * no credentials ends with not_logged_in and what to do.
  *
  * One run:
  *   1. takes the specialist's run lock (session.h), retrying until the run's deadline, so
@@ -9,7 +14,8 @@
  *      --session-id); otherwise --resume <stored id> (a stored id that never completed a
  *      run is passed with --session-id again). Every fresh start is reported through the
  *      progress callback (AGENT_PROGRESS_SESSION) and in the outcome;
- *   3. spawns, argv only, in its own process group, cwd = workdir:
+ *   3. spawns, argv only, in its own process group, cwd = workdir (Claude's argv; the
+ *      adapter builds its own CLI's):
  *        <command> [extra args] -p --output-format stream-json --verbose --model <alias>
  *        [--max-turns N] [--max-budget-usd X] [--permission-mode M]
  *        [--allowedTools a,b] [--disallowedTools c,d] [--append-system-prompt <text>]
@@ -58,8 +64,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AGENT_DEFAULT_COMMAND "claude"
-#define AGENT_DEFAULT_MODEL "sonnet"
 #define AGENT_DEFAULT_RESULT_GRACE_MS 5000
 #define AGENT_RESULT_TEXT_MAX (1024 * 1024) /* longer result texts are truncated */
 #define AGENT_HISTORY_TEXT_MAX 2000         /* result text kept in history.jsonl */
@@ -72,15 +76,24 @@ typedef struct {
     const char *session;              /* the session key (replica.h); NULL → specialist */
     int replica;                      /* this process's replica slot (replica.h), 0 alone */
     const char *workdir;              /* required, absolute: the agent's cwd, same every run */
-    const char *command;              /* NULL → "claude" (searched in PATH) */
-    const char *const *extra_args;    /* NULL-terminated, right after the command; or NULL */
-    const char *model;                /* alias; NULL → "sonnet" */
+    const char *cli;                  /* the adapter (agent_cli.h): "claude" (NULL), "codex",
+                                         "gemini" */
+    const char *command;              /* NULL → the adapter's ("claude", searched in PATH) */
+    const char *const *extra_args;    /* NULL-terminated, after the adapter's flags; or NULL */
+    const char *const *add_dirs;      /* NULL-terminated directories the agent may also
+                                         touch (--add-dir and the like); or NULL */
+    const char *mcp_config;           /* a JSON file {"mcpServers": {...}} of MCP servers to
+                                         give the agent; NULL → none */
+    const char *model;                /* NULL → the CLI's default */
+    /* Claude Code only (the other CLIs run unattended in their own sandboxes, see
+     * docs/agent-codex.md and docs/agent-gemini.md): */
     const char *permission_mode;      /* NULL → omitted */
     const char *const *allowed_tools; /* NULL-terminated, joined with ","; NULL → omitted */
     const char *const *disallowed_tools;
     int max_turns;                    /* 0 → omitted */
     double max_budget_usd;            /* 0 → omitted */
-    const char *append_system_prompt; /* NULL → omitted */
+    const char *append_system_prompt; /* NULL → omitted (put before the prompt for a CLI
+                                         without such a flag) */
     int timeout_s;                    /* whole run; 0 → no limit */
     int no_output_timeout_s;          /* 0 → no watchdog */
     int result_grace_ms;              /* 0 → AGENT_DEFAULT_RESULT_GRACE_MS */
@@ -131,6 +144,7 @@ typedef struct {
     const char *fresh_reason; /* why ("" when resumed) */
     int attempts;             /* agent processes started (1, or 2-3 after recoveries) */
     bool timed_out;           /* the wall clock or the no-output watchdog stopped it */
+    bool not_logged_in;       /* the CLI has no credentials (error says what to do) */
     bool cancelled;           /* agent_run_cancel() stopped it */
     bool exited;              /* the last agent process exited: exit_code valid */
     int exit_code;

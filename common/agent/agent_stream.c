@@ -13,8 +13,8 @@
 /* What a NUL byte in a string of the agent's stream becomes: U+FFFD. */
 #define AGENT_NUL_REPLACEMENT "\xEF\xBF\xBD"
 
-static void s_progress(agent_stream_t *stream, agent_progress_kind_t kind, const char *text,
-                       const char *detail)
+void agent_stream_progress(agent_stream_t *stream, agent_progress_kind_t kind, const char *text,
+                           const char *detail)
 {
     if (stream->progress == NULL)
         return;
@@ -22,8 +22,7 @@ static void s_progress(agent_stream_t *stream, agent_progress_kind_t kind, const
     stream->progress(stream->progress_arg, &progress);
 }
 
-/* A one-line summary of a tool's input: its most telling string field, else the JSON. */
-static void s_tool_summary(char *out, size_t size, json_t *input)
+void agent_stream_tool_summary(char *out, size_t size, json_t *input)
 {
     static const char *const keys[] = {"command",     "file_path", "path",  "pattern", "url",
                                        "description", "prompt",    "query", NULL};
@@ -68,6 +67,10 @@ int64_t agent_stream_input_tokens(const json_t *usage)
 
 static void s_on_assistant(agent_stream_t *stream, json_t *event)
 {
+    /* A synthetic message says why the API call did not happen (docs/agent-cli.md §2). */
+    const char *error = json_string_value(json_object_get(event, "error"));
+    if (error != NULL && strcmp(error, "authentication_failed") == 0)
+        stream->not_logged_in = true;
     json_t *message = json_object_get(event, "message");
     /* Each assistant message is one API call, and its usage is that call's alone: the input
      * side of the latest one is the conversation's current size. A subagent's calls
@@ -89,12 +92,12 @@ static void s_on_assistant(agent_stream_t *stream, json_t *event)
         if (strcmp(type, "text") == 0) {
             const char *text = json_string_value(json_object_get(block, "text"));
             if (text != NULL && text[0] != '\0')
-                s_progress(stream, AGENT_PROGRESS_TEXT, text, "");
+                agent_stream_progress(stream, AGENT_PROGRESS_TEXT, text, "");
         } else if (strcmp(type, "tool_use") == 0) {
             const char *name = json_string_value(json_object_get(block, "name"));
             char summary[AGENT_SUMMARY_MAX + 1];
-            s_tool_summary(summary, sizeof summary, json_object_get(block, "input"));
-            s_progress(stream, AGENT_PROGRESS_TOOL, name ? name : "tool", summary);
+            agent_stream_tool_summary(summary, sizeof summary, json_object_get(block, "input"));
+            agent_stream_progress(stream, AGENT_PROGRESS_TOOL, name ? name : "tool", summary);
         }
     }
 }
@@ -139,6 +142,26 @@ static void s_scrub_nuls(json_t *value)
     }
 }
 
+/* Claude Code's stream-json events (docs/agent-cli.md §2). */
+static agent_stream_line_t s_claude_event(agent_stream_t *stream, json_t *event)
+{
+    const char *type = json_string_value(json_object_get(event, "type"));
+    if (type == NULL)
+        return AGENT_STREAM_EVENT; /* no type: nothing we know */
+    if (strcmp(type, "assistant") == 0) {
+        s_on_assistant(stream, event);
+    } else if (strcmp(type, "result") == 0) {
+        agent_stream_set_result(stream, event);
+        return AGENT_STREAM_RESULT;
+    } else if (strcmp(type, "system") == 0) {
+        const char *subtype = json_string_value(json_object_get(event, "subtype"));
+        const char *version = json_string_value(json_object_get(event, "claude_code_version"));
+        if (subtype != NULL && strcmp(subtype, "init") == 0 && version != NULL)
+            msgjson_copy_utf8(stream->cli_version, sizeof stream->cli_version, version);
+    }
+    return AGENT_STREAM_EVENT;
+}
+
 agent_stream_line_t agent_stream_read(agent_stream_t *stream, const char *line, size_t len)
 {
     if (len == 0)
@@ -153,24 +176,29 @@ agent_stream_line_t agent_stream_read(agent_stream_t *stream, const char *line, 
         json_decref(event);
         return AGENT_STREAM_SKIPPED;
     }
-    agent_stream_line_t kind = AGENT_STREAM_EVENT;
-    const char *type = json_string_value(json_object_get(event, "type"));
-    if (type == NULL) {
-        /* no type: nothing we know */
-    } else if (strcmp(type, "assistant") == 0) {
-        s_on_assistant(stream, event);
-    } else if (strcmp(type, "result") == 0) {
-        json_decref(stream->result);
-        stream->result = json_incref(event);
-        kind = AGENT_STREAM_RESULT;
-    } else if (strcmp(type, "system") == 0) {
-        const char *subtype = json_string_value(json_object_get(event, "subtype"));
-        const char *version = json_string_value(json_object_get(event, "claude_code_version"));
-        if (subtype != NULL && strcmp(subtype, "init") == 0 && version != NULL)
-            msgjson_copy_utf8(stream->cli_version, sizeof stream->cli_version, version);
-    }
+    agent_stream_event_fn *on_event = stream->on_event ? stream->on_event : s_claude_event;
+    agent_stream_line_t kind = on_event(stream, event);
     json_decref(event);
     return kind;
+}
+
+void agent_stream_set_result(agent_stream_t *stream, json_t *result)
+{
+    json_decref(stream->result);
+    stream->result = json_incref(result);
+}
+
+void agent_stream_add_text(agent_stream_t *stream, const char *text, bool paragraph)
+{
+    size_t had = stream->text ? strlen(stream->text) : 0;
+    char *grown = realloc(stream->text, had + strlen(text) + 3);
+    if (grown == NULL)
+        return; /* the text is a convenience; the run goes on without the rest of it */
+    grown[had] = '\0';
+    if (paragraph && had > 0)
+        strcat(grown, "\n\n");
+    strcat(grown, text);
+    stream->text = grown;
 }
 
 void agent_stream_reset(agent_stream_t *stream)
@@ -178,4 +206,8 @@ void agent_stream_reset(agent_stream_t *stream)
     json_decref(stream->result);
     stream->result = NULL;
     stream->context_tokens = 0;
+    stream->session_id[0] = '\0';
+    stream->not_logged_in = false;
+    free(stream->text);
+    stream->text = NULL;
 }

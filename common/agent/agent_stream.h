@@ -1,7 +1,12 @@
-/* agent_stream: reads the agent CLI's `--output-format stream-json` output, one line at a
- * time (docs/agent-cli.md has the contract): assistant text and tool calls become progress,
- * the `result` event is kept, the input side of the latest top-level API call is the
- * conversation's size, and the `system`/`init` event gives the CLI's version.
+/* agent_stream: reads the agent CLI's JSON-lines output, one line at a time. The line is
+ * parsed here; what its events mean is the CLI adapter's business (agent_cli.h), through
+ * `on_event` — NULL means Claude Code's stream-json (docs/agent-cli.md): assistant text and
+ * tool calls become progress, the `result` event is kept, the input side of the latest
+ * top-level API call is the conversation's size, and the `system`/`init` event gives the
+ * CLI's version. Whatever the CLI, `result` ends up in the shape of Claude's result event
+ * (is_error, subtype, result or errors[], session_id, total_cost_usd, usage{input_tokens,
+ * cache_creation_input_tokens, cache_read_input_tokens, output_tokens}, num_turns,
+ * duration_ms): the other adapters build it from their CLI's own final event.
  *
  * The output is untrusted: a line that is not a JSON object is skipped (and logged), NUL
  * bytes inside strings become U+FFFD, counts outside 0..10^12 read as 0. No process, no
@@ -13,30 +18,52 @@
 #include "session.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct {
+typedef struct agent_stream agent_stream_t;
+typedef enum agent_stream_line agent_stream_line_t;
+
+/* An adapter's reading of one event (a JSON object, borrowed for the call). */
+typedef agent_stream_line_t(agent_stream_event_fn)(agent_stream_t *stream, json_t *event);
+
+struct agent_stream {
+    agent_stream_event_fn *on_event; /* the CLI's events; NULL → Claude Code's */
     agent_progress_fn *progress; /* optional: called for text blocks and tool calls */
     void *progress_arg;
     const char *name; /* named in log lines (borrowed), e.g. the specialist */
     json_t *result;   /* the last `result` event (owned), or NULL */
     int64_t context_tokens; /* input side of the latest top-level API call; 0 = none seen */
     char cli_version[SESSION_VERSION_SIZE]; /* from system/init; "" until seen */
-} agent_stream_t;
+    char session_id[SESSION_ID_SIZE]; /* the session the CLI says it runs; "" until said */
+    bool not_logged_in;  /* the CLI said it has no credentials */
+    char *text;          /* the assistant's text so far, for CLIs whose final event has none
+                            (owned; NULL when none) */
+};
 
-typedef enum {
+enum agent_stream_line {
     AGENT_STREAM_SKIPPED, /* empty, or not a JSON object */
     AGENT_STREAM_EVENT,   /* an event (read, or of a type we do not use) */
-    AGENT_STREAM_RESULT   /* the `result` event: stream->result is it now */
-} agent_stream_line_t;
+    AGENT_STREAM_RESULT   /* the final event: stream->result is set now */
+};
 
 /* Reads one line (without its newline; need not be NUL-terminated). */
 agent_stream_line_t agent_stream_read(agent_stream_t *stream, const char *line, size_t len);
 
-/* A new attempt: drops the result and the context size (the CLI version stays). Also what
- * frees the stream's memory. */
+/* A new attempt: drops the result, the text, the context size and the announced session
+ * (the CLI version stays). Also what frees the stream's memory. */
 void agent_stream_reset(agent_stream_t *stream);
+
+/* For adapters. Calls the progress callback, if any. */
+void agent_stream_progress(agent_stream_t *stream, agent_progress_kind_t kind, const char *text,
+                           const char *detail);
+/* A one-line summary of a tool's input (its most telling string field, else the JSON). */
+void agent_stream_tool_summary(char *out, size_t size, json_t *input);
+/* Keeps `result` (a new reference is taken) as the run's result. */
+void agent_stream_set_result(agent_stream_t *stream, json_t *result);
+/* Appends an assistant text to stream->text (a blank line between texts when `paragraph`). */
+void agent_stream_add_text(agent_stream_t *stream, const char *text, bool paragraph);
 
 /* A count the CLI reports (tokens, turns, milliseconds), believed in 0..10^12: anything
  * else (not a number, negative, huge) is 0, so sums of counts cannot overflow. */

@@ -1,12 +1,13 @@
 /* session: the per-specialist session store (see session.h).
  *
  * File format (specialists/<name>.session), one JSON object:
- *   {"format":1,"session_id":"<uuid>","cwd":"/abs","created_at_ms":…,"last_run_at_ms":…,
+ *   {"format":1,"cli":"claude","session_id":"<uuid>","cwd":"/abs","created_at_ms":…,"last_run_at_ms":…,
  *    "runs":…,"context_tokens":…,"input_tokens":…,"output_tokens":…,"cost_usd":…,"cli_version":"…",
  *    "fresh_reason":"…"}
  * Unknown keys are ignored and missing numbers read as 0 (files written before
- * "context_tokens" existed load with a context of 0); a missing or non-UUID session_id or a missing cwd makes the
- * file invalid. */
+ * "context_tokens" existed load with a context of 0, before "cli" as Claude's); a missing
+ * or non-UUID session_id ("" is allowed: not named yet) or a missing cwd makes the file
+ * invalid. */
 #include "session.h"
 
 #include "clock.h"
@@ -110,8 +111,9 @@ int session_load(const char *name, session_state_t *state)
     const char *id = json_string_value(json_object_get(root, "session_id"));
     const char *cwd = json_string_value(json_object_get(root, "cwd"));
     uuid_t parsed;
-    if (!json_is_object(root) || id == NULL || strlen(id) != SESSION_ID_SIZE - 1 ||
-        uuid_parse(id, parsed) != 0) {
+    /* "" is a session whose CLI names it and has not said the name yet (agent_cli.h). */
+    if (!json_is_object(root) || id == NULL ||
+        (id[0] != '\0' && (strlen(id) != SESSION_ID_SIZE - 1 || uuid_parse(id, parsed) != 0))) {
         rc = failure_set(FAILURE_INVALID, "session file %s has no valid session_id", path);
         goto out;
     }
@@ -130,6 +132,9 @@ int session_load(const char *name, session_state_t *state)
     json_t *cost = json_object_get(root, "cost_usd");
     state->cost_usd = json_is_number(cost) ? json_number_value(cost) : 0.0;
     s_copy_string(state->cli_version, sizeof state->cli_version, root, "cli_version");
+    s_copy_string(state->cli, sizeof state->cli, root, "cli");
+    if (state->cli[0] == '\0') /* a file from before there was a choice */
+        snprintf(state->cli, sizeof state->cli, "claude");
     s_copy_string(state->fresh_reason, sizeof state->fresh_reason, root, "fresh_reason");
 
 out:
@@ -167,7 +172,8 @@ int session_save(const char *name, const session_state_t *state)
     snprintf(temp, sizeof temp, "%s.tmp.%d", path, (int)getpid());
 
     json_t *root = json_pack(
-        "{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:s, s:s}", "format", SESSION_FORMAT,
+        "{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:s, s:s}", "format",
+        SESSION_FORMAT, "cli", state->cli[0] ? state->cli : "claude",
         "session_id", state->session_id, "cwd", state->cwd, "created_at_ms",
         (json_int_t)state->created_at_ms, "last_run_at_ms", (json_int_t)state->last_run_at_ms,
         "runs", (json_int_t)state->runs, "context_tokens", (json_int_t)state->context_tokens,

@@ -28,8 +28,11 @@
 #define SESSION_REASON_SIZE 256
 #define SESSION_NAME_MAX 64
 
+#define SESSION_CLI_SIZE 16
+
 typedef struct {
-    char session_id[SESSION_ID_SIZE];
+    char cli[SESSION_CLI_SIZE];       /* the agent CLI whose session this is (agent_cli.h) */
+    char session_id[SESSION_ID_SIZE]; /* "" until a CLI that names its sessions said it */
     char cwd[SESSION_CWD_SIZE]; /* the absolute directory the agent runs in */
     int64_t created_at_ms;      /* wall clock, ms since the epoch */
     int64_t last_run_at_ms;     /* 0 = never ran */

@@ -87,6 +87,7 @@ static const schema_t s_schema[] = {
     {"broker", "reserve_mb", SCHEMA_INT, true, NULL, 16, 0, NULL},
     {"broker", "keep_finished_days", SCHEMA_INT, true, NULL, 30, 0, NULL},
 
+    {"agent", "cli", SCHEMA_STRING, true, "claude", 0, 0, "claude|codex|gemini"},
     {"agent", "command", SCHEMA_STRING, true, "claude", 0, 0, NULL},
     {"agent", "args", SCHEMA_STRING_ARRAY, true, NULL, 0, 0, NULL},
     {"agent", "permission_mode", SCHEMA_STRING, true, "acceptEdits", 0, 0, NULL},
@@ -141,6 +142,8 @@ static const schema_t s_schema[] = {
     {SPECIALIST_TABLE, "enabled", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "auto_wake", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "model", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {SPECIALIST_TABLE, "agent", SCHEMA_STRING, false, NULL, 0, 0, "claude|codex|gemini"},
+    {SPECIALIST_TABLE, "command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "test_command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "timeout", SCHEMA_INT, false, NULL, 0, 1, NULL},
     {SPECIALIST_TABLE, "workdir", SCHEMA_STRING, false, NULL, 0, 0, NULL},
@@ -745,9 +748,36 @@ static bool s_specialist_is(const char *specialist, const char *canonical)
     return specialist[i] == canonical[i];
 }
 
+const char *config_specialist_cli(const config_t *self, const char *specialist)
+{
+    const char *fallback = config_string(self, "agent", "cli", "claude");
+    char table[256];
+    if (!s_specialist_table(table, sizeof table, specialist))
+        return fallback;
+    return config_string(self, table, "agent", fallback);
+}
+
+const char *config_specialist_command(const config_t *self, const char *specialist)
+{
+    char table[256];
+    const char *own = s_specialist_table(table, sizeof table, specialist)
+                          ? config_string(self, table, "command", NULL)
+                          : NULL;
+    if (own != NULL)
+        return own;
+    /* [agent] command is the command of [agent] cli, not of another CLI. */
+    const char *cli = config_specialist_cli(self, specialist);
+    if (strcmp(cli, config_string(self, "agent", "cli", "claude")) == 0)
+        return config_string(self, "agent", "command", NULL);
+    return NULL;
+}
+
 const char *config_specialist_model(const config_t *self, const char *specialist)
 {
-    const char *fallback = s_specialist_is(specialist, "test-agent") ? "haiku" : "sonnet";
+    /* The aliases are Claude's; another CLI uses its own default unless told. */
+    bool claude = strcmp(config_specialist_cli(self, specialist), "claude") == 0;
+    const char *fallback =
+        !claude ? NULL : s_specialist_is(specialist, "test-agent") ? "haiku" : "sonnet";
     char table[256];
     if (!s_specialist_table(table, sizeof table, specialist))
         return fallback;

@@ -22,7 +22,7 @@
  *              control="tcp://127.0.0.1:5562" sync="full" (full|normal|off)
  *              heartbeat_ms=1000 heartbeat_misses=3 event_retention=100000
  *              max_attempts=3 retry_backoff_ms=1000
- *   [agent]    command="claude" args=[] permission_mode="acceptEdits" allowed_tools=[]
+ *   [agent]    cli="claude" (claude|codex|gemini) command="claude" args=[] permission_mode="acceptEdits" allowed_tools=[]
  *              disallowed_tools=[] max_turns=50 session_token_limit=150000
  *              no_output_timeout=300 (s) result_grace_ms=2000;
  *              optional, no default: max_budget_usd (float), append_system_prompt (string),
@@ -34,7 +34,8 @@
  *              files_budget_chars=12000 session_context_limit=10
  *   [merge]    remote="origin" push_retries=3
  *   [specialists.<name>] enabled (bool) auto_wake (bool) model (string) test_command
- *              (string) timeout (int, s) workdir (string) max_attempts (int) fix (bool);
+ *              (string) timeout (int, s) workdir (string) max_attempts (int) fix (bool)
+ *              agent (claude|codex|gemini) command (string);
  *              their defaults depend on the specialist and come from the
  *              config_specialist_*() getters.
  * Unknown tables and keys are kept and readable through the generic getters; an unknown key
@@ -117,10 +118,16 @@ const char *config_table_name(const config_t *self, size_t i);
 
 /* Specialist settings, `specialist` being e.g. "merge-agent" (or "merge_agent"). Each
  * returns the [specialists.<name>] value if set, else the default:
- *   model: merge-agent "sonnet", review-agent "sonnet", test-agent "haiku", others "sonnet";
+ *   cli (the key is `agent`): [agent] cli, itself "claude" by default;
+ *   command: [agent] command when the specialist's cli is [agent] cli, else NULL (the
+ *   adapter's own command name, agent_cli.h);
+ *   model: for Claude, merge-agent "sonnet", review-agent "sonnet", test-agent "haiku",
+ *   others "sonnet"; for another CLI NULL (its own default);
  *   timeout: merge-agent 900 s, others 600 s;  enabled: true;  auto_wake: false;
  *   max_attempts: broker.max_attempts.
  * test_command and workdir return NULL when not set. Strings are owned by the config. */
+const char *config_specialist_cli(const config_t *self, const char *specialist);
+const char *config_specialist_command(const config_t *self, const char *specialist);
 const char *config_specialist_model(const config_t *self, const char *specialist);
 int64_t config_specialist_timeout_s(const config_t *self, const char *specialist);
 const char *config_specialist_test_command(const config_t *self, const char *specialist);

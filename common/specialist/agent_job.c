@@ -122,7 +122,10 @@ int agent_job_settings_from_config(agent_job_settings_t *out, const config_t *co
     a->session = out->session;
     a->replica = replica;
     a->workdir = out->workdir;
-    a->command = s_string_or_null(config, "agent", "command");
+    a->cli = config_specialist_cli(config, specialist);
+    a->command = config_specialist_command(config, specialist);
+    if (a->command != NULL && a->command[0] == '\0')
+        a->command = NULL;
     a->extra_args = out->extra_args;
     a->model = config_specialist_model(config, specialist);
     a->permission_mode = s_string_or_null(config, "agent", "permission_mode");
@@ -139,6 +142,17 @@ int agent_job_settings_from_config(agent_job_settings_t *out, const config_t *co
     out->control_ep = config_string(config, "broker", "control", "tcp://127.0.0.1:5562");
     out->events_ep = config_string(config, "broker", "events", "tcp://127.0.0.1:5561");
     out->in_ep = config_string(config, "broker", "in", "tcp://127.0.0.1:5560");
+    return 0;
+}
+
+int agent_job_settings_add_dir(agent_job_settings_t *settings, const char *dir)
+{
+    if (settings->ndirs >= AGENT_JOB_MAX_LIST)
+        return failure_set(FAILURE_TOO_BIG, "more than %d extra agent directories",
+                           AGENT_JOB_MAX_LIST);
+    settings->add_dirs[settings->ndirs++] = dir;
+    settings->add_dirs[settings->ndirs] = NULL;
+    settings->agent.add_dirs = settings->add_dirs;
     return 0;
 }
 
@@ -202,11 +216,10 @@ static void s_result_fields(specialist_ctx_t *ctx, const agent_outcome_t *o)
 }
 
 /* The agent's MCP server for one task: its config file and the task's handoff file, and
- * the argument lists with --mcp-config and the server's tools added. */
+ * the allowed tools with the server's added. */
 typedef struct {
     char config[PATH_MAX];
     char handoff[PATH_MAX];
-    const char *extra_args[AGENT_JOB_MAX_LIST + 3];
     const char *allowed_tools[AGENT_JOB_MAX_LIST + 2];
 } job_mcp_t;
 
@@ -253,14 +266,8 @@ static bool s_mcp_begin(const agent_job_settings_t *settings, const char *task_i
                  failure_message());
         return false;
     }
+    agent->mcp_config = mcp->config;
     size_t n = 0;
-    for (size_t i = 0; i < settings->nextra; i++)
-        mcp->extra_args[n++] = settings->extra_args[i];
-    mcp->extra_args[n++] = "--mcp-config";
-    mcp->extra_args[n++] = mcp->config;
-    mcp->extra_args[n] = NULL;
-    agent->extra_args = mcp->extra_args;
-    n = 0;
     for (size_t i = 0; agent->allowed_tools && agent->allowed_tools[i]; i++)
         mcp->allowed_tools[n++] = agent->allowed_tools[i];
     mcp->allowed_tools[n++] = "mcp__cloister";

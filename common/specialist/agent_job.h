@@ -3,15 +3,15 @@
  *
  *   agent_job_settings_t s;
  *   agent_job_settings_from_config(&s, config, "review-agent", NULL);
- *   agent_job_settings_add_arg(&s, "--add-dir");      // optional extra CLI args
- *   agent_job_settings_add_arg(&s, workspace);
+ *   agent_job_settings_add_dir(&s, workspace);      // more directories for the agent
  *   agent_run_t *run = NULL;
  *   agent_job_run(&run, ctx, &s.agent, prompt);
  *   const agent_outcome_t *o = agent_run_outcome(run);   // ok, result_text, error, ...
  *   agent_run_destroy(&run);
  *
- * Settings come from cloister.toml: [agent] command (CLOISTER_AGENT_COMMAND already applied
- * by config_load), args, permission_mode, allowed_tools, disallowed_tools, max_turns,
+ * Settings come from cloister.toml: the CLI ([specialists.<name>] agent, else [agent] cli:
+ * claude, codex or gemini, agent_cli.h) and its command (config_specialist_command();
+ * CLOISTER_AGENT_COMMAND already applied to [agent] command by config_load), args, permission_mode, allowed_tools, disallowed_tools, max_turns,
  * max_budget_usd, append_system_prompt, no_output_timeout, result_grace_ms,
  * session_token_limit; the model from config_specialist_model() and the run's wall-clock
  * limit from config_specialist_timeout_s() (the skeleton's task lease still applies and
@@ -21,17 +21,17 @@
  * specialist's agent always runs in the same absolute directory: the workdir argument,
  * else [specialists.<name>] workdir, else $PANOPTICON_HOME/specialists/<name>/work
  * (created; .../work-<k> for replica k of a scaled specialist, which also keeps its own
- * session: see replica.h). The repository a task works on is handed to the agent some other way (for
- * example `--add-dir <workspace>` with agent_job_settings_add_arg(), and its path in the
- * prompt).
+ * session: see replica.h). The repository a task works on is handed to the agent some other
+ * way: agent_job_settings_add_dir() (each CLI's --add-dir), and its path in the prompt.
  *
  * While the run goes on, agent_job_run() forwards the agent's progress to the broker:
  *   assistant text  → kind "agent"   (cut to AGENT_JOB_TEXT_MAX bytes)
  *   a tool call     → kind "tool"    ("Edit src/a.c")
  *   a fresh session → kind "session" ("fresh session <id>: <reason>")
  * The agent gets Cloister's own tools: a config file naming cloister-mcp for this task
- * ($PANOPTICON_HOME/specialists/<name>/mcp/<task>.json, passed with --mcp-config, its tools
- * allowed as mcp__cloister), so it can hand off, run tests or ask for a review. A handoff
+ * ($PANOPTICON_HOME/specialists/<name>/mcp/<task>.json, agent_settings_t.mcp_config: Claude
+ * gets --mcp-config and its tools allowed as mcp__cloister, Codex the same servers as -c
+ * mcp_servers.* overrides), so it can hand off, run tests or ask for a review. A handoff
  * it makes (handoff_to) lands in the task's handoff file (handoff.h); when the run is over
  * each one becomes a chained next task of the result (specialist_result_next). [agent]
  * mcp = false turns this off; [agent] mcp_command names the server (default: cloister-mcp
@@ -74,7 +74,8 @@ typedef struct {
     const char *extra_args[AGENT_JOB_MAX_LIST + 1];
     const char *allowed_tools[AGENT_JOB_MAX_LIST + 1];
     const char *disallowed_tools[AGENT_JOB_MAX_LIST + 1];
-    size_t nextra;
+    const char *add_dirs[AGENT_JOB_MAX_LIST + 1];
+    size_t nextra, ndirs;
 } agent_job_settings_t;
 
 /* Fills *out from `config` (borrowed, must outlive the settings) for `specialist`
@@ -85,9 +86,13 @@ typedef struct {
 int agent_job_settings_from_config(agent_job_settings_t *out, const config_t *config,
                                    const char *specialist, const char *workdir);
 
-/* Appends one argument (borrowed: it must outlive the settings) to the extra args placed
- * right after the command. Returns 0 or FAILURE_TOO_BIG. */
+/* Appends one argument (borrowed: it must outlive the settings) to the extra args, passed
+ * as they are after the adapter's own flags. Returns 0 or FAILURE_TOO_BIG. */
 int agent_job_settings_add_arg(agent_job_settings_t *settings, const char *arg);
+
+/* Adds a directory (borrowed) the agent may also read and write. Returns 0 or
+ * FAILURE_TOO_BIG. */
+int agent_job_settings_add_dir(agent_job_settings_t *settings, const char *dir);
 
 /* The specialist's fixed agent workdir (see the header comment) into buf, created.
  * Returns 0, FAILURE_TOO_BIG or FAILURE_IO. */

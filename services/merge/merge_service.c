@@ -241,9 +241,7 @@ static int s_resolve(const char *worktree, const char *const *files, size_t n, c
     rc = agent_job_settings_from_config(&settings, job->service->config, MERGE_SERVICE_SPECIALIST,
                                         job->service->workdir);
     if (rc == 0)
-        rc = agent_job_settings_add_arg(&settings, "--add-dir");
-    if (rc == 0)
-        rc = agent_job_settings_add_arg(&settings, worktree);
+        rc = agent_job_settings_add_dir(&settings, worktree);
     agent_run_t *run = NULL;
     if (rc == 0) {
         int left = s_seconds_left(job);

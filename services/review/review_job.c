@@ -621,8 +621,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     agent_job_settings_t settings;
     if (agent_job_settings_from_config(&settings, service->config, REVIEW_SPECIALIST,
                                        service->workdir) != 0 ||
-        agent_job_settings_add_arg(&settings, "--add-dir") != 0 ||
-        agent_job_settings_add_arg(&settings, r.workspace) != 0 ||
+        agent_job_settings_add_dir(&settings, r.workspace) != 0 ||
         agent_job_run(&r.run, ctx, &settings, r.prompt) != 0) {
         snprintf(error, sizeof error, "cannot run the agent: %s", failure_message());
         outcome = s_fail(&r, SPECIALIST_FAILED, error);

@@ -438,8 +438,7 @@ static bool s_attempt_fix(test_job_t *job, const testrun_result_t *result)
     agent_job_settings_t settings;
     if (agent_job_settings_from_config(&settings, job->agent->config, TEST_AGENT_SPECIALIST,
                                        NULL) != 0 ||
-        agent_job_settings_add_arg(&settings, "--add-dir") != 0 ||
-        agent_job_settings_add_arg(&settings, test_tree_dir(job->tree)) != 0) {
+        agent_job_settings_add_dir(&settings, test_tree_dir(job->tree)) != 0) {
         s_note(job, "no fix attempted: %s", failure_message());
         free(prompt);
         return false;

@@ -1,0 +1,143 @@
+/* cli_gemini: the adapter for the Google Gemini CLI in headless mode (docs/agent-gemini.md). */
+#include "agent_cli.h"
+
+#include "log.h"
+#include "msgjson.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* `-p` text is appended to what stdin carries (§1): the task comes on stdin, this says so. */
+#define GEMINI_PROMPT_TAIL "Carry out the task above."
+#define GEMINI_LOST_TEXT "Invalid session identifier"
+#define GEMINI_NOT_LOGGED_IN_TEXT "Please set an Auth method"
+
+/* -o stream-json [-m M] --approval-mode yolo --skip-trust [--include-directories D]...
+ * [extra args] (--session-id ID | --resume ID) -p TAIL   (§1). */
+static void s_build_argv(agent_argv_t *argv, const agent_call_t *call)
+{
+    const agent_settings_t *set = call->settings;
+    agent_argv_add(argv, "-o");
+    agent_argv_add(argv, "stream-json");
+    if (set->model != NULL) {
+        agent_argv_add(argv, "-m");
+        agent_argv_add(argv, set->model);
+    }
+    /* Nobody is there to approve a tool call; without --skip-trust an untrusted folder
+     * turns yolo back into "default" (observed, §1). */
+    agent_argv_add(argv, "--approval-mode");
+    agent_argv_add(argv, "yolo");
+    agent_argv_add(argv, "--skip-trust");
+    for (size_t i = 0; set->add_dirs != NULL && set->add_dirs[i] != NULL; i++) {
+        agent_argv_add(argv, "--include-directories");
+        agent_argv_add(argv, set->add_dirs[i]);
+    }
+    agent_argv_add_list(argv, set->extra_args);
+    agent_argv_add(argv, call->mode == AGENT_CALL_RESUME ? "--resume" : "--session-id");
+    agent_argv_add(argv, call->session_id);
+    agent_argv_add(argv, "-p");
+    agent_argv_add(argv, GEMINI_PROMPT_TAIL);
+}
+
+/* The result event in Claude's shape. stats.input_tokens counts the cached tokens too;
+ * stats.input is the rest (§3). No cost is reported. */
+static void s_on_result(agent_stream_t *stream, json_t *event)
+{
+    const char *status = json_string_value(json_object_get(event, "status"));
+    bool ok = status != NULL && strcmp(status, "success") == 0;
+    json_t *stats = json_object_get(event, "stats");
+    int64_t prompt = agent_stream_count(json_object_get(stats, "input_tokens"));
+    int64_t cached = agent_stream_count(json_object_get(stats, "cached"));
+    if (cached > prompt)
+        cached = prompt;
+    json_t *result = json_pack(
+        "{s:s, s:s, s:b, s:s, s:f, s:{s:I, s:i, s:I, s:I}, s:i, s:I}", "type", "result",
+        "subtype", ok ? "success" : "error_during_execution", "is_error", !ok, "session_id",
+        stream->session_id, "total_cost_usd", 0.0, "usage", "input_tokens",
+        (json_int_t)(prompt - cached), "cache_creation_input_tokens", 0,
+        "cache_read_input_tokens", (json_int_t)cached, "output_tokens",
+        (json_int_t)agent_stream_count(json_object_get(stats, "output_tokens")), "num_turns",
+        1, "duration_ms", (json_int_t)agent_stream_count(json_object_get(stats, "duration_ms")));
+    if (result == NULL)
+        return;
+    if (ok) {
+        json_object_set_new(result, "result", json_string(stream->text ? stream->text : ""));
+    } else {
+        const char *message =
+            json_string_value(json_object_get(json_object_get(event, "error"), "message"));
+        json_object_set_new(result, "errors", json_pack("[s]", message ? message : "failed"));
+        if (agent_cli_mentions(message, GEMINI_NOT_LOGGED_IN_TEXT))
+            stream->not_logged_in = true;
+    }
+    if (prompt > 0)
+        stream->context_tokens = prompt;
+    agent_stream_set_result(stream, result);
+    json_decref(result);
+}
+
+/* Assistant text: whole messages, or `delta` pieces of one (joined without a break). */
+static void s_on_message(agent_stream_t *stream, json_t *event)
+{
+    const char *role = json_string_value(json_object_get(event, "role"));
+    const char *content = json_string_value(json_object_get(event, "content"));
+    if (role == NULL || strcmp(role, "assistant") != 0 || content == NULL || content[0] == '\0')
+        return;
+    bool delta = json_is_true(json_object_get(event, "delta"));
+    agent_stream_add_text(stream, content, !delta);
+    agent_stream_progress(stream, AGENT_PROGRESS_TEXT, content, "");
+}
+
+static agent_stream_line_t s_read_event(agent_stream_t *stream, json_t *event)
+{
+    const char *type = json_string_value(json_object_get(event, "type"));
+    if (type == NULL)
+        return AGENT_STREAM_EVENT;
+    if (strcmp(type, "init") == 0) {
+        const char *id = json_string_value(json_object_get(event, "session_id"));
+        if (id != NULL && strlen(id) < sizeof stream->session_id)
+            msgjson_copy_utf8(stream->session_id, sizeof stream->session_id, id);
+    } else if (strcmp(type, "message") == 0) {
+        s_on_message(stream, event);
+    } else if (strcmp(type, "tool_use") == 0) {
+        const char *name = json_string_value(json_object_get(event, "tool_name"));
+        char summary[161];
+        agent_stream_tool_summary(summary, sizeof summary, json_object_get(event, "parameters"));
+        agent_stream_progress(stream, AGENT_PROGRESS_TOOL, name ? name : "tool", summary);
+    } else if (strcmp(type, "error") == 0) {
+        const char *message = json_string_value(json_object_get(event, "message"));
+        log_info("agent %s: gemini: %s", stream->name ? stream->name : "", message ? message : "");
+    } else if (strcmp(type, "result") == 0) {
+        s_on_result(stream, event);
+        return AGENT_STREAM_RESULT;
+    }
+    return AGENT_STREAM_EVENT;
+}
+
+static agent_failure_kind_t s_classify(const char *stderr_tail, const char *result_text)
+{
+    if (agent_cli_mentions(stderr_tail, GEMINI_LOST_TEXT) ||
+        agent_cli_mentions(result_text, GEMINI_LOST_TEXT))
+        return AGENT_FAILURE_SESSION_LOST;
+    if (agent_cli_mentions(stderr_tail, GEMINI_NOT_LOGGED_IN_TEXT) ||
+        agent_cli_mentions(result_text, GEMINI_NOT_LOGGED_IN_TEXT))
+        return AGENT_FAILURE_NOT_LOGGED_IN;
+    return AGENT_FAILURE_OTHER;
+}
+
+const agent_cli_t agent_cli_gemini = {
+    .name = "gemini",
+    .default_command = "gemini",
+    .names_sessions = false, /* --session-id starts a session with our id */
+    .forks = false,          /* no fork: a fork is a fresh session (said in the outcome) */
+    .takes_system_prompt = false,
+    .login_check = NULL, /* not logged in, it exits 41 at once and says so */
+    .login_env = NULL,
+    .login_hint = "set GEMINI_API_KEY, or choose an auth method in ~/.gemini/settings.json",
+    .build_argv = s_build_argv,
+    .read_event = s_read_event,
+    .classify = s_classify,
+    .session_exists = NULL,
+    .env_remove = NULL,
+};

@@ -684,7 +684,28 @@ int agent_run_start(agent_run_t **run_p, const agent_settings_t *settings, const
     return 0;
 }
 
-/* The WAIT_LOCK phase: try the lock; once held, choose the session and spawn. */
+/* Chooses the session and starts the first attempt. */
+static void s_begin_agent(agent_run_t *run)
+{
+    proc_destroy(&run->proc); /* the login check's, if there was one */
+    run->session_chosen = true;
+    if (s_choose_session(run) != 0) {
+        char error[1200];
+        snprintf(error, sizeof error, "cannot save the session: %s", failure_message());
+        s_finish(run, error);
+        return;
+    }
+    msgjson_copy_utf8(run->session_id, sizeof run->session_id, run->state.session_id);
+    run->phase = RUN_AGENT;
+    if (s_spawn(run) != 0) {
+        char error[1200];
+        s_start_error(error, sizeof error);
+        s_finish(run, error);
+    }
+}
+
+/* The WAIT_LOCK phase: try the lock; once held, check the login (if the CLI has a check),
+ * choose the session and spawn. */
 static void s_step_lock(agent_run_t *run, int timeout_ms)
 {
     const char *name = run->settings->specialist;
@@ -717,23 +738,14 @@ static void s_step_lock(agent_run_t *run, int timeout_ms)
         s_finish(run, failure_message());
         return;
     }
-    run->session_chosen = true;
-    if (s_choose_session(run) != 0) {
-        char error[1200];
-        snprintf(error, sizeof error, "cannot save the session: %s", failure_message());
-        s_finish(run, error);
-        return;
-    }
-    msgjson_copy_utf8(run->session_id, sizeof run->session_id, run->state.session_id);
+    /* Before the session is touched: a run that cannot log in leaves it as it was. */
     int checking = s_start_login_check(run);
-    if (checking == 0) {
-        run->phase = RUN_AGENT;
-        checking = s_spawn(run);
-    }
     if (checking < 0) {
         char error[1200];
         s_start_error(error, sizeof error);
         s_finish(run, error);
+    } else if (checking == 0) {
+        s_begin_agent(run);
     }
 }
 
@@ -763,17 +775,11 @@ static void s_step_login_check(agent_run_t *run, int timeout_ms)
             snprintf(error, sizeof error, "%s's login check did not finish: %s", run->cli->name,
                      said[0] ? said : "no answer");
         run->outcome.not_logged_in = st->exited;
-        run->outcome.attempts = 0;
+        run->session_chosen = true; /* no session, but a line in the history */
         s_finish(run, error);
         return;
     }
-    proc_destroy(&run->proc);
-    run->phase = RUN_AGENT;
-    if (s_spawn(run) != 0) {
-        char error[1200];
-        s_start_error(error, sizeof error);
-        s_finish(run, error);
-    }
+    s_begin_agent(run);
 }
 
 /* The AGENT phase: drive the process; after a result, allow result_grace_ms to exit. */

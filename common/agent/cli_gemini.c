@@ -12,6 +12,7 @@
 /* `-p` text is appended to what stdin carries (§1): the task comes on stdin, this says so. */
 #define GEMINI_PROMPT_TAIL "Carry out the task above."
 #define GEMINI_LOST_TEXT "Invalid session identifier"
+#define GEMINI_NO_SESSIONS_TEXT "No previous sessions found" /* exit 42, none at all (§2) */
 #define GEMINI_NOT_LOGGED_IN_TEXT "Please set an Auth method"
 
 /* -o stream-json [-m M] --approval-mode yolo --skip-trust [--include-directories D]...
@@ -118,7 +119,8 @@ static agent_stream_line_t s_read_event(agent_stream_t *stream, json_t *event)
 static agent_failure_kind_t s_classify(const char *stderr_tail, const char *result_text)
 {
     if (agent_cli_mentions(stderr_tail, GEMINI_LOST_TEXT) ||
-        agent_cli_mentions(result_text, GEMINI_LOST_TEXT))
+        agent_cli_mentions(result_text, GEMINI_LOST_TEXT) ||
+        agent_cli_mentions(stderr_tail, GEMINI_NO_SESSIONS_TEXT))
         return AGENT_FAILURE_SESSION_LOST;
     if (agent_cli_mentions(stderr_tail, GEMINI_NOT_LOGGED_IN_TEXT) ||
         agent_cli_mentions(result_text, GEMINI_NOT_LOGGED_IN_TEXT))

@@ -1,0 +1,230 @@
+/* The Codex and Gemini adapters against the real CLIs, from the npm registry, offline and
+ * logged out: every argv the adapters build must be accepted (the CLI gets as far as
+ * needing its service or its credentials), and the run must end classified — "not logged
+ * in" with what to do, or a lost session recovered with a fresh one.
+ *
+ * Optional, since it downloads ~150 MB: runs when CLOISTER_REAL_CLIS=1, installing
+ * @openai/codex@CODEX_VERSION and @google/gemini-cli@GEMINI_VERSION with npm into
+ * <build>/real-clis (kept for the next run); skipped (exit 77) with the reason otherwise,
+ * or when npm cannot reach the registry. */
+#include "agent.h"
+#include "check.h"
+#include "clock.h"
+#include "failure.h"
+#include "session.h"
+#include "testenv.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CODEX_VERSION "0.169.0"
+#define GEMINI_VERSION "0.61.0"
+#define INSTALL_TIMEOUT_MS (15 * 60 * 1000)
+
+static testenv_t *env;
+static char workdir[PATH_MAX];
+
+/* Usage errors of the CLIs' argument parsers (clap for Codex, yargs for Gemini). */
+static bool s_usage_error(const char *stderr_tail)
+{
+    static const char *const marks[] = {"unexpected argument", "Usage: codex",
+                                        "Unknown argument", "Not enough arguments",
+                                        "Invalid values", NULL};
+    for (size_t i = 0; marks[i] != NULL; i++) {
+        if (strstr(stderr_tail, marks[i]) != NULL)
+            return true;
+    }
+    return false;
+}
+
+static agent_settings_t s_settings(const char *specialist, const char *cli, const char *command)
+{
+    agent_settings_t set = {
+        .specialist = specialist,
+        .cli = cli,
+        .command = command,
+        .workdir = workdir,
+        .model = NULL,
+        .timeout_s = 20,
+        .kill_grace_ms = 500,
+        .result_grace_ms = 1000,
+    };
+    return set;
+}
+
+/* Stores a session for `specialist` that the CLI has never heard of. */
+static void s_store_unknown_session(const char *specialist, const char *cli)
+{
+    session_state_t state = {0};
+    snprintf(state.cli, sizeof state.cli, "%s", cli);
+    session_new_id(state.session_id);
+    snprintf(state.cwd, sizeof state.cwd, "%s", workdir);
+    state.runs = 1;
+    CHECK_INT(session_save(specialist, &state), 0);
+}
+
+static void s_print(const char *what, const agent_outcome_t *o)
+{
+    printf("%s: ok=%d not_logged_in=%d timed_out=%d attempts=%d fresh=%s exit=%d\n  error: %s\n"
+           "  stderr: %.300s\n",
+           what, o->ok, o->not_logged_in, o->timed_out, o->attempts,
+           o->fresh ? o->fresh_reason : "no", o->exit_code, o->error, o->stderr_tail);
+}
+
+static void test_gemini(const char *gemini)
+{
+    const char *const add[] = {env->dir, NULL};
+    agent_settings_t set = s_settings("gemini-probe", "gemini", gemini);
+    set.model = "gemini-2.5-pro";
+    set.add_dirs = add;
+    agent_run_t *run = NULL;
+
+    /* New session: accepted, then exit 41 for want of an auth method. */
+    CHECK_INT(agent_run(&run, &set, "Say hello.", "t1", NULL, NULL), 0);
+    const agent_outcome_t *o = agent_run_outcome(run);
+    s_print("gemini new", o);
+    CHECK(!s_usage_error(o->stderr_tail));
+    CHECK(o->not_logged_in);
+    CHECK_INT(o->exit_code, 41);
+    CHECK(strstr(o->error, "GEMINI_API_KEY") != NULL);
+    agent_run_destroy(&run);
+
+    /* Resume of a session it does not have: accepted, the session is lost (a fresh one
+     * follows), and that one is still not logged in. */
+    s_store_unknown_session("gemini-probe", "gemini");
+    CHECK_INT(agent_run(&run, &set, "Again.", "t2", NULL, NULL), 0);
+    o = agent_run_outcome(run);
+    s_print("gemini resume", o);
+    CHECK(!s_usage_error(o->stderr_tail));
+    CHECK_INT(o->attempts, 2);
+    CHECK_STR(o->fresh_reason, "context lost");
+    CHECK(o->not_logged_in);
+    agent_run_destroy(&run);
+}
+
+static void test_codex(const char *codex)
+{
+    char codex_home[PATH_MAX];
+    snprintf(codex_home, sizeof codex_home, "%s/codex-home", env->dir);
+    mkdir(codex_home, 0700);
+    setenv("CODEX_HOME", codex_home, 1);
+    unsetenv("OPENAI_API_KEY");
+    unsetenv("CODEX_API_KEY");
+    const char *const add[] = {env->dir, NULL};
+    agent_settings_t set = s_settings("codex-probe", "codex", codex);
+    set.add_dirs = add;
+    agent_run_t *run = NULL;
+
+    /* Logged out: the login check says so at once. */
+    int64_t start = clock_now_ms();
+    CHECK_INT(agent_run(&run, &set, "Say hello.", "t1", NULL, NULL), 0);
+    const agent_outcome_t *o = agent_run_outcome(run);
+    s_print("codex logged out", o);
+    CHECK(o->not_logged_in);
+    CHECK_INT(o->attempts, 0);
+    CHECK(strstr(o->error, "codex login") != NULL);
+    CHECK(clock_now_ms() - start < 15000);
+    agent_run_destroy(&run);
+    session_state_t state;
+    CHECK_INT(session_load("codex-probe", &state), FAILURE_NOT_FOUND); /* untouched */
+
+    /* With a key in the environment the check is skipped and exec runs: the argv is
+     * accepted when codex names its thread (saved as the session at once) and then waits
+     * for its service, which is not there (a timeout), or is refused the key. */
+    setenv("OPENAI_API_KEY", "sk-not-a-real-key", 1);
+    set.timeout_s = 12;
+    CHECK_INT(agent_run(&run, &set, "Say hello.", "t2", NULL, NULL), 0);
+    o = agent_run_outcome(run);
+    s_print("codex new", o);
+    CHECK(!s_usage_error(o->stderr_tail));
+    CHECK(o->timed_out || o->not_logged_in);
+    CHECK_INT(session_load("codex-probe", &state), 0);
+    CHECK_INT(strlen(state.session_id), 36);
+    CHECK_STR(state.cli, "codex");
+    char thread[SESSION_ID_SIZE];
+    snprintf(thread, sizeof thread, "%s", state.session_id);
+    agent_run_destroy(&run);
+
+    /* A fork of that thread: `exec fork` takes the same flags. */
+    set.fork_session = true;
+    state.runs = 1; /* as if the run had completed, so that there is something to fork */
+    CHECK_INT(session_save("codex-probe", &state), 0);
+    CHECK_INT(agent_run(&run, &set, "Look again.", "t3", NULL, NULL), 0);
+    o = agent_run_outcome(run);
+    s_print("codex fork", o);
+    CHECK(!s_usage_error(o->stderr_tail));
+    CHECK_STR(o->fork_of, thread);
+    agent_run_destroy(&run);
+    set.fork_session = false;
+
+    /* Resume of a thread codex never had: "no rollout found" → a fresh session. */
+    s_store_unknown_session("codex-probe", "codex");
+    CHECK_INT(agent_run(&run, &set, "Again.", "t4", NULL, NULL), 0);
+    o = agent_run_outcome(run);
+    s_print("codex resume unknown", o);
+    CHECK(o->fresh);
+    CHECK_STR(o->fresh_reason, "context lost");
+    CHECK_INT(o->attempts, 2);
+    agent_run_destroy(&run);
+    unsetenv("OPENAI_API_KEY");
+}
+
+/* Installs the pinned CLIs under <build>/real-clis; returns its node_modules/.bin. */
+static bool s_install(char *bin, size_t size)
+{
+    char prefix[PATH_MAX / 2];
+    snprintf(prefix, sizeof prefix, "%s/../real-clis", CLOISTER_BIN_DIR);
+    snprintf(bin, size, "%s/node_modules/.bin", prefix);
+    char codex[PATH_MAX + 16], gemini[PATH_MAX + 16];
+    snprintf(codex, sizeof codex, "%s/codex", bin);
+    snprintf(gemini, sizeof gemini, "%s/gemini", bin);
+    if (access(codex, X_OK) == 0 && access(gemini, X_OK) == 0)
+        return true;
+    mkdir(prefix, 0755);
+    char *const argv[] = {"npm", "install", "--no-audit", "--no-fund", "--prefix", prefix,
+                          "@openai/codex@" CODEX_VERSION, "@google/gemini-cli@" GEMINI_VERSION,
+                          NULL};
+    char out[4096];
+    int rc = testenv_run(env, argv, out, sizeof out, INSTALL_TIMEOUT_MS);
+    return rc == 0 && access(codex, X_OK) == 0 && access(gemini, X_OK) == 0;
+}
+
+int main(void)
+{
+    const char *wanted = getenv("CLOISTER_REAL_CLIS");
+    if (wanted == NULL || strcmp(wanted, "1") != 0) {
+        printf("skipped: set CLOISTER_REAL_CLIS=1 to install the real Codex and Gemini CLIs "
+               "(~150 MB from the npm registry) and check the adapters against them\n");
+        return 77;
+    }
+    env = testenv_new("agent-real-clis");
+    if (env == NULL)
+        return 1;
+    char bin[PATH_MAX];
+    if (!s_install(bin, sizeof bin)) {
+        printf("skipped: npm could not install the CLIs (is the registry reachable?)\n");
+        testenv_destroy(&env);
+        return 77;
+    }
+    char home[PATH_MAX];
+    snprintf(home, sizeof home, "%s/user", env->dir);
+    snprintf(workdir, sizeof workdir, "%s/work", env->dir);
+    mkdir(home, 0700);
+    mkdir(workdir, 0700);
+    setenv("HOME", home, 1);
+    unsetenv("GEMINI_API_KEY");
+    unsetenv("GOOGLE_API_KEY");
+
+    char codex[PATH_MAX + 16], gemini[PATH_MAX + 16];
+    snprintf(codex, sizeof codex, "%s/codex", bin);
+    snprintf(gemini, sizeof gemini, "%s/gemini", bin);
+    test_gemini(gemini);
+    test_codex(codex);
+
+    testenv_destroy(&env);
+    return check_exit_code("test_agent_real_clis");
+}

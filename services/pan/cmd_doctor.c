@@ -5,9 +5,12 @@
  * ✓/✗ per check, exit 1 if any ✗:
  *   configuration  $PANOPTICON_HOME/cloister.toml parses (or is absent: defaults);
  *   broker         answers a `stats` request on the control endpoint;
- *   agent          for the enabled built-in specialists: the agent command runs
- *                  (`<command> --version`), and it is logged in (ANTHROPIC_API_KEY, else
- *                  `<command> auth status`, which exits 1 when not);
+ *   agent          for each agent CLI the enabled built-in specialists use: its command
+ *                  runs (`<command> --version`), and it is logged in — Claude:
+ *                  ANTHROPIC_API_KEY, else `<command> auth status` (exit 1 when not);
+ *                  Codex: CODEX_API_KEY/OPENAI_API_KEY, else `<command> login status`;
+ *                  Gemini: GEMINI_API_KEY and friends, else an auth method chosen in
+ *                  ~/.gemini/settings.json;
  *   git identity   user.name and user.email, or GIT_AUTHOR_NAME/EMAIL (the agents' git
  *                  commands, e.g. a fix or a resolution, commit in that name);
  *   workspaces     each --workspace opens as a git repository for this user (an
@@ -17,11 +20,13 @@
  * Workspaces are named on the command line: the configuration has no list of them. */
 #include "pan.h"
 
+#include "agent_cli.h"
 #include "failure.h"
 #include "home.h"
 #include "proc.h"
 
 #include <git2.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,31 +117,99 @@ static bool s_logged_in(const char *command, char *how, size_t size)
     return ok;
 }
 
-static void s_check_agent(doctor_t *d, const config_t *config)
+/* Codex: an API key in the environment, else `<command> login status` (exit 0). */
+static bool s_codex_logged_in(const char *command, char *how, size_t size)
 {
-    char enabled[200] = "";
-    for (size_t i = 0; i < sizeof s_builtin / sizeof s_builtin[0]; i++) {
-        if (!config_specialist_enabled(config, s_builtin[i]))
-            continue;
-        size_t len = strlen(enabled);
-        snprintf(enabled + len, sizeof enabled - len, "%s%s", len ? ", " : "", s_builtin[i]);
+    const char *keys[] = {"CODEX_API_KEY", "OPENAI_API_KEY"};
+    for (size_t i = 0; i < 2; i++) {
+        if (getenv(keys[i]) != NULL && getenv(keys[i])[0] != '\0') {
+            snprintf(how, size, "%s is set", keys[i]);
+            return true;
+        }
     }
-    if (enabled[0] == '\0') {
-        s_report(d, "agent", true, "no built-in specialist is enabled: no agent needed");
-        return;
+    char *argv[] = {(char *)command, "login", "status", NULL};
+    char out[1024];
+    bool ok = proc_probe(argv, DOCTOR_COMMAND_TIMEOUT_MS, out, sizeof out);
+    snprintf(how, size, "`%s login status`: %s%s", command, out,
+             ok ? "" : " — run `codex login` or set OPENAI_API_KEY");
+    return ok;
+}
+
+/* Gemini has no status command: a key in the environment, or an auth method chosen in
+ * ~/.gemini/settings.json (security.auth.selectedType). */
+static bool s_gemini_logged_in(char *how, size_t size)
+{
+    const char *keys[] = {"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI",
+                          "GOOGLE_GENAI_USE_GCA"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (getenv(keys[i]) != NULL && getenv(keys[i])[0] != '\0') {
+            snprintf(how, size, "%s is set", keys[i]);
+            return true;
+        }
     }
-    const char *command = config_string(config, "agent", "command", "claude");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.gemini/settings.json", getenv("HOME") ? getenv("HOME") : "");
+    json_t *settings = json_load_file(path, 0, NULL);
+    const char *chosen = json_string_value(json_object_get(
+        json_object_get(json_object_get(settings, "security"), "auth"), "selectedType"));
+    bool ok = chosen != NULL && chosen[0] != '\0';
+    if (ok)
+        snprintf(how, size, "auth method %s in %s", chosen, path);
+    else
+        snprintf(how, size, "no GEMINI_API_KEY and no auth method in %s: set the key", path);
+    json_decref(settings);
+    return ok;
+}
+
+/* One agent CLI (and command) used by `users`, the specialists that run it. */
+static void s_check_cli(doctor_t *d, const char *cli, const char *command, const char *users)
+{
     char *argv[] = {(char *)command, "--version", NULL};
     char out[1200];
     bool runs = proc_probe(argv, DOCTOR_COMMAND_TIMEOUT_MS, out, sizeof out);
     if (runs)
-        s_report(d, "agent", true, "`%s --version`: %s (for %s)", command, out, enabled);
+        s_report(d, "agent", true, "%s: `%s --version`: %s (for %s)", cli, command, out, users);
     else
         s_report(d, "agent", false,
-                 "`%s --version` failed: %s — set [agent] command or CLOISTER_AGENT_COMMAND",
-                 command, out);
+                 "%s: `%s --version` failed: %s — set [agent] command (or [specialists.<name>] "
+                 "command), or CLOISTER_AGENT_COMMAND",
+                 cli, command, out);
     char how[4200];
-    s_report(d, "agent login", s_logged_in(command, how, sizeof how), "%s", how);
+    bool ok = strcmp(cli, "codex") == 0    ? s_codex_logged_in(command, how, sizeof how)
+              : strcmp(cli, "gemini") == 0 ? s_gemini_logged_in(how, sizeof how)
+                                           : s_logged_in(command, how, sizeof how);
+    s_report(d, "agent login", ok, "%s: %s", cli, how);
+}
+
+/* Each distinct CLI and command of the enabled built-in specialists, checked once. */
+static void s_check_agent(doctor_t *d, const config_t *config)
+{
+    size_t n = sizeof s_builtin / sizeof s_builtin[0];
+    bool done[sizeof s_builtin / sizeof s_builtin[0]] = {false};
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        if (done[i] || !config_specialist_enabled(config, s_builtin[i]))
+            continue;
+        any = true;
+        const char *cli = config_specialist_cli(config, s_builtin[i]);
+        const char *command = config_specialist_command(config, s_builtin[i]);
+        if (command == NULL || command[0] == '\0')
+            command = agent_cli_find(cli) ? agent_cli_find(cli)->default_command : cli;
+        char users[200] = "";
+        for (size_t k = i; k < n; k++) {
+            const char *other = config_specialist_command(config, s_builtin[k]);
+            if (done[k] || !config_specialist_enabled(config, s_builtin[k]) ||
+                strcmp(config_specialist_cli(config, s_builtin[k]), cli) != 0 ||
+                (other != NULL && other[0] != '\0' && strcmp(other, command) != 0))
+                continue;
+            done[k] = true;
+            size_t len = strlen(users);
+            snprintf(users + len, sizeof users - len, "%s%s", len ? ", " : "", s_builtin[k]);
+        }
+        s_check_cli(d, cli, command, users);
+    }
+    if (!any)
+        s_report(d, "agent", true, "no built-in specialist is enabled: no agent needed");
 }
 
 static void s_check_git_identity(doctor_t *d)

@@ -637,8 +637,8 @@ static void test_doctor(review_env_t *r)
     setenv("ANTHROPIC_API_KEY", "test-key", 1);
     CHECK_INT(testenv_run(r->h->env, argv, out, sizeof out, 20000), 0);
     CHECK(strstr(out, "✓ broker") != NULL);
-    CHECK(strstr(out, "✓ agent          `") != NULL && strstr(out, "2.1.330") != NULL);
-    CHECK(strstr(out, "✓ agent login    ANTHROPIC_API_KEY is set") != NULL);
+    CHECK(strstr(out, "✓ agent          claude: `") != NULL && strstr(out, "2.1.330") != NULL);
+    CHECK(strstr(out, "✓ agent login    claude: ANTHROPIC_API_KEY is set") != NULL);
     CHECK(strstr(out, "✓ git identity") != NULL);
     CHECK(strstr(out, "✓ workspace") != NULL);
     CHECK(strstr(out, "✓ disk") != NULL);
@@ -655,11 +655,25 @@ static void test_doctor(review_env_t *r)
     setenv("CLOISTER_AGENT_COMMAND", "/nonexistent/claude", 1);
     CHECK_INT(testenv_run(r->h->env, argv, out, sizeof out, 20000), 1);
     unsetenv("CLOISTER_AGENT_COMMAND");
-    CHECK(strstr(out, "✗ agent          `/nonexistent/claude --version` failed: cannot execute "
-                      "/nonexistent/claude: No such file or directory — set [agent] command or "
+    CHECK(strstr(out, "✗ agent          claude: `/nonexistent/claude --version` failed: "
+                      "cannot execute /nonexistent/claude: No such file or directory — set "
+                      "[agent] command (or [specialists.<name>] command), or "
                       "CLOISTER_AGENT_COMMAND") != NULL);
     CHECK(strstr(out, "✗ gh") != NULL);
     CHECK(strstr(out, "✗ agent login") != NULL);
+
+    /* A specialist on another CLI is checked with that CLI's command and login. */
+    snprintf(extra, sizeof extra,
+             "[specialists.merge-agent]\nagent = \"codex\"\ncommand = \"%s/no-codex\"\n",
+             r->h->env->dir);
+    review_config(r, extra);
+    setenv("ANTHROPIC_API_KEY", "test-key", 1);
+    CHECK_INT(testenv_run(r->h->env, argv, out, sizeof out, 20000), 1);
+    unsetenv("ANTHROPIC_API_KEY");
+    CHECK(strstr(out, "✓ agent          claude: `") != NULL &&
+          strstr(out, "(for review-agent, test-agent)") != NULL);
+    CHECK(strstr(out, "✗ agent          codex: `") != NULL && strstr(out, "/no-codex") != NULL);
+    CHECK(strstr(out, "✗ agent login    codex: `") != NULL);
 
     /* A configuration that does not parse: said, with where, and the rest still checked. */
     snprintf(path, sizeof path, "%s/cloister.toml", r->h->env->home);

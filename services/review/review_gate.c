@@ -90,10 +90,10 @@ static void s_split_parts(const char *message, char *title, char *detail, char *
     detail[0] = suggestion[0] = '\0';
     if (at_detail != NULL)
         s_copy_trimmed(detail, size, strchr(at_detail, ':') + 1,
-                       at_suggestion > at_detail ? at_suggestion : end);
+                       at_suggestion != NULL && at_suggestion > at_detail ? at_suggestion : end);
     if (at_suggestion != NULL)
         s_copy_trimmed(suggestion, size, strchr(at_suggestion, ':') + 1,
-                       at_detail > at_suggestion ? at_detail : end);
+                       at_detail != NULL && at_detail > at_suggestion ? at_detail : end);
 }
 
 json_t *review_finding_parse(const char *text, const char *source, review_counts_t *counts)

@@ -283,18 +283,27 @@ int prompt_build(char **out, const config_t *config, const char *prompts_dir,
         return failure_set(FAILURE_TOO_BIG, "template path too long");
     char *template_text = NULL;
     int rc = template_load(path, &template_text);
-    char reason[1024];
     if (rc != 0) {
+        char reason[1024];
         /* Copied: failure_set() must not read the buffer it writes. */
         snprintf(reason, sizeof reason, "%s", failure_message());
         return failure_set(rc, "prompt template %s: %s", path, reason);
     }
+    rc = prompt_render(out, config, template_text, path, specialist, task_json, vars);
+    free(template_text);
+    return rc;
+}
+
+int prompt_render(char **out, const config_t *config, const char *template_text,
+                  const char *origin, const char *specialist, const json_t *task_json,
+                  template_vars_t *vars)
+{
+    *out = NULL;
+    char reason[1024];
     template_vars_t *own = NULL;
-    if (vars == NULL && (vars = own = template_vars_new()) == NULL) {
-        free(template_text);
+    if (vars == NULL && (vars = own = template_vars_new()) == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
-    }
-    rc = s_fill_vars(vars, config, specialist, task_json);
+    int rc = s_fill_vars(vars, config, specialist, task_json);
     if (rc == 0) {
         const char *body = s_skip_header(template_text);
         rc = template_render(body, vars, out);
@@ -303,12 +312,11 @@ int prompt_build(char **out, const config_t *config, const char *prompts_dir,
             header_lines += *p == '\n';
         snprintf(reason, sizeof reason, "%s", failure_message());
         if (rc != 0 && header_lines > 0)
-            rc = failure_set(rc, "%s: %s (counted after the %d-line header comment)", path, reason,
-                             header_lines);
+            rc = failure_set(rc, "%s: %s (counted after the %d-line header comment)", origin,
+                             reason, header_lines);
         else if (rc != 0)
-            rc = failure_set(rc, "%s: %s", path, reason);
+            rc = failure_set(rc, "%s: %s", origin, reason);
     }
     template_vars_destroy(&own);
-    free(template_text);
     return rc;
 }

@@ -54,4 +54,11 @@ int prompt_dir(char *buf, size_t size, const config_t *config, const char *built
 int prompt_build(char **out, const config_t *config, const char *prompts_dir,
                  const char *specialist, const json_t *task_json, template_vars_t *vars);
 
+/* prompt_build() with the template's text given (borrowed) rather than loaded: `origin`
+ * names where it came from in errors (a path, or "main:.cloister/review/x.md"). Returns
+ * as prompt_build(). */
+int prompt_render(char **out, const config_t *config, const char *template_text,
+                  const char *origin, const char *specialist, const json_t *task_json,
+                  template_vars_t *vars);
+
 #endif

@@ -42,9 +42,9 @@ int repository_merge_group(const char *path, const char *target, char *out, size
     return rc;
 }
 
-int repository_config_at(const char *workspace, const char *rev, config_t **out)
+int repository_file_at(const char *workspace, const char *rev, const char *path, char **text)
 {
-    *out = NULL;
+    *text = NULL;
     git_libgit2_init();
     git_repository *repo = NULL;
     git_object *object = NULL;
@@ -60,13 +60,18 @@ int repository_config_at(const char *workspace, const char *rev, config_t **out)
              git_commit_tree(&tree, commit) < 0)
         rc = failure_set(FAILURE_NOT_FOUND, "'%s' is not a commit or branch of %s", rev,
                          workspace);
-    else if (git_tree_entry_bypath(&entry, tree, REPOSITORY_CONFIG_PATH) == 0 &&
+    else if (git_tree_entry_bypath(&entry, tree, path) == 0 &&
              git_tree_entry_type(entry) == GIT_OBJECT_BLOB &&
              git_blob_lookup(&blob, repo, git_tree_entry_id(entry)) == 0) {
-        char name[600];
-        snprintf(name, sizeof name, "%.255s:%s", rev, REPOSITORY_CONFIG_PATH);
-        rc = config_parse_overlay(name, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
-                                  out);
+        size_t size = (size_t)git_blob_rawsize(blob);
+        if (memchr(git_blob_rawcontent(blob), '\0', size) != NULL)
+            rc = failure_set(FAILURE_INVALID, "%.255s:%s is not text", rev, path);
+        else if ((*text = malloc(size + 1)) == NULL)
+            rc = failure_set(FAILURE_MEMORY, "out of memory");
+        else {
+            memcpy(*text, git_blob_rawcontent(blob), size);
+            (*text)[size] = '\0';
+        }
     }
     git_blob_free(blob);
     git_tree_entry_free(entry);
@@ -75,6 +80,20 @@ int repository_config_at(const char *workspace, const char *rev, config_t **out)
     git_object_free(object);
     git_repository_free(repo);
     git_libgit2_shutdown();
+    return rc;
+}
+
+int repository_config_at(const char *workspace, const char *rev, config_t **out)
+{
+    *out = NULL;
+    char *text = NULL;
+    int rc = repository_file_at(workspace, rev, REPOSITORY_CONFIG_PATH, &text);
+    if (rc == 0 && text != NULL) {
+        char name[600];
+        snprintf(name, sizeof name, "%.255s:%s", rev, REPOSITORY_CONFIG_PATH);
+        rc = config_parse_overlay(name, text, strlen(text), out);
+    }
+    free(text);
     return rc;
 }
 

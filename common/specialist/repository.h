@@ -31,6 +31,13 @@ int repository_branch_commit(const char *path, const char *branch, char *out, si
 /* Where a repository keeps its own Cloister settings, relative to its root. */
 #define REPOSITORY_CONFIG_PATH ".cloister/config.toml"
 
+/* Reads the file at `path` (relative to the repository's root) as committed at `rev` (a
+ * branch or a commit) of the repository containing `workspace`. Returns 0 with *text a new
+ * NUL-terminated string the caller frees, or NULL when there is no such file at `rev`;
+ * FAILURE_NOT_FOUND (no repository, or no such rev), FAILURE_INVALID (the file holds a
+ * NUL byte) or FAILURE_MEMORY, with *text NULL. */
+int repository_file_at(const char *workspace, const char *rev, const char *path, char **text);
+
 /* Reads the repository's own settings (REPOSITORY_CONFIG_PATH) as committed at `rev` (a
  * branch or a commit) of the repository containing `workspace` — never from a working
  * tree, so what counts is what is committed where it matters (the commit under test; the

@@ -4,6 +4,7 @@
 
 #include "failure.h"
 #include "prompt.h"
+#include "reviewer_prompt.h"
 #include "template.h"
 #include "testdetect.h"
 
@@ -11,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const s_usage = "pan prompt <specialist> <task-id> [--prompts-dir DIR]";
+static const char *const s_usage =
+    "pan prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]";
 
 /* The test command the specialist would use for `workspace`, into buf. */
 static void s_test_command(char *buf, size_t size, char *reason, size_t reason_size,
@@ -78,6 +80,9 @@ static int s_specialist_vars(template_vars_t *vars, const config_t *config, cons
         rc = checks == NULL ? failure_set(FAILURE_MEMORY, "out of memory") : 0;
         if (rc == 0 &&
             ((rc = template_vars_set(vars, "diff", "(computed when the review runs)")) != 0 ||
+             (rc = template_vars_set(vars, "scope", "(computed when the review runs)")) != 0 ||
+             (rc = template_vars_set(vars, "question", "(none: this is your first look)")) !=
+                 0 ||
              (rc = template_vars_set(vars, "checks", checks)) != 0 ||
              (rc = template_vars_set(vars, "review_mode",
                                      config_string(config, "review", "mode", "normal"))) != 0))
@@ -95,16 +100,39 @@ static int s_specialist_vars(template_vars_t *vars, const config_t *config, cons
     return rc;
 }
 
+/* The prompt of the review's domain reviewer `reviewer` for the task: the repository's own
+ * template on the target branch, else the built-in one (reviewer_prompt.h). */
+static int s_reviewer_prompt(char **prompt, const pan_t *pan, const char *dir, const char *reviewer,
+                             const json_t *task, template_vars_t *vars)
+{
+    const json_t *payload = json_object_get(task, "payload");
+    const char *target = pan_json_str(payload, "target", "");
+    char origin[4200];
+    int rc = template_vars_set(vars, "reviewer", reviewer);
+    if (rc == 0)
+        rc = reviewer_prompt_build(prompt, origin, sizeof origin, pan->config, dir,
+                                   pan_json_str(payload, "workspace", ""),
+                                   target[0] ? target : "main", reviewer, task, vars);
+    if (rc == 0)
+        fprintf(stderr, "pan: reviewer %s's prompt, from %s\n", reviewer, origin);
+    return rc;
+}
+
 int cmd_prompt(const pan_t *pan, int argc, char **argv)
 {
-    const char *specialist = NULL, *id = NULL, *dir_flag = NULL;
+    const char *specialist = NULL, *id = NULL, *dir_flag = NULL, *reviewer = NULL;
     for (int i = 0; i < argc; i++) {
         const char *value = NULL;
         int found = pan_option(argc, argv, &i, "--prompts-dir", &value);
+        int is_reviewer = found == 0 ? pan_option(argc, argv, &i, "--reviewer", &value) : 0;
         if (found < 0)
             return pan_usage(s_usage, "--prompts-dir needs a value");
+        if (is_reviewer < 0)
+            return pan_usage(s_usage, "--reviewer needs a value");
         if (found > 0)
             dir_flag = value;
+        else if (is_reviewer > 0)
+            reviewer = value;
         else if (argv[i][0] == '-')
             return pan_usage(s_usage, "unknown option '%s'", argv[i]);
         else if (specialist == NULL)
@@ -116,6 +144,8 @@ int cmd_prompt(const pan_t *pan, int argc, char **argv)
     }
     if (specialist == NULL || id == NULL)
         return pan_usage(s_usage, "which specialist and task id?");
+    if (reviewer != NULL && strcmp(specialist, "review-agent") != 0)
+        return pan_usage(s_usage, "--reviewer is for review-agent tasks");
     char dir[4096];
     if (dir_flag != NULL)
         snprintf(dir, sizeof dir, "%s", dir_flag);
@@ -142,7 +172,9 @@ int cmd_prompt(const pan_t *pan, int argc, char **argv)
     int rc =
         vars ? s_specialist_vars(vars, pan->config, specialist, json_object_get(task, "payload"))
              : failure_set(FAILURE_MEMORY, "out of memory");
-    if (rc == 0)
+    if (rc == 0 && reviewer != NULL)
+        rc = s_reviewer_prompt(&prompt, pan, dir, reviewer, task, vars);
+    else if (rc == 0)
         rc = prompt_build(&prompt, pan->config, dir, specialist, task, vars);
     if (rc == 0) {
         fputs(prompt, stdout);

@@ -106,9 +106,12 @@ static const help_t s_help[] = {
      "usage: pan tests detect [DIR] [--json]\n"
      "The test command the test-agent would run in DIR (default .), and why.\n"},
     {"prompt",
-     "usage: pan prompt <specialist> <task-id> [--prompts-dir DIR]\n"
+     "usage: pan prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]\n"
      "The prompt a task would get, without running it.\n"
-     "  --prompts-dir DIR     read the templates from DIR\n"},
+     "  --prompts-dir DIR     read the templates from DIR\n"
+     "  --reviewer NAME       a review-agent task: the prompt of its domain reviewer NAME\n"
+     "                        (the repository's .cloister/review/NAME.md on the target\n"
+     "                        branch, else prompts/review/NAME.md)\n"},
     {"doctor",
      "usage: pan doctor [--workspace DIR]... [--json]\n"
      "Checks the configuration, the broker, the agent CLI and its login, git, gh, each\n"

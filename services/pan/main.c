@@ -40,7 +40,7 @@ static const char *const s_usage =
     "  top [--interval S] [--frames N]   (live: specialists, queues, running, failures)\n"
     "  tests detect [DIR] [--json]\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
-    "  prompt <specialist> <task-id> [--prompts-dir DIR]\n"
+    "  prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]\n"
     "  doctor [--workspace DIR]... [--json]\n"
     "  keys init | add NAME | revoke NAME\n"
     "  web url                           (the dashboard's address with its token)\n"

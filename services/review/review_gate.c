@@ -50,6 +50,52 @@ static bool s_looks_like_location(const char *word, size_t len)
     return dotted;
 }
 
+/* Where `label` ("| detail:") starts in text, ignoring case, or NULL. */
+static const char *s_find_label(const char *text, const char *label)
+{
+    for (const char *p = strchr(text, '|'); p != NULL; p = strchr(p + 1, '|')) {
+        const char *word = p + 1;
+        while (*word == ' ')
+            word++;
+        if (strncasecmp(word, label, strlen(label)) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* Copies text[from, to) into out (size bytes), trimmed. */
+static void s_copy_trimmed(char *out, size_t size, const char *from, const char *to)
+{
+    while (from < to && (*from == ' ' || *from == '\t'))
+        from++;
+    while (to > from && (to[-1] == ' ' || to[-1] == '\t'))
+        to--;
+    snprintf(out, size, "%.*s", (int)(to - from), from);
+}
+
+/* Splits "title | detail: why | suggestion: how" (either part optional, in either order)
+ * into its parts, each `size` bytes; absent parts are "". */
+static void s_split_parts(const char *message, char *title, char *detail, char *suggestion,
+                          size_t size)
+{
+    const char *end = message + strlen(message);
+    const char *at_detail = s_find_label(message, "detail:");
+    const char *at_suggestion = s_find_label(message, "suggestion:");
+    const char *title_end = end;
+    if (at_detail != NULL && at_detail < title_end)
+        title_end = at_detail;
+    if (at_suggestion != NULL && at_suggestion < title_end)
+        title_end = at_suggestion;
+    s_copy_trimmed(title, size, message, title_end);
+    detail[0] = suggestion[0] = '\0';
+    if (at_detail != NULL)
+        s_copy_trimmed(detail, size, strchr(at_detail, ':') + 1,
+                       at_suggestion != NULL && at_suggestion > at_detail ? at_suggestion : end);
+    if (at_suggestion != NULL)
+        s_copy_trimmed(suggestion, size, strchr(at_suggestion, ':') + 1,
+                       at_detail != NULL && at_detail > at_suggestion ? at_detail : end);
+}
+
 json_t *review_finding_parse(const char *text, const char *source, review_counts_t *counts)
 {
     char word[16];
@@ -87,18 +133,26 @@ json_t *review_finding_parse(const char *text, const char *source, review_counts
         while (*message == ' ' || *message == '\t' || *message == '-')
             message++;
     }
+    char title[4096], detail[4096], suggestion[4096];
+    s_split_parts(message, title, detail, suggestion, sizeof title);
     if (strcmp(severity, "error") == 0)
         counts->errors++;
     else if (strcmp(severity, "warning") == 0)
         counts->warnings++;
     else
         counts->infos++;
-    json_t *finding = json_pack("{s:s, s:s, s:I, s:s, s:s}", "severity", severity, "file", file,
-                                "line", (json_int_t)line, "message", message, "source", source);
+    json_t *finding = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "severity", severity,
+                                "file", file, "line", (json_int_t)line, "message", title, "title",
+                                title, "source", source, "reviewer", source);
     if (finding == NULL) /* not UTF-8: keep the finding, not its text */
-        finding = json_pack("{s:s, s:s, s:I, s:s, s:s}", "severity", severity, "file", "", "line",
-                            (json_int_t)0, "message", "(finding text is not valid UTF-8)", "source",
-                            source);
+        return json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "severity", severity, "file", "",
+                         "line", (json_int_t)0, "message", "(finding text is not valid UTF-8)",
+                         "title", "(finding text is not valid UTF-8)", "source", source,
+                         "reviewer", source);
+    if (detail[0] != '\0')
+        json_object_set_new(finding, "detail", json_string(detail));
+    if (suggestion[0] != '\0')
+        json_object_set_new(finding, "suggestion", json_string(suggestion));
     return finding;
 }
 
@@ -116,20 +170,103 @@ bool review_finding_blocks(review_mode_t mode, const char *severity)
     return true;
 }
 
-bool review_gate_open(review_mode_t mode, const char *verdict, const review_counts_t *counts)
+/* Appends "- <id> <file>:<line> <title> (suggestion: ...)\n" for one finding to f. */
+static void s_note_finding(FILE *f, const json_t *finding)
 {
-    bool changes = verdict != NULL && strcasecmp(verdict, "CHANGES_REQUESTED") == 0;
-    switch (mode) {
-    case REVIEW_MODE_STRICT:
-        return verdict != NULL && strcasecmp(verdict, "APPROVED") == 0 && counts->errors == 0 &&
-               counts->warnings == 0 && counts->infos == 0;
-    case REVIEW_MODE_NORMAL:
-    case REVIEW_MODE_YOLO:
-        return !changes && counts->errors == 0;
-    case REVIEW_MODE_DISABLED:
-        return true;
+    const char *id = json_string_value(json_object_get(finding, "id"));
+    const char *file = json_string_value(json_object_get(finding, "file"));
+    const char *title = json_string_value(json_object_get(finding, "title"));
+    const char *suggestion = json_string_value(json_object_get(finding, "suggestion"));
+    json_int_t line = json_integer_value(json_object_get(finding, "line"));
+    fprintf(f, "- %s", id ? id : "?");
+    if (file != NULL && file[0] != '\0')
+        fprintf(f, line > 0 ? " %s:%lld" : " %s", file, (long long)line);
+    fprintf(f, " %s", title ? title : json_string_value(json_object_get(finding, "message")));
+    if (suggestion != NULL)
+        fprintf(f, " (suggestion: %s)", suggestion);
+    fputc('\n', f);
+}
+
+/* What the coding agent should do next, from the must_fix and should_fix findings and the
+ * review's own notes (may be NULL). Caller frees; NULL if memory runs out. */
+static char *s_notes(const json_t *findings, const json_t *must, const json_t *should,
+                     const char *notes)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return NULL;
+    const json_t *lists[] = {must, should};
+    const char *headings[] = {"Fix before merging", "Worth fixing (does not block)"};
+    bool any = false;
+    for (size_t k = 0; k < 2; k++) {
+        if (json_array_size(lists[k]) == 0)
+            continue;
+        fprintf(f, "%s%s:\n", any ? "\n" : "", headings[k]);
+        any = true;
+        size_t i;
+        const json_t *finding;
+        json_array_foreach(findings, i, finding)
+        {
+            const char *id = json_string_value(json_object_get(finding, "id"));
+            size_t j;
+            const json_t *listed;
+            json_array_foreach(lists[k], j, listed)
+            {
+                if (id != NULL && strcmp(id, json_string_value(listed)) == 0)
+                    s_note_finding(f, finding);
+            }
+        }
     }
-    return false;
+    if (!any)
+        fputs("Nothing to fix.\n", f);
+    if (notes != NULL && notes[0] != '\0')
+        fprintf(f, "\nReviewer's notes: %s\n", notes);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+json_t *review_merge_gate(review_mode_t mode, const json_t *findings, const char *notes)
+{
+    json_t *must = json_array(), *should = json_array();
+    bool error_blocks = false;
+    size_t i;
+    const json_t *finding;
+    json_array_foreach(findings, i, finding)
+    {
+        const char *severity = json_string_value(json_object_get(finding, "severity"));
+        const json_t *id = json_object_get(finding, "id");
+        if (review_finding_blocks(mode, severity)) {
+            json_array_append(must, (json_t *)id);
+            error_blocks = error_blocks || (severity && strcmp(severity, "error") == 0);
+        } else if (severity != NULL && strcmp(severity, "info") != 0) {
+            json_array_append(should, (json_t *)id);
+        }
+    }
+    const char *decision = error_blocks                    ? "block"
+                           : json_array_size(must) > 0     ? "needs_changes"
+                                                           : "approve";
+    char *text = s_notes(findings, must, should, notes);
+    json_t *gate = text != NULL ? json_pack("{s:s, s:o, s:o, s:s}", "decision", decision,
+                                            "must_fix", must, "should_fix", should,
+                                            "notes_for_coding_agent", text)
+                                : NULL;
+    if (gate == NULL) {
+        json_decref(must);
+        json_decref(should);
+    }
+    free(text);
+    return gate;
+}
+
+bool review_merge_gate_open(const json_t *gate)
+{
+    const char *decision = json_string_value(json_object_get(gate, "decision"));
+    return decision != NULL && strcmp(decision, "approve") == 0;
 }
 
 /* The message with letters and digits only, lowercased: what two wordings of one finding
@@ -169,6 +306,18 @@ static void s_count(review_counts_t *counts, const char *severity)
         counts->warnings++;
     else
         counts->infos++;
+}
+
+void review_counts_compute(const json_t *findings, review_counts_t *counts)
+{
+    *counts = (review_counts_t){0};
+    size_t i;
+    const json_t *finding;
+    json_array_foreach(findings, i, finding)
+    {
+        const char *severity = json_string_value(json_object_get(finding, "severity"));
+        s_count(counts, severity ? severity : "warning");
+    }
 }
 
 static bool s_same_finding(const json_t *a, const json_t *b)

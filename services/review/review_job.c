@@ -9,6 +9,7 @@
 #include "repository.h"
 #include "review_checks.h"
 #include "review_diff.h"
+#include "review_loop.h"
 #include "review_post.h"
 #include "review_scope.h"
 #include "session.h"
@@ -21,8 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const s_verdicts[] = {"APPROVED", "CHANGES_REQUESTED", "COMMENTED", NULL};
 
 /* What one job gathers on its way; freed by s_job_free(). */
 typedef struct {
@@ -38,9 +37,13 @@ typedef struct {
     json_t *findings; /* array */
     json_t *checks;   /* array */
     review_counts_t counts;
-    char *prompt;
-    agent_run_t *run;
-    markers_t *markers;
+    template_vars_t *vars; /* the review's placeholders */
+    agent_job_settings_t settings;
+    markers_t *markers;    /* the main session's (last) answer */
+    review_loop_outcome_t loop;
+    json_t *skips;     /* [{reviewer, reason}] */
+    json_t *dismissed; /* [{id, reviewer, title, reason}] */
+    json_t *gate;      /* the merge gate (review_gate.h) */
 } review_run_t;
 
 static void s_job_free(review_run_t *r)
@@ -50,9 +53,12 @@ static void s_job_free(review_run_t *r)
     free(r->checks_text);
     json_decref(r->findings);
     json_decref(r->checks);
-    free(r->prompt);
-    agent_run_destroy(&r->run);
+    template_vars_destroy(&r->vars);
     markers_destroy(&r->markers);
+    review_loop_outcome_free(&r->loop);
+    json_decref(r->skips);
+    json_decref(r->dismissed);
+    json_decref(r->gate);
 }
 
 static const char *s_or(const char *value, const char *fallback)
@@ -280,14 +286,16 @@ static const char *const s_severity_keys[] = {"ERROR", "CRITICAL", "HIGH", "WARN
 /* Turns the agent's FINDINGS (and stray severity keys) into findings. A FINDINGS that is
  * missing, or a list the parser could not read, is itself an error finding: the gate must
  * not open on a review nobody could read. */
-static void s_read_findings(review_run_t *r)
+static void s_read_findings(review_run_t *r, const char *reviewer)
 {
     size_t n = 0;
     const char *const *items = markers_list(r->markers, "FINDINGS", &n);
     for (size_t i = 0; i < n; i++) {
         json_t *finding = review_finding_parse(items[i], "agent", &r->counts);
-        if (finding != NULL)
+        if (finding != NULL) {
+            json_object_set_new(finding, "reviewer", json_string(reviewer));
             review_findings_add(r->findings, finding, &r->counts);
+        }
     }
     for (size_t i = 0; i < markers_count(r->markers); i++) {
         const char *key = markers_key_at(r->markers, i);
@@ -297,8 +305,10 @@ static void s_read_findings(review_run_t *r)
             char text[4096];
             snprintf(text, sizeof text, "%s: %s", key, markers_value_at(r->markers, i));
             json_t *finding = review_finding_parse(text, "agent", &r->counts);
-            if (finding != NULL)
+            if (finding != NULL) {
+                json_object_set_new(finding, "reviewer", json_string(reviewer));
                 review_findings_add(r->findings, finding, &r->counts);
+            }
         }
     }
     const char *value = markers_get(r->markers, "FINDINGS");
@@ -469,21 +479,31 @@ static const char *s_approval(review_mode_t mode, bool open)
     return mode == REVIEW_MODE_STRICT || mode == REVIEW_MODE_NORMAL ? "manual" : "auto";
 }
 
-/* Sets the gate and verdict fields. */
-static void s_gate(review_run_t *r, const char *verdict, bool open)
+/* The merge gate from the findings and the mode (review_gate.h), and the fields that say
+ * it; returns whether the gate is open. */
+static bool s_gate(review_run_t *r, const char *verdict)
 {
     review_mode_t mode = r->mode;
+    review_findings_identify(r->findings);
     s_mark_blocking(r);
+    r->gate = review_merge_gate(mode, r->findings,
+                                r->markers ? markers_get(r->markers, "NOTES") : NULL);
+    bool open = r->gate != NULL && review_merge_gate_open(r->gate);
     specialist_result_str(r->ctx, "REVIEW_RESULT", verdict);
     specialist_result_str(r->ctx, "GATE", open ? "open" : "blocked");
     specialist_result_str(r->ctx, "approval", s_approval(mode, open));
     specialist_result_str(r->ctx, "review_mode", review_mode_name(mode));
     specialist_result_json(r->ctx, "FINDINGS", r->findings);
+    specialist_result_json(r->ctx, "merge_gate", r->gate);
+    specialist_result_json(r->ctx, "skips", r->skips);
     specialist_result_int(r->ctx, "errors", r->counts.errors);
     specialist_result_int(r->ctx, "warnings", r->counts.warnings);
     specialist_result_int(r->ctx, "infos", r->counts.infos);
-    specialist_progressf(r->ctx, "info", "review %s: gate %s (%d errors, %d warnings)", verdict,
-                         open ? "open" : "blocked", r->counts.errors, r->counts.warnings);
+    specialist_progressf(r->ctx, "info", "review %s: gate %s, %s (%d errors, %d warnings)",
+                         verdict, open ? "open" : "blocked",
+                         json_string_value(json_object_get(r->gate, "decision")),
+                         r->counts.errors, r->counts.warnings);
+    return open;
 }
 
 /* Fails the job: error text, history line. */
@@ -494,9 +514,10 @@ static specialist_outcome_t s_fail(review_run_t *r, specialist_outcome_t outcome
     return outcome;
 }
 
-static int s_build_prompt(review_run_t *r)
+/* The review's placeholders (r->vars): diff, checks, review_mode, scope, files_changed. */
+static int s_build_vars(review_run_t *r)
 {
-    template_vars_t *vars = template_vars_new();
+    template_vars_t *vars = r->vars = template_vars_new();
     char *diff_text = review_diff_render(r->diff);
     json_t *files = json_array();
     int rc = vars && diff_text && files ? 0 : failure_set(FAILURE_MEMORY, "out of memory");
@@ -515,18 +536,87 @@ static int s_build_prompt(review_run_t *r)
         ((rc = template_vars_set(vars, "diff", diff_text)) != 0 ||
          (rc = template_vars_set(vars, "checks", r->checks_text)) != 0 ||
          (rc = template_vars_set(vars, "review_mode", review_mode_name(r->mode))) != 0 ||
+         (rc = template_vars_set(vars, "scope", r->diff->scope_note)) != 0 ||
          (r->diff->nfiles > 0 && (rc = template_vars_set(vars, "files_changed", joined)) != 0)))
         rc = failure_set(rc, "cannot set the prompt variables");
-    if (rc == 0) {
+    if (rc == 0)
         specialist_result_json(r->ctx, "files_changed", files);
-        rc = prompt_build(&r->prompt, r->service->config, r->service->prompts_dir,
-                          REVIEW_SPECIALIST, specialist_task(r->ctx)->json, vars);
-    }
     free(joined);
     json_decref(files);
     free(diff_text);
-    template_vars_destroy(&vars);
     return rc;
+}
+
+/* The configured reviewers ([review] reviewers; the target branch's list over the
+ * service's) into names (at most max); returns how many. */
+static size_t s_reviewers(const review_run_t *r, const char **names, size_t max)
+{
+    const config_t *config = r->repo_config &&
+                                     config_array_len(r->repo_config, "review", "reviewers") > 0
+                                 ? r->repo_config
+                                 : r->service->config;
+    size_t n = 0, len = config_array_len(config, "review", "reviewers");
+    for (size_t i = 0; i < len && n < max; i++) {
+        const char *name = config_array_string(config, "review", "reviewers", i);
+        if (name != NULL)
+            names[n++] = name;
+    }
+    return n;
+}
+
+/* The agent phases with domain reviewers (review_loop.h): r->markers is the last
+ * synthesis's answer; the loop's fields go in the result. */
+static specialist_outcome_t s_review_with_reviewers(review_run_t *r, const char **names,
+                                                    size_t n, char *error, size_t size)
+{
+    const config_t *config = r->service->config;
+    review_loop_t loop = {
+        .ctx = r->ctx,
+        .config = config,
+        .prompts_dir = r->service->prompts_dir,
+        .workspace = r->workspace,
+        .target = r->target,
+        .settings = &r->settings,
+        .vars = r->vars,
+        .reviewers = names,
+        .nreviewers = n,
+        .paths = (const char *const *)r->diff->paths,
+        .npaths = r->diff->nfiles,
+        .concurrency = (int)config_int(config, "review", "concurrency", REVIEW_DEFAULT_CONCURRENCY),
+        .reviewer_timeout_s = (int)config_int(config, "review", "reviewer_timeout_s",
+                                              REVIEW_DEFAULT_REVIEWER_TIMEOUT_S),
+        .max_iterations =
+            (int)config_int(config, "review", "max_iterations", REVIEW_DEFAULT_MAX_ITERATIONS),
+        .stagnation = (int)config_int(config, "review", "stagnation", REVIEW_DEFAULT_STAGNATION),
+    };
+    specialist_outcome_t outcome =
+        review_loop_run(&loop, r->findings, &r->counts, &r->loop, error, size);
+    if (r->loop.skips != NULL)
+        json_array_extend(r->skips, r->loop.skips);
+    if (r->loop.runs != NULL)
+        specialist_result_json(r->ctx, "reviewer_runs", r->loop.runs);
+    if (outcome != SPECIALIST_DONE)
+        return outcome;
+    specialist_result_int(r->ctx, "rounds", r->loop.rounds);
+    specialist_result_str(r->ctx, "stop_reason", r->loop.stop);
+    r->markers = r->loop.answer;
+    r->loop.answer = NULL;
+    return SPECIALIST_DONE;
+}
+
+/* The single-pass review: prompts/review-agent.md in the main session. */
+static specialist_outcome_t s_review_single(review_run_t *r, char *error, size_t size)
+{
+    char *prompt = NULL;
+    if (prompt_build(&prompt, r->service->config, r->service->prompts_dir, REVIEW_SPECIALIST,
+                     specialist_task(r->ctx)->json, r->vars) != 0) {
+        snprintf(error, size, "%s", failure_message());
+        return SPECIALIST_FAILED;
+    }
+    specialist_outcome_t outcome =
+        review_loop_main_run(r->ctx, &r->settings, prompt, &r->markers, error, size);
+    free(prompt);
+    return outcome;
 }
 
 /* The target branch's own settings (common/specialist/repository.h): [review] mode and checks there
@@ -563,10 +653,12 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
         .mode = service->mode,
         .findings = json_array(),
         .checks = json_array(),
+        .skips = json_array(),
+        .dismissed = json_array(),
     };
     specialist_outcome_t outcome = SPECIALIST_FAILED;
     char error[2048];
-    if (r.findings == NULL || r.checks == NULL) {
+    if (r.findings == NULL || r.checks == NULL || r.skips == NULL || r.dismissed == NULL) {
         outcome = s_fail(&r, SPECIALIST_FAILED, "out of memory");
         goto out;
     }
@@ -576,7 +668,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     }
     if (r.mode == REVIEW_MODE_DISABLED) {
         specialist_progress(ctx, "info", "review mode disabled: approved without a review");
-        s_gate(&r, "APPROVED", true);
+        s_gate(&r, "APPROVED");
         s_history(&r, "APPROVED", true, NULL);
         outcome = SPECIALIST_DONE;
         goto out;
@@ -609,7 +701,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     specialist_result_str(ctx, "diff_base", r.diff->base);
     specialist_result_str(ctx, "diff_head", r.diff->head);
     s_report_scope(&r);
-    if (s_run_checks(&r) != 0 || s_build_prompt(&r) != 0) {
+    if (s_run_checks(&r) != 0 || s_build_vars(&r) != 0) {
         snprintf(error, sizeof error, "%s", failure_message());
         outcome = s_fail(&r, SPECIALIST_FAILED, error);
         goto out;
@@ -618,38 +710,31 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     if (specialist_cancelled(ctx))
         goto out;
 
-    agent_job_settings_t settings;
-    if (agent_job_settings_from_config(&settings, service->config, REVIEW_SPECIALIST,
+    if (agent_job_settings_from_config(&r.settings, service->config, REVIEW_SPECIALIST,
                                        service->workdir) != 0 ||
-        agent_job_settings_add_dir(&settings, r.workspace) != 0 ||
-        agent_job_run(&r.run, ctx, &settings, r.prompt) != 0) {
+        agent_job_settings_add_dir(&r.settings, r.workspace) != 0) {
         snprintf(error, sizeof error, "cannot run the agent: %s", failure_message());
         outcome = s_fail(&r, SPECIALIST_FAILED, error);
         goto out;
     }
-    const agent_outcome_t *o = agent_run_outcome(r.run);
-    if (o->cancelled)
-        goto out;
-    if (!o->ok) {
-        snprintf(error, sizeof error, "agent failed: %s", s_or(o->error, "unknown error"));
-        bool lock_busy = o->attempts == 0 && o->timed_out;
-        outcome = s_fail(&r, lock_busy ? SPECIALIST_RETRY : SPECIALIST_FAILED, error);
-        goto out;
-    }
-    int rc = markers_parse(&r.markers, o->result_text, "REVIEW_RESULT", NULL);
-    if (rc == 0)
-        rc = markers_expect(r.markers, "REVIEW_RESULT", s_verdicts);
-    if (rc != 0) {
-        snprintf(error, sizeof error, "the agent's answer has no valid REVIEW_RESULT: %s",
-                 rc == FAILURE_NOT_FOUND ? "REVIEW_RESULT is missing" : failure_message());
-        outcome = s_fail(&r, SPECIALIST_FAILED, error);
+    const char *names[64];
+    size_t nreviewers = s_reviewers(&r, names, sizeof names / sizeof names[0]);
+    outcome = nreviewers > 0
+                  ? s_review_with_reviewers(&r, names, nreviewers, error, sizeof error)
+                  : s_review_single(&r, error, sizeof error);
+    if (outcome != SPECIALIST_DONE) {
+        if (error[0] != '\0') /* else cancelled */
+            outcome = s_fail(&r, outcome, error);
         goto out;
     }
-    s_read_findings(&r);
+    s_read_findings(&r, nreviewers > 0 ? "synthesis" : REVIEW_SPECIALIST);
+    review_findings_identify(r.findings);
+    review_loop_dismiss(r.markers, r.findings, r.dismissed);
+    review_counts_compute(r.findings, &r.counts);
+    specialist_result_json(ctx, "dismissed", r.dismissed);
     const char *verdict = markers_get(r.markers, "REVIEW_RESULT");
-    bool open = review_gate_open(r.mode, verdict, &r.counts);
     s_track_findings(&r);
-    s_gate(&r, verdict, open);
+    bool open = s_gate(&r, verdict);
     s_result_list(&r, "FILES_REVIEWED", "FILES_REVIEWED");
     const char *const keys[] = {"SECURITY_ISSUES", "PERFORMANCE_ISSUES", "NOTES"};
     for (size_t i = 0; i < 3; i++)

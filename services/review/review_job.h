@@ -11,12 +11,16 @@
  *   3. [review] checks (array of shell commands, the user's own config) run one by one in
  *      the workspace with common/testrun, each limited to [review] check_timeout_s (default
  *      300, and never past the task's lease); a failing check is an error finding;
- *   4. prompts/review-agent.md rendered (prompt.h) with diff, checks and review_mode;
- *   5. the agent (agent_job.h) in the specialist's fixed workdir, with
- *      `--add-dir <workspace>` so its tools may read the workspace;
- *   6. the answer's REVIEW_RESULT block (required; APPROVED | CHANGES_REQUESTED |
- *      COMMENTED) and FINDINGS (missing or unreadable findings are an error finding), then
- *      the gate (review_gate.h); in yolo mode an open gate chains the merge: next task id
+ *   4. the agent phases (review_loop.h): without [review] reviewers, prompts/review-agent.md
+ *      rendered (prompt.h) with diff, checks, review_mode and scope, run by the agent
+ *      (agent_job.h) in the specialist's fixed workdir with `--add-dir <workspace>` so its
+ *      tools may read the workspace; with them, plan, act (the reviewers as parallel forks)
+ *      and synthesize rounds, the synthesis in that same session;
+ *   5. the (last) answer's REVIEW_RESULT block (required; APPROVED | CHANGES_REQUESTED |
+ *      COMMENTED, reported but not obeyed) and FINDINGS (missing or unreadable findings are
+ *      an error finding), less what the synthesis DISMISSED;
+ *   6. the merge gate from the findings and the mode (review_gate.h); in yolo mode an open
+ *      gate chains the merge: next task id
  *      "merge-<task id>", specialist merge-agent, group "merge:<repository root>:<target>"
  *      (common/specialist/repository.h), payload {workspace, branch (HEAD's branch when none was
  *      given; a detached HEAD chains nothing and leaves approval manual), target, commit
@@ -24,12 +28,13 @@
  *   7. with [review] post = true and a prUrl, the review is posted on the pull request
  *      (review_post.h).
  *
- * Result fields: REVIEW_RESULT, GATE (open|blocked), approval (auto|manual), review_mode,
- * FINDINGS (array of {severity, file, line, message, source}), errors, warnings, infos,
- * FILES_REVIEWED (array), SECURITY_ISSUES, PERFORMANCE_ISSUES, NOTES, files_changed
- * (array), diff_base, diff_head, checks (array of {command, verdict, exit_code,
- * duration_ms}), merge_task (when chained), posted and post_error (when posting), plus
- * agent_job's agent fields.
+ * Result fields: see proto/PROTOCOL.md, "The review-agent's result" -- REVIEW_RESULT, GATE
+ * (open|blocked), approval (auto|manual|blocked), review_mode, scope, FINDINGS, merge_gate,
+ * skips, rounds and stop_reason, reviewer_runs, dismissed, resolved_findings, errors,
+ * warnings, infos, FILES_REVIEWED, SECURITY_ISSUES, PERFORMANCE_ISSUES, NOTES,
+ * files_changed, diff_base, diff_head, checks, merge_task | test_task (when chained),
+ * posted and post_* (when posting), plus agent_job's agent fields (of the last main-session
+ * run).
  *
  * Outcome: done when the review ran, whatever the verdict (it is in the result). failed
  * when it could not: no workspace, no diff, an agent failure (crash, is_error, timeout:

@@ -46,8 +46,8 @@ char *review_post_body(const review_post_t *post, bool skip_inline)
 {
     char *text = NULL;
     size_t len = 0;
-    bool ok = s_append(&text, &len, "**Cloister review-agent: %s** (merge gate %s)\n",
-                       post->verdict, post->gate_open ? "open" : "blocked");
+    bool ok = s_append(&text, &len, "%s\n**Cloister review-agent: %s** (merge gate %s)\n",
+                       REVIEW_POST_MARKER, post->verdict, post->gate_open ? "open" : "blocked");
     if (ok && post->notes != NULL && post->notes[0] != '\0')
         ok = s_append(&text, &len, "\n%s\n", post->notes);
     size_t count = json_array_size(post->findings), listed = 0, inline_count = 0;
@@ -172,19 +172,38 @@ static void s_failed(specialist_ctx_t *ctx, const char *error)
     specialist_progressf(ctx, "info", "review not posted: %s", error);
 }
 
-/* Runs argv with `input` on stdin; records the outcome. `what` names the command in errors. */
-static void s_run(specialist_ctx_t *ctx, const review_post_t *post, char **argv,
-                  const char *input, const char *what)
+/* Appends a line of the command's stdout to the growing text (arg). */
+static int s_collect(void *arg, const char *line, size_t len)
+{
+    char **text = arg;
+    size_t had = *text ? strlen(*text) : 0;
+    char *grown = realloc(*text, had + len + 2);
+    if (grown == NULL)
+        return 1;
+    memcpy(grown + had, line, len);
+    grown[had + len] = '\n';
+    grown[had + len + 1] = '\0';
+    *text = grown;
+    return 0;
+}
+
+/* Runs argv with `input` on stdin; its stdout into *out when out is not NULL (the caller
+ * frees it). Returns true when it exited 0; otherwise the reason is in error. `what`
+ * names the command in errors. */
+static bool s_exec(specialist_ctx_t *ctx, const review_post_t *post, char **argv,
+                   const char *input, const char *what, char **out, char *error, size_t size)
 {
     proc_options_t options = {.argv = argv,
                               .cwd = post->workspace,
                               .stdin_data = input,
                               .stdin_len = strlen(input),
+                              .on_line = out ? s_collect : NULL,
+                              .on_line_arg = out,
                               .timeout_ms = REVIEW_POST_TIMEOUT_S * 1000};
     proc_t *proc = NULL;
     if (proc_start(&proc, &options) != 0) {
-        s_failed(ctx, failure_message());
-        return;
+        snprintf(error, size, "%s", failure_message());
+        return false;
     }
     specialist_watch_child(ctx, proc_pid(proc));
     while (proc_step(proc, S_STEP_MS) == 0) {
@@ -193,25 +212,38 @@ static void s_run(specialist_ctx_t *ctx, const review_post_t *post, char **argv,
     }
     specialist_watch_child(ctx, 0);
     const proc_status_t *status = proc_status(proc);
-    char error[1200], detail[1000];
+    char detail[1000];
+    bool ok = false;
     if (status->stopped_by == PROC_STOP_TIMEOUT) {
-        snprintf(error, sizeof error, "%s %s did not finish within %d s", post->gh_command, what,
+        snprintf(error, size, "%s %s did not finish within %d s", post->gh_command, what,
                  REVIEW_POST_TIMEOUT_S);
-        s_failed(ctx, error);
     } else if (status->stopped_by != PROC_STOP_NONE) {
-        s_failed(ctx, "cancelled");
+        snprintf(error, size, "cancelled");
     } else if (!status->exited || status->exit_code != 0) {
         s_last_line(status->stderr_tail ? status->stderr_tail : "", detail, sizeof detail);
-        snprintf(error, sizeof error, "%s %s %s %d%s%s", post->gh_command, what,
+        snprintf(error, size, "%s %s %s %d%s%s", post->gh_command, what,
                  status->exited ? "exited" : "was killed by signal",
                  status->exited ? status->exit_code : status->term_signal, detail[0] ? ": " : "",
                  detail);
-        s_failed(ctx, error);
     } else {
-        specialist_result_bool(ctx, "posted", true);
-        specialist_progressf(ctx, "info", "review posted on %s", post->pr_url);
+        ok = true;
     }
     proc_destroy(&proc);
+    return ok;
+}
+
+/* s_exec() that records the outcome in the result (posted, post_error). */
+static bool s_run(specialist_ctx_t *ctx, const review_post_t *post, char **argv,
+                  const char *input, const char *what)
+{
+    char error[1200];
+    if (!s_exec(ctx, post, argv, input, what, NULL, error, sizeof error)) {
+        s_failed(ctx, error);
+        return false;
+    }
+    specialist_result_bool(ctx, "posted", true);
+    specialist_progressf(ctx, "info", "review posted on %s", post->pr_url);
+    return true;
 }
 
 /* True when some finding can sit on the diff. */
@@ -227,6 +259,63 @@ static bool s_any_inline(const json_t *findings)
     return false;
 }
 
+/* The GitHub review state an event leaves. */
+static const char *s_state(const char *event)
+{
+    return strcmp(event, "APPROVE") == 0           ? "APPROVED"
+           : strcmp(event, "REQUEST_CHANGES") == 0 ? "CHANGES_REQUESTED"
+                                                   : "COMMENTED";
+}
+
+/* The newest review of the pull request (API path `path`) whose body carries
+ * REVIEW_POST_MARKER: its id into *id and its state into state. False when there is none
+ * or the list cannot be read (then a new review is posted, as the first time). */
+static bool s_earlier(specialist_ctx_t *ctx, const review_post_t *post, const char *path,
+                      json_int_t *id, char *state, size_t size)
+{
+    char *argv[] = {(char *)post->gh_command, "api", (char *)path, NULL};
+    char *out = NULL, error[1200];
+    bool listed = s_exec(ctx, post, argv, "", "api (list reviews)", &out, error, sizeof error);
+    json_t *reviews = listed && out ? json_loads(out, 0, NULL) : NULL;
+    free(out);
+    bool found = false;
+    size_t i;
+    const json_t *review;
+    json_array_foreach(reviews, i, review)
+    {
+        const char *body = json_string_value(json_object_get(review, "body"));
+        const char *was = json_string_value(json_object_get(review, "state"));
+        if (body == NULL || strstr(body, REVIEW_POST_MARKER) == NULL ||
+            !json_is_integer(json_object_get(review, "id")))
+            continue;
+        *id = json_integer_value(json_object_get(review, "id"));
+        snprintf(state, size, "%s", was ? was : "");
+        found = true;
+    }
+    json_decref(reviews);
+    return found;
+}
+
+/* PUTs `body` as the text of review `id`. */
+static bool s_edit(specialist_ctx_t *ctx, const review_post_t *post, const char *path,
+                   json_int_t id, const char *body, bool record)
+{
+    char url[480];
+    snprintf(url, sizeof url, "%s/%lld", path, (long long)id);
+    json_t *request = json_pack("{s:s}", "body", body);
+    char *input = request ? json_dumps(request, JSON_COMPACT) : NULL;
+    json_decref(request);
+    char *argv[] = {(char *)post->gh_command, "api", "--method", "PUT", url, "--input", "-",
+                    NULL};
+    char error[1200];
+    bool ok = input != NULL &&
+              (record ? s_run(ctx, post, argv, input, "api (edit review)")
+                      : s_exec(ctx, post, argv, input, "api (edit review)", NULL, error,
+                               sizeof error));
+    free(input);
+    return ok;
+}
+
 void review_post_run(specialist_ctx_t *ctx, const review_post_t *post)
 {
     if (post->pr_url[0] == '-') { /* gh would take it for an option */
@@ -235,23 +324,48 @@ void review_post_run(specialist_ctx_t *ctx, const review_post_t *post)
     }
     const char *event = s_event(post);
     specialist_result_str(ctx, "post_event", event);
-    char path[400];
+    char path[400], state[64] = "";
+    bool github = s_reviews_path(post->pr_url, path, sizeof path);
+    json_int_t earlier = 0;
+    bool found = github && s_earlier(ctx, post, path, &earlier, state, sizeof state);
+    if (found && strcmp(state, s_state(event)) == 0) {
+        /* Same state: the earlier review's text becomes this one's, findings in the body
+         * (inline comments cannot be replaced). */
+        char *body = review_post_body(post, false);
+        if (body != NULL && s_edit(ctx, post, path, earlier, body, true))
+            specialist_result_str(ctx, "post_action", "updated");
+        else if (body == NULL)
+            s_failed(ctx, "out of memory");
+        specialist_result_int(ctx, "post_review_id", (int64_t)earlier);
+        specialist_result_int(ctx, "post_inline", 0);
+        free(body);
+        return;
+    }
     size_t inline_count = 0;
-    bool api = s_any_inline(post->findings) && s_reviews_path(post->pr_url, path, sizeof path);
+    bool api = github && s_any_inline(post->findings);
     char *input = api ? s_api_request(post, event, &inline_count) : review_post_body(post, false);
     if (input == NULL) {
         s_failed(ctx, "out of memory");
         return;
     }
     specialist_result_int(ctx, "post_inline", (int64_t)inline_count);
+    bool posted;
     if (api) {
         char *argv[] = {(char *)post->gh_command, "api", "--method", "POST", path, "--input",
                         "-", NULL};
-        s_run(ctx, post, argv, input, "api");
+        posted = s_run(ctx, post, argv, input, "api");
     } else {
         char *argv[] = {(char *)post->gh_command, "pr", "review", (char *)post->pr_url,
                         (char *)s_flag(event), "--body-file", "-", NULL};
-        s_run(ctx, post, argv, input, "pr review");
+        posted = s_run(ctx, post, argv, input, "pr review");
     }
     free(input);
+    /* A review's state cannot be edited: the new one stands and the earlier one says it
+     * was replaced, so the pull request shows one current Cloister review. */
+    bool replaced = posted && found &&
+                    s_edit(ctx, post, path, earlier,
+                           REVIEW_POST_MARKER "\n*Replaced by a newer Cloister review below.*",
+                           false);
+    if (posted)
+        specialist_result_str(ctx, "post_action", replaced ? "replaced" : "created");
 }

@@ -11,6 +11,17 @@
  *   gh pr review URL --approve | --request-changes | --comment --body-file -
  * with every finding in the body.
  *
+ * Posting again updates rather than repeats. Every posted review carries a hidden marker
+ * (REVIEW_POST_MARKER). On a GitHub pull request URL the pull request's reviews are listed
+ * first (gh api repos/OWNER/REPO/pulls/N/reviews); when one carries the marker:
+ *   - it is in the state this review would leave (APPROVED, CHANGES_REQUESTED, COMMENTED):
+ *     its text is replaced (gh api --method PUT .../reviews/ID, {body}) with this review's,
+ *     every finding in the body -- post_action "updated", nothing new on the pull request;
+ *   - another state (a review's state cannot be edited): the new review is posted and the
+ *     earlier one's text becomes a one-line "replaced" note -- post_action "replaced".
+ * Otherwise (none yet, a list that cannot be read, another forge) it is posted as new:
+ * post_action "created".
+ *
  * The command ([review] gh_command, default "gh", looked up in PATH) runs with argv only,
  * never a shell, in the workspace, with its input on stdin and a time limit; it stops when
  * the task is cancelled. Posting is a courtesy to the humans on the pull request: when it
@@ -22,6 +33,9 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+
+/* The hidden marker that identifies Cloister's review on a pull request. */
+#define REVIEW_POST_MARKER "<!-- cloister-review -->"
 
 /* Seconds a post may take. */
 #define REVIEW_POST_TIMEOUT_S 60
@@ -44,8 +58,9 @@ typedef struct {
  * inline comments) are left out. NULL if memory runs out. */
 char *review_post_body(const review_post_t *post, bool skip_inline);
 
-/* Runs the command and records the outcome in the task's result: `posted` (bool),
- * `post_event` (APPROVE | REQUEST_CHANGES | COMMENT), `post_inline` (the number of inline
+/* Runs the command(s) and records the outcome in the task's result: `posted` (bool),
+ * `post_event` (APPROVE | REQUEST_CHANGES | COMMENT), `post_action` (created | updated |
+ * replaced), `post_review_id` (the review updated), `post_inline` (the number of inline
  * comments), and `post_error` (one line) when it failed. */
 void review_post_run(specialist_ctx_t *ctx, const review_post_t *post);
 

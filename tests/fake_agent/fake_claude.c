@@ -390,6 +390,8 @@ static void s_write_log(fake_t *self)
         self->stdin_text != NULL ? json_string(self->stdin_text) : json_null(), "env",
         "PANOPTICON_AGENT_ID", s_env_or_null("PANOPTICON_AGENT_ID"), "CLAUDECODE",
         s_env_or_null("CLAUDECODE"));
+    json_object_set_new(json_object_get(entry, "env"), "CLOISTER_REVIEWER",
+                        s_env_or_null("CLOISTER_REVIEWER"));
     char *line = entry != NULL ? json_dumps(entry, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
     if (line != NULL) {
         int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -1074,8 +1076,135 @@ static int s_main(fake_t *self)
     return s_turn(self);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Scripted per reviewer (the review's domain reviewers run in parallel, one process each,
+ * so one set of FAKE_CLAUDE_* variables cannot tell them apart): with CLOISTER_REVIEWER and
+ * FAKE_CLAUDE_REVIEWER_DIR set, <dir>/<reviewer>.result, .actions, .scenario and .delay
+ * stand in for FAKE_CLAUDE_RESULT, _ACTIONS, _SCENARIO and _DELAY_MS (a file that is
+ * missing leaves the variable as it was); "{call}" in the result becomes the number of
+ * this run of that reviewer (1, 2, ..., counted in <dir>/<reviewer>.calls), and each run
+ * that ends appends {reviewer, call, start_ms, end_ms} (CLOCK_REALTIME) to <dir>/runs.jsonl. */
+
+typedef struct {
+    char dir[PATH_MAX];
+    const char *name;
+    int call;
+    int64_t start_ms;
+} reviewer_run_t;
+
+static int64_t s_realtime_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The whole file at dir/name.suffix (caller frees), or NULL. */
+static char *s_reviewer_file(const reviewer_run_t *rv, const char *suffix)
+{
+    char path[PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/%s.%s", rv->dir, rv->name, suffix);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    char buf[4096];
+    size_t n;
+    while (out != NULL && (n = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(f);
+    if (out == NULL || fclose(out) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* text with every "{call}" replaced by the call number (caller frees). */
+static char *s_with_call(const char *text, int call)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (f == NULL)
+        return NULL;
+    for (const char *p = text; *p != '\0';) {
+        if (strncmp(p, "{call}", 6) == 0) {
+            fprintf(f, "%d", call);
+            p += 6;
+        } else {
+            fputc(*p++, f);
+        }
+    }
+    fclose(f);
+    return out;
+}
+
+/* Counts this run in <dir>/<reviewer>.calls and sets the knobs from the reviewer's files.
+ * Returns false when this run is not scripted per reviewer. */
+static bool s_reviewer_begin(reviewer_run_t *rv)
+{
+    const char *dir = getenv("FAKE_CLAUDE_REVIEWER_DIR");
+    rv->name = getenv("CLOISTER_REVIEWER");
+    if (dir == NULL || *dir == '\0' || rv->name == NULL || *rv->name == '\0' ||
+        strchr(rv->name, '/') != NULL)
+        return false;
+    snprintf(rv->dir, sizeof rv->dir, "%s", dir);
+    rv->start_ms = s_realtime_ms();
+    char *calls = s_reviewer_file(rv, "calls");
+    rv->call = (calls ? atoi(calls) : 0) + 1;
+    free(calls);
+    char path[PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/%s.calls", rv->dir, rv->name);
+    FILE *f = fopen(path, "w");
+    if (f != NULL) {
+        fprintf(f, "%d\n", rv->call);
+        fclose(f);
+    }
+    /* {file suffix, variable, whole text (else its first line)} */
+    static const struct {
+        const char *suffix, *variable;
+        bool whole;
+    } knobs[] = {{"result", "FAKE_CLAUDE_RESULT", true},
+                 {"actions", "FAKE_CLAUDE_ACTIONS", true},
+                 {"scenario", "FAKE_CLAUDE_SCENARIO", false},
+                 {"delay", "FAKE_CLAUDE_DELAY_MS", false}};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        char *text = s_reviewer_file(rv, knobs[i].suffix);
+        if (text == NULL)
+            continue;
+        if (!knobs[i].whole)
+            text[strcspn(text, "\n")] = '\0';
+        char *value = s_with_call(text, rv->call);
+        setenv(knobs[i].variable, value ? value : text, 1);
+        free(value);
+        free(text);
+    }
+    return true;
+}
+
+/* Appends the run's line to <dir>/runs.jsonl. */
+static void s_reviewer_end(const reviewer_run_t *rv)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/runs.jsonl", rv->dir);
+    char line[512];
+    int n = snprintf(line, sizeof line,
+                     "{\"reviewer\":\"%s\",\"call\":%d,\"start_ms\":%lld,\"end_ms\":%lld}\n",
+                     rv->name, rv->call, (long long)rv->start_ms, (long long)s_realtime_ms());
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0 && n > 0 && (size_t)n < sizeof line && write(fd, line, (size_t)n) < 0)
+        fprintf(stderr, "fake-claude: cannot write %s: %s\n", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+}
+
 int main(int argc, char **argv)
 {
+    reviewer_run_t reviewer = {0};
+    bool per_reviewer = s_reviewer_begin(&reviewer);
     static fake_t fake;
     fake.argc = argc;
     fake.argv = argv;
@@ -1089,6 +1218,8 @@ int main(int argc, char **argv)
     if (getcwd(fake.cwd, sizeof fake.cwd) == NULL)
         snprintf(fake.cwd, sizeof fake.cwd, ".");
     int rc = s_main(&fake);
+    if (per_reviewer)
+        s_reviewer_end(&reviewer);
     free(fake.stdin_text);
     json_decref(fake.transcript);
     for (int i = 0; i < OPT_COUNT; i++)

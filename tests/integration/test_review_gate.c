@@ -84,6 +84,14 @@ static void test_normal_error_blocks(review_env_t *r)
     CHECK_INT(harness_int(result, "errors"), 1);
     CHECK_INT(harness_int(result, "infos"), 1);
     CHECK_STR(harness_field(result, "merge_task"), "");
+    /* The single pass has a merge gate too: the error must be fixed, the info is neither. */
+    const json_t *gate = json_object_get(result, "merge_gate");
+    CHECK_STR(harness_field(gate, "decision"), "block");
+    CHECK_STR(json_string_value(json_array_get(json_object_get(gate, "must_fix"), 0)),
+              harness_field(first, "id"));
+    CHECK_INT((int)json_array_size(json_object_get(gate, "should_fix")), 0);
+    CHECK_STR(harness_field(first, "reviewer"), "review-agent");
+    CHECK_INT((int)json_array_size(json_object_get(result, "skips")), 0);
     harness_pump(r->h, 300);
     CHECK_INT(harness_count(r->h, "task.queued", "merge-g2"), 0);
 

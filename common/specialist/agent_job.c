@@ -197,11 +197,14 @@ static void s_on_progress(void *arg, const agent_progress_t *progress)
     }
 }
 
-static void s_result_fields(specialist_ctx_t *ctx, const agent_outcome_t *o)
+static void s_result_fields(specialist_ctx_t *ctx, const char *cli, const agent_outcome_t *o)
 {
     specialist_result_bool(ctx, "agent_ok", o->ok);
-    if (!o->ok)
+    specialist_result_str(ctx, "agent_cli", cli != NULL ? cli : "claude");
+    if (!o->ok) {
         specialist_result_str(ctx, "agent_error", o->error);
+        specialist_result_bool(ctx, "agent_not_logged_in", o->not_logged_in);
+    }
     specialist_result_str(ctx, "session_id", o->session_id);
     specialist_result_bool(ctx, "session_fresh", o->fresh);
     if (o->fresh)
@@ -339,7 +342,7 @@ int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx,
     specialist_watch_child(ctx, 0);
     if (with_mcp)
         s_mcp_end(ctx, &mcp);
-    s_result_fields(ctx, agent_run_outcome(run));
+    s_result_fields(ctx, settings->agent.cli, agent_run_outcome(run));
     *run_p = run;
     return 0;
 }

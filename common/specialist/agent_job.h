@@ -40,7 +40,7 @@
  * It polls specialist_cancelled() and cancels the run, and registers the agent's process
  * group with specialist_watch_child() (again after each recovery rerun). When the run is
  * over it sets the standard result fields:
- *   agent_ok, agent_error, session_id, session_fresh, session_fresh_reason, cost_usd,
+ *   agent_ok, agent_cli, agent_error and agent_not_logged_in (when not ok), session_id, session_fresh, session_fresh_reason, cost_usd,
  *   input_tokens (input + cache tokens), output_tokens, turns, agent_duration_ms. */
 #ifndef CLOISTER_AGENT_JOB_H
 #define CLOISTER_AGENT_JOB_H

@@ -5,8 +5,8 @@
 #include "review_harness.h"
 
 #include <limits.h>
-#include <sys/stat.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 /* Restarts the service with `mode` and the agent answering `answer`; runs task `id` with
  * `extra` payload members; returns its task.done event (or NULL). */
@@ -720,6 +720,58 @@ static void test_repo_review_mode(review_env_t *r)
     CHECK(review_sh(r, script));
 }
 
+/* The review-agent on another CLI: [specialists.review-agent] agent picks the adapter, and
+ * the review runs through it end to end (its argv, the workspace its way, the verdict). */
+static void test_other_clis(review_env_t *r)
+{
+    const char *const clis[] = {"codex", "gemini"};
+    char codex_home[600], auth[700], log[600];
+    snprintf(codex_home, sizeof codex_home, "%s/codex-home", r->h->env->dir);
+    snprintf(auth, sizeof auth, "%s/auth.json", codex_home);
+    mkdir(codex_home, 0700);
+    CHECK(testenv_write_file(auth, "{}") == 0);
+    setenv("CODEX_HOME", codex_home, 1);
+    setenv("GEMINI_API_KEY", "test-key", 1);
+    snprintf(log, sizeof log, "%s/other-cli.log", r->h->env->dir);
+    const char *answer = "REVIEW_RESULT: APPROVED\nFILES_REVIEWED: src/db.c\nFINDINGS:\n"
+                         "- warning: src/db.c:1 name the parameter better\n";
+    for (size_t i = 0; i < 2; i++) {
+        char extra[900], id[32], program[64], knob[64];
+        snprintf(program, sizeof program, "fake-%s", clis[i]);
+        snprintf(extra, sizeof extra,
+                 "[review]\nmode = \"normal\"\n\n[specialists.review-agent]\nagent = \"%s\"\n"
+                 "command = \"%s\"\n",
+                 clis[i], testenv_bin(program));
+        review_config(r, extra);
+        snprintf(knob, sizeof knob, "FAKE_%s_RESULT", i == 0 ? "CODEX" : "GEMINI");
+        setenv(knob, answer, 1);
+        snprintf(knob, sizeof knob, "FAKE_%s_LOG", i == 0 ? "CODEX" : "GEMINI");
+        setenv(knob, log, 1);
+        unlink(log);
+        snprintf(id, sizeof id, "cli-%s", clis[i]);
+        pid_t svc = review_start(r, id);
+        review_submit(r, id, 30, NULL);
+        json_t *done = harness_wait(r->h, "task.done", id, 15000);
+        CHECK(done != NULL);
+        CHECK(review_stop(r, svc) == 0);
+        const json_t *result = review_result(done);
+        CHECK_STR(harness_field(result, "agent_cli"), clis[i]);
+        CHECK_STR(harness_field(result, "GATE"), "open");
+        CHECK_INT(harness_int(result, "warnings"), 1);
+        char *logged = testenv_read_file(log);
+        CHECK(logged != NULL && strstr(logged, r->repo) != NULL); /* the workspace passed */
+        CHECK(logged != NULL && strstr(logged, i == 0 ? "\"exec\",\"--json\""
+                                                      : "\"-o\",\"stream-json\"") != NULL);
+        free(logged);
+        unsetenv(knob);
+        snprintf(knob, sizeof knob, "FAKE_%s_RESULT", i == 0 ? "CODEX" : "GEMINI");
+        unsetenv(knob);
+    }
+    unsetenv("CODEX_HOME");
+    unsetenv("GEMINI_API_KEY");
+    review_config(r, NULL);
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("review-gate");
@@ -741,6 +793,7 @@ int main(void)
         test_pipeline_chains(r);
         test_doctor(r);
         test_repo_review_mode(r);
+        test_other_clis(r);
     }
     review_env_destroy(&r);
     return check_exit_code("test_review_gate");

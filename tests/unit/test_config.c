@@ -280,6 +280,38 @@ static void test_specialists(void)
     config_destroy(&config);
 }
 
+/* The agent CLI per specialist: [specialists.X] agent, else [agent] cli; [agent] command is
+ * the command of [agent] cli only; Claude's model aliases are not given to another CLI. */
+static void test_specialist_cli(void)
+{
+    config_t *config = parse_ok("[agent]\ncommand = \"/opt/claude\"\n"
+                                "[specialists.review-agent]\nagent = \"codex\"\n"
+                                "[specialists.test-agent]\nagent = \"gemini\"\n"
+                                "command = \"/opt/gemini\"\nmodel = \"gemini-2.5-pro\"\n");
+    CHECK(config != NULL);
+    CHECK_STR(config_specialist_cli(config, "merge-agent"), "claude");
+    CHECK_STR(config_specialist_command(config, "merge-agent"), "/opt/claude");
+    CHECK_STR(config_specialist_model(config, "merge-agent"), "sonnet");
+    CHECK_STR(config_specialist_cli(config, "review-agent"), "codex");
+    CHECK(config_specialist_command(config, "review-agent") == NULL);
+    CHECK(config_specialist_model(config, "review-agent") == NULL);
+    CHECK_STR(config_specialist_cli(config, "test_agent"), "gemini");
+    CHECK_STR(config_specialist_command(config, "test-agent"), "/opt/gemini");
+    CHECK_STR(config_specialist_model(config, "test-agent"), "gemini-2.5-pro");
+    config_destroy(&config);
+
+    config = parse_ok("[agent]\ncli = \"codex\"\ncommand = \"/opt/codex\"\n");
+    CHECK(config != NULL);
+    CHECK_STR(config_specialist_cli(config, "merge-agent"), "codex");
+    CHECK_STR(config_specialist_command(config, "merge-agent"), "/opt/codex");
+    config_destroy(&config);
+
+    expect_error("[agent]\ncli = \"cursor\"\n",
+                 "cloister.toml:2:7: expected one of claude|codex|gemini for agent.cli, found \"cursor\"");
+    expect_error("[specialists.review-agent]\nagent = \"gpt\"\n",
+                 "cloister.toml:2:9: expected one of claude|codex|gemini for specialists.review-agent.agent, found \"gpt\"");
+}
+
 #define VALUE "a value (string, number, boolean or array)"
 #define ESCAPES "an escape (\\\" \\\\ \\b \\t \\n \\f \\r \\uXXXX or \\UXXXXXXXX)"
 
@@ -622,6 +654,7 @@ int main(void)
     test_known_keys_from_file();
     test_unknown_tables_kept();
     test_specialists();
+    test_specialist_cli();
     test_syntax_errors();
     test_duplicates();
     test_type_errors();

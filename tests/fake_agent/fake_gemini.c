@@ -155,10 +155,9 @@ static int s_result(gemini_t *g, const char *error)
     return error ? 1 : 0;
 }
 
-static int s_run(gemini_t *g, int argc, char **argv)
+/* The run proper, once stdin is read (`input`, borrowed). */
+static int s_session_run(gemini_t *g, char *input)
 {
-    char *input = fake_cli_read_stdin();
-    fake_cli_log("FAKE_GEMINI_LOG", argc, argv, input);
     if (!s_logged_in()) {
         fprintf(stderr, "Please set an Auth method in your %s/.gemini/settings.json or specify "
                         "one of the following environment variables before running: "
@@ -207,7 +206,6 @@ static int s_run(gemini_t *g, int argc, char **argv)
     fake_cli_emit(json_pack("{s:s, s:s, s:s}", "type", "message", "role", "user", "content",
                             prompt));
     free(prompt);
-    free(input);
     const char *scenario = fake_cli_env("FAKE_GEMINI_SCENARIO", "success");
     if (strcmp(scenario, "hang") == 0)
         for (;;)
@@ -226,6 +224,15 @@ static int s_run(gemini_t *g, int argc, char **argv)
         rc = s_result(g, NULL);
     }
     json_decref(said);
+    return rc;
+}
+
+static int s_run(gemini_t *g, int argc, char **argv)
+{
+    char *input = fake_cli_read_stdin();
+    fake_cli_log("FAKE_GEMINI_LOG", argc, argv, input);
+    int rc = s_session_run(g, input);
+    free(input);
     return rc;
 }
 

@@ -326,7 +326,7 @@ static int s_action_resolve_all(const char *rule, fake_actions_report_fn *report
 /* Runs argv (split on spaces) with stdin from /dev/null and stdout+stderr captured. */
 static int s_action_run(const char *rest, fake_actions_report_fn *report, void *arg)
 {
-    json_t *input = json_pack("{s:s, s:s}", "command", rest, "description", "fake-claude run");
+    json_t *input = json_pack("{s:s, s:s}", "command", rest, "description", "fake agent run");
     char *copy = strdup(rest);
     char *argv[FAKE_ARGV_MAX + 1];
     int argc = 0;

@@ -831,10 +831,12 @@ static void s_record_session_meta(fake_t *self, const char *forked_from)
 {
     char stamp[40];
     fake_timestamp(stamp);
+    const char *provider = s_override_string(self, "model_provider");
     json_t *meta = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "session_id",
                              self->thread_id, "id", self->thread_id, "timestamp", stamp, "cwd",
                              self->cwd, "originator", "codex_exec", "cli_version", FAKE_VERSION,
-                             "source", "exec", "model_provider", "openai");
+                             "source", "exec", "model_provider",
+                             provider != NULL ? provider : "openai");
     if (forked_from != NULL)
         json_object_set_new(meta, "forked_from_id", json_string(forked_from));
     s_record(self, "session_meta", meta);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -167,7 +168,10 @@ typedef struct {
 
 static void s_write_log(fake_t *self)
 {
-    static const char *const env_names[] = {"PANOPTICON_AGENT_ID", "CODEX_HOME", NULL};
+    /* CODEX_THREAD_ID is what codex sets for the commands it runs: seeing it here means a
+     * run was started from inside another codex run */
+    static const char *const env_names[] = {"PANOPTICON_AGENT_ID", "CODEX_HOME",
+                                            "CODEX_THREAD_ID", NULL};
     if (self->logged)
         return;
     self->logged = true;
@@ -1445,9 +1449,18 @@ static int s_exec(fake_t *self)
     return s_turn(self);
 }
 
+/* The real CLI interrupts the turn on SIGINT and exits 1 without a turn.failed event (a
+ * SIGTERM just kills it: 143). */
+static void s_on_sigint(int sig)
+{
+    (void)sig;
+    _exit(1);
+}
+
 int main(int argc, char **argv)
 {
     static fake_t fake;
+    signal(SIGINT, s_on_sigint);
     fake.argc = argc;
     fake.argv = argv;
     fake.first_event = true;

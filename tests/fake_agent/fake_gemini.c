@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -224,7 +225,10 @@ typedef struct {
 
 static void s_write_log(fake_t *self)
 {
-    static const char *const env_names[] = {"PANOPTICON_AGENT_ID", "GEMINI_CLI_HOME", NULL};
+    /* GEMINI_CLI=1 is what gemini sets for the commands it runs: seeing it here means a run
+     * was started from inside another gemini run */
+    static const char *const env_names[] = {"PANOPTICON_AGENT_ID", "GEMINI_CLI_HOME", "GEMINI_CLI",
+                                            NULL};
     if (self->logged)
         return;
     self->logged = true;
@@ -1269,9 +1273,20 @@ static int s_main(fake_t *self)
     return s_turn(self);
 }
 
+/* SIGTERM, SIGINT and SIGHUP make the real CLI shut down "gracefully" with exit code 0 and
+ * no result event: a killed run looks like a clean exit, only the missing result tells. */
+static void s_on_signal(int sig)
+{
+    (void)sig;
+    _exit(0);
+}
+
 int main(int argc, char **argv)
 {
     static fake_t fake;
+    signal(SIGTERM, s_on_signal);
+    signal(SIGINT, s_on_signal);
+    signal(SIGHUP, s_on_signal);
     fake.argc = argc;
     fake.argv = argv;
     fake.first_event = true;

@@ -895,6 +895,37 @@ static void test_gemini_scenarios(void)
     s_world_close(&w);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Signals: what a runner's stop looks like. */
+
+static int s_signal_hanging(world_t *w, const char *program, const char *const *args, int sig)
+{
+    char out_path[700], err_path[700];
+    pid_t pid = s_start(w, program, "x", args, out_path, err_path, sizeof out_path);
+    testenv_sleep_ms(200);
+    kill(pid, sig);
+    int code = s_wait(pid, 5000);
+    if (code == -1)
+        s_kill(pid);
+    char *out = testenv_read_file(out_path);
+    CHECK_STR(out, "");
+    free(out);
+    return code;
+}
+
+static void test_signals(void)
+{
+    world_t w;
+    s_world_open(&w, "fake-signals");
+    setenv("FAKE_CODEX_SCENARIO", "hang", 1);
+    CHECK_INT(s_signal_hanging(&w, "fake-codex", CODEX_NEW("-", NULL), SIGINT), 1);
+    CHECK_INT(s_signal_hanging(&w, "fake-codex", CODEX_NEW("-", NULL), SIGTERM), 128 + SIGTERM);
+    /* gemini exits 0 on SIGTERM: only the missing result shows the run did not finish */
+    setenv("FAKE_GEMINI_SCENARIO", "hang", 1);
+    CHECK_INT(s_signal_hanging(&w, "fake-gemini", GEMINI_RUN("--session-id", GID_A), SIGTERM), 0);
+    s_world_close(&w);
+}
+
 int main(void)
 {
     test_codex_flags();
@@ -905,5 +936,6 @@ int main(void)
     test_gemini_success();
     test_gemini_sessions();
     test_gemini_scenarios();
+    test_signals();
     return check_exit_code("test_fake_codex_gemini");
 }

@@ -58,6 +58,8 @@ struct agent_run_t {
     bool session_chosen;              /* past the lock phase: the run gets recorded */
     char fork_of[SESSION_ID_SIZE];    /* a fork: the stored session it copies; "" otherwise */
     char login_output[256];           /* the login check's last stdout line */
+    /* For a CLI whose usage is the session's running total: the totals before this run. */
+    int64_t usage_base_input, usage_base_output;
 
     /* The current attempt. */
     proc_t *proc;
@@ -167,6 +169,7 @@ static int s_fresh_session(agent_run_t *run, const char *reason)
     run->use_session_id = true;
     run->outcome.fresh = true;
     run->fork_of[0] = '\0';
+    run->usage_base_input = run->usage_base_output = 0;
     msgjson_copy_utf8(run->fresh_reason, sizeof run->fresh_reason, reason);
     log_info("agent %s: starting a fresh %s session %s (%s)", run->settings->specialist,
              run->cli->name, st->session_id, reason);
@@ -197,6 +200,8 @@ static int s_choose_fork(agent_run_t *run)
     if (reason != NULL)
         return s_fresh_session(run, reason);
     msgjson_copy_utf8(run->fork_of, sizeof run->fork_of, run->state.session_id);
+    run->usage_base_input = run->state.input_tokens; /* a fork's totals start from these */
+    run->usage_base_output = run->state.output_tokens;
     session_state_t *st = &run->state;
     memset(st, 0, sizeof *st);
     if (!run->cli->names_sessions)
@@ -235,6 +240,8 @@ static int s_choose_session(agent_run_t *run)
         /* An id we chose that never completed a run may not exist on the CLI's side yet;
          * one the CLI named exists, since it said so. */
         run->use_session_id = !run->cli->names_sessions && run->state.runs == 0;
+        run->usage_base_input = run->state.input_tokens;
+        run->usage_base_output = run->state.output_tokens;
         return 0;
     }
     return s_fresh_session(run, reason);
@@ -405,6 +412,25 @@ static void s_last_line(char *out, size_t size, const char *text)
     msgjson_copy_utf8(out, size, line);
 }
 
+/* A CLI that reports the session's running totals (agent_cli_t.usage_is_thread_total):
+ * this run's share is what the totals grew by since the session's stored ones. How much of
+ * it was cached is not reported per run: the cached share of the totals, at most all. Its
+ * context is taken as this run's input (an over-estimate, as with a result's usage). */
+static void s_usage_of_this_run(agent_run_t *run)
+{
+    agent_outcome_t *o = &run->outcome;
+    int64_t total_in = o->input_tokens + o->cache_creation_input_tokens + o->cache_read_input_tokens;
+    int64_t run_in = total_in > run->usage_base_input ? total_in - run->usage_base_input : 0;
+    int64_t cached = o->cache_read_input_tokens < run_in ? o->cache_read_input_tokens : run_in;
+    o->input_tokens = run_in - cached;
+    o->cache_creation_input_tokens = 0;
+    o->cache_read_input_tokens = cached;
+    o->output_tokens = o->output_tokens > run->usage_base_output
+                           ? o->output_tokens - run->usage_base_output
+                           : 0;
+    o->context_tokens = run_in;
+}
+
 /* Fills the outcome from the last attempt (its proc status and result). */
 static void s_fill_outcome(agent_run_t *run)
 {
@@ -441,6 +467,8 @@ static void s_fill_outcome(agent_run_t *run)
     }
     if (run->stream.context_tokens > 0)
         o->context_tokens = run->stream.context_tokens;
+    if (result != NULL && run->cli->usage_is_thread_total)
+        s_usage_of_this_run(run);
     char stderr_line[512];
     s_last_line(stderr_line, sizeof stderr_line, run->stderr_tail ? run->stderr_tail : "");
 
@@ -497,8 +525,11 @@ static void s_record(agent_run_t *run)
     if (have_session && o->got_result) {
         const char *reported = json_string_value(json_object_get(run->stream.result, "session_id"));
         if (reported != NULL && reported[0] != '\0' && strcmp(reported, st->session_id) != 0) {
-            if (strlen(reported) < SESSION_ID_SIZE && run->cli->session_exists != NULL &&
-                run->cli->session_exists(run->settings->workdir, reported)) {
+            /* A CLI that names its sessions is believed: the conversation is where it says. */
+            bool exists = run->cli->session_exists != NULL
+                              ? run->cli->session_exists(run->settings->workdir, reported)
+                              : run->cli->names_sessions;
+            if (strlen(reported) < SESSION_ID_SIZE && exists) {
                 log_info("agent %s: the CLI continued in session %s (was %s); adopting it", name,
                          reported, st->session_id);
                 msgjson_copy_utf8(st->session_id, sizeof st->session_id, reported);

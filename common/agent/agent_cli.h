@@ -60,6 +60,8 @@ typedef struct {
     bool forks;                  /* can copy a session; else a fork is a fresh throwaway */
     bool takes_system_prompt;    /* has a flag for append_system_prompt; else the runner
                                     puts that text in front of the prompt */
+    bool usage_is_thread_total;  /* the usage it reports is the session's running total
+                                    (Codex): the runner subtracts what earlier runs had */
     const char *const *login_check; /* args of a quick credentials check run before each
                                        run (exit 0 = logged in); NULL = none */
     const char *const *login_env;   /* variables that log a run in by themselves: when one

@@ -94,7 +94,7 @@ static bool s_plain_name(const char *name)
 }
 
 /* Codex takes MCP servers from its config only: each server of the Claude-style JSON
- * file becomes -c mcp_servers.<name>.{command,args,env} (§4). */
+ * file becomes -c mcp_servers.<name>.{command,args,env}. */
 static void s_add_mcp(agent_argv_t *argv, const char *path)
 {
     json_error_t error;
@@ -166,7 +166,7 @@ static void s_build_argv(agent_argv_t *argv, const agent_call_t *call)
 }
 
 /* ---------------------------------------------------------------------------------------
- * Reading `--json` (§3). */
+ * Reading `--json` (§2). */
 
 static void s_on_item(agent_stream_t *stream, json_t *item)
 {
@@ -275,11 +275,13 @@ static agent_failure_kind_t s_classify(const char *stderr_tail, const char *resu
 }
 
 static const char *const s_login_check[] = {"login", "status", NULL};
-/* Codex's own session variables, set when the runner itself runs under Codex. */
-static const char *const s_env_remove[] = {"CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED",
-                                           NULL};
-/* An API key in the environment logs a run in without `codex login`. */
-static const char *const s_login_env[] = {"CODEX_API_KEY", "OPENAI_API_KEY", NULL};
+/* What Codex sets for the commands it runs: a runner started from inside Codex must not
+ * pass them on (§5). */
+static const char *const s_env_remove[] = {"CODEX_THREAD_ID", "CODEX_SESSION_ID",
+                                           "CODEX_TOOL_CALL_ID", "CODEX_SANDBOX",
+                                           "CODEX_SANDBOX_NETWORK_DISABLED", NULL};
+/* What `codex exec` sends without `codex login` (OPENAI_API_KEY it ignores, §4-§5). */
+static const char *const s_login_env[] = {"CODEX_API_KEY", "CODEX_ACCESS_TOKEN", NULL};
 
 const agent_cli_t agent_cli_codex = {
     .name = "codex",
@@ -287,11 +289,12 @@ const agent_cli_t agent_cli_codex = {
     .names_sessions = true,
     .forks = true,
     .takes_system_prompt = false,
+    .usage_is_thread_total = true, /* turn.completed.usage counts the whole thread (§2.3) */
     /* Offline or unauthenticated, `codex exec` retries for ever instead of failing: the
-     * check says "Not logged in" in a moment (§5). */
+     * check says "Not logged in" in a moment (§4). */
     .login_check = s_login_check,
     .login_env = s_login_env,
-    .login_hint = "run `codex login`, or set OPENAI_API_KEY",
+    .login_hint = "run `codex login`, or set CODEX_API_KEY",
     .build_argv = s_build_argv,
     .read_event = s_read_event,
     .classify = s_classify,

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* `-p` text is appended to what stdin carries (§1): the task comes on stdin, this says so. */
+/* `-p` text is appended to what stdin carries (§1.1): the task comes on stdin, this says so. */
 #define GEMINI_PROMPT_TAIL "Carry out the task above."
 #define GEMINI_LOST_TEXT "Invalid session identifier"
-#define GEMINI_NO_SESSIONS_TEXT "No previous sessions found" /* exit 42, none at all (§2) */
+#define GEMINI_NO_SESSIONS_TEXT "No previous sessions found" /* exit 42, none at all (§3) */
 #define GEMINI_NOT_LOGGED_IN_TEXT "Please set an Auth method"
 
 /* -o stream-json [-m M] --approval-mode yolo --skip-trust [--include-directories D]...
@@ -27,7 +27,7 @@ static void s_build_argv(agent_argv_t *argv, const agent_call_t *call)
         agent_argv_add(argv, set->model);
     }
     /* Nobody is there to approve a tool call; without --skip-trust an untrusted folder
-     * turns yolo back into "default" (observed, §1). */
+     * turns yolo back into "default" (observed, §1.2). */
     agent_argv_add(argv, "--approval-mode");
     agent_argv_add(argv, "yolo");
     agent_argv_add(argv, "--skip-trust");
@@ -43,7 +43,7 @@ static void s_build_argv(agent_argv_t *argv, const agent_call_t *call)
 }
 
 /* The result event in Claude's shape. stats.input_tokens counts the cached tokens too;
- * stats.input is the rest (§3). No cost is reported. */
+ * stats.input is the rest (§2). No cost is reported. */
 static void s_on_result(agent_stream_t *stream, json_t *event)
 {
     const char *status = json_string_value(json_object_get(event, "status"));
@@ -128,6 +128,9 @@ static agent_failure_kind_t s_classify(const char *stderr_tail, const char *resu
     return AGENT_FAILURE_OTHER;
 }
 
+/* What Gemini sets for the commands it runs (§5). */
+static const char *const s_env_remove[] = {"GEMINI_CLI", NULL};
+
 const agent_cli_t agent_cli_gemini = {
     .name = "gemini",
     .default_command = "gemini",
@@ -141,5 +144,5 @@ const agent_cli_t agent_cli_gemini = {
     .read_event = s_read_event,
     .classify = s_classify,
     .session_exists = NULL,
-    .env_remove = NULL,
+    .env_remove = s_env_remove,
 };

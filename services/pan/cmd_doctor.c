@@ -8,7 +8,7 @@
  *   agent          for each agent CLI the enabled built-in specialists use: its command
  *                  runs (`<command> --version`), and it is logged in — Claude:
  *                  ANTHROPIC_API_KEY, else `<command> auth status` (exit 1 when not);
- *                  Codex: CODEX_API_KEY/OPENAI_API_KEY, else `<command> login status`;
+ *                  Codex: CODEX_API_KEY/CODEX_ACCESS_TOKEN, else `<command> login status`;
  *                  Gemini: GEMINI_API_KEY and friends, else an auth method chosen in
  *                  ~/.gemini/settings.json;
  *   git identity   user.name and user.email, or GIT_AUTHOR_NAME/EMAIL (the agents' git
@@ -117,10 +117,11 @@ static bool s_logged_in(const char *command, char *how, size_t size)
     return ok;
 }
 
-/* Codex: an API key in the environment, else `<command> login status` (exit 0). */
+/* Codex: a key in the environment that `codex exec` sends, else `<command> login status`
+ * (exit 0; it looks at $CODEX_HOME/auth.json only). */
 static bool s_codex_logged_in(const char *command, char *how, size_t size)
 {
-    const char *keys[] = {"CODEX_API_KEY", "OPENAI_API_KEY"};
+    const char *keys[] = {"CODEX_API_KEY", "CODEX_ACCESS_TOKEN"}; /* OPENAI_API_KEY: ignored */
     for (size_t i = 0; i < 2; i++) {
         if (getenv(keys[i]) != NULL && getenv(keys[i])[0] != '\0') {
             snprintf(how, size, "%s is set", keys[i]);
@@ -131,7 +132,7 @@ static bool s_codex_logged_in(const char *command, char *how, size_t size)
     char out[1024];
     bool ok = proc_probe(argv, DOCTOR_COMMAND_TIMEOUT_MS, out, sizeof out);
     snprintf(how, size, "`%s login status`: %s%s", command, out,
-             ok ? "" : " — run `codex login` or set OPENAI_API_KEY");
+             ok ? "" : " — run `codex login` or set CODEX_API_KEY");
     return ok;
 }
 

@@ -183,7 +183,8 @@ static char *s_findings_text(const json_t *findings)
                 json_string_value(json_object_get(x, "severity")));
         if (file != NULL && file[0] != '\0')
             fprintf(f, line > 0 ? "%s:%lld " : "%s ", file, (long long)line);
-        fputs(json_string_value(json_object_get(x, "title")), f);
+        const char *title = json_string_value(json_object_get(x, "title"));
+        fputs(title != NULL ? title : "", f);
         if (detail != NULL)
             fprintf(f, " | detail: %.600s", detail);
         if (suggestion != NULL)

@@ -1,6 +1,7 @@
-/* fake_actions: runs the FAKE_CLAUDE_ACTIONS script (see fake_actions.h). */
+/* fake_actions: runs a FAKE_*_ACTIONS script (see fake_actions.h). */
 #define _XOPEN_SOURCE 700
 #include "fake_actions.h"
+#include "fake_common.h"
 #include "fake_mcp.h"
 
 #include "failure.h"
@@ -32,7 +33,16 @@ static int s_prefix_failure(int code, const char *prefix)
 static void s_report(fake_actions_report_fn *report, void *arg, const char *tool, json_t *input,
                      const char *output, bool is_error, int exit_code)
 {
-    fake_step_t step = {tool, input, output, is_error, exit_code};
+    fake_step_t step = {tool, input, output, is_error, exit_code, false};
+    report(&step, arg);
+    json_decref(input);
+}
+
+/* The same for a write or append that created its file. */
+static void s_report_file(fake_actions_report_fn *report, void *arg, const char *tool,
+                          json_t *input, const char *output, bool is_error, bool created)
+{
+    fake_step_t step = {tool, input, output, is_error, 0, created};
     report(&step, arg);
     json_decref(input);
 }
@@ -60,35 +70,6 @@ static char *s_unescape(const char *text)
     }
     *w = '\0';
     return out;
-}
-
-static char *s_read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    size_t used = 0, size = 4096;
-    char *text = malloc(size);
-    while (text != NULL) {
-        if (used + 1 >= size) {
-            char *bigger = realloc(text, size * 2);
-            if (bigger == NULL) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = bigger;
-            size *= 2;
-        }
-        size_t n = fread(text + used, 1, size - used - 1, f);
-        if (n == 0)
-            break;
-        used += n;
-    }
-    fclose(f);
-    if (text != NULL)
-        text[used] = '\0';
-    return text;
 }
 
 /* Creates the parent directories of `path` (like the Write tool does). */
@@ -200,7 +181,7 @@ char *fake_actions_resolve_text(const char *text, const char *rule, int *blocks)
 /* Resolves one file in place. Returns 0 or a FAILURE_* code. */
 static int s_resolve_file(const char *path, const char *rule, int *blocks)
 {
-    char *text = s_read_file(path);
+    char *text = fake_read_file(path);
     if (text == NULL)
         return failure_set(FAILURE_NOT_FOUND, "cannot read %s: %s", path, strerror(errno));
     char *resolved = fake_actions_resolve_text(text, rule, blocks);
@@ -226,7 +207,7 @@ static int s_visit(const char *path, const struct stat *st, int flag, struct FTW
         return FTW_SKIP_SUBTREE;
     if (flag != FTW_F)
         return FTW_CONTINUE;
-    char *text = s_read_file(path);
+    char *text = fake_read_file(path);
     if (text != NULL && s_has_markers(text))
         json_array_append_new(s_conflicted, json_string(strncmp(path, "./", 2) == 0 ? path + 2
                                                                                     : path));
@@ -257,6 +238,7 @@ static int s_action_write(char *rest, bool append, fake_actions_report_fn *repor
     char *text = s_unescape(raw);
     if (text == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
+    bool created = access(rest, F_OK) != 0;
     int rc = s_write_file(rest, text, append ? "ab" : "wb");
     json_t *input = json_pack("{s:s, s:s}", "file_path", rest, "content", text);
     if (append)
@@ -266,7 +248,7 @@ static int s_action_write(char *rest, bool append, fake_actions_report_fn *repor
         snprintf(output, sizeof output, "%s %s", append ? "Appended to" : "Wrote", rest);
     else
         snprintf(output, sizeof output, "%s", failure_message());
-    s_report(report, arg, tool, input, output, rc != 0, 0);
+    s_report_file(report, arg, tool, input, output, rc != 0, created && rc == 0);
     free(text);
     if (rc != 0)
         return failure_set(rc, "%s", output);
@@ -282,7 +264,7 @@ static int s_action_resolve(char *rest, fake_actions_report_fn *report, void *ar
     json_t *input = json_pack("{s:s, s:s}", "file_path", rest, "rule", rule);
     int blocks = 0;
     int rc;
-    char *text = s_read_file(rest);
+    char *text = fake_read_file(rest);
     if (text == NULL)
         rc = failure_set(FAILURE_NOT_FOUND, "resolve: cannot read %s: %s", rest,
                          strerror(errno));
@@ -344,7 +326,7 @@ static int s_action_resolve_all(const char *rule, fake_actions_report_fn *report
 /* Runs argv (split on spaces) with stdin from /dev/null and stdout+stderr captured. */
 static int s_action_run(const char *rest, fake_actions_report_fn *report, void *arg)
 {
-    json_t *input = json_pack("{s:s, s:s}", "command", rest, "description", "fake-claude run");
+    json_t *input = json_pack("{s:s, s:s}", "command", rest, "description", "fake agent run");
     char *copy = strdup(rest);
     char *argv[FAKE_ARGV_MAX + 1];
     int argc = 0;
@@ -479,9 +461,9 @@ static int s_action(char *line, fake_actions_report_fn *report, void *arg, json_
 
 int fake_actions_run(const char *path, fake_actions_report_fn *report, void *arg, json_t *said)
 {
-    char *script = s_read_file(path);
+    char *script = fake_read_file(path);
     if (script == NULL)
-        return failure_set(FAILURE_NOT_FOUND, "cannot read FAKE_CLAUDE_ACTIONS %s: %s", path,
+        return failure_set(FAILURE_NOT_FOUND, "cannot read the action script %s: %s", path,
                            strerror(errno));
     int rc = 0;
     int line_no = 0;

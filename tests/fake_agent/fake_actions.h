@@ -1,6 +1,6 @@
-/* fake_actions: the little script language that lets the fake claude change things.
+/* fake_actions: the little script language that lets the fake CLIs change things.
  *
- * FAKE_CLAUDE_ACTIONS names a file with one action per line, run in the current directory
+ * FAKE_CLAUDE_ACTIONS (FAKE_CODEX_ACTIONS, FAKE_GEMINI_ACTIONS) names a file with one action per line, run in the current directory
  * in order (blank lines and lines starting with '#' are skipped):
  *
  *   write <path> <text...>             create or overwrite a file (\n, \t, \\ escapes)
@@ -12,8 +12,11 @@
  *   say <text...>                      a line of the final answer
  *   sleep <ms>                         pause
  *
- * Each write/append/resolve/resolve-all/run is reported to the caller as one tool step (the
- * fake turns it into an `assistant` tool_use plus a `user` tool_result event). */
+ * Each write/append/resolve/resolve-all/run/mcp is reported to the caller as one tool step,
+ * which each fake turns into its CLI's tool events (claude: an `assistant` tool_use plus a
+ * `user` tool_result; codex: a command_execution / file_change / mcp_tool_call item; gemini:
+ * tool_use plus tool_result). Steps are named the Claude way ("Write", "Edit", "Bash",
+ * "mcp__<server>__<tool>"); the other fakes translate. */
 #ifndef FAKE_ACTIONS_H
 #define FAKE_ACTIONS_H
 
@@ -28,6 +31,7 @@ typedef struct {
     const char *output; /* the tool_result content */
     bool is_error;      /* the tool reported an error (command exit code != 0, bad action) */
     int exit_code;      /* for "Bash": the command's exit code; 0 otherwise */
+    bool created;       /* for "Write"/"Edit" of one file: it did not exist before */
 } fake_step_t;
 
 /* Called after each tool step, so the caller can stream it while the script runs. */

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "failure.h"
 #include "fake_actions.h"
+#include "fake_common.h"
 #include "fake_mcp.h"
 
 #include <errno.h>
@@ -274,53 +275,6 @@ static int s_check_choices(fake_t *self)
 /* ---------------------------------------------------------------------------------------
  * Small helpers. */
 
-static bool s_is_uuid(const char *text)
-{
-    uuid_t parsed;
-    return text != NULL && strlen(text) == 36 && uuid_parse(text, parsed) == 0;
-}
-
-static void s_new_uuid(char out[40])
-{
-    uuid_t id;
-    uuid_generate_random(id);
-    uuid_unparse_lower(id, out);
-}
-
-static int s_env_int(const char *name, int fallback)
-{
-    const char *text = getenv(name);
-    if (text == NULL || *text == '\0')
-        return fallback;
-    char *end = NULL;
-    long value = strtol(text, &end, 10);
-    return (*end == '\0' && value >= 0 && value <= INT_MAX) ? (int)value : fallback;
-}
-
-static void s_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-/* Sleeps until killed: the hang scenarios. */
-static void s_hang(void)
-{
-    for (;;)
-        pause();
-}
-
-static void s_timestamp(char out[80])
-{
-    int64_t ms = clock_wall_ms();
-    time_t secs = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    snprintf(out, 80, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-}
-
 static bool s_scenario(const fake_t *self, const char *name)
 {
     return strcmp(self->scenario, name) == 0;
@@ -334,95 +288,28 @@ static bool s_scenario(const fake_t *self, const char *name)
  * hangs. */
 static void s_read_stdin(fake_t *self)
 {
-    if (isatty(0))
-        return;
-    size_t used = 0, size = 4096;
-    char *text = malloc(size);
-    if (text == NULL)
-        return;
-    struct pollfd pfd = {.fd = 0, .events = POLLIN};
-    int ready = poll(&pfd, 1, FAKE_STDIN_WAIT_MS);
-    if (ready == 0) {
+    bool timed_out = false;
+    self->stdin_text = fake_read_stdin(FAKE_STDIN_WAIT_MS, &timed_out);
+    if (timed_out)
         fprintf(stderr, "Warning: no stdin data received in 3s, proceeding without it. If piping "
                         "from a slow command, redirect stdin explicitly: < /dev/null to skip, "
                         "or wait longer.\n");
-    } else {
-        for (;;) {
-            if (used + 1 >= size) {
-                char *bigger = realloc(text, size * 2);
-                if (bigger == NULL)
-                    break;
-                text = bigger;
-                size *= 2;
-            }
-            ssize_t n = read(0, text + used, size - used - 1);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            used += (size_t)n;
-        }
-    }
-    text[used] = '\0';
-    self->stdin_text = text;
-}
-
-static json_t *s_env_or_null(const char *name)
-{
-    const char *value = getenv(name);
-    return value != NULL ? json_string(value) : json_null();
 }
 
 /* FAKE_CLAUDE_LOG=<file>: appends {argv, cwd, stdin, env} as one JSON line, once. */
 static void s_write_log(fake_t *self)
 {
-    const char *path = getenv("FAKE_CLAUDE_LOG");
-    if (path == NULL || *path == '\0' || self->logged)
+    static const char *const env_names[] = {"PANOPTICON_AGENT_ID", "CLAUDECODE",
+                                            "CLOISTER_REVIEWER", NULL};
+    if (self->logged)
         return;
     self->logged = true;
-    json_t *argv = json_array();
-    for (int i = 0; i < self->argc; i++)
-        json_array_append_new(argv, json_string(self->argv[i]));
-    char cwd[PATH_MAX];
-    json_t *entry = json_pack(
-        "{s:o, s:s?, s:o, s:{s:o, s:o}}", "argv", argv, "cwd",
-        getcwd(cwd, sizeof cwd) != NULL ? cwd : NULL, "stdin",
-        self->stdin_text != NULL ? json_string(self->stdin_text) : json_null(), "env",
-        "PANOPTICON_AGENT_ID", s_env_or_null("PANOPTICON_AGENT_ID"), "CLAUDECODE",
-        s_env_or_null("CLAUDECODE"));
-    json_object_set_new(json_object_get(entry, "env"), "CLOISTER_REVIEWER",
-                        s_env_or_null("CLOISTER_REVIEWER"));
-    char *line = entry != NULL ? json_dumps(entry, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
-    if (line != NULL) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            size_t len = strlen(line);
-            line[len] = '\n'; /* replaces the NUL: one write(2) for the whole line */
-            if (write(fd, line, len + 1) < 0)
-                fprintf(stderr, "fake-claude: cannot write %s: %s\n", path, strerror(errno));
-            close(fd);
-        }
-        free(line);
-    }
-    json_decref(entry);
+    fake_log_invocation(getenv("FAKE_CLAUDE_LOG"), self->argc, self->argv, self->stdin_text,
+                        env_names);
 }
 
 /* ---------------------------------------------------------------------------------------
  * The session store: ${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects/<encoded cwd>/<id>.jsonl */
-
-static void s_mkdirs(const char *path)
-{
-    char copy[PATH_MAX + 512];
-    snprintf(copy, sizeof copy, "%s", path);
-    for (char *p = copy + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(copy, 0700);
-            *p = '/';
-        }
-    }
-    mkdir(copy, 0700);
-}
 
 static void s_init_store(fake_t *self)
 {
@@ -495,28 +382,17 @@ static void s_session_copy(const fake_t *self, const char *from, const char *to)
     char from_path[PATH_MAX + 600], to_path[PATH_MAX + 600];
     s_session_path(self, from, from_path, sizeof from_path);
     s_session_path(self, to, to_path, sizeof to_path);
-    FILE *in = fopen(from_path, "rb");
-    FILE *out = fopen(to_path, "wb");
-    if (in != NULL && out != NULL) {
-        char buf[8192];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-            fwrite(buf, 1, n, out);
-    }
-    if (in != NULL)
-        fclose(in);
-    if (out != NULL)
-        fclose(out);
+    fake_copy_file(from_path, to_path);
 }
 
 /* Appends one line for this turn to the transcript of self->session_id. */
 static void s_session_append(const fake_t *self, const char *prompt)
 {
-    char path[PATH_MAX + 600], stamp[80], uuid[40];
-    s_mkdirs(self->project_dir);
+    char path[PATH_MAX + 600], stamp[40], uuid[40];
+    fake_mkdirs(self->project_dir);
     s_session_path(self, self->session_id, path, sizeof path);
-    s_timestamp(stamp);
-    s_new_uuid(uuid);
+    fake_timestamp(stamp);
+    fake_new_uuid(uuid);
     json_t *line = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", "user", "sessionId",
                              self->session_id, "cwd", self->cwd, "prompt", prompt, "timestamp",
                              stamp, "uuid", uuid);
@@ -542,7 +418,7 @@ static void s_emit(fake_t *self, json_t *event)
         json_array_append(self->transcript, event);
     } else if (strcmp(self->output_format, "stream-json") == 0 && event != NULL) {
         if (!self->first_event && self->delay_ms > 0)
-            s_sleep_ms(self->delay_ms);
+            fake_sleep_ms(self->delay_ms);
         self->first_event = false;
         json_dumpf(event, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10));
         fputc('\n', stdout);
@@ -606,7 +482,7 @@ static json_t *s_tools(const fake_t *self)
 static void s_emit_init(fake_t *self)
 {
     char uuid[40];
-    s_new_uuid(uuid);
+    fake_new_uuid(uuid);
     json_t *event = json_pack(
         "{s:s, s:s, s:s, s:o, s:[], s:s, s:s, s:s, s:s, s:s, s:s, s:[], s:s, s:s}", "subtype",
         "init", "cwd", self->cwd, "session_id", self->init_id, "tools", s_tools(self),
@@ -619,7 +495,7 @@ static void s_emit_init(fake_t *self)
 static void s_emit_unknown(fake_t *self)
 {
     char uuid[40];
-    s_new_uuid(uuid);
+    fake_new_uuid(uuid);
     json_t *event = json_pack("{s:{s:s, s:i, s:s}, s:s, s:s, s:s}", "rate_limit_info", "status",
                               "allowed", "resetsAt", 1900000000, "rateLimitType", "five_hour",
                               "uuid", uuid, "session_id", self->session_id, "type",
@@ -635,8 +511,8 @@ typedef struct {
 
 static fake_usage_t s_call_usage(void)
 {
-    fake_usage_t u = {s_env_int("FAKE_CLAUDE_INPUT_TOKENS", 1000), 500, 2000,
-                      s_env_int("FAKE_CLAUDE_OUTPUT_TOKENS", 200)};
+    fake_usage_t u = {fake_env_int("FAKE_CLAUDE_INPUT_TOKENS", 1000), 500, 2000,
+                      fake_env_int("FAKE_CLAUDE_OUTPUT_TOKENS", 200)};
     return u;
 }
 
@@ -657,8 +533,8 @@ static void s_emit_assistant(fake_t *self, json_t *content, const char *stop_rea
                              const char *error)
 {
     char msg_id[40], uuid[40];
-    s_new_uuid(msg_id);
-    s_new_uuid(uuid);
+    fake_new_uuid(msg_id);
+    fake_new_uuid(uuid);
     json_t *message = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:n, s:o}", "id", msg_id, "type",
                                 "message", "role", "assistant", "model",
                                 error != NULL ? "<synthetic>" : s_model(self), "content", content,
@@ -687,14 +563,14 @@ static void s_report_step(const fake_step_t *step, void *arg)
 {
     fake_t *self = arg;
     self->tool_steps++;
-    char tool_id[40], uuid[40], stamp[80];
+    char tool_id[40], uuid[40], stamp[40];
     snprintf(tool_id, sizeof tool_id, "toolu_fake%06d", self->tool_steps);
     json_t *content = json_pack("[{s:s, s:s, s:s, s:O}]", "type", "tool_use", "id", tool_id,
                                 "name", step->tool, "input", step->input);
     s_emit_assistant(self, content, "tool_use", NULL);
 
-    s_new_uuid(uuid);
-    s_timestamp(stamp);
+    fake_new_uuid(uuid);
+    fake_timestamp(stamp);
     json_t *result = json_pack(
         "{s:{s:s, s:[{s:s, s:s, s:s, s:b}]}, s:n, s:s, s:s, s:s, s:{s:s, s:s, s:b, s:b, s:i}, "
         "s:s}",
@@ -727,7 +603,7 @@ static json_t *s_result(fake_t *self, const char *subtype, bool is_error, const 
     int num_turns = billed ? self->tool_steps + 1 : 0;
     int64_t duration = clock_now_ms() - self->started_ms;
     char uuid[40];
-    s_new_uuid(uuid);
+    fake_new_uuid(uuid);
 
     json_t *usage = json_pack("{s:i, s:i, s:i, s:i, s:{s:i, s:i}, s:s}", "input_tokens",
                               input_tokens, "cache_creation_input_tokens", cache_creation,
@@ -845,14 +721,14 @@ static int s_validate(fake_t *self, char resumed[40])
     if (self->value[OPT_INPUT_FORMAT] != NULL &&
         strcmp(self->value[OPT_INPUT_FORMAT], "stream-json") == 0 && !stream)
         return s_fail(self, "Error: --input-format=stream-json requires output-format=stream-json.");
-    if (session_id != NULL && !s_is_uuid(session_id))
+    if (session_id != NULL && !fake_is_uuid(session_id))
         return s_fail(self, "Error: Invalid session ID. Must be a valid UUID.");
     if (session_id != NULL && resuming && !self->given[OPT_FORK_SESSION])
         return s_fail(self, "Error: --session-id with --continue or --resume also needs "
                             "--fork-session.");
     if (session_id != NULL && s_session_exists(self, session_id))
         return s_fail(self, "Error: Session ID %s is already in use.", session_id);
-    if (resume != NULL && !s_is_uuid(resume))
+    if (resume != NULL && !fake_is_uuid(resume))
         return s_fail(self,
                       "Error: --resume requires a valid session ID or session title when used "
                       "with --print. Usage: claude -p --resume <session-id|title>. Provided "
@@ -894,17 +770,17 @@ static void s_open_session(fake_t *self, const char *resumed, const char *prompt
             snprintf(self->session_id, sizeof self->session_id, "%s",
                      self->value[OPT_SESSION_ID]);
         else
-            s_new_uuid(self->session_id);
+            fake_new_uuid(self->session_id);
     } else {
         snprintf(self->session_id, sizeof self->session_id, "%s", resumed);
     }
     if (s_scenario(self, "bogus_init_id"))
-        s_new_uuid(self->init_id);
+        fake_new_uuid(self->init_id);
     else
         snprintf(self->init_id, sizeof self->init_id, "%s", self->session_id);
     if (self->given[OPT_NO_SESSION_PERSISTENCE])
         return;
-    s_mkdirs(self->project_dir);
+    fake_mkdirs(self->project_dir);
     if (forking || new_id)
         s_session_copy(self, resumed, self->session_id);
     s_session_append(self, prompt);
@@ -924,28 +800,11 @@ static int s_run_actions(fake_t *self, json_t *said, char *error, size_t error_s
     return -1;
 }
 
-static char *s_join_said(json_t *said)
-{
-    size_t len = 1;
-    size_t i;
-    json_t *item;
-    json_array_foreach(said, i, item) len += strlen(json_string_value(item)) + 1;
-    char *text = calloc(1, len);
-    if (text == NULL)
-        return NULL;
-    json_array_foreach(said, i, item) {
-        if (i > 0)
-            strcat(text, "\n");
-        strcat(text, json_string_value(item));
-    }
-    return text;
-}
-
 /* The turn after validation: events, actions and the result. Returns the exit code. */
 static int s_turn(fake_t *self)
 {
     if (s_scenario(self, "hang"))
-        s_hang();
+        fake_hang();
     s_emit_init(self);
     s_emit_unknown(self);
 
@@ -968,7 +827,7 @@ static int s_turn(fake_t *self)
     }
 
     const char *knob = getenv("FAKE_CLAUDE_RESULT");
-    char *joined = s_join_said(said);
+    char *joined = fake_join_lines(said);
     json_decref(said);
     const char *text = knob != NULL                          ? knob
                        : (joined != NULL && *joined != '\0') ? joined
@@ -1011,7 +870,7 @@ static int s_turn(fake_t *self)
     s_print_result(self, result, printed);
     free(joined);
     if (s_scenario(self, "hang_after_result"))
-        s_hang();
+        fake_hang();
     if (s_scenario(self, "exit0_on_error"))
         return 0;
     return is_error ? 1 : 0;
@@ -1210,7 +1069,7 @@ int main(int argc, char **argv)
     fake.argv = argv;
     fake.first_event = true;
     fake.started_ms = clock_now_ms();
-    fake.delay_ms = s_env_int("FAKE_CLAUDE_DELAY_MS", 0);
+    fake.delay_ms = fake_env_int("FAKE_CLAUDE_DELAY_MS", 0);
     fake.scenario = getenv("FAKE_CLAUDE_SCENARIO") != NULL && *getenv("FAKE_CLAUDE_SCENARIO")
                         ? getenv("FAKE_CLAUDE_SCENARIO")
                         : "success";

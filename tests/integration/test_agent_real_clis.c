@@ -112,8 +112,8 @@ static void test_codex(const char *codex)
     snprintf(codex_home, sizeof codex_home, "%s/codex-home", env->dir);
     mkdir(codex_home, 0700);
     setenv("CODEX_HOME", codex_home, 1);
-    unsetenv("OPENAI_API_KEY");
     unsetenv("CODEX_API_KEY");
+    unsetenv("CODEX_ACCESS_TOKEN");
     const char *const add[] = {env->dir, NULL};
     agent_settings_t set = s_settings("codex-probe", "codex", codex);
     set.add_dirs = add;
@@ -135,7 +135,7 @@ static void test_codex(const char *codex)
     /* With a key in the environment the check is skipped and exec runs: the argv is
      * accepted when codex names its thread (saved as the session at once) and then waits
      * for its service, which is not there (a timeout), or is refused the key. */
-    setenv("OPENAI_API_KEY", "sk-not-a-real-key", 1);
+    setenv("CODEX_API_KEY", "sk-not-a-real-key", 1);
     set.timeout_s = 12;
     CHECK_INT(agent_run(&run, &set, "Say hello.", "t2", NULL, NULL), 0);
     o = agent_run_outcome(run);
@@ -170,7 +170,7 @@ static void test_codex(const char *codex)
     CHECK_STR(o->fresh_reason, "context lost");
     CHECK_INT(o->attempts, 2);
     agent_run_destroy(&run);
-    unsetenv("OPENAI_API_KEY");
+    unsetenv("CODEX_API_KEY");
 }
 
 /* Installs the pinned CLIs under <build>/real-clis; returns its node_modules/.bin. */

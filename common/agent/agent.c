@@ -248,14 +248,20 @@ static int s_choose_session(agent_run_t *run)
 }
 
 /* The prompt the agent gets: for a CLI without a system-prompt flag, the role text goes in
- * front of it. NULL on OOM; the caller frees. */
+ * front of it; for one that would run a leading '/' as a command, a line goes in front of
+ * that. NULL on OOM; the caller frees. */
 static char *s_prompt_text(const agent_run_t *run)
 {
     const char *role = run->settings->append_system_prompt;
-    if (role == NULL || run->cli->takes_system_prompt)
-        return strdup(run->prompt);
+    if (role != NULL && run->cli->takes_system_prompt)
+        role = NULL;
+    const char *start = role != NULL ? role : run->prompt;
+    while (*start == ' ' || *start == '\t' || *start == '\n' || *start == '\r')
+        start++;
+    const char *lead = run->cli->slash_is_command && *start == '/' ? "The task:\n\n" : "";
     char *text = NULL;
-    return asprintf(&text, "%s\n\n%s", role, run->prompt) < 0 ? NULL : text;
+    int n = asprintf(&text, "%s%s%s%s", lead, role ? role : "", role ? "\n\n" : "", run->prompt);
+    return n < 0 ? NULL : text;
 }
 
 /* Starts `argv` (after the command) as the run's process: cwd = workdir, in its own

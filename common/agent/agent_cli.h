@@ -62,6 +62,8 @@ typedef struct {
                                     puts that text in front of the prompt */
     bool usage_is_thread_total;  /* the usage it reports is the session's running total
                                     (Codex): the runner subtracts what earlier runs had */
+    bool slash_is_command;       /* input starting with '/' runs as a slash command
+                                    (Gemini): the runner puts a line in front of it */
     const char *const *login_check; /* args of a quick credentials check run before each
                                        run (exit 0 = logged in); NULL = none */
     const char *const *login_env;   /* variables that log a run in by themselves: when one

@@ -137,6 +137,7 @@ const agent_cli_t agent_cli_gemini = {
     .names_sessions = false, /* --session-id starts a session with our id */
     .forks = false,          /* no fork: a fork is a fresh session (said in the outcome) */
     .takes_system_prompt = false,
+    .slash_is_command = true, /* §6 */
     .login_check = NULL, /* not logged in, it exits 41 at once and says so */
     .login_env = NULL,
     .login_hint = "set GEMINI_API_KEY, or choose an auth method in ~/.gemini/settings.json",

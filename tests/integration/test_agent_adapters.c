@@ -302,6 +302,25 @@ static void test_codex_specifics(void)
     CHECK_INT(testenv_write_file(auth, "{}"), 0);
 }
 
+/* Gemini runs input that starts with '/' as a slash command: such a task gets a line in
+ * front, any other goes as it is. */
+static void test_gemini_slash(void)
+{
+    unlink(log_path);
+    agent_settings_t set = s_settings("gemini-slash", "gemini");
+    agent_run_t *run = NULL;
+    CHECK_INT(agent_run(&run, &set, "/etc/passwd is the file to review", "t11", NULL, NULL), 0);
+    CHECK(agent_run_outcome(run)->ok);
+    agent_run_destroy(&run);
+    CHECK_INT(agent_run(&run, &set, "Review src/a.c", "t12", NULL, NULL), 0);
+    agent_run_destroy(&run);
+    char *text = testenv_read_file(log_path);
+    CHECK(text != NULL &&
+          strstr(text, "\"stdin\":\"The task:\\n\\n/etc/passwd is the file to review\"") != NULL);
+    CHECK(text != NULL && strstr(text, "\"stdin\":\"Review src/a.c\"") != NULL);
+    free(text);
+}
+
 static void test_gemini_not_logged_in(void)
 {
     setenv("FAKE_GEMINI_SCENARIO", "auth", 1); /* the fake's stand-in for no credentials */
@@ -367,6 +386,7 @@ int main(void)
     test_lost("gemini", gemini_files, 8);
     test_fork("gemini");
     test_timeout_kills_group("gemini");
+    test_gemini_slash();
     test_gemini_not_logged_in();
 
     testenv_destroy(&env);

@@ -270,11 +270,13 @@ static char *s_prompt_text(const agent_run_t *run)
 static int s_start_process(agent_run_t *run, agent_argv_t *args, const char *input)
 {
     const agent_settings_t *set = run->settings;
-    size_t env_count = 0;
+    size_t env_count = 0, cli_env_count = 0;
     while (set->env != NULL && set->env[env_count] != NULL)
         env_count++;
+    while (run->cli->env_set != NULL && run->cli->env_set[cli_env_count] != NULL)
+        cli_env_count++;
     const char **argv = calloc(args->count + 2, sizeof *argv);
-    const char **env_set = calloc(env_count + 2, sizeof *env_set);
+    const char **env_set = calloc(env_count + cli_env_count + 2, sizeof *env_set);
     char agent_id[SESSION_NAME_MAX + 32];
     int rc = 0;
     if (argv == NULL || env_set == NULL || args->failed) {
@@ -286,8 +288,10 @@ static int s_start_process(agent_run_t *run, agent_argv_t *args, const char *inp
         argv[i + 1] = args->items[i];
     snprintf(agent_id, sizeof agent_id, "PANOPTICON_AGENT_ID=%s", set->specialist);
     env_set[0] = agent_id;
+    for (size_t i = 0; i < cli_env_count; i++)
+        env_set[1 + i] = run->cli->env_set[i];
     for (size_t i = 0; i < env_count; i++)
-        env_set[i + 1] = set->env[i];
+        env_set[1 + cli_env_count + i] = set->env[i];
     int64_t now = clock_now_ms();
     int64_t timeout_ms =
         run->deadline_ms > 0 ? (run->deadline_ms > now ? run->deadline_ms - now : 1) : 0;
@@ -327,6 +331,8 @@ static int s_spawn(agent_run_t *run)
     };
     agent_argv_t args = {0};
     run->cli->build_argv(&args, &call);
+    if (run->cli->prepare != NULL)
+        run->cli->prepare(run->settings);
     char *input = s_prompt_text(run);
     agent_stream_reset(&run->stream);
     run->result_at_ms = 0;

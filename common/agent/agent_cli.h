@@ -78,6 +78,10 @@ typedef struct {
      * CLI reported); NULL: the reported id is taken as is. */
     bool (*session_exists)(const char *cwd, const char *session_id);
     const char *const *env_remove; /* variables the agent must not inherit */
+    const char *const *env_set;    /* "NAME=value" the agent always gets; or NULL */
+    /* Called before each attempt to put files the CLI reads in place (NULL: none). An
+     * error is logged by the adapter and the run goes on without what it prepares. */
+    void (*prepare)(const agent_settings_t *settings);
 } agent_cli_t;
 
 extern const agent_cli_t agent_cli_claude;

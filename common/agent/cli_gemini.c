@@ -4,10 +4,15 @@
 #include "log.h"
 #include "msgjson.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* `-p` text is appended to what stdin carries (§1.1): the task comes on stdin, this says so. */
 #define GEMINI_PROMPT_TAIL "Carry out the task above."
@@ -116,6 +121,69 @@ static agent_stream_line_t s_read_event(agent_stream_t *stream, json_t *event)
     return AGENT_STREAM_EVENT;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * MCP servers. Gemini reads them only from settings files: the one the runner can own is
+ * the workdir's project settings, <workdir>/.gemini/settings.json, which Gemini loads in a
+ * trusted folder (GEMINI_CLI_TRUST_WORKSPACE=true; --skip-trust alone does not load it,
+ * observed). The file is Cloister's when .gemini/.cloister-owned sits beside it; a settings
+ * file of someone else's is never touched (the run goes without Cloister's tools). */
+
+#define GEMINI_OWNED_MARK ".cloister-owned"
+
+static bool s_path_in(char *buf, size_t size, const char *workdir, const char *name)
+{
+    int n = snprintf(buf, size, "%s/.gemini%s%s", workdir, name[0] ? "/" : "", name);
+    return n > 0 && (size_t)n < size;
+}
+
+/* Writes `settings` (borrowed) as the project settings, atomically. */
+static int s_write_settings(const char *dir, const char *path, const char *mark, json_t *settings)
+{
+    char temp[PATH_MAX + 16];
+    snprintf(temp, sizeof temp, "%s.tmp", path);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -1;
+    int fd = open(mark, O_WRONLY | O_CREAT, 0600);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    if (json_dump_file(settings, temp, JSON_INDENT(2)) != 0 || rename(temp, path) != 0) {
+        unlink(temp);
+        return -1;
+    }
+    return 0;
+}
+
+static void s_prepare(const agent_settings_t *settings)
+{
+    char dir[PATH_MAX], path[PATH_MAX], mark[PATH_MAX];
+    if (!s_path_in(dir, sizeof dir, settings->workdir, "") ||
+        !s_path_in(path, sizeof path, settings->workdir, "settings.json") ||
+        !s_path_in(mark, sizeof mark, settings->workdir, GEMINI_OWNED_MARK))
+        return;
+    bool ours = access(mark, F_OK) == 0;
+    bool theirs = !ours && access(path, F_OK) == 0;
+    if (settings->mcp_config == NULL) {
+        if (ours) /* no stale task's server for a run that has none */
+            unlink(path);
+        return;
+    }
+    if (theirs) {
+        log_warn("agent %s: %s is not Cloister's: gemini runs without Cloister's tools",
+                 settings->specialist, path);
+        return;
+    }
+    json_error_t error;
+    json_t *config = json_load_file(settings->mcp_config, 0, &error);
+    json_t *servers = json_object_get(config, "mcpServers");
+    json_t *project = json_is_object(servers) ? json_pack("{s:O}", "mcpServers", servers) : NULL;
+    if (project == NULL || s_write_settings(dir, path, mark, project) != 0)
+        log_warn("agent %s: cannot give gemini its MCP servers in %s: %s", settings->specialist,
+                 path, project == NULL ? "no mcpServers in the MCP config" : strerror(errno));
+    json_decref(project);
+    json_decref(config);
+}
+
 static agent_failure_kind_t s_classify(const char *stderr_tail, const char *result_text)
 {
     if (agent_cli_mentions(stderr_tail, GEMINI_LOST_TEXT) ||
@@ -130,6 +198,8 @@ static agent_failure_kind_t s_classify(const char *stderr_tail, const char *resu
 
 /* What Gemini sets for the commands it runs (§5). */
 static const char *const s_env_remove[] = {"GEMINI_CLI", NULL};
+/* A trusted folder, so that the project settings (the MCP servers) are read (§1.2). */
+static const char *const s_env_set[] = {"GEMINI_CLI_TRUST_WORKSPACE=true", NULL};
 
 const agent_cli_t agent_cli_gemini = {
     .name = "gemini",
@@ -146,4 +216,6 @@ const agent_cli_t agent_cli_gemini = {
     .classify = s_classify,
     .session_exists = NULL,
     .env_remove = s_env_remove,
+    .env_set = s_env_set,
+    .prepare = s_prepare,
 };

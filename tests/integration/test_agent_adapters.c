@@ -302,6 +302,51 @@ static void test_codex_specifics(void)
     CHECK_INT(testenv_write_file(auth, "{}"), 0);
 }
 
+/* Gemini reads MCP servers only from settings files: the workdir's project settings carry
+ * the run's servers (marked Cloister's), a run without any removes them, and a settings
+ * file that is not Cloister's is left alone. */
+static void test_gemini_mcp(void)
+{
+    char mcp[PATH_MAX], settings_path[PATH_MAX + 32], mark[PATH_MAX + 32], dir[PATH_MAX + 16];
+    snprintf(mcp, sizeof mcp, "%s/gemini-mcp.json", env->dir);
+    snprintf(dir, sizeof dir, "%s/.gemini", workdir);
+    snprintf(settings_path, sizeof settings_path, "%s/settings.json", dir);
+    snprintf(mark, sizeof mark, "%s/.cloister-owned", dir);
+    CHECK_INT(testenv_write_file(mcp, "{\"mcpServers\":{\"cloister\":{\"type\":\"stdio\","
+                                      "\"command\":\"/usr/bin/cloister-mcp\",\"args\":[\"--task\","
+                                      "\"t13\"]}}}"),
+              0);
+    agent_settings_t set = s_settings("gemini-mcp", "gemini");
+    set.mcp_config = mcp;
+    agent_run_t *run = NULL;
+    CHECK_INT(agent_run(&run, &set, "with tools", "t13", NULL, NULL), 0);
+    CHECK(agent_run_outcome(run)->ok);
+    agent_run_destroy(&run);
+    json_t *written = json_load_file(settings_path, 0, NULL);
+    CHECK_STR(json_string_value(json_object_get(
+                  json_object_get(json_object_get(written, "mcpServers"), "cloister"), "command")),
+              "/usr/bin/cloister-mcp");
+    json_decref(written);
+    CHECK(access(mark, F_OK) == 0);
+
+    set.mcp_config = NULL;
+    CHECK_INT(agent_run(&run, &set, "without", "t14", NULL, NULL), 0);
+    agent_run_destroy(&run);
+    CHECK(access(settings_path, F_OK) != 0);
+
+    /* Someone else's project settings: kept as they are. */
+    unlink(mark);
+    CHECK_INT(testenv_write_file(settings_path, "{\"ui\":{\"theme\":\"mine\"}}"), 0);
+    set.mcp_config = mcp;
+    CHECK_INT(agent_run(&run, &set, "with tools again", "t15", NULL, NULL), 0);
+    CHECK(agent_run_outcome(run)->ok);
+    agent_run_destroy(&run);
+    char *kept = testenv_read_file(settings_path);
+    CHECK(kept != NULL && strcmp(kept, "{\"ui\":{\"theme\":\"mine\"}}") == 0);
+    free(kept);
+    unlink(settings_path);
+}
+
 /* Gemini runs input that starts with '/' as a slash command: such a task gets a line in
  * front, any other goes as it is. */
 static void test_gemini_slash(void)
@@ -387,6 +432,7 @@ int main(void)
     test_fork("gemini");
     test_timeout_kills_group("gemini");
     test_gemini_slash();
+    test_gemini_mcp();
     test_gemini_not_logged_in();
 
     testenv_destroy(&env);

@@ -104,6 +104,31 @@ static void test_gemini(const char *gemini)
     CHECK_STR(o->fresh_reason, "context lost");
     CHECK(o->not_logged_in);
     agent_run_destroy(&run);
+
+    /* Cloister's MCP server reaches Gemini through the workdir's project settings: with a
+     * key (a wrong one: the service is not reachable anyway) it starts the server. */
+    char server[PATH_MAX], started[PATH_MAX], mcp[PATH_MAX], text[3 * PATH_MAX];
+    snprintf(server, sizeof server, "%s/mcp-server.sh", env->dir);
+    snprintf(started, sizeof started, "%s/mcp-started", env->dir);
+    snprintf(mcp, sizeof mcp, "%s/mcp.json", env->dir);
+    snprintf(text, sizeof text, "#!/bin/sh\necho \"$@\" > '%s'\ncat > /dev/null\n", started);
+    CHECK_INT(testenv_write_file(server, text), 0);
+    chmod(server, 0755);
+    snprintf(text, sizeof text,
+             "{\"mcpServers\":{\"cloister\":{\"type\":\"stdio\",\"command\":\"%s\","
+             "\"args\":[\"--task\",\"t3\"]}}}",
+             server);
+    CHECK_INT(testenv_write_file(mcp, text), 0);
+    setenv("GEMINI_API_KEY", "not-a-real-key", 1);
+    set.mcp_config = mcp;
+    set.timeout_s = 15;
+    CHECK_INT(agent_run(&run, &set, "Use your tools.", "t3", NULL, NULL), 0);
+    s_print("gemini mcp", agent_run_outcome(run));
+    agent_run_destroy(&run);
+    char *args = testenv_read_file(started);
+    CHECK(args != NULL && strstr(args, "--task t3") != NULL);
+    free(args);
+    unsetenv("GEMINI_API_KEY");
 }
 
 static void test_codex(const char *codex)

@@ -269,10 +269,13 @@ static json_t *s_status_json(const pan_t *pan, const known_t *known, const char 
                   (json_int_t)pan_json_int(entry, "done", 0), "failed",
                   (json_int_t)pan_json_int(entry, "failed", 0), "dead",
                   (json_int_t)pan_json_int(entry, "dead", 0));
+    if (status != NULL)
+        json_object_set_new(status, "agent", json_string(config_specialist_cli(pan->config, name)));
     session_state_t session;
     if (status != NULL && session_load(name, &session) == 0) {
         json_object_set_new(status, "sessionId",
                             msgjson_string(session.session_id, strlen(session.session_id)));
+        json_object_set_new(status, "sessionAgent", json_string(session.cli));
         /* The context is the conversation's current size (what rotation measures); a file
          * written before it was recorded only has the accumulated input tokens. */
         int64_t context =
@@ -317,6 +320,13 @@ static void s_print_status(const json_t *status, bool color)
            (long long)pan_json_int(status, "dead", 0));
     printf("  Workers: %lld (%lld idle)\n", (long long)pan_json_int(status, "workers", 0),
            (long long)pan_json_int(status, "idleWorkers", 0));
+    const char *agent = pan_json_str(status, "agent", "claude");
+    const char *session_agent = pan_json_str(status, "sessionAgent", agent);
+    if (strcmp(agent, session_agent) == 0)
+        printf("  Agent: %s\n", agent);
+    else
+        printf("  Agent: %s (the session is %s's: the next run starts a fresh one)\n", agent,
+               session_agent);
     const char *session = pan_json_str(status, "sessionId", NULL);
     if (session != NULL) {
         char tokens[32];

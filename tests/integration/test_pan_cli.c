@@ -251,6 +251,7 @@ static void test_list_and_reset(testenv_t *env)
     memset(&state, 0, sizeof state);
     session_new_id(state.session_id);
     snprintf(state.cwd, sizeof state.cwd, "%s", env->dir);
+    snprintf(state.cli, sizeof state.cli, "codex");
     state.input_tokens = 45000;
     state.cost_usd = 0.25;
     state.runs = 2;
@@ -266,6 +267,9 @@ static void test_list_and_reset(testenv_t *env)
     CHECK(strstr(s_out, short_id) != NULL);
     CHECK(strstr(s_out, "Context: 45,000 tokens") != NULL);
     CHECK(strstr(s_out, "Last wake: 5m ago") != NULL);
+    CHECK(strstr(s_out, "Agent: claude (the session is codex's: the next run starts a fresh "
+                        "one)") != NULL);
+    CHECK(strstr(s_out, "Agent: claude\n") != NULL); /* the others, without a session */
     CHECK_INT(harness_pan(env, s_out, "specialists", "list", "--json", NULL), 0);
     json_t *list = harness_json(s_out);
     CHECK_INT(json_array_size(list), 3);
@@ -273,6 +277,8 @@ static void test_list_and_reset(testenv_t *env)
     CHECK_STR(json_string_value(json_object_get(merge, "name")), "merge-agent");
     CHECK_STR(json_string_value(json_object_get(merge, "sessionId")), state.session_id);
     CHECK_INT(json_integer_value(json_object_get(merge, "contextTokens")), 45000);
+    CHECK_STR(json_string_value(json_object_get(merge, "agent")), "claude");
+    CHECK_STR(json_string_value(json_object_get(merge, "sessionAgent")), "codex");
     CHECK_INT(json_integer_value(json_object_get(merge, "queued")), 5);
     json_decref(list);
 

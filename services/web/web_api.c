@@ -83,7 +83,8 @@ static void s_add_session(json_t *entry)
     if (name == NULL || !session_name_valid(name) || session_load(name, &session) != 0)
         return;
     json_object_set_new(entry, "session",
-                        json_pack("{s:s, s:I, s:I, s:f, s:I}", "id", session.session_id, "runs",
+                        json_pack("{s:s, s:s, s:I, s:I, s:f, s:I}", "id", session.session_id,
+                                  "agent", session.cli, "runs",
                                   (json_int_t)session.runs, "contextTokens",
                                   (json_int_t)session.context_tokens, "costUsd",
                                   session.cost_usd, "lastRunAt",

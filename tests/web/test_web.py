@@ -157,6 +157,15 @@ def test_api(system):
     status, body, _ = system.request("/api/tasks/" + queued)
     check(status == 200 and body.get("title") == "queued one", "GET /api/tasks/ID")
     check(system.request("/api/tasks/no-such-task")[0] == 404, "an unknown task: 404")
+    # The session a specialist's agent keeps, with the CLI it belongs to.
+    os.makedirs(os.path.join(system.home, "specialists"), exist_ok=True)
+    with open(os.path.join(system.home, "specialists", "test-agent.session"), "w") as f:
+        json.dump({"format": 1, "cli": "codex", "session_id": "0199a213-81c0-7800-8aa1-bbab2a035a53",
+                   "cwd": system.dir, "runs": 3, "cost_usd": 0}, f)
+    status, body, _ = system.request("/api/status")
+    entry = next((s for s in body.get("specialists", []) if s.get("name") == "test-agent"), {})
+    check(entry.get("session", {}).get("agent") == "codex" and entry["session"].get("runs") == 3,
+          "GET /api/status: a specialist's session and its agent CLI")
     status, body, _ = system.request("/api/queues/test-agent")
     check(status == 200 and queued in json.dumps(body), "GET /api/queues/NAME")
     check(system.request("/api/queues/nobody-agent")[0] == 404, "an unknown queue: 404")

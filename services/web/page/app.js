@@ -125,7 +125,7 @@ function renderSpecialists(specialists, running) {
       el("td", {}, s.running || 0),
       el("td", {}, task ? taskLink(task.id) : "", task ? " " + age(Date.now() - task.updated) : ""),
       el("td", { class: "progress" }, task ? state.progress.get(task.id) || "" : ""),
-      el("td", {}, session ? session.id.slice(0, 8) + "…" : ""),
+      el("td", {}, session ? session.agent + " " + session.id.slice(0, 8) + "…" : ""),
       el("td", {}, session ? "$" + Number(session.costUsd || 0).toFixed(2) : ""));
   });
   fill(document.querySelector("#specialists tbody"), rows, "no specialist known yet");

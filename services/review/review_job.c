@@ -3,6 +3,8 @@
 
 #include "agent_job.h"
 #include "failure.h"
+#include "fence.h"
+#include "log.h"
 #include "markers.h"
 #include "pipeline.h"
 #include "prompt.h"
@@ -426,6 +428,17 @@ static void s_post(review_run_t *r, const char *verdict, bool open)
         .notes = markers_get(r->markers, "NOTES"),
         .findings = r->findings,
     };
+    /* A stale attempt (stopped past its lease, the task requeued) must not post what another
+     * attempt will post too (fence.h). */
+    if (fence_check(r->ctx, r->settings.control_ep, FENCE_DEFAULT_WAIT_MS) != 0) {
+        char why[600];
+        snprintf(why, sizeof why, "not posted: stale attempt: %s", failure_message());
+        specialist_progress(r->ctx, "info", why);
+        specialist_result_bool(r->ctx, "posted", false);
+        specialist_result_str(r->ctx, "post_error", why);
+        log_warn("review: %s", why);
+        return;
+    }
     review_post_run(r->ctx, &post);
 }
 

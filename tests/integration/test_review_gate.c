@@ -5,8 +5,10 @@
 #include "review_harness.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Restarts the service with `mode` and the agent answering `answer`; runs task `id` with
  * `extra` payload members; returns its task.done event (or NULL). */
@@ -772,6 +774,71 @@ static void test_other_clis(review_env_t *r)
     review_config(r, NULL);
 }
 
+static bool s_exists(void *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* A review-agent stopped past its lease lost its task to a second attempt: when it runs
+ * again it must not post its review on the pull request (the second attempt does, once). */
+static void test_stale_review_not_posted(review_env_t *r)
+{
+    char gh[600], calls[600], started[600], go[600], extra[2400], script[1200];
+    snprintf(gh, sizeof gh, "%s/fake-gh-stale", r->h->env->dir);
+    snprintf(calls, sizeof calls, "%s/gh-calls", r->h->env->dir);
+    snprintf(started, sizeof started, "%s/check-started", r->h->env->dir);
+    snprintf(go, sizeof go, "%s/check-go", r->h->env->dir);
+    snprintf(script, sizeof script, "#!/bin/sh\necho \"$1 $2\" >> '%s'\ncat > /dev/null\n", calls);
+    CHECK(testenv_write_file(gh, script) == 0);
+    CHECK(chmod(gh, 0755) == 0);
+    snprintf(extra, sizeof extra,
+             "[tests]\nsandbox = \"none\"\n\n" /* the check sees the test's files */
+             "[review]\nmode = \"normal\"\npost = true\ngh_command = \"%s\"\n"
+             "checks = [\"touch '%s'; while [ ! -e '%s' ]; do sleep 0.05; done\"]\n",
+             gh, started, go);
+    review_config(r, extra);
+    setenv("FAKE_CLAUDE_RESULT", "REVIEW_RESULT: APPROVED\nFILES_REVIEWED: src/db.c\n", 1);
+    pid_t svc = review_start(r, "review-stale");
+    char payload[2048];
+    snprintf(payload, sizeof payload,
+             "{\"workspace\":\"%s\",\"branch\":\"feature\",\"target\":\"main\","
+             "\"issueId\":\"PAN-7\",\"prUrl\":\"https://example.com/pr/9\"}",
+             r->repo);
+    harness_submit(r->h, "stale-1", "review-agent", "normal", 120, 3, payload);
+    CHECK(testenv_wait_until(s_exists, started, 20000));
+    CHECK(kill(svc, SIGSTOP) == 0);
+    CHECK(harness_wait(r->h, "worker.lost", NULL, 10000) != NULL);
+    CHECK(kill(r->h->broker, SIGTERM) == 0);
+    CHECK(testenv_wait(r->h->env, r->h->broker, 10000) == 0);
+
+    /* Its check ends while it is stopped; it runs on with no broker to tell it. */
+    unlink(started);
+    CHECK(testenv_write_file(go, "") == 0);
+    CHECK(kill(svc, SIGCONT) == 0);
+    testenv_sleep_ms(1500);
+    CHECK(access(calls, F_OK) != 0); /* nothing posted by the stale attempt */
+
+    r->h->broker = testbroker_start(r->h->env, atoi(HARNESS_HB), NULL);
+    CHECK(r->h->broker > 0);
+    json_t *done = harness_wait(r->h, "task.done", "stale-1", 40000);
+    CHECK(done != NULL);
+    if (done != NULL) {
+        CHECK(json_integer_value(json_object_get(done, "attempt")) >= 2);
+        CHECK(json_is_true(json_object_get(review_result(done), "posted")));
+    }
+    char *posted = testenv_read_file(calls);
+    CHECK(posted != NULL && strcmp(posted, "pr review\n") == 0); /* once */
+    free(posted);
+    char path[700];
+    snprintf(path, sizeof path, "%s/review-stale.log", r->h->env->dir);
+    char *log = testenv_read_file(path);
+    CHECK(log != NULL && strstr(log, "not posted: stale attempt") != NULL);
+    free(log);
+    CHECK(review_stop(r, svc) == 0);
+    review_clear_fake_env();
+    review_config(r, NULL);
+}
+
 int main(void)
 {
     review_env_t *r = review_env_new("review-gate");
@@ -794,6 +861,7 @@ int main(void)
         test_doctor(r);
         test_repo_review_mode(r);
         test_other_clis(r);
+        test_stale_review_not_posted(r); /* last: it restarts the broker */
     }
     review_env_destroy(&r);
     return check_exit_code("test_review_gate");

@@ -336,3 +336,43 @@ bool testenv_process_gone(void *marker)
 {
     return !testenv_process_running(marker);
 }
+
+pid_t testenv_start_io(const char *cwd, const char *const argv[], const char *stdin_path,
+                       const char *out_path, const char *err_path)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        if (chdir(cwd) != 0)
+            _exit(126);
+        int in = open(stdin_path != NULL ? stdin_path : "/dev/null", O_RDONLY);
+        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || out < 0 || err < 0)
+            _exit(126);
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(err, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+int testenv_wait_exit(pid_t pid, int timeout_ms)
+{
+    for (int waited = 0; waited <= timeout_ms; waited += 5) {
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        testenv_sleep_ms(5);
+    }
+    return -1;
+}
+
+void testenv_kill_group(pid_t pid)
+{
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}

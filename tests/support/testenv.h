@@ -50,6 +50,20 @@ int testenv_wait(testenv_t *self, pid_t pid, int timeout_ms);
  * truncated to out_size). Returns the exit code, or -1 on timeout/spawn failure. */
 int testenv_run(testenv_t *self, char *const argv[], char *out, size_t out_size, int timeout_ms);
 
+/* Starts argv (argv[0] a path) in `cwd`, in a process group of its own, stdin from the file
+ * `stdin_path` (NULL: /dev/null), stdout and stderr into the files out_path and err_path
+ * (created or truncated). The environment does not track it: end it with
+ * testenv_wait_exit() or testenv_kill_group(). Returns the pid (= the group), or -1. */
+pid_t testenv_start_io(const char *cwd, const char *const argv[], const char *stdin_path,
+                       const char *out_path, const char *err_path);
+
+/* Waits up to timeout_ms for `pid`; returns its exit code, 128 + the signal that ended it,
+ * or -1 while it still runs. */
+int testenv_wait_exit(pid_t pid, int timeout_ms);
+
+/* SIGKILLs the process group `pid` and reaps its leader. */
+void testenv_kill_group(pid_t pid);
+
 /* True when a process whose command line contains `marker` is running (any process of
  * the machine: pick a marker nothing else has, e.g. "sleep 47.311"). */
 bool testenv_process_running(const char *marker);

@@ -100,50 +100,17 @@ static pid_t s_start(world_t *w, const char *stdin_text, const char *const *args
     for (int i = 0; args[i] != NULL && argc < 63; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        if (chdir(w->work) != 0)
-            _exit(126);
-        int in = open(stdin_text != NULL ? in_path : "/dev/null", O_RDONLY);
-        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in < 0 || out < 0 || err < 0)
-            _exit(126);
-        dup2(in, 0);
-        dup2(out, 1);
-        dup2(err, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static int s_wait(pid_t pid, int timeout_ms)
-{
-    for (int waited = 0; waited <= timeout_ms; waited += 5) {
-        int status = 0;
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        testenv_sleep_ms(5);
-    }
-    return -1;
-}
-
-static void s_kill(pid_t pid)
-{
-    kill(-pid, SIGKILL);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    return testenv_start_io(w->work, argv, stdin_text != NULL ? in_path : NULL, out_path,
+                            err_path);
 }
 
 static result_t s_run(world_t *w, const char *stdin_text, const char *const *args)
 {
     char out_path[600], err_path[600];
     pid_t pid = s_start(w, stdin_text, args, out_path, err_path, sizeof out_path);
-    result_t r = {s_wait(pid, 10000), NULL, NULL};
+    result_t r = {testenv_wait_exit(pid, 10000), NULL, NULL};
     if (r.code == -1)
-        s_kill(pid);
+        testenv_kill_group(pid);
     r.out = testenv_read_file(out_path);
     r.err = testenv_read_file(err_path);
     if (r.out == NULL)
@@ -753,17 +720,17 @@ static void test_hang_and_delay(void)
 
     setenv("FAKE_CLAUDE_SCENARIO", "hang", 1);
     pid_t pid = s_start(&w, "x", args, out, err, sizeof out);
-    CHECK_INT(s_wait(pid, 300), -1);
+    CHECK_INT(testenv_wait_exit(pid, 300), -1);
     char *text = testenv_read_file(out);
     CHECK_STR(text, "");
     free(text);
-    s_kill(pid);
+    testenv_kill_group(pid);
 
     setenv("FAKE_CLAUDE_SCENARIO", "hang_after_result", 1);
     pid = s_start(&w, "x", args, out, err, sizeof out);
     CHECK(testenv_wait_until(s_file_has_result, out, 5000));
-    CHECK_INT(s_wait(pid, 200), -1);
-    s_kill(pid);
+    CHECK_INT(testenv_wait_exit(pid, 200), -1);
+    testenv_kill_group(pid);
     unsetenv("FAKE_CLAUDE_SCENARIO");
 
     /* Events arrive one by one: init is visible well before the result. */
@@ -771,7 +738,7 @@ static void test_hang_and_delay(void)
     pid = s_start(&w, "x", args, out, err, sizeof out);
     CHECK(testenv_wait_until(s_file_has_init, out, 5000));
     CHECK(!s_file_has_result(out));
-    CHECK_INT(s_wait(pid, 5000), 0);
+    CHECK_INT(testenv_wait_exit(pid, 5000), 0);
     CHECK(s_file_has_result(out));
     unsetenv("FAKE_CLAUDE_DELAY_MS");
     s_world_close(&w);

@@ -92,41 +92,8 @@ static pid_t s_start(world_t *w, const char *program, const char *stdin_text,
     for (int i = 0; args[i] != NULL && argc < 63; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        if (chdir(w->work) != 0)
-            _exit(126);
-        int in = open(stdin_text != NULL ? in_path : "/dev/null", O_RDONLY);
-        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in < 0 || out < 0 || err < 0)
-            _exit(126);
-        dup2(in, 0);
-        dup2(out, 1);
-        dup2(err, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static int s_wait(pid_t pid, int timeout_ms)
-{
-    for (int waited = 0; waited <= timeout_ms; waited += 5) {
-        int status = 0;
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        testenv_sleep_ms(5);
-    }
-    return -1;
-}
-
-static void s_kill(pid_t pid)
-{
-    kill(-pid, SIGKILL);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    return testenv_start_io(w->work, argv, stdin_text != NULL ? in_path : NULL, out_path,
+                            err_path);
 }
 
 static result_t s_run_timeout(world_t *w, const char *program, const char *stdin_text,
@@ -134,9 +101,9 @@ static result_t s_run_timeout(world_t *w, const char *program, const char *stdin
 {
     char out_path[700], err_path[700];
     pid_t pid = s_start(w, program, stdin_text, args, out_path, err_path, sizeof out_path);
-    result_t r = {s_wait(pid, timeout_ms), NULL, NULL};
+    result_t r = {testenv_wait_exit(pid, timeout_ms), NULL, NULL};
     if (r.code == -1)
-        s_kill(pid);
+        testenv_kill_group(pid);
     r.out = testenv_read_file(out_path);
     r.err = testenv_read_file(err_path);
     if (r.out == NULL)
@@ -904,9 +871,9 @@ static int s_signal_hanging(world_t *w, const char *program, const char *const *
     pid_t pid = s_start(w, program, "x", args, out_path, err_path, sizeof out_path);
     testenv_sleep_ms(200);
     kill(pid, sig);
-    int code = s_wait(pid, 5000);
+    int code = testenv_wait_exit(pid, 5000);
     if (code == -1)
-        s_kill(pid);
+        testenv_kill_group(pid);
     char *out = testenv_read_file(out_path);
     CHECK_STR(out, "");
     free(out);

@@ -1,16 +1,19 @@
-/* agent: the agent runner (see agent.h).
+/* agent: the agent runner (see agent.h); what differs between CLIs is in their adapters
+ * (agent_cli.h).
  *
- * A run moves through three phases:
+ * A run moves through these phases:
  *
- *   WAIT_LOCK ──lock taken──▶ AGENT (one agent process per attempt) ──▶ DONE
- *       │                        │  ▲
- *       │                        └──┘ recovery: at most one rerun per rule (context lost,
- *       │                                        id in use with --session-id / --resume)
- *       └── deadline or cancel ─────────────────────────────────────▶ DONE
+ *   WAIT_LOCK ──lock taken──▶ [LOGIN_CHECK] ──▶ AGENT (one process per attempt) ──▶ DONE
+ *       │       (a fork takes      │ (CLIs with    │  ▲
+ *       │        no lock)          │  a check)     └──┘ recovery: at most one rerun per rule
+ *       │                          │                    (context lost, id in use)
+ *       │                          └── not logged in ───────────────────────────▶ DONE
+ *       └── deadline or cancel ─────────────────────────────────────────────────▶ DONE
  *
  * The session file is the source of truth between runs; while a run holds the lock, the
- * copy in `state` is. A fresh session is saved before its agent starts, so a crash
- * mid-run never leaves an id the CLI knows and we do not. */
+ * copy in `state` is. A fresh session is saved before its agent starts (for a CLI that
+ * names its sessions, as soon as it says the name), so a crash mid-run never leaves an id
+ * the CLI knows and we do not. A fork never writes the session file. */
 #include "agent.h"
 
 #include "agent_cli.h"

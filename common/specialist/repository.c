@@ -2,6 +2,7 @@
 #include "repository.h"
 
 #include "failure.h"
+#include "protocol.h"
 
 #include <git2.h>
 #include <limits.h>
@@ -94,6 +95,26 @@ int repository_config_at(const char *workspace, const char *rev, config_t **out)
         rc = config_parse_overlay(name, text, strlen(text), out);
     }
     free(text);
+    return rc;
+}
+
+int repository_review_mode(const config_t *config, const char *workspace, const char *target,
+                           char *out, size_t size)
+{
+    const char *mode = config_string(config, "review", "mode", "normal");
+    config_t *own = NULL;
+    int rc = workspace != NULL && workspace[0] != '\0'
+                 ? repository_config_at(workspace, target ? target : "main", &own)
+                 : 0;
+    if (rc == FAILURE_NOT_FOUND)
+        rc = 0;
+    if (rc == 0 && own != NULL)
+        mode = config_string(own, "review", "mode", mode);
+    if (rc == 0 && review_mode_parse_name(mode) < 0)
+        rc = failure_set(FAILURE_INVALID, "review mode '%.32s': expected strict|normal|yolo|disabled",
+                         mode);
+    snprintf(out, size, "%s", rc == 0 ? mode : "normal");
+    config_destroy(&own);
     return rc;
 }
 

@@ -47,4 +47,15 @@ int repository_file_at(const char *workspace, const char *rev, const char *path,
  * FAILURE_INVALID ("<rev>:.cloister/config.toml:line:col: ..."). */
 int repository_config_at(const char *workspace, const char *rev, config_t **out);
 
+/* The review mode that holds for a change into `target` of the repository containing
+ * `workspace`: the target branch's own [review] mode (REPOSITORY_CONFIG_PATH as committed
+ * there) when it sets one, else `config`'s [review] mode ("normal" when unset). This is
+ * policy, so it is read from configuration only, never from a task's payload; the branch
+ * under review cannot change it. Writes the mode's name into `out` and returns 0; with no
+ * repository or no such target the configuration's mode holds. A settings file that does
+ * not parse, or a mode that is not strict|normal|yolo|disabled, gives "normal" (the safe
+ * side) and returns FAILURE_INVALID with the reason. */
+int repository_review_mode(const config_t *config, const char *workspace, const char *target,
+                           char *out, size_t size);
+
 #endif

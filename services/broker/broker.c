@@ -251,23 +251,10 @@ void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_i
 
 /* ---- queues and specialists ---- */
 
-/* Specialist names treat `_` and `-` as one (`merge_agent` is `merge-agent`, as in
- * cloister.toml's tables): queues are kept under the `-` spelling. `buf` holds at least
- * SPECIALIST_NAME_BUF bytes; a longer name is cut (it is refused as invalid anyway). */
-#define SPECIALIST_NAME_BUF 80
-static const char *s_canonical_name(const char *name, char *buf)
-{
-    size_t i = 0;
-    for (; name[i] != '\0' && i < SPECIALIST_NAME_BUF - 1; i++)
-        buf[i] = name[i] == '_' ? '-' : name[i];
-    buf[i] = '\0';
-    return buf;
-}
-
 queue_t *broker_queue(broker_t *self, const char *specialist, bool create)
 {
-    char buf[SPECIALIST_NAME_BUF];
-    const char *name = s_canonical_name(specialist, buf);
+    char buf[SUBMIT_SPECIALIST_NAME_MAX + 1];
+    const char *name = submit_specialist_canonical(specialist, buf);
     queue_t *queue = zhashx_lookup(self->queues, name);
     if (queue != NULL || !create)
         return queue;
@@ -276,11 +263,6 @@ queue_t *broker_queue(broker_t *self, const char *specialist, bool create)
     if (queue != NULL)
         zhashx_insert(self->queues, name, queue);
     return queue;
-}
-
-bool broker_specialist_known(broker_t *self, const char *name)
-{
-    return broker_queue(self, name, false) != NULL;
 }
 
 /* ---- dispatch ---- */

@@ -268,7 +268,7 @@ static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
 }
 
 /* Commits each of a result's next tasks; a refused one is reported, the rest go on. */
-static void s_submit_next(broker_t *self, const task_t *parent, const wire_msg_t *msg)
+static void s_submit_next(broker_t *self, const char *parent, const wire_msg_t *msg)
 {
     const msgpack_object *next = wire_msg_object(msg, FIELD_NEXT);
     if (next == NULL)
@@ -285,10 +285,10 @@ static void s_submit_next(broker_t *self, const task_t *parent, const wire_msg_t
         task_t *task = NULL;
         bool loaded = false, created = false;
         if (rc == 0)
-            rc = broker_submit(self, sub, parent->id, &task, &loaded, &created);
+            rc = broker_submit(self, sub, parent, &task, &loaded, &created);
         if (rc != 0) {
             char reason[600];
-            snprintf(reason, sizeof reason, "next task %u of %s: %s", i, parent->id,
+            snprintf(reason, sizeof reason, "next task %u of %s: %s", i, parent,
                      failure_message());
             broker_count_rejected(self, "invalid_next");
             broker_emit_rejected(self, EVENT_TASK_REJECTED, sub ? wire_msg_str(sub, FIELD_ID, NULL) : NULL,
@@ -330,8 +330,12 @@ static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, 
     size_t result_len;
     const void *result = wire_msg_raw(msg, FIELD_RESULT, &result_len);
     if (strcmp(outcome, "done") == 0) {
-        s_submit_next(self, task, msg);
+        /* The task is closed first, in the same transaction: a chained merge's gate reads
+         * the review it descends from as finished (broker_gate.c). */
+        char parent[MESSAGES_ID_CAP + 1];
+        snprintf(parent, sizeof parent, "%s", task->id);
         broker_task_finish(self, task, TASK_DONE, NULL, result, result_len);
+        s_submit_next(self, parent, msg);
     } else {
         broker_task_finish(self, task, TASK_FAILED, error ? error : "failed", result, result_len);
     }

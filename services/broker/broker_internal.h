@@ -136,7 +136,6 @@ void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, siz
 /* The queue of a specialist (created if `create`), or NULL. `_` and `-` in the name are
  * one: the queue is named with `-`. */
 queue_t *broker_queue(broker_t *self, const char *name, bool create);
-bool broker_specialist_known(broker_t *self, const char *name);
 void broker_count_rejected(broker_t *self, const char *reason);
 /* Tells a worker to stop a task; if it is the task the worker runs, its group stays held by
  * the worker until it says it stopped (broker_worker_idle) or is lost. */

@@ -256,13 +256,16 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     int rc = submit_check(&submit);
     if (rc != 0)
         return rc;
-    if (!broker_specialist_known(self, specialist))
+    queue_t *queue = broker_queue(self, specialist, false);
+    if (queue == NULL)
         return failure_set(FAILURE_INVALID,
                            "unknown specialist '%s' (start a worker for it, or declare it in "
                            "cloister.toml)",
                            specialist);
+    /* One name per queue: `merge_agent` is `merge-agent`, and from here on only the
+     * queue's own spelling is read, so no check can be passed under another one. */
+    specialist = queue->name;
     int priority = submit.priority ? priority_parse(submit.priority) : PRIORITY_NORMAL;
-    queue_t *queue = broker_queue(self, specialist, false);
     int64_t max_attempts = submit.max_attempts ? submit.max_attempts : queue->default_max_attempts;
     int64_t timeout = submit.timeout_s ? submit.timeout_s : queue->default_timeout_s;
 

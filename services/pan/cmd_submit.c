@@ -33,6 +33,7 @@ static const char *const s_usage =
 
 typedef struct {
     const char *specialist;
+    char specialist_buf[SUBMIT_SPECIALIST_NAME_MAX + 1]; /* its one spelling */
     const char *priority, *issue, *pr_url, *workspace, *branch, *target, *title, *id;
     const char *group, *source, *description, *payload;
     const char *max_attempts, *timeout, *wait_timeout;
@@ -87,6 +88,7 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
     }
     if (args->specialist == NULL)
         return pan_usage(s_usage, "which specialist? (review-agent, test-agent, merge-agent, ...)");
+    args->specialist = submit_specialist_canonical(args->specialist, args->specialist_buf);
     return PAN_EXIT_OK;
 }
 

@@ -485,26 +485,32 @@ static void s_report_fix_patch(test_job_t *job)
 
 /* A passing run of a pipeline task (chained by a review, payload.pipeline) hands the
  * change on when [pipeline] after_test = "merge": the merge of the tested commit, chained
- * in yolo mode; in normal and strict mode it waits for `pan approve` (see pipeline.h). */
+ * when the review mode that holds for the target branch is yolo; in normal and strict mode
+ * it waits for `pan approve` (see pipeline.h). The mode is read from configuration (the
+ * target branch's .cloister/config.toml, else [review] mode), never from the payload,
+ * which its submitter wrote; the broker's gate checks the merge again. */
 static void s_chain_merge(test_job_t *job)
 {
     const specialist_task_t *task = specialist_task(job->ctx);
     const json_t *pipeline = json_object_get(task->payload_json, "pipeline");
     if (!json_is_object(pipeline) || pipeline_after_test(job->agent->config) != PIPELINE_MERGE)
         return;
-    const char *mode = json_string_value(json_object_get(pipeline, "mode"));
     const char *review = json_string_value(json_object_get(pipeline, "review"));
-    if (mode == NULL || strcmp(mode, "yolo") != 0) {
+    const char *target = specialist_payload_str(job->ctx, "target");
+    target = target && target[0] ? target : "main";
+    char mode[16];
+    if (repository_review_mode(job->agent->config, job->workspace, target, mode, sizeof mode) != 0)
+        s_note(job, "%s", failure_message());
+    if (strcmp(mode, "yolo") != 0) {
         s_note(job, "tests passed: the merge waits for `pan approve %s` (review mode %s)",
-               review ? review : task->issue, mode ? mode : "unknown");
+               review ? review : task->issue, mode);
         return;
     }
     const char *branch = specialist_payload_str(job->ctx, "branch");
-    const char *target = specialist_payload_str(job->ctx, "target");
     pipeline_change_t change = {
         .workspace = job->workspace,
         .branch = branch ? branch : "",
-        .target = target && target[0] ? target : "main",
+        .target = target,
         .commit = test_tree_commit(job->tree),
         .issue = specialist_payload_str(job->ctx, "issueId"),
         .pr_url = specialist_payload_str(job->ctx, "prUrl"),

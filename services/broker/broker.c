@@ -374,6 +374,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     task->attempt++;
     task->worker = worker;
     task_set_text(&task->worker_id, worker->id);
+    task_set_text(&task->worker_key, worker->key);
     task->dispatched_at = clock_now_ms();
     task->lease_until = broker_lease_deadline(self, task, task->dispatched_at);
     task->updated = clock_wall_ms();

@@ -398,22 +398,39 @@ static void s_handle_bye(broker_t *self, const wire_msg_t *msg)
         broker_worker_lost(self, worker, EVENT_WORKER_LEFT, "said goodbye");
 }
 
-/* With CURVE, a worker speaks only with the key it said hello with: its id is in every
- * event, so without this any other authorised party could send results, progress or a
- * goodbye in its name. True when `msg` may be handled. */
+/* Why `peer_key` may not speak for the worker `msg` names, or NULL when it may. Two things
+ * bind a key: the hello the worker said (its registration), and the running attempt the
+ * message names (the key it was given to, stored with the attempt). The second survives a
+ * broker restart: before the real worker says hello again, another authorised key naming
+ * its worker id, task and attempt (all of them are in the events) can neither take the
+ * task over nor report its result, even by saying hello first. */
+static const char *s_foreign_key(broker_t *self, const wire_msg_t *msg, const char *peer_key)
+{
+    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, FIELD_WORKER, ""));
+    if (worker != NULL && worker->key != NULL && strcmp(worker->key, peer_key) != 0)
+        return "the one it said hello with";
+    const char *task_id = wire_msg_str(msg, FIELD_TASK, NULL);
+    task_t *task = task_id ? zhashx_lookup(self->tasks, task_id) : NULL;
+    if (task != NULL && task->state == TASK_RUNNING && task->worker_key != NULL &&
+        strcmp(task->worker_key, peer_key) != 0)
+        return "the one the task's running attempt was given to";
+    return NULL;
+}
+
+/* With CURVE, a worker speaks only with its own key: its id is in every event, so without
+ * this any other authorised party could send hellos, results, progress or a goodbye in its
+ * name. True when `msg` may be handled. */
 static bool s_from_worker_key(broker_t *self, const wire_msg_t *msg, const char *peer_key)
 {
     msg_type_t type = wire_msg_type(msg);
     if (peer_key == NULL || type == MSG_SUBMIT)
         return true;
-    const char *id = wire_msg_str(msg, FIELD_WORKER, "");
-    worker_t *worker = zhashx_lookup(self->workers, id);
-    if (worker == NULL || worker->key == NULL || strcmp(worker->key, peer_key) == 0)
+    const char *why = s_foreign_key(self, msg, peer_key);
+    if (why == NULL)
         return true;
-    char reason[300];
-    snprintf(reason, sizeof reason,
-             "%s for worker %.128s from another key than the one it said hello with",
-             msg_type_name(type), id);
+    char reason[400];
+    snprintf(reason, sizeof reason, "%s for worker %.128s from another key than %s",
+             msg_type_name(type), wire_msg_str(msg, FIELD_WORKER, ""), why);
     s_reject_message(self, "foreign_key", reason, true);
     return false;
 }

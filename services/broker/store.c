@@ -54,6 +54,9 @@ static const char *s_migrations[] = {
      * are forgotten (the names kept so far count as seen now). */
     "ALTER TABLE specialists ADD COLUMN last_seen INTEGER NOT NULL DEFAULT 0;"
     "UPDATE specialists SET last_seen = CAST(strftime('%s', 'now') AS INTEGER) * 1000;",
+    /* 5: the CURVE key of the worker a running attempt was given to, so after a restart
+     * only that key can say hello holding it (NULL on a plain bus). */
+    "ALTER TABLE tasks ADD COLUMN worker_key TEXT;",
 };
 
 enum {
@@ -78,20 +81,20 @@ enum {
 #define TASK_COLUMNS                                                                       \
     "id, specialist, priority, state, ord, attempt, failures, max_attempts, timeout_s, grp," \
     " not_before, title, issue, source, parent, worker, error, payload, result, created, updated," \
-    " rid"
+    " rid, worker_key"
 
 static const char *s_sql[STMT_COUNT] = {
     [STMT_BEGIN] = "BEGIN",
     [STMT_COMMIT] = "COMMIT",
     [STMT_TASK_INSERT] = "INSERT OR IGNORE INTO tasks (" TASK_COLUMNS ") VALUES "
-                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
+                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL)",
     [STMT_TASK_UPDATE] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5, error=?6,"
                          " not_before=?7, updated=?8, max_attempts=?9 WHERE rid=?1",
     [STMT_TASK_UPDATE_RESULT] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5,"
                                 " error=?6, not_before=?7, updated=?8, max_attempts=?9, result=?10"
                                 " WHERE rid=?1",
-    [STMT_TASK_DISPATCHED] = "UPDATE tasks SET state=?2, attempt=?3, worker=?4, updated=?5"
-                              " WHERE rid=?1",
+    [STMT_TASK_DISPATCHED] = "UPDATE tasks SET state=?2, attempt=?3, worker=?4, updated=?5,"
+                              " worker_key=?6 WHERE rid=?1",
     [STMT_TASK_LOAD] = "SELECT " TASK_COLUMNS " FROM tasks WHERE id=?",
     [STMT_ATTEMPT_INSERT] = "INSERT OR REPLACE INTO attempts (task, attempt, specialist, issue,"
                             " worker, outcome, error, finished) VALUES (?,?,?,?,?,?,?,?)",
@@ -580,6 +583,7 @@ int store_task_dispatched(store_t *self, const task_t *task)
     sqlite3_bind_int(stmt, 3, task->attempt);
     s_bind_text(stmt, 4, task->worker_id);
     sqlite3_bind_int64(stmt, 5, task->updated);
+    s_bind_text(stmt, 6, task->worker_key);
     return s_run(self, stmt, "updating a dispatched task");
 }
 
@@ -633,6 +637,7 @@ static task_t *s_task_from_row(sqlite3_stmt *stmt)
     task->created = sqlite3_column_int64(stmt, 19);
     task->updated = sqlite3_column_int64(stmt, 20);
     task->rowid = sqlite3_column_int64(stmt, 21);
+    task->worker_key = s_column_text(stmt, 22);
     return task;
 }
 

@@ -183,6 +183,98 @@ static void test_results_bound_to_key(testenv_t *env, pid_t broker, client_t *cl
          i++)
         testenv_sleep_ms(100);
     CHECK_STR(state, "done");
+    char *argv[] = {(char *)testenv_bin("pan"), "task", "show", "owned-1", "--json", NULL};
+    char out[16384];
+    int code = testenv_run(env, argv, out, sizeof out, 10000);
+    if (code != 0 || strstr(out, "\"RESULT\": \"from-the-worker\"") == NULL)
+        fprintf(stderr, "pan task show owned-1 (exit %d): %s\n", code, out);
+    CHECK_INT(code, 0);
+    CHECK(strstr(out, "\"RESULT\": \"from-the-worker\"") != NULL);
+    zcert_destroy(&thief);
+}
+
+/* PUSHes a `msg_type` message in worker `worker`'s name about attempt 1 of `task`, as the
+ * holder of `cert`. */
+static void s_forge(testenv_t *env, zcert_t *cert, const char *broker_key, msg_type_t msg_type,
+                    const char *worker, const char *task, const char *endpoint)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, msg_type);
+    wire_put_str(w, FIELD_WORKER, worker);
+    wire_put_str(w, FIELD_TASK, task);
+    wire_put_int(w, FIELD_ATTEMPT, 1);
+    wire_put_str(w, FIELD_OUTCOME, "done");
+    wire_put_str(w, FIELD_SPECIALIST, "lone-agent");
+    wire_put_str(w, FIELD_ENDPOINT, endpoint);
+    s_push_as(env, cert, broker_key, w);
+    wire_writer_destroy(&w);
+}
+
+/* After a broker restart, before the real worker says hello again, another authorised key
+ * names the worker, its task and attempt in a hello and then a result: both are refused
+ * (the attempt's key is stored with it), the task stays running, and the real worker
+ * reattaches and finishes it. */
+static void test_identity_survives_restart(testenv_t *env, pid_t *broker, client_t **client,
+                                           const char *broker_key)
+{
+    char bind[400], go[400], command[600], path[700], state[64];
+    snprintf(bind, sizeof bind, "ipc://%s/w3.sock", env->dir);
+    snprintf(go, sizeof go, "%s/go-w3", env->dir);
+    snprintf(command, sizeof command,
+             "while [ ! -e '%s' ]; do sleep 0.05; done; echo 'RESULT: from-the-worker'", go);
+    char *worker[] = {(char *)testenv_bin("cloister-worker"), "--specialist", "lone-agent",
+                      "--worker-id", "w3", "--bind", bind, "--in", env->in_ep,
+                      "--heartbeat-ms", "100", "--", "/bin/sh", "-c", command, NULL};
+    pid_t w3 = testenv_spawn(env, "w3", worker);
+    bool queued = false;
+    for (int i = 0; i < 50 && !queued; i++) {
+        queued = testbroker_submit(*client, "owned-2", "lone-agent", NULL, NULL) == 0;
+        if (!queued)
+            testenv_sleep_ms(100);
+    }
+    CHECK(queued);
+    for (int i = 0; i < 50 && strcmp(testbroker_state(*client, "owned-2", state, sizeof state),
+                                     "running") != 0;
+         i++)
+        testenv_sleep_ms(100);
+    CHECK_STR(state, "running");
+
+    /* The real worker cannot answer while the broker restarts. */
+    testenv_signal(w3, SIGSTOP);
+    testenv_signal(*broker, SIGKILL);
+    CHECK(testenv_wait(env, *broker, 5000) >= 0);
+    client_destroy(client);
+    *broker = testbroker_start(env, 200, "full");
+    CHECK(*broker > 0);
+    *client = testbroker_client(env);
+
+    snprintf(path, sizeof path, "%s/keys/clients/thief_secret", env->home);
+    zcert_t *thief = zcert_load(path);
+    CHECK(thief != NULL);
+    char thief_bind[400];
+    snprintf(thief_bind, sizeof thief_bind, "ipc://%s/thief.sock", env->dir);
+    int64_t refused_before = s_rejected(*client, "foreign_key");
+    s_forge(env, thief, broker_key, MSG_HELLO, "w3", "owned-2", thief_bind);
+    s_forge(env, thief, broker_key, MSG_RESULT, "w3", "owned-2", thief_bind);
+    testenv_sleep_ms(500);
+    /* Running still, or queued again once its worker missed the restart's grace. */
+    CHECK(strcmp(testbroker_state(*client, "owned-2", state, sizeof state), "done") != 0);
+    CHECK(s_rejected(*client, "foreign_key") >= refused_before + 2);
+
+    testenv_signal(w3, SIGCONT);
+    CHECK(testenv_write_file(go, "") == 0);
+    for (int i = 0; i < 100 && strcmp(testbroker_state(*client, "owned-2", state, sizeof state),
+                                      "done") != 0;
+         i++)
+        testenv_sleep_ms(100);
+    CHECK_STR(state, "done");
+    char *argv[] = {(char *)testenv_bin("pan"), "task", "show", "owned-2", "--json", NULL};
+    char out[16384];
+    int code = testenv_run(env, argv, out, sizeof out, 10000);
+    if (code != 0 || strstr(out, "\"RESULT\": \"from-the-worker\"") == NULL)
+        fprintf(stderr, "pan task show owned-2 (exit %d): %s\n", code, out);
+    CHECK_INT(code, 0);
+    CHECK(strstr(out, "\"RESULT\": \"from-the-worker\"") != NULL);
     zcert_destroy(&thief);
 }
 
@@ -375,6 +467,7 @@ int main(void)
     free(log);
 
     test_results_bound_to_key(env, broker, client, broker_key);
+    test_identity_survives_restart(env, &broker, &client, broker_key);
     test_specialists_end_to_end(env, client);
 
     zcert_destroy(&unknown);

@@ -76,6 +76,10 @@ install_programs() {
     esac
 }
 
+# The state home and everything in it (database, logs, keys, sessions) are this user's
+# alone: other users of the machine must not read tasks or reach the bus (the programs set
+# the same umask themselves; existing logs are narrowed below).
+umask 077
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SELF="$ROOT/deploy/run-local.sh"
 if [ -z "${PANOPTICON_HOME:-}" ]; then
@@ -513,6 +517,8 @@ cmd_start() {
         die "already running (supervisor pid $pid); stop it with: deploy/run-local.sh stop"
     fi
     mkdir -p "$RUN_DIR" "$LOG_DIR" || die "cannot create $RUN_DIR and $LOG_DIR"
+    chmod 700 "$PANOPTICON_HOME" "$RUN_DIR" "$LOG_DIR" 2>/dev/null
+    chmod 600 "$LOG_DIR"/*.log 2>/dev/null
     for file in "$RUN_DIR"/*.pid; do
         [ -f "$file" ] || continue
         child=$(read_pid "$file")

@@ -631,7 +631,9 @@ static void s_drain_control(broker_t *self)
         zframe_t *body = zmsg_last(request);
         if (zmsg_size(request) >= 2) {
             zmsg_remove(request, body);
-            broker_handle_control(self, request, zframe_data(body), zframe_size(body));
+            /* With CURVE, the ZAP handler made the requester's public key its User-Id. */
+            broker_handle_control(self, request, zframe_data(body), zframe_size(body),
+                                  self->curve ? zframe_meta(body, "User-Id") : NULL);
             zframe_destroy(&body);
         }
         zmsg_destroy(&request);
@@ -897,6 +899,15 @@ static int s_start_curve(broker_t *self)
     if (rc != 0)
         return rc;
     if (!enabled) {
+        for (size_t i = 0; endpoints[i] != NULL; i++)
+            if (strncmp(endpoints[i], "tcp://", 6) == 0) {
+                log_warn("CURVE is off on %s: every user of this machine (and whoever else "
+                         "reaches it) can submit, read and cancel tasks, which run as %s; "
+                         "turn [security] curve back on, or use ipc:// endpoints inside "
+                         "$PANOPTICON_HOME",
+                         endpoints[i], getenv("USER") ? getenv("USER") : "this user");
+                break;
+            }
         self->zmq_context = zmq_ctx_new();
         return 0;
     }
@@ -908,7 +919,8 @@ static int s_start_curve(broker_t *self)
     zsys_handler_set(NULL); /* the broker handles its own signals */
     self->zmq_context = zsys_init();
     self->auth = zactor_new(zauth, NULL);
-    if (self->zmq_context == NULL || self->auth == NULL)
+    self->roles = key_roles_new(curve_authorized_dir(self->curve));
+    if (self->zmq_context == NULL || self->auth == NULL || self->roles == NULL)
         return failure_set(FAILURE_IO, "cannot start the CURVE authenticator");
     log_info("CURVE on: clients need a key in %s", curve_authorized_dir(self->curve));
     return s_load_authorized(self);
@@ -1014,6 +1026,7 @@ void broker_destroy(broker_t **self_p)
     if (self->zmq_context && self->curve == NULL)
         zmq_ctx_term(self->zmq_context);
     curve_destroy(&self->curve);
+    key_roles_destroy(&self->roles);
     zhashx_destroy(&self->tasks);
     zhashx_destroy(&self->queues);
     zhashx_destroy(&self->groups);

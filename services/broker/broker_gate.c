@@ -17,8 +17,8 @@
  * Policy comes from configuration, never from the payload: the check is lifted by
  * [security] require_review = false, or when the review mode that holds for the target
  * branch (the target branch's .cloister/config.toml, else [review] mode) is "disabled".
- * payload.force lifts it for a submit from outside only (a worker's `next` cannot force);
- * who may force is the caller's check (key roles, broker_in.c / broker_control.c). */
+ * payload.force lifts it for a submit from outside only (a worker's `next` cannot force),
+ * and only from an admin key (checked in broker_submit, key_roles.h). */
 #include "broker_internal.h"
 
 #include "failure.h"
@@ -70,7 +70,7 @@ typedef struct {
     char findings[1200]; /* "; severity file:line message" per blocking finding named */
 } review_gate_t;
 
-/* True when the payload says force = true. */
+/* True when the payload says force = true (who may was checked at submit). */
 static bool s_forced(const wire_msg_t *msg)
 {
     const msgpack_object *force = wire_map_get(wire_msg_object(msg, FIELD_PAYLOAD), FIELD_FORCE);

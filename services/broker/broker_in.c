@@ -35,13 +35,22 @@ static void s_reject_message(broker_t *self, const char *category, const char *r
         self->garbage_unreported = 0;
 }
 
-static void s_handle_submit(broker_t *self, const wire_msg_t *msg)
+/* The stats.rejected category of a refused submit. */
+const char *broker_submit_refusal(int rc)
+{
+    return rc == FAILURE_DISK_FULL ? "disk_full" : rc == FAILURE_DENIED ? "denied" : "invalid_submit";
+}
+
+static void s_handle_submit(broker_t *self, const wire_msg_t *msg, const char *peer_key)
 {
     task_t *task = NULL;
     bool loaded = false, created = false;
-    int rc = broker_submit(self, msg, NULL, &task, &loaded, &created);
-    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL) {
-        broker_count_rejected(self, rc == FAILURE_DISK_FULL ? "disk_full" : "invalid_submit");
+    int rc = key_roles_check(self->roles, peer_key, KEY_ACTION_SUBMIT);
+    if (rc == 0)
+        rc = broker_submit(self, msg, NULL, peer_key, &task, &loaded, &created);
+    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL ||
+        rc == FAILURE_DENIED) {
+        broker_count_rejected(self, broker_submit_refusal(rc));
         broker_emit_rejected(self, EVENT_TASK_REJECTED, wire_msg_str(msg, FIELD_ID, NULL), failure_message(),
                              0);
     } else if (rc != 0) {
@@ -268,7 +277,8 @@ static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
 }
 
 /* Commits each of a result's next tasks; a refused one is reported, the rest go on. */
-static void s_submit_next(broker_t *self, const char *parent, const wire_msg_t *msg)
+static void s_submit_next(broker_t *self, const char *parent, const char *submitter_key,
+                          const wire_msg_t *msg)
 {
     const msgpack_object *next = wire_msg_object(msg, FIELD_NEXT);
     if (next == NULL)
@@ -285,7 +295,7 @@ static void s_submit_next(broker_t *self, const char *parent, const wire_msg_t *
         task_t *task = NULL;
         bool loaded = false, created = false;
         if (rc == 0)
-            rc = broker_submit(self, sub, parent, &task, &loaded, &created);
+            rc = broker_submit(self, sub, parent, submitter_key, &task, &loaded, &created);
         if (rc != 0) {
             char reason[600];
             snprintf(reason, sizeof reason, "next task %u of %s: %s", i, parent,
@@ -334,8 +344,10 @@ static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, 
          * the review it descends from as finished (broker_gate.c). */
         char parent[MESSAGES_ID_CAP + 1];
         snprintf(parent, sizeof parent, "%s", task->id);
+        char *submitter_key = task->submitter_key ? strdup(task->submitter_key) : NULL;
         broker_task_finish(self, task, TASK_DONE, NULL, result, result_len);
-        s_submit_next(self, parent, msg);
+        s_submit_next(self, parent, submitter_key, msg);
+        free(submitter_key);
     } else {
         broker_task_finish(self, task, TASK_FAILED, error ? error : "failed", result, result_len);
     }
@@ -435,6 +447,20 @@ static bool s_from_worker_key(broker_t *self, const wire_msg_t *msg, const char 
     return false;
 }
 
+/* A worker's message (anything on `in` but a submit) needs a key whose role lets it work.
+ * True when `msg` may be handled. */
+static bool s_worker_role(broker_t *self, const wire_msg_t *msg, const char *peer_key)
+{
+    if (wire_msg_type(msg) == MSG_SUBMIT ||
+        key_roles_check(self->roles, peer_key, KEY_ACTION_WORK) == 0)
+        return true;
+    char reason[400];
+    snprintf(reason, sizeof reason, "%s from worker %.128s: %s", msg_type_name(wire_msg_type(msg)),
+             wire_msg_str(msg, FIELD_WORKER, ""), failure_message());
+    s_reject_message(self, "denied", reason, true);
+    return false;
+}
+
 void broker_handle_in(broker_t *self, const void *data, size_t len, const char *peer_key)
 {
     wire_msg_t *msg = NULL;
@@ -444,12 +470,12 @@ void broker_handle_in(broker_t *self, const void *data, size_t len, const char *
                          true);
         return;
     }
-    if (!s_from_worker_key(self, msg, peer_key)) {
+    if (!s_from_worker_key(self, msg, peer_key) || !s_worker_role(self, msg, peer_key)) {
         wire_msg_destroy(&msg);
         return;
     }
     switch (wire_msg_type(msg)) {
-    case MSG_SUBMIT: s_handle_submit(self, msg); break;
+    case MSG_SUBMIT: s_handle_submit(self, msg, peer_key); break;
     case MSG_HELLO: s_handle_hello(self, msg, peer_key); break;
     case MSG_HEARTBEAT: s_handle_heartbeat(self, msg); break;
     case MSG_PROGRESS: s_handle_progress(self, msg); break;

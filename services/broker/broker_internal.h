@@ -7,6 +7,7 @@
 #include "broker.h"
 #include "curve.h"
 #include "disk_guard.h"
+#include "key_roles.h"
 #include "workspace_roots.h"
 #include "task.h"
 #include "submit.h"
@@ -86,6 +87,7 @@ struct broker_t {
     workspace_roots_t *workspace_roots; /* where a task's payload.workspace may be */
     curve_t *curve;              /* the broker's keys, NULL when the bus is plain */
     zactor_t *auth;              /* czmq's ZAP handler (zauth), with curve */
+    key_roles_t *roles;          /* with curve: what each authorized key may do */
     void *monitors[3];           /* with curve: handshake failures of in, events, control */
     int64_t next_prune;          /* monotonic ms of the next retention pass */
     int64_t next_reclaim;        /* monotonic ms of the next incremental vacuum */
@@ -160,10 +162,14 @@ void broker_task_take_files(task_t *task);
 int broker_worker_lost(broker_t *self, worker_t *worker, event_type_t event, const char *reason);
 
 /* Validates a submit (a decoded "submit" message or next-task) and, if new, commits it
- * to the queue. `*out` is the task (new or existing, active or loaded from the store:
- * *loaded says the caller must destroy it). Returns 0 or FAILURE_INVALID with the reason. */
-int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, task_t **out,
-                  bool *loaded, bool *created);
+ * to the queue. `submitter_key` is the CURVE key that sent it (a next task: the key that
+ * submitted its parent; NULL on a plain bus): a payload.force needs an admin key, and the
+ * key is kept with the task (cancelling or retrying it later needs the same key or an
+ * admin). `*out` is the task (new or existing, active or loaded from the store: *loaded
+ * says the caller must destroy it). Returns 0, or FAILURE_INVALID / FAILURE_DENIED /
+ * FAILURE_TOO_BIG / FAILURE_DISK_FULL with the reason. */
+int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent,
+                  const char *submitter_key, task_t **out, bool *loaded, bool *created);
 
 /* Writes the task's fields (for replies) into the map the caller has opened, with its
  * payload (capped at submit) and, if `with_result`, its result when that keeps the reply
@@ -178,11 +184,17 @@ int broker_gate_check(broker_t *self, const wire_msg_t *msg, const char *special
                       const char *issue, const char *parent);
 
 /* broker_in.c */
+/* The stats.rejected category of a submit refused with `rc` ("invalid_submit", "denied",
+ * "disk_full"). */
+const char *broker_submit_refusal(int rc);
 /* Handles one message from `in`; `peer_key`: the sender's CURVE public key, NULL when the
  * bus is plain. */
 void broker_handle_in(broker_t *self, const void *data, size_t len, const char *peer_key);
 
 /* broker_control.c */
-void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len);
+/* Handles one request on `control`; `peer_key`: the requester's CURVE public key, NULL when
+ * the bus is plain. */
+void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
+                           const char *peer_key);
 
 #endif

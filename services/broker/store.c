@@ -54,9 +54,11 @@ static const char *s_migrations[] = {
      * are forgotten (the names kept so far count as seen now). */
     "ALTER TABLE specialists ADD COLUMN last_seen INTEGER NOT NULL DEFAULT 0;"
     "UPDATE specialists SET last_seen = CAST(strftime('%s', 'now') AS INTEGER) * 1000;",
-    /* 5: the CURVE key of the worker a running attempt was given to, so after a restart
-     * only that key can say hello holding it (NULL on a plain bus). */
-    "ALTER TABLE tasks ADD COLUMN worker_key TEXT;",
+    /* 5: the CURVE keys of who submitted a task (cancelling or retrying it needs that key
+     * or an admin's) and of the worker its running attempt was given to (after a restart
+     * only that key can say hello holding it); NULL on a plain bus. */
+    "ALTER TABLE tasks ADD COLUMN worker_key TEXT;"
+    "ALTER TABLE tasks ADD COLUMN submitter_key TEXT;",
 };
 
 enum {
@@ -81,13 +83,13 @@ enum {
 #define TASK_COLUMNS                                                                       \
     "id, specialist, priority, state, ord, attempt, failures, max_attempts, timeout_s, grp," \
     " not_before, title, issue, source, parent, worker, error, payload, result, created, updated," \
-    " rid, worker_key"
+    " rid, worker_key, submitter_key"
 
 static const char *s_sql[STMT_COUNT] = {
     [STMT_BEGIN] = "BEGIN",
     [STMT_COMMIT] = "COMMIT",
     [STMT_TASK_INSERT] = "INSERT OR IGNORE INTO tasks (" TASK_COLUMNS ") VALUES "
-                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL)",
+                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,?22)",
     [STMT_TASK_UPDATE] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5, error=?6,"
                          " not_before=?7, updated=?8, max_attempts=?9 WHERE rid=?1",
     [STMT_TASK_UPDATE_RESULT] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5,"
@@ -545,6 +547,7 @@ int store_task_insert(store_t *self, task_t *task, bool *inserted)
     sqlite3_bind_null(stmt, 19);
     sqlite3_bind_int64(stmt, 20, task->created);
     sqlite3_bind_int64(stmt, 21, task->updated);
+    s_bind_text(stmt, 22, task->submitter_key);
     rc = s_run(self, stmt, "inserting a task");
     *inserted = rc == 0 && sqlite3_changes(self->db) == 1;
     if (*inserted)
@@ -638,6 +641,7 @@ static task_t *s_task_from_row(sqlite3_stmt *stmt)
     task->updated = sqlite3_column_int64(stmt, 20);
     task->rowid = sqlite3_column_int64(stmt, 21);
     task->worker_key = s_column_text(stmt, 22);
+    task->submitter_key = s_column_text(stmt, 23);
     return task;
 }
 

@@ -32,6 +32,8 @@ typedef struct task_t {
     char *title, *issue, *source, *group, *parent, *error, *worker_id;
     char *worker_key; /* running: the CURVE key (Z85) of the worker it was given to, stored
                          with the attempt so a restart keeps it; NULL on a plain bus */
+    char *submitter_key; /* the CURVE key that submitted it (a next task: its parent's);
+                            NULL on a plain bus */
     void *payload;
     size_t payload_len;
     void *files; /* payload.filesChanged as raw msgpack, for session context */

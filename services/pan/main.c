@@ -7,6 +7,7 @@
 
 #include "cmd_prompt.h"
 #include "failure.h"
+#include "home.h"
 
 #include <czmq.h>
 #include <stdio.h>
@@ -125,6 +126,9 @@ int main(int argc, char **argv)
     }
     config_t *config = NULL;
     char config_error[1024] = "";
+    /* Everything it writes under the state home is this user's alone (home.h). */
+    if (home_secure() != 0)
+        return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
     if (config_load(NULL, &config) != 0) {
         if (strcmp(command, "doctor") != 0)
             return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());

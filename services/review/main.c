@@ -21,6 +21,7 @@
  * bind failed), 3 when a job could not be stopped (see specialist.h). */
 #include "config.h"
 #include "failure.h"
+#include "home.h"
 #include "log.h"
 #include "prompt.h"
 #include "review_job.h"
@@ -50,6 +51,11 @@ int main(int argc, char **argv)
     if (!specialist_args_parse(&args, argc, argv, &settings, &code))
         return code;
 
+    /* Everything it writes under the state home is this user's alone (home.h). */
+    if (home_secure() != 0) {
+        fprintf(stderr, "cloister-review: %s\n", failure_message());
+        return 1;
+    }
     config_t *config = NULL;
     if (config_load(config_path, &config) != 0) {
         log_error("cannot load the configuration: %s", failure_message());

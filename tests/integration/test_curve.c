@@ -278,6 +278,107 @@ static void test_identity_survives_restart(testenv_t *env, pid_t *broker, client
     zcert_destroy(&thief);
 }
 
+/* pan's stdout and stderr (s_pan_as). */
+static char s_said[16384];
+
+/* Runs pan as the holder of keys/clients/NAME_secret (`name` NULL: the default client),
+ * stdout and stderr into s_said; returns its exit code. */
+static int s_pan_as(testenv_t *env, const char *name, const char *first, ...)
+{
+    char *argv[24];
+    int n = 0;
+    argv[n++] = "/bin/sh";
+    argv[n++] = "-c";
+    argv[n++] = "exec \"$0\" \"$@\" 2>&1";
+    argv[n++] = (char *)testenv_bin("pan");
+    argv[n++] = "--timeout-ms";
+    argv[n++] = "2000";
+    argv[n++] = (char *)first;
+    va_list args;
+    va_start(args, first);
+    char *arg;
+    while ((arg = va_arg(args, char *)) != NULL && n < 23)
+        argv[n++] = arg;
+    va_end(args);
+    argv[n] = NULL;
+    char cert[700];
+    snprintf(cert, sizeof cert, "%s/keys/clients/%s_secret", env->home, name ? name : "");
+    if (name != NULL)
+        setenv("CLOISTER_CURVE_CERT", cert, 1);
+    int code = testenv_run(env, argv, s_said, sizeof s_said, 10000);
+    unsetenv("CLOISTER_CURVE_CERT");
+    return code;
+}
+
+/* Checks that pan's last output holds `text`. */
+static void s_check_said(const char *text)
+{
+    if (strstr(s_said, text) == NULL)
+        fprintf(stderr, "pan said: %s\n(expected: %s)\n", s_said, text);
+    CHECK(strstr(s_said, text) != NULL);
+}
+
+/* Keys with roles: a submitter submits, reads, and cancels its own tasks, but cannot force
+ * a merge or cancel someone else's task; a worker reads and works but cannot submit; a
+ * submitter cannot act as a worker; a key made before roles keeps working as an admin,
+ * with a warning in the log. */
+static void test_key_roles(testenv_t *env, pid_t broker, const char *broker_key)
+{
+    CHECK_INT(s_pan(env, NULL, "keys", "add", "sub", "--role", "submitter", NULL), 0);
+    CHECK_INT(s_pan(env, NULL, "keys", "add", "wk", "--role", "worker", NULL), 0);
+    CHECK(s_pan(env, NULL, "keys", "add", "bad", "--role", "root", NULL) != 0);
+    /* A key from before roles: its authorized file has no role. */
+    char path[700];
+    zcert_t *legacy = zcert_new();
+    snprintf(path, sizeof path, "%s/keys/clients/legacy", env->home);
+    CHECK(zcert_save(legacy, path) == 0);
+    snprintf(path, sizeof path, "%s/keys/authorized/legacy", env->home);
+    CHECK(zcert_save_public(legacy, path) == 0);
+    zcert_destroy(&legacy);
+    testenv_signal(broker, SIGHUP);
+    testenv_sleep_ms(300);
+
+    CHECK_INT(s_pan_as(env, "sub", "submit", "echo-agent", "--id", "by-sub", NULL), 0);
+    CHECK_INT(s_pan_as(env, "sub", "task", "show", "by-sub", NULL), 0);
+    CHECK(s_pan_as(env, "sub", "submit", "merge-agent", "--issue", "PAN-1", "--force", "--id",
+                   "sub-force", NULL) != 0);
+    s_check_said("a submitter key may not force a merge past the review gate (admin may)");
+    CHECK_INT(s_pan_as(env, NULL, "submit", "idle-agent", "--id", "by-admin", NULL), 0);
+    CHECK(s_pan_as(env, "sub", "cancel", "by-admin", NULL) != 0);
+    s_check_said("a submitter key may not cancel or retry a task another key submitted");
+    CHECK_INT(s_pan_as(env, "sub", "submit", "idle-agent", "--id", "sub-own", NULL), 0);
+    CHECK_INT(s_pan_as(env, "sub", "cancel", "sub-own", NULL), 0);
+    CHECK_INT(s_pan_as(env, NULL, "cancel", "by-admin", NULL), 0);
+
+    CHECK(s_pan_as(env, "wk", "submit", "echo-agent", "--id", "by-worker", NULL) != 0);
+    s_check_said("a worker key may not submit tasks (submitter or admin may)");
+    CHECK_INT(s_pan_as(env, "wk", "status", NULL), 0);
+
+    /* A submitter's hello in a worker's name is refused: no worker joins. */
+    client_t *client = testbroker_client(env);
+    int64_t denied_before = s_rejected(client, "denied");
+    snprintf(path, sizeof path, "%s/keys/clients/sub_secret", env->home);
+    path[strlen(path) - 7] = '\0';
+    zcert_t *sub = zcert_load(path);
+    CHECK(sub != NULL);
+    char bind[400];
+    snprintf(bind, sizeof bind, "ipc://%s/sub-worker.sock", env->dir);
+    s_forge(env, sub, broker_key, MSG_HELLO, "sub-worker", "none", bind);
+    testenv_sleep_ms(300);
+    CHECK(s_rejected(client, "denied") >= denied_before + 1);
+    zcert_destroy(&sub);
+    client_destroy(&client);
+
+    CHECK_INT(s_pan_as(env, "legacy", "submit", "merge-agent", "--issue", "PAN-1", "--force",
+                       "--id", "legacy-force", NULL),
+              0);
+    CHECK_INT(s_pan_as(env, NULL, "cancel", "legacy-force", NULL), 0);
+    snprintf(path, sizeof path, "%s/broker.log", env->dir);
+    char *log = testenv_read_file(path);
+    CHECK(log != NULL && strstr(log, "has no role: it may do everything, as an admin") != NULL);
+    free(log);
+}
+
 /* Waits until task `id` has ended (done or failed); its state into buf. */
 static const char *s_wait_ended(client_t *client, const char *id, char *buf, size_t size)
 {
@@ -355,7 +456,8 @@ int main(void)
     char path[600];
     snprintf(path, sizeof path, "%s/cloister.toml", env->home);
     /* The review mode "disabled" makes a review end at once, and lets merges through. */
-    CHECK(testenv_write_file(path, "[security]\ncurve = true\n\n[review]\nmode = \"disabled\"\n") == 0);
+    CHECK(testenv_write_file(path, "[security]\ncurve = true\n\n[review]\nmode = \"disabled\"\n\n"
+                                   "[specialists.idle-agent]\nenabled = true\n") == 0);
     /* This process is an authorized client too (testbroker_start asks for stats). */
     CHECK_INT(curve_keys_init(), 0);
     config_t *config = NULL;
@@ -468,6 +570,7 @@ int main(void)
 
     test_results_bound_to_key(env, broker, client, broker_key);
     test_identity_survives_restart(env, &broker, &client, broker_key);
+    test_key_roles(env, broker, broker_key);
     test_specialists_end_to_end(env, client);
 
     zcert_destroy(&unknown);

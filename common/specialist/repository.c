@@ -118,6 +118,31 @@ int repository_review_mode(const config_t *config, const char *workspace, const 
     return rc;
 }
 
+bool repository_network_opt_in(const config_t *config, const char *workspace,
+                               const char *target, const char *section, char *out,
+                               size_t size)
+{
+    out[0] = '\0';
+    const char *rev = target && target[0] ? target : "main";
+    config_t *own = NULL;
+    int rc = workspace != NULL && workspace[0] != '\0'
+                 ? repository_config_at(workspace, rev, &own)
+                 : FAILURE_NOT_FOUND;
+    bool allowed = false;
+    if (rc == 0 && own != NULL && config_has(own, section, "network")) {
+        allowed = config_bool(own, section, "network", false);
+        if (allowed)
+            snprintf(out, size, "[%s] network = true in %.200s:%s", section, rev,
+                     REPOSITORY_CONFIG_PATH);
+    } else if (rc == 0 || rc == FAILURE_NOT_FOUND) {
+        allowed = config_bool(config, section, "network", false);
+        if (allowed)
+            snprintf(out, size, "[%s] network = true in cloister.toml", section);
+    }
+    config_destroy(&own);
+    return allowed;
+}
+
 /* git_reference_foreach_glob's callback: the first match names the branch on a remote. */
 static int s_first_remote(const char *name, void *arg)
 {

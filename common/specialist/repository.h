@@ -4,6 +4,7 @@
 
 #include "config.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Writes into `out` the root of the repository that contains `path`: the main working
@@ -57,5 +58,15 @@ int repository_config_at(const char *workspace, const char *rev, config_t **out)
  * side) and returns FAILURE_INVALID with the reason. */
 int repository_review_mode(const config_t *config, const char *workspace, const char *target,
                            char *out, size_t size);
+
+/* Whether a repository's commands may use the network (see sandbox.h): `section`
+ * ("tests" or "review") network = true in the target branch's own settings (as committed
+ * on `target` of the repository containing `workspace`), else in `config`; the target's
+ * file wins when it sets the key. Returns true with who allowed it in `out` ("[tests]
+ * network = true in main:.cloister/config.toml"); false (out "") when nobody did, or when
+ * the target's settings cannot be read (the safe side). */
+bool repository_network_opt_in(const config_t *config, const char *workspace,
+                               const char *target, const char *section, char *out,
+                               size_t size);
 
 #endif

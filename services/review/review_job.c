@@ -9,6 +9,7 @@
 #include "pipeline.h"
 #include "prompt.h"
 #include "repository.h"
+#include "sandbox.h"
 #include "review_checks.h"
 #include "review_diff.h"
 #include "review_loop.h"
@@ -134,6 +135,15 @@ static void s_check_finding(review_run_t *r, const review_check_t *check, const 
 static int s_run_check(review_run_t *r, const review_check_t *check, int64_t timeout_s, FILE *f)
 {
     specialist_progressf(r->ctx, "info", "check %s: %s", check->name, check->command);
+    /* The network only when the target branch (or the service's settings) opted in. */
+    char opted_in[300], network[600];
+    bool allowed = repository_network_opt_in(r->service->config, r->workspace, r->target,
+                                              "review", opted_in, sizeof opted_in);
+    if (!sandbox_network(r->service->sandbox, allowed ? opted_in : NULL, network,
+                         sizeof network) &&
+        !allowed)
+        specialist_progressf(r->ctx, "warning", "check %s: network %s", check->name, network);
+    specialist_result_str(r->ctx, "checks_network", network);
     testrun_options_t options = {
         .command = check->command,
         .dir = r->workspace,
@@ -141,6 +151,7 @@ static int s_run_check(review_run_t *r, const review_check_t *check, int64_t tim
         .output_cap = 64 * 1024,
         .owner = specialist_testrun_owner(r->ctx), /* a cancel stops the check */
         .sandbox = r->service->sandbox,
+        .network = allowed,
     };
     testrun_result_t *result = NULL;
     testrun_run(&result, &options);

@@ -44,6 +44,7 @@ typedef struct {
     char notes[2048];    /* sentences for NOTES, "; "-separated */
     bool run_reported;   /* s_report_run() has set the result fields of a run */
     bool fix_attempted;
+    bool network;        /* the tests may use the network (the target branch opted in) */
     const char *fix_result; /* "SUCCESS", "FAILED" or "NOT_ATTEMPTED" */
 } test_job_t;
 
@@ -176,6 +177,23 @@ static const char *s_last_line(char *buf, size_t size, const char *output)
     return buf;
 }
 
+/* Whether the tests may use the network: the target branch's [tests] network (never the
+ * branch under test's), else the service's; the result says what they got, and a run that
+ * cannot be isolated says so loudly. */
+static void s_decide_network(test_job_t *job)
+{
+    const char *target = specialist_payload_str(job->ctx, "target");
+    char opted_in[300], network[600];
+    job->network = repository_network_opt_in(job->agent->config, job->workspace,
+                                              target && target[0] ? target : "main", "tests",
+                                              opted_in, sizeof opted_in);
+    bool isolated = sandbox_network(job->agent->sandbox, job->network ? opted_in : NULL,
+                                    network, sizeof network);
+    specialist_result_str(job->ctx, "network", network);
+    if (!isolated && !job->network)
+        specialist_progressf(job->ctx, "warning", "tests' network %s", network);
+}
+
 /* Runs the test command once, bounded by the job's deadline. Returns the result (the
  * caller owns it) or NULL when not even a result could be made (memory). */
 static testrun_result_t *s_run_tests(test_job_t *job)
@@ -186,6 +204,7 @@ static testrun_result_t *s_run_tests(test_job_t *job)
         .dir = test_tree_dir(job->tree),
         .timeout_ms = left > 1 ? left : 1,
         .sandbox = job->agent->sandbox,
+        .network = job->network,
     };
     specialist_progressf(job->ctx, "info", "running %s in %s (%s)", job->detected.command,
                          options.dir, test_tree_source(job->tree));
@@ -603,6 +622,7 @@ specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
         s_note(job, "%s", job->detected.warning);
     specialist_result_str(ctx, "TEST_COMMAND", job->detected.command);
     specialist_result_str(ctx, "sandbox", sandbox_describe(agent->sandbox));
+    s_decide_network(job);
     specialist_result_str(ctx, "runner", testdetect_runner_name(job->detected.runner));
     specialist_result_str(ctx, "detected_by", job->detected.reason);
 

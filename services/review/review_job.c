@@ -14,6 +14,7 @@
 #include "review_loop.h"
 #include "review_post.h"
 #include "review_scope.h"
+#include "review_verdict.h"
 #include "session.h"
 #include "template.h"
 #include "testrun.h"
@@ -740,9 +741,16 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
             outcome = s_fail(&r, outcome, error);
         goto out;
     }
-    s_read_findings(&r, nreviewers > 0 ? "synthesis" : REVIEW_SPECIALIST);
+    const char *answered_by = nreviewers > 0 ? "synthesis" : REVIEW_SPECIALIST;
+    s_read_findings(&r, answered_by);
     review_findings_identify(r.findings);
     review_loop_dismiss(r.markers, r.findings, r.dismissed);
+    char note[600];
+    if (review_verdict_reconcile(r.markers, answered_by, r.findings, &r.counts, note,
+                                 sizeof note)) {
+        specialist_result_str(ctx, "verdict_note", note);
+        specialist_progressf(ctx, "info", "%s", note);
+    }
     review_counts_compute(r.findings, &r.counts);
     specialist_result_json(ctx, "dismissed", r.dismissed);
     const char *verdict = markers_get(r.markers, "REVIEW_RESULT");

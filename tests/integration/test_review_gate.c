@@ -761,7 +761,10 @@ static void test_other_clis(review_env_t *r)
         CHECK_STR(harness_field(result, "GATE"), "open");
         CHECK_INT(harness_int(result, "warnings"), 1);
         char *logged = testenv_read_file(log);
-        CHECK(logged != NULL && strstr(logged, r->repo) != NULL); /* the workspace passed */
+        /* The directory passed is the review's worktree of the reviewed commit. */
+        char tree[700];
+        snprintf(tree, sizeof tree, "%s/worktrees/cloister-wt-", r->workdir);
+        CHECK(logged != NULL && strstr(logged, tree) != NULL);
         CHECK(logged != NULL && strstr(logged, i == 0 ? "\"exec\",\"--json\""
                                                       : "\"-o\",\"stream-json\"") != NULL);
         free(logged);

@@ -148,7 +148,8 @@ static void s_state_now(client_t *control, const char *id, char *state, size_t s
     wire_msg_t *reply = NULL;
     state[0] = '\0';
     if (client_call(control, w, &reply) == 0)
-        wire_obj_str(wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_STATE), state, size, "");
+        wire_obj_str(wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_STATE), state, size,
+                     "");
     wire_msg_destroy(&reply);
     wire_writer_destroy(&w);
 }

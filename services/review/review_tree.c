@@ -29,8 +29,8 @@ int review_tree_open(review_tree_t **out, const char *workspace, const char *com
     else if (worktree_clean_stale(self->repo, worktrees_dir, NULL, NULL) != 0) {
         char reason[512]; /* copied: failure_set() must not read the buffer it writes */
         snprintf(reason, sizeof reason, "%s", failure_message());
-        rc = failure_set(FAILURE_GIT, "cannot clean old worktrees in %s: %s", worktrees_dir,
-                         reason);
+        rc =
+            failure_set(FAILURE_GIT, "cannot clean old worktrees in %s: %s", worktrees_dir, reason);
     }
     if (rc == 0)
         rc = worktree_add(&self->worktree, self->repo, worktrees_dir, &oid);

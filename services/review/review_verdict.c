@@ -18,8 +18,8 @@ static size_t s_agent_findings(const json_t *findings)
 }
 
 /* Appends the finding "<severity>: <text>" from Cloister, with `reviewer` and `detail`. */
-static void s_add(json_t *findings, review_counts_t *counts, const char *severity,
-                  const char *text, const char *reviewer, const char *detail)
+static void s_add(json_t *findings, review_counts_t *counts, const char *severity, const char *text,
+                  const char *reviewer, const char *detail)
 {
     char line[4200];
     snprintf(line, sizeof line, "%s: %s", severity, text);

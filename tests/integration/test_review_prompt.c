@@ -2,7 +2,8 @@
  * acceptance criteria as a checklist, the diff fenced as data, the other active tasks the
  * broker sent, the project's custom instructions (cloister.toml and the repository's
  * .cloister/instructions.md), the configured checks' results, and `--add-dir <the review's
- * worktree of the reviewed commit>` on the command line. A failing check is an error finding that blocks the gate. */
+ * worktree of the reviewed commit>` on the command line. A failing check is an error
+ * finding that blocks the gate. */
 #include "review_harness.h"
 
 int main(void)

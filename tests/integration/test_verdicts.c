@@ -6,9 +6,10 @@
  * first (the review) and the exit code from pan itself. A row may add a check of its own
  * (the commit a check ran on, unique finding ids, counts).
  *
- * `test_verdicts ROW` runs one row. Rows marked "guard" hold a line that the fixes must not move (a docs-only diff's plan
- * skips stay skips, tests that could not run stay an error, the codes that were already
- * right); every other row fails without the fix of its item. */
+ * `test_verdicts ROW` runs one row. Rows marked "guard" hold a line that the fixes must
+ * not move (a docs-only diff's plan skips stay skips, tests that could not run stay an
+ * error, the codes that were already right); every other row fails without the fix of
+ * its item. */
 #include "pan_harness.h"
 #include "review_harness.h"
 
@@ -32,16 +33,16 @@ typedef void (*row_check_fn)(review_env_t *r, const row_t *row, const json_t *fi
                              const json_t *last);
 
 struct row {
-    const char *name;     /* the task id, issue and worker suffix */
-    const char *item;     /* the item of issue 26 it stands for */
+    const char *name; /* the task id, issue and worker suffix */
+    const char *item; /* the item of issue 26 it stands for */
     row_kind_t kind;
-    const char *services; /* "review", "test", "merge", "review test" */
-    const char *config;   /* more cloister.toml for the row's services, or NULL */
-    const char *agent;    /* FAKE_CLAUDE_RESULT (the review's main session), or NULL */
-    const char *branch;   /* the reviewed branch (default feature) */
+    const char *services;  /* "review", "test", "merge", "review test" */
+    const char *config;    /* more cloister.toml for the row's services, or NULL */
+    const char *agent;     /* FAKE_CLAUDE_RESULT (the review's main session), or NULL */
+    const char *branch;    /* the reviewed branch (default feature) */
     const char *reviewers; /* "<name>:<file>=<text>;..." scripts for FAKE_CLAUDE_REVIEWER_DIR */
-    const char *tests;    /* ROW_TEST / ROW_MCP_RUN_TESTS: what the project's tests print */
-    int tests_exit;       /* ... and their exit code */
+    const char *tests;     /* ROW_TEST / ROW_MCP_RUN_TESTS: what the project's tests print */
+    int tests_exit;        /* ... and their exit code */
     bool chain;
     const char *verdict; /* expected "verdict" of pan's last task line */
     const char *gate;    /* expected GATE of the first (a review), or NULL */
@@ -248,11 +249,13 @@ static void s_check_counts_2_1(review_env_t *r, const row_t *row, const json_t *
 
 /* ---- the table ---- */
 
-#define S_APPROVED "REVIEW_RESULT: APPROVED\nSECURITY_ISSUES: none\nPERFORMANCE_ISSUES: none\n" \
-                   "FINDINGS: none\n"
+#define S_APPROVED                                                                                 \
+    "REVIEW_RESULT: APPROVED\nSECURITY_ISSUES: none\nPERFORMANCE_ISSUES: none\n"                   \
+    "FINDINGS: none\n"
 #define S_SYNTHESIS_DONE "REVIEW_RESULT: APPROVED\nFINDINGS: none\nFOLLOW_UP: none\n"
-#define S_PYTEST_FAIL "FAILED tests/test_a.py::test_b - assert 1 == 2\n" \
-                      "==== 1 failed, 2 passed in 0.01s ====\n"
+#define S_PYTEST_FAIL                                                                              \
+    "FAILED tests/test_a.py::test_b - assert 1 == 2\n"                                             \
+    "==== 1 failed, 2 passed in 0.01s ====\n"
 
 static const row_t s_rows[] = {
     /* 1. Review checks run on the reviewed commit, never the user's checkout (on main). */
@@ -271,11 +274,11 @@ static const row_t s_rows[] = {
     /* 3. Domain reviewers: nobody completed; a docs-only plan (guard); not converging. */
     {"reviewers-all-failed", "3", ROW_REVIEW, "review",
      "[review]\nreviewers = [\"security\", \"correctness\"]\nreviewer_timeout_s = 1\n",
-     S_SYNTHESIS_DONE, NULL, "security:scenario=crash;correctness:scenario=hang", NULL, 0,
-     false, "gate_blocked", "blocked", 6, s_check_no_reviewer},
+     S_SYNTHESIS_DONE, NULL, "security:scenario=crash;correctness:scenario=hang", NULL, 0, false,
+     "gate_blocked", "blocked", 6, s_check_no_reviewer},
     {"reviewers-docs-only-guard", "3 (guard)", ROW_REVIEW, "review",
-     "[review]\nreviewers = [\"correctness\", \"performance\"]\n", S_SYNTHESIS_DONE,
-     "docs-only", NULL, NULL, 0, false, "gate_open", "open", 0, s_check_docs_only},
+     "[review]\nreviewers = [\"correctness\", \"performance\"]\n", S_SYNTHESIS_DONE, "docs-only",
+     NULL, NULL, 0, false, "gate_open", "open", 0, s_check_docs_only},
     {"reviewers-not-converging", "3", ROW_REVIEW, "review",
      "[review]\nreviewers = [\"security\"]\nmax_iterations = 5\n",
      "REVIEW_RESULT: COMMENTED\nFINDINGS: none\nFOLLOW_UP:\n- security: anything else?\n", NULL,
@@ -288,26 +291,24 @@ static const row_t s_rows[] = {
      NULL, NULL, NULL, 0, false, "gate_blocked", "blocked", 6, s_check_unique_ids},
     /* 5. Exit codes that tell the truth. */
     {"review-blocked-exit", "5", ROW_REVIEW, "review", NULL,
-     "REVIEW_RESULT: CHANGES_REQUESTED\nFINDINGS:\n- error: src/db.c:1 SQL injection\n", NULL,
-     NULL, NULL, 0, false, "gate_blocked", "blocked", 6, NULL},
-    {"tests-failed-exit", "5", ROW_TEST, "test", NULL, NULL, NULL, NULL, S_PYTEST_FAIL, 1,
-     false, "tests_failed", NULL, 5, NULL},
+     "REVIEW_RESULT: CHANGES_REQUESTED\nFINDINGS:\n- error: src/db.c:1 SQL injection\n", NULL, NULL,
+     NULL, 0, false, "gate_blocked", "blocked", 6, NULL},
+    {"tests-failed-exit", "5", ROW_TEST, "test", NULL, NULL, NULL, NULL, S_PYTEST_FAIL, 1, false,
+     "tests_failed", NULL, 5, NULL},
     {"merge-failed-exit", "5", ROW_MERGE, "merge", NULL, NULL, NULL, NULL, NULL, 0, false,
      "merge_failed", NULL, 7, NULL},
-    {"chain-review-test", "5", ROW_REVIEW, "review test",
-     "[pipeline]\nafter_review = \"test\"\n", S_APPROVED, NULL, NULL, NULL, 0, true,
-     "tests_failed", "open", 5, s_check_chain},
-    {"mcp-run-tests-verdict", "5", ROW_MCP_RUN_TESTS, "test", NULL, NULL, NULL, NULL,
-     S_PYTEST_FAIL, 1, false, "tests_failed", NULL, 0, NULL},
+    {"chain-review-test", "5", ROW_REVIEW, "review test", "[pipeline]\nafter_review = \"test\"\n",
+     S_APPROVED, NULL, NULL, NULL, 0, true, "tests_failed", "open", 5, s_check_chain},
+    {"mcp-run-tests-verdict", "5", ROW_MCP_RUN_TESTS, "test", NULL, NULL, NULL, NULL, S_PYTEST_FAIL,
+     1, false, "tests_failed", NULL, 0, NULL},
     {"task-failed-guard", "5 (guard)", ROW_TEST, "test", NULL, NULL, NULL, NULL,
-     "make: *** No rule to make target 'test'.  Stop.\n", 2, false, "task_failed", NULL, 1,
-     NULL},
+     "make: *** No rule to make target 'test'.  Stop.\n", 2, false, "task_failed", NULL, 1, NULL},
     {"timeout-guard", "5 (guard)", ROW_TASK_WAIT, "", NULL, NULL, NULL, NULL, NULL, 0, false,
      "timeout", NULL, 4, NULL},
     {"usage-guard", "5 (guard)", ROW_USAGE, "", NULL, NULL, NULL, NULL, NULL, 0, false, "usage",
      NULL, 2, NULL},
-    {"unreachable-guard", "5 (guard)", ROW_UNREACHABLE, "", NULL, NULL, NULL, NULL, NULL, 0,
-     false, "unreachable", NULL, 3, NULL},
+    {"unreachable-guard", "5 (guard)", ROW_UNREACHABLE, "", NULL, NULL, NULL, NULL, NULL, 0, false,
+     "unreachable", NULL, 3, NULL},
     /* 6. What common runners print. */
     {"tests-0-passed-1-failed", "6", ROW_TEST, "test", NULL, NULL, NULL, NULL,
      "running the suite\n0 passed, 1 failed\n", 1, false, "tests_failed", NULL, 5,
@@ -320,8 +321,7 @@ static const row_t s_rows[] = {
     {"tests-n-tests-m-failures", "6", ROW_TEST, "test", NULL, NULL, NULL, NULL,
      "10 tests, 2 failures\n", 1, false, "tests_failed", NULL, 5, s_check_counts_8_2},
     {"tests-mocha-passing-failing", "6", ROW_TEST, "test", NULL, NULL, NULL, NULL,
-     "  2 passing (5ms)\n  1 failing\n", 1, false, "tests_failed", NULL, 5,
-     s_check_counts_2_1},
+     "  2 passing (5ms)\n  1 failing\n", 1, false, "tests_failed", NULL, 5, s_check_counts_2_1},
 };
 
 /* ---- running a row ---- */
@@ -357,8 +357,7 @@ static const char *s_project(review_env_t *r, const row_t *row)
     char path[800], script[4096];
     snprintf(dir, sizeof dir, "%s/project-%s", r->h->env->dir, row->name);
     snprintf(path, sizeof path, "%s/tests.sh", dir);
-    snprintf(script, sizeof script, "cat <<'EOF'\n%sEOF\nexit %d\n", row->tests,
-             row->tests_exit);
+    snprintf(script, sizeof script, "cat <<'EOF'\n%sEOF\nexit %d\n", row->tests, row->tests_exit);
     CHECK(testenv_write_file(path, script) == 0);
     snprintf(path, sizeof path, "%s/Makefile", dir);
     CHECK(testenv_write_file(path, "test:\n\t@sh tests.sh\n") == 0);
@@ -396,15 +395,15 @@ static json_t *s_mcp_run_tests(review_env_t *r, const row_t *row, const char *pr
              project);
     CHECK(testenv_write_file(input, text) == 0);
     char *argv[] = {"/bin/sh", "-c", "exec \"$0\" < \"$1\"", (char *)testenv_bin("cloister-mcp"),
-                    input, NULL};
+                    input,     NULL};
     static char out[PAN_OUT_SIZE];
     CHECK_INT(testenv_run(r->h->env, argv, out, sizeof out, 90000), 0);
     const char *line = strchr(out, '\n');
     CHECK(line != NULL);
     json_t *response = json_loadb(line + 1, strcspn(line + 1, "\n"), 0, NULL);
     CHECK(response != NULL);
-    json_t *structured = json_incref(
-        json_object_get(json_object_get(response, "result"), "structuredContent"));
+    json_t *structured =
+        json_incref(json_object_get(json_object_get(response, "result"), "structuredContent"));
     json_decref(response);
     CHECK(structured != NULL);
     return structured;
@@ -421,19 +420,18 @@ static int s_run_pan(review_env_t *r, const row_t *row, char *out)
                            row->name, "--wait", "--wait-timeout", "60", "--json",
                            row->chain ? "--chain" : NULL, NULL);
     case ROW_TEST:
-        return harness_pan(r->h->env, out, "submit", "test-agent", "--workspace",
-                           s_project(r, row), "--id", row->name, "--max-attempts", "1",
-                           "--wait", "--wait-timeout", "60", "--json", NULL);
+        return harness_pan(r->h->env, out, "submit", "test-agent", "--workspace", s_project(r, row),
+                           "--id", row->name, "--max-attempts", "1", "--wait", "--wait-timeout",
+                           "60", "--json", NULL);
     case ROW_MERGE:
         /* A target that does not exist: the merge-agent runs and fails. */
         return harness_pan(r->h->env, out, "submit", "merge-agent", "--workspace", r->repo,
                            "--branch", "feature", "--target", "no-such-target", "--issue",
-                           row->name, "--id", row->name, "--max-attempts", "1", "--force",
-                           "--wait", "--wait-timeout", "60", "--json", NULL);
+                           row->name, "--id", row->name, "--max-attempts", "1", "--force", "--wait",
+                           "--wait-timeout", "60", "--json", NULL);
     case ROW_TASK_WAIT: {
         char cancelled[4096];
-        CHECK_INT(harness_pan(r->h->env, out, "submit", "review-agent", "--id", row->name,
-                              NULL),
+        CHECK_INT(harness_pan(r->h->env, out, "submit", "review-agent", "--id", row->name, NULL),
                   0); /* no review-agent runs now: nobody takes it */
         int code = harness_pan(r->h->env, out, "task", "wait", row->name, "--timeout", "1",
                                "--json", NULL);

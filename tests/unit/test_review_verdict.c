@@ -136,7 +136,8 @@ static void test_unique_ids(void)
     review_counts_t counts = {0};
     json_t *findings = json_array();
     const char *lines[] = {"error: src/db.c:3 SQL injection", "warning: src/db.c:9 SQL injection",
-                           "info: src/db.c:12 sql  injection!", "warning: src/ui.c:9 SQL injection"};
+                           "info: src/db.c:12 sql  injection!",
+                           "warning: src/ui.c:9 SQL injection"};
     for (size_t i = 0; i < 4; i++)
         CHECK(review_findings_add(findings, review_finding_parse(lines[i], "agent", &counts),
                                   &counts));

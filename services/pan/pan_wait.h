@@ -31,7 +31,7 @@ typedef struct {
  * printing why (the exit code is then PAN_EXIT_UNREACHABLE or PAN_EXIT_ERROR, in *code). */
 pan_watch_t *pan_watch_start(const pan_t *pan, int *code);
 
-/* Waits until every task of `ids` (n of them, at most PAN_WAIT_MAX; with options->chain,
+/* Waits until every task of `ids` (n of them; at most 64 in all, with options->chain
  * and the tasks they hand on to) has ended, or options->timeout_s passed, or
  * SIGINT/SIGTERM; prints as above and frees the watch. Returns the exit code above. With
  * n = 0 it only frees the watch. */

@@ -93,13 +93,14 @@ static void s_print_task(const json_t *task)
     }
 }
 
-/* pan task wait ID... [--timeout S] [--json]: see pan_wait.h. */
+/* pan task wait ID... [--timeout S] [--chain] [--json]: see pan_wait.h. */
 static int s_wait(const pan_t *pan, int argc, char **argv)
 {
-    static const char *const usage = "pan task wait <id>... [--timeout SECONDS] [--json]";
+    static const char *const usage =
+        "pan task wait <id>... [--timeout SECONDS] [--chain] [--json]";
     const char *ids[64];
     int n = 0;
-    bool json = false;
+    pan_wait_options_t options = {0};
     int64_t timeout_s = 0;
     for (int i = 0; i < argc; i++) {
         const char *value = NULL;
@@ -109,7 +110,9 @@ static int s_wait(const pan_t *pan, int argc, char **argv)
         if (found > 0)
             continue;
         if (strcmp(argv[i], "--json") == 0)
-            json = true;
+            options.json = true;
+        else if (strcmp(argv[i], "--chain") == 0)
+            options.chain = true;
         else if (argv[i][0] == '-')
             return pan_usage(usage, "unknown option '%s'", argv[i]);
         else if (n < 64)
@@ -123,13 +126,14 @@ static int s_wait(const pan_t *pan, int argc, char **argv)
     pan_watch_t *watch = pan_watch_start(pan, &code);
     if (watch == NULL)
         return code;
-    return pan_watch_wait(&watch, ids, n, (int)timeout_s, json);
+    options.timeout_s = (int)timeout_s;
+    return pan_watch_wait(&watch, ids, n, &options);
 }
 
 int cmd_task(const pan_t *pan, int argc, char **argv)
 {
     static const char *const usage =
-        "pan task list [options] | show <id> [--json] | wait <id>... [--timeout S]";
+        "pan task list [options] | show <id> [--json] | wait <id>... [--timeout S] [--chain]";
     if (argc < 1)
         return pan_usage(usage, "task what?");
     if (strcmp(argv[0], "list") == 0)

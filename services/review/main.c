@@ -12,10 +12,11 @@
  *
  * The agent's working directory. The agent CLI finds a session by its cwd, so the agent
  * always runs in one fixed directory: --workdir, else [specialists.review-agent] workdir,
- * else $PANOPTICON_HOME/specialists/review-agent/work. The workspace under review changes
- * with every task; the agent gets it through `--add-dir <workspace>` (its tools may read
- * there) and its absolute path in the prompt. Running the agent in the workspace itself
- * would start a fresh session per repository and lose the specialist's memory.
+ * else $PANOPTICON_HOME/specialists/review-agent/work. The commit under review changes
+ * with every task: it is checked out in a worktree under that workdir (worktrees/), and
+ * the agent gets it through `--add-dir <worktree>` (its tools may read there) and its
+ * absolute path in the prompt. Running the agent in the workspace itself would start a
+ * fresh session per repository and lose the specialist's memory.
  *
  * Exit codes: 0 after SIGTERM/SIGINT, 2 on bad usage, 1 when it cannot start (bad config,
  * bind failed), 3 when a job could not be stopped (see specialist.h). */

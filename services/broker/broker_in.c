@@ -166,12 +166,26 @@ static void s_cancel_stale(broker_t *self, worker_t *worker, const char *task_id
     task_destroy(&stored);
 }
 
-/* After a hello: reconcile the task the worker says it holds with what the broker thinks. */
-static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_msg_t *msg)
+/* After a hello: reconcile the task the worker says it holds with what the broker thinks.
+ * `restarted`: the hello comes from another process than the one registered under this
+ * worker id (or from one not registered yet).
+ *
+ * A hello that holds nothing while the broker gave the worker a task may simply have
+ * crossed that task on the wire: a worker says hello again when it misses pings or sees a
+ * new epoch, and a broker that has just registered it from its first hello may already
+ * have dispatched to it. Releasing the task then would hand it out a second time while the
+ * worker runs it. So only a worker that restarted (another pid) loses its task here; from
+ * the same process the task stays, and the heartbeats settle it: one naming the task
+ * confirms it, idle ones for two intervals after the dispatch mean it never arrived
+ * (broker_in.c's heartbeat handler requeues it as undelivered). */
+static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_msg_t *msg,
+                                  bool restarted)
 {
     const char *held_id = wire_msg_str(msg, FIELD_TASK, NULL);
     int held_attempt = (int)wire_msg_int(msg, FIELD_ATTEMPT, 0);
     if (held_id == NULL) {
+        if (worker->task != NULL && !restarted)
+            return;
         if (worker->task != NULL)
             broker_task_requeue(self, worker->task, "released", false,
                                 "its worker restarted without it");
@@ -200,15 +214,19 @@ static void s_handle_hello(broker_t *self, const wire_msg_t *msg, const char *pe
         s_reject_message(self, "bad_hello", "hello: invalid specialist name", false);
         return;
     }
+    const worker_t *known = zhashx_lookup(self->workers, wire_msg_str(msg, FIELD_WORKER, ""));
+    int64_t pid = wire_msg_int(msg, FIELD_PID, 0);
+    bool restarted = known == NULL || pid == 0 || known->pid != pid;
     worker_t *worker = s_register_worker(self, msg, specialist, peer_key);
     if (worker == NULL) {
         s_reject_message(self, "bad_hello", failure_message(), false);
         return;
     }
+    worker->pid = pid;
     worker->last_seen = clock_now_ms();
     /* The hello's answer: the broker's epoch and the heartbeat it expects. */
     broker_send_ping(self, worker);
-    s_reconcile_held_task(self, worker, msg);
+    s_reconcile_held_task(self, worker, msg, restarted);
 }
 
 static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)

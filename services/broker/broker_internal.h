@@ -30,6 +30,8 @@ typedef struct worker_t {
     int64_t idle_since;  /* monotonic ms, for fair dispatch */
     char *key;           /* with CURVE: the public key (Z85) it said hello with; its every
                             later message must come from it. NULL on a plain bus */
+    int64_t pid;         /* the process its last hello came from (0: not said): another
+                            pid under the same id is a restarted worker */
 } worker_t;
 
 /* Something to send once the current transaction is committed. Its bytes live in the

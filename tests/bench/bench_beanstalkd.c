@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -300,6 +301,7 @@ int main(int argc, char **argv)
         return s_usage();
     if (pipeline > 0)
         workers = 1;
+    signal(SIGPIPE, SIG_IGN); /* a worker writing to its socket after it was shut down */
     pthread_mutex_init(&bench.lock, NULL);
     pthread_cond_init(&bench.done, NULL);
     consumer_t *consumers = calloc((size_t)workers, sizeof *consumers);

@@ -3,6 +3,7 @@
 
 #include "clock.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,23 @@ void fakeworker_bye(fakeworker_t *self)
     s_send(self);
 }
 
+/* The next message on the socket if it is of `type`, else NULL (and the message is
+ * dropped); `flags` ZMQ_DONTWAIT or 0. *received says whether there was one. */
+static wire_msg_t *s_receive(fakeworker_t *self, msg_type_t type, int flags, bool *received)
+{
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    *received = zmq_msg_recv(&msg, self->pull, flags) >= 0;
+    wire_msg_t *decoded = NULL;
+    if (*received)
+        wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &decoded);
+    zmq_msg_close(&msg);
+    if (decoded != NULL && wire_msg_type(decoded) == type)
+        return decoded;
+    wire_msg_destroy(&decoded);
+    return NULL;
+}
+
 wire_msg_t *fakeworker_expect(fakeworker_t *self, msg_type_t type, int timeout_ms,
                               const char *holding, int holding_attempt)
 {
@@ -146,17 +164,25 @@ wire_msg_t *fakeworker_expect(fakeworker_t *self, msg_type_t type, int timeout_m
         long wait = (long)((next_beat < deadline ? next_beat : deadline) - now);
         if (zmq_poll(&item, 1, wait) <= 0)
             continue;
-        zmq_msg_t msg;
-        zmq_msg_init(&msg);
-        if (zmq_msg_recv(&msg, self->pull, 0) < 0) {
-            zmq_msg_close(&msg);
-            continue;
-        }
-        wire_msg_t *decoded = NULL;
-        wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &decoded);
-        zmq_msg_close(&msg);
-        if (decoded != NULL && wire_msg_type(decoded) == type)
+        bool received;
+        wire_msg_t *decoded = s_receive(self, type, 0, &received);
+        if (decoded != NULL)
             return decoded;
-        wire_msg_destroy(&decoded);
     }
+}
+
+void *fakeworker_socket(fakeworker_t *self)
+{
+    return self->pull;
+}
+
+wire_msg_t *fakeworker_take(fakeworker_t *self, msg_type_t type)
+{
+    bool received = true;
+    while (received) {
+        wire_msg_t *decoded = s_receive(self, type, ZMQ_DONTWAIT, &received);
+        if (decoded != NULL)
+            return decoded;
+    }
+    return NULL;
 }

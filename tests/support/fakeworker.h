@@ -34,4 +34,11 @@ void fakeworker_bye(fakeworker_t *self);
 wire_msg_t *fakeworker_expect(fakeworker_t *self, msg_type_t type, int timeout_ms,
                               const char *holding, int holding_attempt);
 
+/* For a caller that serves many workers from one poll (a benchmark): the worker's PULL
+ * socket (the worker keeps it), and the next message of `type` already waiting on it,
+ * without waiting or heartbeating -- messages of other types before it are dropped.
+ * fakeworker_take() returns the message (caller owns) or NULL when none is waiting. */
+void *fakeworker_socket(fakeworker_t *self);
+wire_msg_t *fakeworker_take(fakeworker_t *self, msg_type_t type);
+
 #endif

@@ -261,9 +261,9 @@ static int s_compare(const void *a, const void *b)
 }
 
 /* One run against a fresh broker. Returns elapsed seconds; fills latencies (µs) and the
- * broker's CPU time per task (µs) over the run. */
+ * broker's and this process's (the load's) CPU time per task (µs) over the run. */
 static double s_run(const char *sync, bool null_broker, int tasks, int workers, int rate,
-                    double *p50_ms, double *p99_ms, double *broker_cpu_us)
+                    double *p50_ms, double *p99_ms, double *broker_cpu_us, double *self_cpu_us)
 {
     testenv_t *env = testenv_new("bench");
     if (s_tcp) {
@@ -311,6 +311,7 @@ static double s_run(const char *sync, bool null_broker, int tasks, int workers, 
     pthread_create(&pool, NULL, s_worker_pool, &b);
     testenv_sleep_ms(300); /* workers announced */
     int64_t cpu_before = benchproc_cpu_us(broker);
+    int64_t self_before = benchproc_self_cpu_us();
     int64_t started = clock_now_us();
     pthread_create(&submitter, NULL, s_submitter, &b);
     int64_t deadline = clock_now_ms() + 120000;
@@ -318,6 +319,7 @@ static double s_run(const char *sync, bool null_broker, int tasks, int workers, 
         testenv_sleep_ms(1);
     double elapsed = (double)(clock_now_us() - started) / 1e6;
     *broker_cpu_us = (double)(benchproc_cpu_us(broker) - cpu_before) / tasks;
+    *self_cpu_us = (double)(benchproc_self_cpu_us() - self_before) / tasks;
     if (b.acked < tasks)
         fprintf(stderr, "bench: only %d of %d tasks finished in time\n", b.acked, tasks);
     b.stop = 1;
@@ -350,18 +352,20 @@ static void s_bench(const char *sync, bool null_broker, int tasks, int workers, 
     char label[32];
     snprintf(label, sizeof label, "%s%s%s", null_broker ? "null" : sync, s_curve ? "+curve" : "",
              s_tcp ? "+tcp" : "");
-    double p50, p99, cpu;
-    double elapsed = s_run(sync, null_broker, tasks, workers, 0, &p50, &p99, &cpu);
+    double p50, p99, cpu, self_cpu;
+    double elapsed = s_run(sync, null_broker, tasks, workers, 0, &p50, &p99, &cpu, &self_cpu);
     /* Utilisation: the broker's CPU time over the wall time, in % of one core. */
     printf("%s%-12s throughput: %d tasks, %d workers, %d-byte payloads: %.2f s = %.0f tasks/s"
-           " end to end (broker CPU %.1f us/task, %.0f%% of a core)\n",
+           " end to end (broker CPU %.1f us/task, %.0f%% of a core)"
+           " [client CPU %.1f us/task, %.0f%% of a core]\n",
            null_broker ? "broker=" : "sync=", label, tasks, workers, s_payload_bytes, elapsed,
            elapsed > 0 ? tasks / elapsed : 0.0, cpu,
-           elapsed > 0 ? cpu * tasks / (elapsed * 1e4) : 0.0);
+           elapsed > 0 ? cpu * tasks / (elapsed * 1e4) : 0.0, self_cpu,
+           elapsed > 0 ? self_cpu * tasks / (elapsed * 1e4) : 0.0);
     int paced = rate * seconds;
     if (paced <= 0)
         return;
-    s_run(sync, null_broker, paced, workers, rate, &p50, &p99, &cpu);
+    s_run(sync, null_broker, paced, workers, rate, &p50, &p99, &cpu, &self_cpu);
     printf("%s%-12s latency at %d tasks/s (%d tasks): submit->dispatch p50 %.3f ms, p99 %.3f ms\n",
            null_broker ? "broker=" : "sync=", label, rate, paced, p50, p99);
     fflush(stdout);

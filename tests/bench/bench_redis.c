@@ -14,7 +14,7 @@
  * woken by closing their sockets, after the clock stopped.
  *
  * With --pid, the server's CPU time (user + system, every thread, from /proc) over the same
- * window is printed per job, and as a share of one core.
+ * window is printed per job, and as a share of one core; so is this client's own CPU time.
  *
  * usage: bench_redis --port P [--pid SERVER] [--tasks N] [--workers K | --pipeline D]
  *                    [--payload-bytes B] */
@@ -47,7 +47,7 @@ typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t all_done;
     bool finished;
-    int64_t end_us, end_cpu_us;
+    int64_t end_us, end_cpu_us, end_self_cpu_us;
 } bench_t;
 
 typedef struct {
@@ -74,9 +74,11 @@ static void s_job_done(bench_t *bench)
         return;
     int64_t now = clock_now_us();
     int64_t cpu = bench->server > 0 ? benchproc_cpu_us(bench->server) : 0;
+    int64_t self_cpu = benchproc_self_cpu_us();
     pthread_mutex_lock(&bench->lock);
     bench->end_us = now;
     bench->end_cpu_us = cpu;
+    bench->end_self_cpu_us = self_cpu;
     bench->finished = true;
     pthread_cond_signal(&bench->all_done);
     pthread_mutex_unlock(&bench->lock);
@@ -252,6 +254,7 @@ int main(int argc, char **argv)
             return 1;
     }
     int64_t start_cpu = bench.server > 0 ? benchproc_cpu_us(bench.server) : 0;
+    int64_t start_self_cpu = benchproc_self_cpu_us();
     int64_t start = clock_now_us();
     for (int i = 0; i < workers; i++)
         pthread_create(&threads[i], NULL, s_consumer, &consumers[i]);
@@ -287,6 +290,8 @@ int main(int argc, char **argv)
     if (bench.server > 0)
         printf(" (server CPU %.1f us/job, %.0f%% of a core)", cpu_us / bench.tasks,
                cpu_us / (seconds * 1e4));
-    printf("\n");
+    double self_us = (double)(bench.end_self_cpu_us - start_self_cpu);
+    printf(" [client CPU %.1f us/job, %.0f%% of a core]\n", self_us / bench.tasks,
+           self_us / (seconds * 1e4));
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +27,15 @@ int64_t benchproc_cpu_us(pid_t pid)
                                &utime, &stime) != 2)
         return -1;
     return (int64_t)((utime + stime) * 1000000ULL / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
+int64_t benchproc_self_cpu_us(void)
+{
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) != 0)
+        return -1;
+    return (int64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000 +
+           usage.ru_utime.tv_usec + usage.ru_stime.tv_usec;
 }
 
 int benchproc_free_port(void)

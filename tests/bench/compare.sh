@@ -15,8 +15,9 @@
 # Clients: bench_broker (64 workers), bench_beanstalkd and bench_redis each twice -- 64
 # one-job workers (the same shape) and one connection pipelining 100 takes then 100
 # completions (their best client). Each server runs fresh (new directory, a free port) for
-# every run; each prints its CPU per job (user + system from /proc/PID/stat, over the timed
-# window) and its utilisation (that CPU over the wall time, % of one core).
+# every run; each prints the server's CPU per job (user + system from /proc/PID/stat, over
+# the timed window) and its utilisation (that CPU over the wall time, % of one core), and
+# the same for the client (the load generator: a client near 100% would be the bottleneck).
 # ROUNDS rounds alternate every run; the summary gives medians and spreads (min-max), and
 # the ratios: against beanstalkd's faster client, against Redis's 64-worker client (the
 # same shape), with the issue-27 targets marked met or missed.
@@ -94,9 +95,11 @@ start_server() {
     exit 1
 }
 
-# "jobs/s cpu_us_per_job utilisation%" from a benchmark's line.
+# "jobs/s server_cpu_us_per_job server% client_cpu_us_per_job client%" from a benchmark's
+# line.
 figures() {
-    sed -n 's/.*= \([0-9]*\) \(jobs\|tasks\)\/s end to end (\(server\|broker\) CPU \([0-9.]*\) us\/\(job\|task\), \([0-9]*\)% of a core).*/\1 \4 \6/p'
+    local number='\([0-9.]*\)' unit='\(job\|task\)'
+    sed -n "s/.*= $number \\(jobs\\|tasks\\)\\/s end to end (\\(server\\|broker\\) CPU $number us\\/$unit, $number% of a core) \\[client CPU $number us\\/$unit, $number% of a core\\].*/\\1 \\4 \\6 \\7 \\9/p"
 }
 
 declare -A results
@@ -151,7 +154,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
     cloister "cloister-normal" "$RELAXED_JOBS" normal
 done
 
-# Column COLUMN (1 jobs/s, 2 CPU per job, 3 utilisation) of KEY's runs: "median min max".
+# Column COLUMN (1 jobs/s, 2 server CPU per job, 3 its utilisation, 4 client CPU per job, 5
+# its utilisation) of KEY's runs: "median min max".
 stat() {
     printf '%s' "${results[$1]}" | awk -v c="$2" 'NF { print $c }' | sort -g |
         awk '{ v[NR] = $1 } END { printf "%s %s %s", v[int((NR + 1) / 2)], v[1], v[NR] }'
@@ -159,13 +163,15 @@ stat() {
 median() { stat "$1" 1 | cut -d' ' -f1; }
 
 describe() { # KEY DURABILITY
-    local rate cpu util
+    local rate cpu util client client_util
     read -r -a rate <<<"$(stat "$1" 1)"
     read -r -a cpu <<<"$(stat "$1" 2)"
     read -r -a util <<<"$(stat "$1" 3)"
-    printf '  %-24s %7s jobs/s (%s-%s)  CPU %5s us/job (%s-%s)  %3s%% of a core  %s\n' \
+    read -r -a client <<<"$(stat "$1" 4)"
+    read -r -a client_util <<<"$(stat "$1" 5)"
+    printf '  %-23s %6s jobs/s (%s-%s)  server %5s us/job (%s-%s) %3s%%  client %5s us/job %3s%%  %s\n' \
         "$1" "${rate[0]}" "${rate[1]}" "${rate[2]}" "${cpu[0]}" "${cpu[1]}" "${cpu[2]}" \
-        "${util[0]}" "$2"
+        "${util[0]}" "${client[0]}" "${client_util[0]}" "$2"
 }
 
 ratio() { # US THEM TARGET LABEL

@@ -12,12 +12,15 @@
  *   list      `list_tasks state=queued limit 50` round trip (pan task list), p50 of 50
  *   submit    10,000 more submits pipelined on `in`, per second (until stats counts them)
  *   dispatch  tasks dispatched and answered per second by 16 fast workers over 3 s (or
- *             half the queue); one poll watches all 16 sockets and each task is answered
- *             as it arrives, heartbeats go every 250 ms
+ *             half the queue); one epoll set watches the 16 sockets (only those with
+ *             something to read are touched), each task is answered as it arrives,
+ *             heartbeats go every 250 ms; with the broker's CPU and this
+ *             harness's per task over the same window
  *
  * The first size, 0, measures an empty broker, the base the per-task memory is counted from.
  *
  * usage: bench_scale [--sizes 0,10000,100000,1000000] */
+#include "benchproc.h"
 #include "clock.h"
 #include "client.h"
 #include "failure.h"
@@ -30,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #define FILL_BATCH 20000
@@ -174,36 +179,48 @@ static double s_submit_rate(testenv_t *env, client_t *client)
  * of the `queued` tasks are gone (so a small queue never runs dry while measured). One
  * poll over every worker's socket: a task is answered as soon as it arrives, whichever
  * worker has it. */
-static double s_dispatch_rate(testenv_t *env, int queued)
+static double s_dispatch_rate(testenv_t *env, pid_t broker, int queued, double *broker_cpu_us,
+                              double *self_cpu_us)
 {
+    void *context = zmq_ctx_new();
     fakeworker_t *workers[WORKERS];
-    zmq_pollitem_t items[WORKERS];
+    int epoll = epoll_create1(EPOLL_CLOEXEC);
     for (int i = 0; i < WORKERS; i++) {
         char id[32];
         snprintf(id, sizeof id, "fast-%d", i);
-        workers[i] = fakeworker_new(env->dir, env->in_ep, SPECIALIST, id);
+        workers[i] = fakeworker_new_in(context, env->dir, env->in_ep, SPECIALIST, id);
         fakeworker_hello(workers[i], NULL, 0);
-        items[i] = (zmq_pollitem_t){fakeworker_socket(workers[i]), 0, ZMQ_POLLIN, 0};
+        int fd;
+        size_t size = sizeof fd;
+        zmq_getsockopt(fakeworker_socket(workers[i]), ZMQ_FD, &fd, &size);
+        struct epoll_event watch = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+        epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &watch);
     }
     int done = 0;
-    int64_t start = 0, next_beat = 0;
+    int64_t start = 0, next_beat = 0, cpu_start = 0, self_start = 0;
     int64_t end = clock_now_us() + 60 * 1000000LL;
+    struct epoll_event ready[WORKERS];
     while (clock_now_us() < end && done < queued / 2) {
+        int n;
         if (clock_now_ms() >= next_beat) {
             for (int i = 0; i < WORKERS; i++)
                 fakeworker_heartbeat(workers[i], NULL, 0);
             next_beat = clock_now_ms() + HEARTBEAT_MS;
+            /* ZMQ_FD may have fired for commands only: look at every socket now and then. */
+            for (n = 0; n < WORKERS; n++)
+                ready[n].data.u32 = (uint32_t)n;
+        } else {
+            n = epoll_wait(epoll, ready, WORKERS, HEARTBEAT_MS);
         }
-        if (zmq_poll(items, WORKERS, HEARTBEAT_MS) <= 0)
-            continue;
-        for (int i = 0; i < WORKERS; i++) {
-            if (!(items[i].revents & ZMQ_POLLIN))
-                continue;
+        for (int k = 0; k < n; k++) {
+            int i = (int)ready[k].data.u32;
             wire_msg_t *task;
             while ((task = fakeworker_take(workers[i], MSG_TASK)) != NULL) {
                 if (start == 0) { /* counting starts at the first task: the hellos are set up */
                     start = clock_now_us();
                     end = start + 3 * 1000000LL;
+                    cpu_start = benchproc_cpu_us(broker);
+                    self_start = benchproc_self_cpu_us();
                 } else {
                     done++;
                 }
@@ -214,10 +231,14 @@ static double s_dispatch_rate(testenv_t *env, int queued)
             }
         }
     }
+    *broker_cpu_us = done > 0 ? (double)(benchproc_cpu_us(broker) - cpu_start) / done : 0;
+    *self_cpu_us = done > 0 ? (double)(benchproc_self_cpu_us() - self_start) / done : 0;
+    close(epoll);
     for (int i = 0; i < WORKERS; i++) {
         fakeworker_bye(workers[i]);
         fakeworker_destroy(&workers[i]);
     }
+    zmq_ctx_term(context);
     return start ? done / ((double)(clock_now_us() - start) / 1e6) : 0;
 }
 
@@ -279,14 +300,17 @@ static int s_run(int tasks)
     double list_ms = s_p50_ms(client, MSG_LIST_TASKS);
     double disk = s_file_mb(db) + s_file_mb(wal);
     double submits = s_submit_rate(env, client);
-    double dispatch = s_dispatch_rate(env, tasks + EXTRA_SUBMITS);
+    double dispatch_cpu_us, harness_cpu_us;
+    double dispatch = s_dispatch_rate(env, broker, tasks + EXTRA_SUBMITS, &dispatch_cpu_us,
+                                      &harness_cpu_us);
     if (tasks == 0)
         s_idle_rss_kb = rss;
     printf("%8d queued: restart %.3f s, RSS %.1f MB (%.0f B/task above an empty broker), disk "
-           "%.1f MB, status %.2f ms, list %.2f ms, submit %.0f/s, dispatch %.0f/s\n",
+           "%.1f MB, status %.2f ms, list %.2f ms, submit %.0f/s, dispatch %.0f/s (broker CPU "
+           "%.1f us/task, harness %.1f)\n",
            tasks, restart_s, rss / 1024.0,
            tasks ? (double)(rss - s_idle_rss_kb) * 1024.0 / tasks : 0.0, disk, status_ms,
-           list_ms, submits, dispatch);
+           list_ms, submits, dispatch, dispatch_cpu_us, harness_cpu_us);
     fflush(stdout);
     client_destroy(&client);
     testenv_destroy(&env);

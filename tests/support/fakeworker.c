@@ -12,6 +12,7 @@
 
 struct fakeworker_t {
     void *context;
+    bool own_context;
     void *pull, *push;
     char id[128];
     char specialist[64];
@@ -19,14 +20,14 @@ struct fakeworker_t {
     wire_writer_t *w;
 };
 
-fakeworker_t *fakeworker_new(const char *dir, const char *in_ep, const char *specialist,
-                             const char *id)
+fakeworker_t *fakeworker_new_in(void *context, const char *dir, const char *in_ep,
+                                const char *specialist, const char *id)
 {
     fakeworker_t *self = calloc(1, sizeof *self);
     snprintf(self->id, sizeof self->id, "%s", id);
     snprintf(self->specialist, sizeof self->specialist, "%s", specialist);
     snprintf(self->endpoint, sizeof self->endpoint, "ipc://%s/%s.sock", dir, id);
-    self->context = zmq_ctx_new();
+    self->context = context;
     self->pull = zmq_socket(self->context, ZMQ_PULL);
     self->push = zmq_socket(self->context, ZMQ_PUSH);
     int linger = 0;
@@ -41,6 +42,19 @@ fakeworker_t *fakeworker_new(const char *dir, const char *in_ep, const char *spe
     return self;
 }
 
+fakeworker_t *fakeworker_new(const char *dir, const char *in_ep, const char *specialist,
+                             const char *id)
+{
+    void *context = zmq_ctx_new();
+    fakeworker_t *self = fakeworker_new_in(context, dir, in_ep, specialist, id);
+    if (self == NULL) {
+        zmq_ctx_term(context);
+        return NULL;
+    }
+    self->own_context = true;
+    return self;
+}
+
 void fakeworker_destroy(fakeworker_t **self_p)
 {
     fakeworker_t *self = *self_p;
@@ -48,7 +62,8 @@ void fakeworker_destroy(fakeworker_t **self_p)
         return;
     zmq_close(self->pull);
     zmq_close(self->push);
-    zmq_ctx_term(self->context);
+    if (self->own_context)
+        zmq_ctx_term(self->context);
     wire_writer_destroy(&self->w);
     free(self);
     *self_p = NULL;

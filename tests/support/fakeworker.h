@@ -15,6 +15,11 @@ typedef struct fakeworker_t fakeworker_t;
  * `in_ep`. Sends nothing yet. The caller owns it. */
 fakeworker_t *fakeworker_new(const char *dir, const char *in_ep, const char *specialist,
                              const char *id);
+/* The same with its sockets in `context`, which the caller keeps (and terminates after the
+ * last worker is destroyed): many workers of a benchmark share one context's I/O thread
+ * instead of running one each. */
+fakeworker_t *fakeworker_new_in(void *context, const char *dir, const char *in_ep,
+                                const char *specialist, const char *id);
 void fakeworker_destroy(fakeworker_t **self_p);
 
 /* hello, optionally holding `task`/`attempt` (task NULL: idle). */

@@ -13,8 +13,9 @@
  *
  * With --curve the bus is authenticated and encrypted (common/bus/curve.h): the broker's
  * sockets and every worker's task socket are CURVE servers, every other socket a client,
- * with the same keys for every run. With --tcp every endpoint (the broker's three and the
- * workers') is TCP on 127.0.0.1, on ports free at the start, instead of ipc. With
+ * with the same keys for every run; without it the bus is plain. With --tcp every endpoint
+ * (the broker's three and the workers') is TCP on 127.0.0.1, on ports free at the start,
+ * instead of ipc. With
  * --payload-bytes B each submit carries a payload map whose `context` string holds B bytes
  * (the broker stores it and sends it to the worker with the task).
  *
@@ -282,9 +283,12 @@ static double s_run(const char *sync, bool null_broker, int tasks, int workers, 
     b.got_us = calloc((size_t)tasks, sizeof *b.got_us);
     char config_path[600];
     snprintf(config_path, sizeof config_path, "%s/cloister.toml", env->home);
+    /* Without --curve the bus is plain, TCP included (where CURVE is otherwise the default):
+     * the servers it is compared with (tests/bench/compare.sh) speak plain TCP too. */
     testenv_write_file(config_path, s_curve ? "[specialists.bench-agent]\ntimeout = 600\n"
                                               "[security]\ncurve = true\n"
-                                            : "[specialists.bench-agent]\ntimeout = 600\n");
+                                            : "[specialists.bench-agent]\ntimeout = 600\n"
+                                              "[security]\ncurve = false\n");
     if (s_curve != NULL) {
         char keys[400];
         snprintf(keys, sizeof keys, "%s/keys", s_keys_home);

@@ -681,7 +681,8 @@ static void s_list_sql(const store_task_filter_t *filter, char *sql, size_t size
     snprintf(sql, size,
              "SELECT " TASK_COLUMNS " FROM tasks WHERE 1%s%s%s%s%s"
              " ORDER BY created DESC, rid DESC LIMIT ?6",
-             filter->state ? " AND state=?1 AND " ENDED_STATES : "", filter->specialist ? " AND specialist=?2" : "",
+             filter->state ? " AND state=?1 AND " ENDED_STATES : "",
+             filter->specialist ? " AND specialist=?2" : "",
              filter->issue ? " AND issue=?3" : "", filter->created_after > 0 ? " AND created>=?4" : "",
              filter->before_id ? " AND (created, rid) < (SELECT created, rid FROM tasks WHERE id=?5)"
                                : "");

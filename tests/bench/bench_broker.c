@@ -15,9 +15,8 @@
  * sockets and every worker's task socket are CURVE servers, every other socket a client,
  * with the same keys for every run; without it the bus is plain. With --tcp every endpoint
  * (the broker's three and the workers') is TCP on 127.0.0.1, on ports free at the start,
- * instead of ipc. With
- * --payload-bytes B each submit carries a payload map whose `context` string holds B bytes
- * (the broker stores it and sends it to the worker with the task).
+ * instead of ipc. With --payload-bytes B each submit carries a payload map whose `context`
+ * string holds B bytes (the broker stores it and sends it to the worker with the task).
  *
  * usage: bench_broker [--sync full|normal|off] [--curve] [--tcp] [--payload-bytes B]
  *                     [--tasks N] [--workers K] [--rate R] [--seconds S]
@@ -269,7 +268,8 @@ static double s_run(const char *sync, bool null_broker, int tasks, int workers, 
     testenv_t *env = testenv_new("bench");
     if (s_tcp) {
         snprintf(env->in_ep, sizeof env->in_ep, "tcp://127.0.0.1:%d", benchproc_free_port());
-        snprintf(env->events_ep, sizeof env->events_ep, "tcp://127.0.0.1:%d", benchproc_free_port());
+        snprintf(env->events_ep, sizeof env->events_ep, "tcp://127.0.0.1:%d",
+                 benchproc_free_port());
         snprintf(env->control_ep, sizeof env->control_ep, "tcp://127.0.0.1:%d",
                  benchproc_free_port());
     }

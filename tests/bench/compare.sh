@@ -32,6 +32,10 @@ RELAXED_JOBS=${RELAXED_JOBS:-100000}
 PAYLOAD=${PAYLOAD:-300}
 WORKERS=64
 PIPELINE=100
+if [ "$DURABLE_JOBS" -lt 10000 ] || [ "$RELAXED_JOBS" -lt 100000 ]; then
+    echo "compare: fewer jobs than the comparison's minimum (10,000 durable, 100,000 relaxed):" \
+        "a smoke test, not figures to quote" >&2
+fi
 for program in bench_broker bench_beanstalkd bench_redis; do
     [ -x "$BENCH/$program" ] || {
         echo "compare: $BENCH/$program is missing (run deploy/setup.sh, which installs" \
@@ -43,6 +47,7 @@ missing=""
 command -v beanstalkd >/dev/null || missing="$missing beanstalkd"
 command -v redis-server >/dev/null || missing="$missing redis-server"
 command -v python3 >/dev/null || missing="$missing python3"
+command -v ss >/dev/null || missing="$missing iproute2"
 if [ -n "$missing" ]; then
     echo "compare: installing$missing" >&2
     SUDO=""
@@ -70,10 +75,10 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# Starts a server (its command line, with @port@ for its port) in a
-# fresh data directory, $dir/data, and waits until it accepts on its port; sets
-# server_pid and port. A server that cannot bind (another process took the port since
-# free_port) has exited: another port is tried, so the one measured is always ours.
+# Starts a server (its command line, with @port@ for its port) in a fresh data directory,
+# $dir/data, and waits until it listens on its port (ss names the listening process, so a
+# stranger that took the port since free_port is never measured: the server then fails to
+# bind and another port is tried); sets server_pid and port.
 start_server() {
     local attempt
     for attempt in 1 2 3 4 5; do
@@ -84,7 +89,7 @@ start_server() {
         local i
         for ((i = 0; i < 100; i++)); do
             kill -0 "$server_pid" 2>/dev/null || break
-            if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            if ss -Hltnp "sport = :$port" | grep -q "pid=$server_pid,"; then
                 return 0
             fi
             sleep 0.05

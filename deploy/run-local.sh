@@ -128,14 +128,24 @@ is_supervisor() {
     return 1
 }
 
-# A pid file holds the pid, then the program started (run/<name>.pid).
+# A pid file holds the pid alone (`kill -HUP $(cat run/broker.pid)` works); the program
+# started is beside it, in run/<name>.program.
 read_pid() { [ -f "$1" ] && head -n 1 "$1" 2>/dev/null; }
 
-# The program the pid file `file` says was started; for a file without one, the program
-# of that instance in $BIN (broker: cloister-broker, review-agent-2: cloister-review, ...).
+# Removes pid files and the program files beside them.
+remove_pid_files() {
+    local file
+    for file in "$@"; do
+        rm -f "$file" "${file%.pid}.program"
+    done
+}
+
+# The program the pid file `file` was started with (run/<name>.program); without one, the
+# program of that instance in $BIN (broker: cloister-broker, review-agent-2:
+# cloister-review, ...).
 read_program() {
     local file=$1 program
-    program=$(sed -n 2p "$file" 2>/dev/null)
+    program=$(head -n 1 "${file%.pid}.program" 2>/dev/null)
     if [ -z "$program" ]; then
         case "$(basename "$file" .pid)" in
         broker) program="$BIN/cloister-broker" ;;
@@ -245,7 +255,8 @@ start_child() {
         nap 0.02
         tries=$((tries + 1))
     done
-    printf '%s\n%s\n' "${pids[i]}" "$BIN/${progs[i]}" >"$RUN_DIR/${names[i]}.pid"
+    printf '%s\n' "$BIN/${progs[i]}" >"$RUN_DIR/${names[i]}.program"
+    printf '%s\n' "${pids[i]}" >"$RUN_DIR/${names[i]}.pid"
     say "started ${names[i]} (${progs[i]}, pid ${pids[i]}, log $LOG_DIR/${names[i]}.log)"
 }
 
@@ -264,7 +275,7 @@ reap_children() {
         if [ "$delay" -gt 30 ]; then delay=30; fi
         say "${names[i]} (pid ${pids[i]}) exited with status $rc after ${ran}s; restarting in ${delay}s"
         pids[i]=""
-        rm -f "$RUN_DIR/${names[i]}.pid"
+        remove_pid_files "$RUN_DIR/${names[i]}.pid"
         next_at[i]=$((SECONDS + delay))
     done
 }
@@ -313,8 +324,19 @@ stop_children() {
         wait "${pids[i]}" 2>/dev/null
         say "stopped ${names[i]}"
         pids[i]=""
-        rm -f "$RUN_DIR/${names[i]}.pid"
+        remove_pid_files "$RUN_DIR/${names[i]}.pid"
     done
+}
+
+# Says where the broker accepts repositories (its log says so at every start) and how to
+# add one: a task for a repository elsewhere is refused at submit.
+say_workspace_roots() {
+    local roots
+    roots=$(grep -F 'workspaces accepted under:' "$LOG_DIR/broker.log" 2>/dev/null | tail -n 1)
+    roots=${roots#*workspaces accepted under: }
+    [ -n "$roots" ] || return 0
+    say "repositories accepted under: $roots"
+    say "  to add one: [security] workspace_roots = [\"...\"] in $PANOPTICON_HOME/cloister.toml (or CLOISTER_WORKSPACE_ROOTS=/a:/b), then restart"
 }
 
 supervise() {
@@ -340,6 +362,7 @@ supervise() {
         nap 0.2
     done
     say "broker answers (pan status)"
+    say_workspace_roots
 
     if ! disabled=$(disabled_specialists); then
         say "cannot tell which specialists cloister.toml enables (pan specialists list failed)"
@@ -431,7 +454,7 @@ stop_pid_files() {
         sleep 0.1
         waited=$((waited + 1))
     done
-    rm -f "$@"
+    remove_pid_files "$@"
 }
 
 cmd_stop() {
@@ -525,7 +548,7 @@ cmd_start() {
         if [ "$(basename "$file")" != supervisor.pid ] && pid_file_is_ours "$file"; then
             die "$(basename "$file" .pid) (pid $child) still runs from an earlier start; run deploy/run-local.sh stop"
         fi
-        rm -f "$file"
+        remove_pid_files "$file"
     done
     rm -f "$RUN_DIR/instances"
     if [ "$setup" -eq 1 ]; then
@@ -567,6 +590,7 @@ cmd_start() {
             say "  $name: NOT RUNNING (it exited; see $LOG_DIR/$name.log)"
         fi
     done < <(configured_instances)
+    say_workspace_roots
     print_next_steps
 }
 

@@ -97,6 +97,16 @@ int main(void)
     CHECK_INT(s_launcher(&t, "--detach"), 0);
     CHECK(strstr(t.out, "pan events --follow") != NULL);
     CHECK(strstr(t.out, "pan submit") != NULL);
+    /* Where repositories are accepted, and how to add one. */
+    CHECK(strstr(t.out, "repositories accepted under: ") != NULL);
+    CHECK(strstr(t.out, "[security] workspace_roots") != NULL);
+    /* A pid file holds the pid alone: `kill -HUP $(cat run/broker.pid)` works. */
+    char pid_path[600];
+    snprintf(pid_path, sizeof pid_path, "%s/run/broker.pid", t.env->home);
+    char *pid_text = testenv_read_file(pid_path);
+    CHECK(pid_text != NULL && strspn(pid_text, "0123456789") + 1 == strlen(pid_text) &&
+          pid_text[strlen(pid_text) - 1] == '\n');
+    free(pid_text);
     pid_t pids[DEPLOY_MAX_PIDS] = {0};
     int npids = 0;
     const char *names[] = {"supervisor", "broker", "review-agent", "test-agent", "merge-agent"};

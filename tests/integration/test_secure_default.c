@@ -7,6 +7,8 @@
  *                  keys are made by whoever starts first (here a client, before the broker)
  *   plain_tcp      [security] curve = false on TCP is an explicit choice: it works, and the
  *                  broker warns at start that every user of the machine can reach it
+ *   mismatch       pan and the broker disagreeing on CURVE, or the broker refusing pan's
+ *                  key, is said as such, not as "no reply within 3s"
  */
 #include "check.h"
 #include "curve.h"
@@ -155,6 +157,72 @@ static void test_plain_tcp(void)
     testenv_destroy(&env);
 }
 
+/* Runs pan status with CLOISTER_CURVE = `curve` (NULL: unset) and CLOISTER_CURVE_CERT =
+ * `cert` (NULL: unset); its exit code, stdout and stderr in out. */
+static int s_pan_status(testenv_t *env, const char *curve, const char *cert, char *out,
+                        size_t size)
+{
+    char *argv[] = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", (char *)testenv_bin("pan"),
+                    "--timeout-ms", "1500", "status", NULL};
+    if (curve != NULL)
+        setenv("CLOISTER_CURVE", curve, 1);
+    if (cert != NULL)
+        setenv("CLOISTER_CURVE_CERT", cert, 1);
+    int code = testenv_run(env, argv, out, size, 10000);
+    unsetenv("CLOISTER_CURVE");
+    unsetenv("CLOISTER_CURVE_CERT");
+    return code;
+}
+
+static void s_check_said(const char *out, const char *text)
+{
+    if (strstr(out, text) == NULL)
+        fprintf(stderr, "pan said: %s\n(expected: %s)\n", out, text);
+    CHECK(strstr(out, text) != NULL);
+}
+
+static void test_mismatch(void)
+{
+    testenv_t *env = testenv_new("secure-mismatch");
+    CHECK(env != NULL);
+    s_use_tcp(env);
+    char out[8192];
+    /* A plain broker, pan with CURVE. */
+    setenv("CLOISTER_CURVE", "0", 1);
+    pid_t broker = testbroker_start(env, 0, NULL);
+    unsetenv("CLOISTER_CURVE");
+    CHECK(broker > 0);
+    CHECK_INT(s_pan_status(env, "1", NULL, out, sizeof out), 3);
+    s_check_said(out, "CURVE is on here and off there");
+    testenv_signal(broker, SIGKILL);
+    CHECK(testenv_wait(env, broker, 5000) >= 0);
+
+    /* A CURVE broker, pan without. */
+    char *keys[] = {(char *)testenv_bin("pan"), "keys", "init", NULL};
+    CHECK_INT(testenv_run(env, keys, out, sizeof out, 10000), 0);
+    setenv("CLOISTER_CURVE", "1", 1);
+    broker = testbroker_spawn(env, 0, NULL);
+    unsetenv("CLOISTER_CURVE");
+    CHECK(broker > 0);
+    bool up = false; /* once a client with the keys is answered */
+    for (int i = 0; i < 20 && !up; i++)
+        up = s_pan_status(env, "1", NULL, out, sizeof out) == 0;
+    CHECK(up);
+    CHECK_INT(s_pan_status(env, "0", NULL, out, sizeof out), 3);
+    s_check_said(out, "CURVE is off here and on there");
+
+    /* A key the broker does not know. */
+    zcert_t *stranger = zcert_new();
+    char path[700];
+    snprintf(path, sizeof path, "%s/stranger", env->dir);
+    CHECK(zcert_save(stranger, path) == 0);
+    zcert_destroy(&stranger);
+    snprintf(path, sizeof path, "%s/stranger_secret", env->dir);
+    CHECK_INT(s_pan_status(env, "1", path, out, sizeof out), 3);
+    s_check_said(out, "refused this client's CURVE key");
+    testenv_destroy(&env);
+}
+
 int main(int argc, char **argv)
 {
     struct {
@@ -163,6 +231,7 @@ int main(int argc, char **argv)
     } scenarios[] = {
         {"private_home", test_private_home},
         {"plain_tcp", test_plain_tcp},
+        {"mismatch", test_mismatch},
         {"tcp_is_curve", test_tcp_is_curve},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {

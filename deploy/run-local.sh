@@ -67,13 +67,42 @@ install_programs() {
     if [ -z "$prefix" ]; then
         if [ "$(id -u)" -eq 0 ]; then prefix=/usr/local; else prefix="$(user_home)/.local"; fi
     fi
-    cmake --install "$BUILD_DIR" --prefix "$prefix" >/dev/null ||
+    # Installed files are for every user of the machine (the state stays private). What was
+    # installed is kept for `uninstall`, from cmake's own lines (the build's manifest file
+    # is rewritten by every install, other checkouts' and tests' included).
+    local listed
+    listed=$(umask 022 && cmake --install "$BUILD_DIR" --prefix "$prefix") ||
         die "cmake --install into $prefix failed (CLOISTER_PREFIX chooses another prefix, CLOISTER_NO_INSTALL=1 skips it)"
+    mkdir -p "$PANOPTICON_HOME" &&
+        printf '%s\n' "$listed" | sed -n 's/^-- \(Installing\|Up-to-date\): //p' >"$INSTALLED" ||
+        die "cannot record what was installed in $INSTALLED"
     say "installed pan, cloister-mcp and the services into $prefix/bin"
     case ":$PATH:" in
     *":$prefix/bin:"*) ;;
     *) say "note: $prefix/bin is not on PATH; add it to run pan" ;;
     esac
+}
+
+# Removes what install_programs installed (the files listed in $INSTALLED, and the
+# directories of Cloister's own that are left empty); the state in $PANOPTICON_HOME stays.
+cmd_uninstall() {
+    local file dir pid removed=0
+    [ -f "$INSTALLED" ] || die "nothing to uninstall: $INSTALLED does not exist (nothing was installed from this state home)"
+    if pid=$(running_supervisor); then
+        die "Cloister is running (supervisor pid $pid): run deploy/run-local.sh stop first"
+    fi
+    while IFS= read -r file; do
+        case "$file" in /*) ;; *) continue ;; esac
+        if [ -f "$file" ] || [ -L "$file" ]; then
+            rm -f "$file" && removed=$((removed + 1))
+        fi
+        dir=$(dirname "$file")
+        case "$dir" in
+        */share/cloister | */share/cloister/*) rmdir -p "$dir" 2>/dev/null ;;
+        esac
+    done <"$INSTALLED"
+    rm -f "$INSTALLED"
+    say "removed $removed installed files; the state in $PANOPTICON_HOME is kept (remove it with: rm -rf '$PANOPTICON_HOME')"
 }
 
 # The state home and everything in it (database, logs, keys, sessions) are this user's
@@ -91,6 +120,7 @@ case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 BIN="${CLOISTER_BIN_DIR:-$BUILD_DIR/bin}"
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 RUN_DIR="$PANOPTICON_HOME/run"
+INSTALLED="$PANOPTICON_HOME/installed-files"
 LOG_DIR="$PANOPTICON_HOME/logs"
 STOP_GRACE=$(whole_seconds CLOISTER_STOP_GRACE "${CLOISTER_STOP_GRACE:-10}" 0) || exit 1
 START_TIMEOUT=$(whole_seconds CLOISTER_START_TIMEOUT "${CLOISTER_START_TIMEOUT:-30}" 1) || exit 1
@@ -98,13 +128,17 @@ START_TIMEOUT=$(whole_seconds CLOISTER_START_TIMEOUT "${CLOISTER_START_TIMEOUT:-
 usage() {
     cat <<'EOF'
 usage: deploy/run-local.sh [--workers N] [--detach] [--no-setup]
-       deploy/run-local.sh stop
-       deploy/run-local.sh status
+       deploy/run-local.sh stop | status
+       deploy/run-local.sh restart [--workers N]
+       deploy/run-local.sh install | uninstall
 Starts cloister-broker and N (default 1) each of cloister-review, cloister-test and
 cloister-merge (not those cloister.toml disables with [specialists.<name>] enabled = false)
 and the dashboard (cloister-web; pan web url prints its address) under $PANOPTICON_HOME (default ~/.panopticon), restarts any that dies, and stops them all
 on Ctrl-C / SIGTERM. --detach runs the supervisor in the background. status exits 0 only
-if everything runs.
+if everything runs. restart stops everything (the specialists first, handing their running
+tasks back to the queue, then the broker) and starts it again in the background, without
+rebuilding. install puts the programs on PATH without starting anything (as a start does);
+uninstall removes what was installed and keeps the state.
 EOF
 }
 
@@ -599,7 +633,7 @@ main() {
     [ "${CLOISTER_SKIP_SETUP:-0}" = 1 ] && setup=0
     while [ $# -gt 0 ]; do
         case "$1" in
-        start | stop | status) command=$1 ;;
+        start | stop | status | restart | install | uninstall) command=$1 ;;
         __supervise)
             [ $# -eq 2 ] || die "internal: __supervise N"
             mkdir -p "$RUN_DIR" "$LOG_DIR" || exit 1
@@ -625,6 +659,9 @@ main() {
     stop) cmd_stop ;;
     status) cmd_status ;;
     start) cmd_start "$workers" "$detach" "$setup" ;;
+    restart) cmd_stop && cmd_start "$workers" 1 0 ;;
+    install) install_programs ;;
+    uninstall) cmd_uninstall ;;
     esac
 }
 

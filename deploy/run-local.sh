@@ -576,6 +576,9 @@ cmd_start() {
     mkdir -p "$RUN_DIR" "$LOG_DIR" || die "cannot create $RUN_DIR and $LOG_DIR"
     chmod 700 "$PANOPTICON_HOME" "$RUN_DIR" "$LOG_DIR" 2>/dev/null
     chmod 600 "$LOG_DIR"/*.log 2>/dev/null
+    # The logs' rotation, for logrotate (deploy/logrotate.conf says how to run it).
+    sed "s|@LOG_DIR@|$LOG_DIR|" "$ROOT/deploy/logrotate.conf" >"$PANOPTICON_HOME/logrotate.conf" ||
+        die "cannot write $PANOPTICON_HOME/logrotate.conf"
     for file in "$RUN_DIR"/*.pid; do
         [ -f "$file" ] || continue
         child=$(read_pid "$file")

@@ -188,6 +188,7 @@ const wire_spec_t messages_table[MSG_COUNT] = {
     [MSG_REPLY] = SPEC(MSG_REPLY, s_reply),
     [MSG_EVENT] = SPEC(MSG_EVENT, s_event),
     [MSG_LIST_TASKS] = SPEC(MSG_LIST_TASKS, s_list_tasks),
+    [MSG_RELOAD] = SPEC(MSG_RELOAD, s_none),
 };
 
 const size_t messages_count = sizeof messages_table / sizeof messages_table[0];

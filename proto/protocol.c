@@ -25,6 +25,7 @@ static const char *const s_msg_names[MSG_COUNT] = {
     [MSG_REPLY] = "reply",
     [MSG_EVENT] = "event",
     [MSG_LIST_TASKS] = "list_tasks",
+    [MSG_RELOAD] = "reload",
 };
 
 static const char *const s_field_names[FIELD_COUNT] = {

@@ -32,6 +32,7 @@ typedef enum {
     MSG_REPLY,
     MSG_EVENT,
     MSG_LIST_TASKS,
+    MSG_RELOAD,
     MSG_COUNT
 } msg_type_t;
 

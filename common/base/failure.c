@@ -3,15 +3,20 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char s_message[512];
 
 int failure_set(int code, const char *fmt, ...)
 {
+    /* Formatted aside first: a caller may wrap the last reason, passing failure_message()
+     * as an argument, and vsnprintf() must not read the buffer it writes. */
+    char message[sizeof s_message];
     va_list args;
     va_start(args, fmt);
-    vsnprintf(s_message, sizeof s_message, fmt, args);
+    vsnprintf(message, sizeof message, fmt, args);
     va_end(args);
+    memcpy(s_message, message, sizeof s_message);
     return code;
 }
 

@@ -24,7 +24,8 @@ typedef enum {
 } failure_code_t;
 
 /* Records `fmt` (printf-style) as this thread's last failure and returns `code`, so a
- * function can `return failure_set(FAILURE_INVALID, "...")`. */
+ * function can `return failure_set(FAILURE_INVALID, "...")`. The arguments may include
+ * failure_message() itself, to wrap the last reason. */
 int failure_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The reason recorded by the last failure_set() on this thread; "" if none. The string is

@@ -117,23 +117,33 @@ static void s_format_timeout(char *buf, size_t size, int timeout_ms)
         snprintf(buf, size, "%dms", timeout_ms);
 }
 
-/* The last failed handshake the watch saw: its event (0: none) and value. */
-static uint16_t s_failed_handshake(client_t *self, uint32_t *value)
+/* What the failed handshakes the watch saw say (several attempts, each failing, may each
+ * fail a little differently: the side that sees the mismatch first hangs up). */
+typedef struct {
+    bool mechanism_mismatch; /* CURVE on one side only */
+    bool refused;            /* the broker's authenticator refused the key */
+} handshakes_t;
+
+static handshakes_t s_failed_handshakes(client_t *self)
 {
-    uint16_t last = 0;
+    handshakes_t seen = {false, false};
     while (self->handshakes != NULL) {
         zmsg_t *event = zmsg_recv_nowait(self->handshakes);
         if (event == NULL)
             break;
         zframe_t *head = zmsg_first(event);
         if (head != NULL && zframe_size(head) >= 6) {
-            const byte *data = zframe_data(head);
-            memcpy(&last, data, sizeof last);
-            memcpy(value, data + 2, sizeof *value);
+            uint16_t id;
+            uint32_t value;
+            memcpy(&id, zframe_data(head), sizeof id);
+            memcpy(&value, zframe_data(head) + 2, sizeof value);
+            seen.mechanism_mismatch |= id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+                                       value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH;
+            seen.refused |= id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
         }
         zmsg_destroy(&event);
     }
-    return last;
+    return seen;
 }
 
 /* After a request got no answer the REQ socket still waits for it: it is dropped, and the
@@ -142,19 +152,17 @@ static uint16_t s_failed_handshake(client_t *self, uint32_t *value)
  * or the broker does not know this client's key. */
 static int s_no_reply(client_t *self)
 {
-    uint32_t value = 0;
-    uint16_t failed = s_failed_handshake(self, &value);
+    handshakes_t seen = s_failed_handshakes(self);
     s_disconnect(self);
     const char *mine = curve_client() != NULL ? "on" : "off";
     const char *theirs = curve_client() != NULL ? "off" : "on";
-    if (failed == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
-        value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+    if (seen.mechanism_mismatch)
         return failure_set(FAILURE_IO,
                            "the broker at %s does not speak this client's security: CURVE is %s "
                            "here and %s there. Set [security] curve the same on both sides (or "
                            "CLOISTER_CURVE=1|0 for this client)",
                            self->endpoint, mine, theirs);
-    if (failed == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+    if (seen.refused)
         return failure_set(FAILURE_IO,
                            "the broker at %s refused this client's CURVE key: it is not in the "
                            "broker's keys/authorized/ (there: pan keys add NAME --role ROLE, "

@@ -717,8 +717,7 @@ static int s_watch_handshakes(broker_t *self)
     return 0;
 }
 
-/* (Re)loads the authorized keys into the ZAP handler. */
-static int s_load_authorized(broker_t *self)
+int broker_load_authorized(broker_t *self)
 {
     zstr_sendx(self->auth, "CURVE", curve_authorized_dir(self->curve), NULL);
     return zsock_wait(self->auth) == 0 ? 0 : failure_set(FAILURE_IO, "zauth did not answer");
@@ -771,10 +770,11 @@ int broker_run(broker_t *self, volatile sig_atomic_t *stop)
         }
         int64_t completed_before = self->completed;
         disk_guard_check(self->disk, now);
-        if (self->config.reload_keys != NULL && *self->config.reload_keys) {
-            *self->config.reload_keys = 0;
-            if (self->auth != NULL && s_load_authorized(self) == 0)
-                log_info("reloaded the authorized keys");
+        if (self->config.reload != NULL && *self->config.reload) {
+            *self->config.reload = 0;
+            broker_reload_t report;
+            if (broker_reload(self, &report) != 0)
+                log_error("SIGHUP: %s", failure_message());
         }
         if (items[0].revents & ZMQ_POLLIN)
             s_drain_in(self);
@@ -823,6 +823,11 @@ static void s_worker_destroy(void **item)
 static void s_task_destructor(void **item)
 {
     task_destroy((task_t **)item);
+}
+
+static void s_config_destructor(void **item)
+{
+    config_destroy((config_t **)item);
 }
 
 static void s_queue_destructor(void **item)
@@ -923,7 +928,7 @@ static int s_start_curve(broker_t *self)
     if (self->zmq_context == NULL || self->auth == NULL || self->roles == NULL)
         return failure_set(FAILURE_IO, "cannot start the CURVE authenticator");
     log_info("CURVE on: clients need a key in %s", curve_authorized_dir(self->curve));
-    return s_load_authorized(self);
+    return broker_load_authorized(self);
 }
 
 int broker_new(const broker_config_t *config, broker_t **out)
@@ -941,6 +946,8 @@ int broker_new(const broker_config_t *config, broker_t **out)
     zhashx_set_destructor(self->workers, s_worker_destroy);
     self->groups = zhashx_new();
     self->rejected = zhashx_new();
+    self->configs = zlistx_new();
+    zlistx_set_destructor(self->configs, s_config_destructor);
     self->writer = wire_writer_new();
     uuid_t uuid;
     uuid_generate_random(uuid);
@@ -1031,6 +1038,7 @@ void broker_destroy(broker_t **self_p)
     zhashx_destroy(&self->queues);
     zhashx_destroy(&self->groups);
     zhashx_destroy(&self->rejected);
+    zlistx_destroy(&self->configs);
     wire_writer_destroy(&self->writer);
     free(self->idle);
     store_close(&self->store);

@@ -38,8 +38,9 @@ typedef struct {
      * `max_attempts` defaults, and the declared [specialists.<name>] are known names. */
     const config_t *config;
     const char *const *specialists; /* the declared names (NULL-terminated) */
-    /* Set (by a SIGHUP) to reload the authorized keys (common/bus/curve.h); may be NULL. */
-    volatile sig_atomic_t *reload_keys;
+    /* Set (by a SIGHUP) to read cloister.toml and the authorized keys again
+     * (broker_reload.c); may be NULL. */
+    volatile sig_atomic_t *reload;
 } broker_config_t;
 
 typedef struct broker_t broker_t;

@@ -603,6 +603,26 @@ static void s_replay(request_t *req, const wire_msg_t *msg)
         s_send(req);
 }
 
+/* reload: cloister.toml read again (broker_reload.c); an admin's request. */
+static void s_reload(request_t *req)
+{
+    broker_reload_t report;
+    int rc = key_roles_check(req->broker->roles, req->peer_key, KEY_ACTION_RELOAD);
+    if (rc == 0)
+        rc = broker_reload(req->broker, &report);
+    if (rc != 0) {
+        s_reply_error(req, rc, failure_message());
+        return;
+    }
+    wire_writer_t *w = s_reply_ok(req);
+    wire_open_map(w, FIELD_DATA);
+    wire_put_key_str(w, "applied", report.applied);
+    wire_put_key_str(w, "restart", report.restart);
+    wire_put_key_str(w, "workspace_roots", workspace_roots_text(req->broker->workspace_roots));
+    wire_close(w);
+    s_send(req);
+}
+
 void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
                            const char *peer_key)
 {
@@ -625,6 +645,7 @@ void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, s
     case MSG_LIST_SPECIALISTS: s_list_specialists(&req); break;
     case MSG_STATS: s_stats(&req); break;
     case MSG_REPLAY: s_replay(&req, msg); break;
+    case MSG_RELOAD: s_reload(&req); break;
     default: {
         char reason[128];
         snprintf(reason, sizeof reason, "'%s' is not a control request",

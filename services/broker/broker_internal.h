@@ -90,6 +90,8 @@ struct broker_t {
     curve_t *curve;              /* the broker's keys, NULL when the bus is plain */
     zactor_t *auth;              /* czmq's ZAP handler (zauth), with curve */
     key_roles_t *roles;          /* with curve: what each authorized key may do */
+    zlistx_t *configs;           /* cloister.toml as reloaded (broker_reload.c), owned; the
+                                    newest is config.config */
     void *monitors[3];           /* with curve: handshake failures of in, events, control */
     int64_t next_prune;          /* monotonic ms of the next retention pass */
     int64_t next_reclaim;        /* monotonic ms of the next incremental vacuum */
@@ -184,6 +186,20 @@ void broker_write_task(wire_writer_t *w, const task_t *task, bool with_result);
  * 0, FAILURE_INVALID with the reason, or FAILURE_STORE. */
 int broker_gate_check(broker_t *self, const wire_msg_t *msg, const char *specialist,
                       const char *issue, const char *parent);
+
+/* (Re)loads the authorized keys into the ZAP handler (with CURVE). Returns 0 or FAILURE_IO. */
+int broker_load_authorized(broker_t *self);
+
+/* broker_reload.c: what a reload did. Each is a ", "-separated list of "[table] key". */
+typedef struct {
+    char applied[2048]; /* changed, and in effect now */
+    char restart[1024]; /* changed, and only a restart applies it */
+} broker_reload_t;
+
+/* Reads cloister.toml again and applies what can change while running (see
+ * broker_reload.c); *report says what changed and what waits for a restart. Returns 0, or
+ * the configuration's failure (FAILURE_INVALID: file:line:col ...) with nothing changed. */
+int broker_reload(broker_t *self, broker_reload_t *report);
 
 /* broker_in.c */
 /* The stats.rejected category of a submit refused with `rc` ("invalid_submit", "denied",

@@ -64,7 +64,8 @@ static bool s_allows(curve_role_t role, key_action_t action)
     case KEY_ACTION_WORK: return role != CURVE_ROLE_SUBMITTER;
     case KEY_ACTION_FORCE:
     case KEY_ACTION_OTHERS_TASKS:
-    case KEY_ACTION_RETRY_DEAD: return role == CURVE_ROLE_ADMIN;
+    case KEY_ACTION_RETRY_DEAD:
+    case KEY_ACTION_RELOAD: return role == CURVE_ROLE_ADMIN;
     }
     return false;
 }
@@ -78,6 +79,7 @@ static const char *s_action_name(key_action_t action)
     case KEY_ACTION_FORCE: return "force a merge past the review gate";
     case KEY_ACTION_OTHERS_TASKS: return "cancel or retry a task another key submitted";
     case KEY_ACTION_RETRY_DEAD: return "retry a dead task";
+    case KEY_ACTION_RELOAD: return "reload the broker's configuration";
     }
     return "do that";
 }

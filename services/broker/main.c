@@ -20,12 +20,12 @@
 #include <sys/resource.h>
 
 static volatile sig_atomic_t s_stop;
-static volatile sig_atomic_t s_reload_keys;
+static volatile sig_atomic_t s_reload;
 
 static void s_on_signal(int sig)
 {
     if (sig == SIGHUP)
-        s_reload_keys = 1;
+        s_reload = 1;
     else
         s_stop = 1;
 }
@@ -194,7 +194,7 @@ int main(int argc, char **argv)
         .keep_finished_days = config_int(config, "broker", "keep_finished_days", 30),
         .config = config,
         .specialists = specialists,
-        .reload_keys = &s_reload_keys,
+        .reload = &s_reload,
     };
 
     struct sigaction action = {0};

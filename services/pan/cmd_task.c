@@ -1,5 +1,5 @@
-/* pan task show / wait / cancel / retry / status: one task, or the broker's numbers
- * (task list, dead and retry --all-dead are in cmd_list.c). */
+/* pan task show / wait / fence, cancel, retry, status, reload: one task, or the broker's
+ * numbers and settings (task list, dead and retry --all-dead are in cmd_list.c). */
 #include "pan.h"
 #include "pan_wait.h"
 
@@ -325,5 +325,39 @@ int cmd_status(const pan_t *pan, int argc, char **argv)
         s_print_stats(pan, stats, specialists);
     json_decref(stats);
     json_decref(specialists);
+    return code;
+}
+
+int cmd_reload(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan reload [--json]";
+    bool json = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else
+            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+    }
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, MSG_RELOAD);
+    json_t *report = NULL;
+    int code = pan_call(pan, writer, &report);
+    wire_writer_destroy(&writer);
+    if (code != PAN_EXIT_OK)
+        return code;
+    if (json) {
+        code = pan_print_json(report);
+    } else {
+        const char *applied = pan_json_str(report, "applied", "");
+        const char *restart = pan_json_str(report, "restart", "");
+        printf("Reloaded cloister.toml at %s\n", pan->control_ep);
+        printf("  applied:              %s\n", applied[0] ? applied : "nothing changed");
+        if (restart[0])
+            printf("  needs a restart:      %s (deploy/run-local.sh restart)\n", restart);
+        printf("  workspaces accepted:  %s\n", pan_json_str(report, "workspace_roots", "?"));
+        printf("  the specialists read cloister.toml when they start "
+               "(deploy/run-local.sh restart)\n");
+    }
+    json_decref(report);
     return code;
 }

@@ -83,6 +83,15 @@ static const help_t s_help[] = {
      "latency, refusals by reason, disk. --json: the raw stats object.\n"
      "  --watch               the live view of `pan top` (see pan top --help)\n"
      "  --interval S, --frames N   as for pan top\n"},
+    {"reload",
+     "usage: pan reload [--json]\n"
+     "The broker reads cloister.toml (and its authorized keys) again and applies what can\n"
+     "change while it runs: workspace roots, the review gate's settings, retries, retention,\n"
+     "per-specialist defaults, new specialists. It says what it applied and what changed but\n"
+     "waits for a restart (endpoints, sync, heartbeat, disk limits, CURVE). A file that does\n"
+     "not parse changes nothing. The specialists read cloister.toml when they start:\n"
+     "deploy/run-local.sh restart. An admin key's request (SIGHUP to the broker does the\n"
+     "same).\n"},
     {"top",
      "usage: pan top [--interval SECONDS] [--frames N]\n"
      "A live view, redrawn until Ctrl-C: specialists (workers, busy, queued, done/failed/dead\n"

@@ -38,6 +38,7 @@ static const char *const s_usage =
     "  retry <id> | --all-dead [--specialist S] [--issue I] [--json]\n"
     "  dead [--specialist S] [--issue I] [--since DURATION] [--limit N] [--json]\n"
     "  status [--json] | status --watch [--interval S] [--frames N]\n"
+    "  reload [--json]        read cloister.toml again (the broker; SIGHUP does the same)\n"
     "  top [--interval S] [--frames N]   (live: specialists, queues, running, failures)\n"
     "  tests detect [DIR] [--json]\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
@@ -174,6 +175,8 @@ int main(int argc, char **argv)
         code = cmd_top(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "status") == 0)
         code = cmd_status(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "reload") == 0)
+        code = cmd_reload(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "tests") == 0)
         code = cmd_tests(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "approve") == 0)

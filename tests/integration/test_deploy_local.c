@@ -168,6 +168,22 @@ int main(void)
     if (restarted > 0 && restarted != killed && npids < DEPLOY_MAX_PIDS)
         pids[npids++] = restarted;
 
+    /* The shipped logrotate settings rotate the logs while the programs run, and the
+     * programs go on writing at the start of the truncated file. */
+    char rotate[1200], broker_log[600];
+    snprintf(rotate, sizeof rotate,
+             "logrotate -s '%s/logrotate.state' -f '%s/logrotate.conf' && test -s '%s/logs/broker.log.1'",
+             t.env->dir, t.env->home, t.env->home);
+    char *rotate_argv[] = {"/bin/sh", "-c", rotate, NULL};
+    CHECK_INT(testenv_run(t.env, rotate_argv, t.out, sizeof t.out, 30000), 0);
+    CHECK_INT(harness_pan(t.env, t.out, "submit", "no-such-agent", "--id", "after-rotation",
+                          NULL),
+              1); /* the broker logs the refusal */
+    snprintf(broker_log, sizeof broker_log, "%s/logs/broker.log", t.env->home);
+    char *after = testenv_read_file(broker_log);
+    CHECK(after != NULL && after[0] != '\0' && strstr(after, "after-rotation") != NULL);
+    free(after);
+
     /* Restart: everything stopped (the broker last) and started again in the background. */
     pid_t broker_before = deploy_pid_of(t.env, "broker");
     CHECK_INT(s_launcher(&t, "restart"), 0);

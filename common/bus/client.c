@@ -533,6 +533,14 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
             else
                 self->last_seq = wire_msg_int(event, FIELD_SEQ, 0) - 1;
         }
+        /* A gap: events were published while this subscriber could not take them (cut off,
+         * or too slow: the publisher drops what a full pipe cannot hold). They are stored,
+         * so they are replayed, in order, before this one (which the replay includes).
+         * Seen only without a topic: a topic's events skip the others' sequence numbers. */
+        int64_t seq = wire_msg_int(event, FIELD_SEQ, -1);
+        bool everything = self->topic == NULL || self->topic[0] == '\0';
+        if (rc == 0 && live && everything && seq > self->last_seq + 1)
+            rc = s_replay_all(self, control, stop, fn, arg);
         if (rc == 0)
             rc = s_deliver(self, event, raw, len, fn, arg);
         wire_msg_destroy(&event);

@@ -92,7 +92,9 @@ void client_events_destroy(client_events_t **self_p);
  * - since >= 0: first every stored event with seq > since, through `replay` requests on
  *   `control` (pages of CLIENT_REPLAY_PAGE; a page the broker marks `truncated` is never
  *   taken for the last one);
- * - follow: then the live stream (needs an events endpoint).
+ * - follow: then the live stream (needs an events endpoint). Following every event (no
+ *   topic), a gap in the sequence numbers -- events the publisher dropped while this
+ *   subscriber was cut off or too slow -- is filled by a replay before the next event.
  * Delivery ends when `fn` returns nonzero or `*stop` (may be NULL) becomes nonzero -- e.g.
  * set by a SIGINT handler; *stop is checked before every event and every request, in the
  * replay as while following. With since < 0 there is no replay: delivery starts with the

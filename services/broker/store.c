@@ -1,6 +1,8 @@
 /* store: the broker's SQLite persistence (see store.h). */
 #include "store.h"
 
+#include "clock.h"
+#include "dblock.h"
 #include "failure.h"
 #include "log.h"
 
@@ -118,19 +120,31 @@ static const char *s_sql[STMT_COUNT] = {
  * frame's header. */
 #define STORE_FRAME_BYTES (4096 + 24)
 
+/* How long a connection waits for a lock another connection holds (the broker's own two). */
+#define STORE_BUSY_TIMEOUT_MS 5000
+/* After an outside reader kept the WAL from being reset, the loop tries again this much
+ * later (each try costs it a passive copy up to that reader's snapshot). */
+#define STORE_READER_RETRY_MS 1000
+
 /* Checkpoints run on a thread of their own, over a second connection, so the broker's loop
  * never pays for copying the WAL back into the database (PASSIVE: writers never wait).
  * Under a sustained stream of commits a PASSIVE checkpoint never catches up (the WAL can
  * only start over once every frame in it was copied), so when the WAL passes its limit the
  * loop itself runs a TRUNCATE checkpoint right after the commit that crossed it: it pays a
- * copy of at most the limit, and the file shrinks to nothing. */
+ * copy of at most the limit, and the file shrinks to nothing.
+ *
+ * That TRUNCATE never waits: any other connection reading from the WAL (an admin's sqlite3
+ * shell in a transaction, a backup) would make it wait out the busy timeout on every commit
+ * past the limit. With no busy handler it copies what it can and gives up; the WAL then
+ * grows past its limit while the reader lasts, which is said once, and the loop tries again
+ * a second later. */
 typedef struct {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
     /* Held while a checkpoint runs, by the thread or by the loop: SQLite refuses a second
      * checkpoint while one runs (BUSY, without waiting), so the loop's TRUNCATE waits for
-     * the thread's PASSIVE to end instead of failing. */
+     * the thread's PASSIVE (which never waits on anyone) to end instead of failing. */
     pthread_mutex_t busy;
     sqlite3 *db;
     int64_t limit_frames;    /* frames past which the loop truncates the WAL */
@@ -139,10 +153,17 @@ typedef struct {
     bool stop;
     bool running;
     bool warned;             /* a checkpoint that copied nothing was reported */
+    log_limit_t thread_warnings; /* the thread's failed checkpoints (a full disk) */
+    /* The loop's side (only the loop touches these): */
+    log_limit_t loop_warnings;   /* failed truncations */
+    int64_t reader_retry_at;     /* monotonic ms: no truncation before (a reader held it) */
+    bool reader_reported;        /* "a reader holds the WAL" was said for this episode */
+    int64_t largest_frames;      /* the WAL's size while a reader held it */
 } checkpointer_t;
 
 struct store_t {
     sqlite3 *db;
+    int lock_fd; /* the shared lock on <db>.lock (dblock.h), held while open */
     sqlite3_stmt *stmt[STMT_COUNT];
     bool in_transaction;
     /* A statement of the open transaction failed: the commit must not happen, even if
@@ -215,7 +236,7 @@ static void s_checkpoint(checkpointer_t *cp)
                                        &copied);
     /* BUSY: the loop's commit was resetting the WAL; the next request copies. */
     if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-        log_warn("store: checkpoint: %s", sqlite3_errmsg(cp->db));
+        log_warn_limited(&cp->thread_warnings, "store: checkpoint: %s", sqlite3_errmsg(cp->db));
     } else if (rc == SQLITE_OK && log_frames < 0 && !cp->warned) {
         /* -1: this connection does not see the database in WAL mode; nothing was copied. */
         log_warn("store: the checkpoint copied nothing (log %d): the WAL will grow", log_frames);
@@ -243,26 +264,65 @@ static void *s_checkpointer_main(void *arg)
     return NULL;
 }
 
-/* Called by SQLite after each commit with the WAL's size in frames. */
+static void s_request_checkpoint(checkpointer_t *cp)
+{
+    pthread_mutex_lock(&cp->lock);
+    cp->requested = true;
+    pthread_cond_signal(&cp->wake);
+    pthread_mutex_unlock(&cp->lock);
+}
+
+/* The outcome of the loop's TRUNCATE of a WAL of `frames` frames: said once per episode of
+ * a reader holding the WAL, and once when it lets go. */
+static void s_truncated(checkpointer_t *cp, sqlite3 *db, int rc, int frames)
+{
+    int64_t mb = (int64_t)frames * STORE_FRAME_BYTES >> 20;
+    if (rc == SQLITE_OK) {
+        if (cp->reader_reported)
+            log_info("store: the WAL could be reset again (it had grown to %lld MB while a "
+                     "reader held it)",
+                     (long long)(cp->largest_frames * STORE_FRAME_BYTES >> 20));
+        cp->reader_reported = false;
+        cp->largest_frames = 0;
+        return;
+    }
+    if (rc != SQLITE_BUSY) {
+        log_warn_limited(&cp->loop_warnings, "store: truncating the WAL (%d frames): %s", frames,
+                         sqlite3_errmsg(db));
+        return;
+    }
+    /* Nothing else of ours reads while the loop holds `busy`: another process does. */
+    cp->reader_retry_at = clock_now_ms() + STORE_READER_RETRY_MS;
+    if (frames > cp->largest_frames)
+        cp->largest_frames = frames;
+    if (!cp->reader_reported)
+        log_warn("store: another connection holds a read transaction on %s (an sqlite3 shell, "
+                 "a backup?): the WAL cannot be reset while it lasts, so it grows past its "
+                 "limit (%lld MB now) and costs that disk and slower reads until the reader "
+                 "ends; the broker does not wait for it",
+                 sqlite3_db_filename(db, "main"), (long long)mb);
+    cp->reader_reported = true;
+}
+
+/* Called by SQLite after each commit with the WAL's size in frames. Past the limit, a
+ * TRUNCATE that never waits (no busy handler while it runs). */
 static int s_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
     (void)name;
     checkpointer_t *cp = arg;
-    if (frames > cp->limit_frames) {
+    if (frames > cp->limit_frames && clock_now_ms() >= cp->reader_retry_at) {
         int log_frames = 0, copied = 0;
         pthread_mutex_lock(&cp->busy);
-        if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log_frames,
-                                      &copied) != SQLITE_OK)
-            log_warn("store: truncating the WAL (%d frames): %s", frames, sqlite3_errmsg(db));
+        sqlite3_busy_timeout(db, 0);
+        int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log_frames,
+                                           &copied);
+        sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
         pthread_mutex_unlock(&cp->busy);
+        s_truncated(cp, db, rc, frames);
         return SQLITE_OK;
     }
-    if (frames >= cp->trigger_frames) {
-        pthread_mutex_lock(&cp->lock);
-        cp->requested = true;
-        pthread_cond_signal(&cp->wake);
-        pthread_mutex_unlock(&cp->lock);
-    }
+    if (frames >= cp->trigger_frames)
+        s_request_checkpoint(cp);
     return SQLITE_OK;
 }
 
@@ -282,7 +342,7 @@ static int s_checkpointer_start(store_t *self, const char *path)
     if (sqlite3_open_v2(path, &cp->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
         SQLITE_OK)
         return failure_set(FAILURE_STORE, "cannot open %s for checkpoints", path);
-    sqlite3_busy_timeout(cp->db, 5000);
+    sqlite3_busy_timeout(cp->db, STORE_BUSY_TIMEOUT_MS);
     /* A connection learns that the database is in WAL mode when it first reads it; until
      * then a checkpoint through it copies nothing. */
     if (sqlite3_exec(cp->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) != SQLITE_OK)
@@ -290,6 +350,8 @@ static int s_checkpointer_start(store_t *self, const char *path)
                            sqlite3_errmsg(cp->db));
     cp->limit_frames = STORE_DEFAULT_WAL_LIMIT / STORE_FRAME_BYTES;
     cp->trigger_frames = s_trigger_frames(STORE_DEFAULT_WAL_LIMIT);
+    cp->thread_warnings.every_ms = 10000;
+    cp->loop_warnings.every_ms = 10000;
     pthread_mutex_init(&cp->lock, NULL);
     pthread_mutex_init(&cp->busy, NULL);
     pthread_cond_init(&cp->wake, NULL);
@@ -382,6 +444,12 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
         return failure_set(FAILURE_MEMORY, "out of memory");
     msgpack_sbuffer_init(&self->events);
     msgpack_packer_init(&self->events_packer, &self->events, msgpack_sbuffer_write);
+    self->lock_fd = dblock_acquire(path, false);
+    if (self->lock_fd < 0) {
+        int rc = self->lock_fd;
+        store_close(&self);
+        return rc;
+    }
     /* No global memory statistics (they take a mutex on every allocation); refused, and
      * harmless, once SQLite is initialised. */
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
@@ -398,7 +466,7 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
     const char *sync_pragma = sync == STORE_SYNC_FULL     ? "PRAGMA synchronous=FULL"
                               : sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
                                                           : "PRAGMA synchronous=OFF";
-    sqlite3_busy_timeout(self->db, 5000);
+    sqlite3_busy_timeout(self->db, STORE_BUSY_TIMEOUT_MS);
     rc = s_incremental_vacuum(self, path);
     if (rc == 0)
         rc = s_exec(self, "PRAGMA journal_mode=WAL");
@@ -437,6 +505,7 @@ void store_close(store_t **self_p)
         sqlite3_finalize(self->stmt[i]);
     sqlite3_close(self->db);
     msgpack_sbuffer_destroy(&self->events);
+    dblock_release(self->lock_fd);
     free(self);
     *self_p = NULL;
 }

@@ -93,9 +93,11 @@ void broker_outbox_worker(broker_t *self, const char *worker_id, const void *dat
     s_outbox_push(self, item, worker_id, strlen(worker_id), data, len);
 }
 
-void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len)
+void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
+                         bool durable)
 {
-    outbox_item_t item = {.kind = OUTBOX_REPLY, .envelope = zmsg_dup(envelope)};
+    outbox_item_t item = {.kind = OUTBOX_REPLY, .envelope = zmsg_dup(envelope),
+                          .durable = durable};
     s_outbox_push(self, item, NULL, 0, data, len);
 }
 
@@ -113,6 +115,14 @@ static void s_outbox_clear(broker_t *self)
     }
 }
 
+static void s_send_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len)
+{
+    for (zframe_t *frame = zmsg_first(envelope); frame; frame = zmsg_next(envelope))
+        zmq_send(self->control, zframe_data(frame), zframe_size(frame),
+                 ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    zmq_send(self->control, data, len, ZMQ_DONTWAIT);
+}
+
 static void s_outbox_flush(broker_t *self)
 {
     for (size_t i = 0; i < self->outbox_len; i++) {
@@ -127,12 +137,33 @@ static void s_outbox_flush(broker_t *self)
             if (worker != NULL && zmq_send(worker->push, data, item->len, ZMQ_DONTWAIT) < 0)
                 log_warn("could not send to worker %s: %s", worker->id, zmq_strerror(errno));
         } else {
-            for (zframe_t *frame = zmsg_first(item->envelope); frame;
-                 frame = zmsg_next(item->envelope))
-                zmq_send(self->control, zframe_data(frame), zframe_size(frame),
-                         ZMQ_SNDMORE | ZMQ_DONTWAIT);
-            zmq_send(self->control, data, item->len, ZMQ_DONTWAIT);
+            s_send_reply(self, item->envelope, data, item->len);
         }
+    }
+    s_outbox_clear(self);
+}
+
+/* The commit found no room, so nothing of the iteration happened: no event is published,
+ * nothing goes to a worker, and a reply reporting a change becomes a disk_full refusal
+ * (`reason`); replies that only read go out as they are. */
+static void s_outbox_refuse(broker_t *self, const char *reason)
+{
+    wire_writer_t *w = self->writer;
+    for (size_t i = 0; i < self->outbox_len; i++) {
+        outbox_item_t *item = &self->outbox[i];
+        if (item->kind != OUTBOX_REPLY)
+            continue;
+        if (!item->durable) {
+            s_send_reply(self, item->envelope, self->outbox_bytes + item->data_at, item->len);
+            continue;
+        }
+        wire_writer_start(w, MSG_REPLY);
+        wire_put_bool(w, FIELD_OK, false);
+        wire_put_str(w, FIELD_CODE, failure_name(FAILURE_DISK_FULL));
+        wire_put_str(w, FIELD_ERROR, reason);
+        size_t len;
+        const void *data = wire_writer_data(w, &len);
+        s_send_reply(self, item->envelope, data, len);
     }
     s_outbox_clear(self);
 }
@@ -239,14 +270,40 @@ void broker_count_rejected(broker_t *self, const char *reason)
     zhashx_update(self->rejected, reason, (void *)(count + 1));
 }
 
+static void s_emit_refusal(broker_t *self, event_type_t event, const char *task_id,
+                           const char *reason, int64_t coalesced)
+{
+    task_t rejected = {.id = (char *)task_id, .state = TASK_CANCELLED, .priority = PRIORITY_NORMAL};
+    event_extra_t extra = {.error = reason, .coalesced = coalesced};
+    broker_emit(self, event, task_id ? &rejected : NULL, &extra);
+}
+
 void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_id, const char *reason,
                           int64_t coalesced)
 {
     log_warn("%s%s%s: %s%s", event_type_name(event), task_id ? " " : "", task_id ? task_id : "", reason,
              coalesced > 0 ? " (and more refused without an event: see coalesced)" : "");
-    task_t rejected = {.id = (char *)task_id, .state = TASK_CANCELLED, .priority = PRIORITY_NORMAL};
-    event_extra_t extra = {.error = reason, .coalesced = coalesced};
-    broker_emit(self, event, task_id ? &rejected : NULL, &extra);
+    s_emit_refusal(self, event, task_id, reason, coalesced);
+}
+
+void broker_submit_refused(broker_t *self, const char *task_id, int rc)
+{
+    if (rc != FAILURE_DISK_FULL) {
+        broker_count_rejected(self, "invalid_submit");
+        broker_emit_rejected(self, EVENT_TASK_REJECTED, task_id, failure_message(), 0);
+        return;
+    }
+    broker_count_rejected(self, "disk_full");
+    log_warn_limited(&self->refusal_warnings, "task.rejected %s: %s", task_id ? task_id : "",
+                     failure_message());
+    int64_t now = clock_now_ms();
+    if (self->full_reported_at != 0 && now - self->full_reported_at < 1000) {
+        self->full_unreported++;
+        return;
+    }
+    self->full_reported_at = now;
+    s_emit_refusal(self, EVENT_TASK_REJECTED, task_id, failure_message(), self->full_unreported);
+    self->full_unreported = 0;
 }
 
 /* ---- queues and specialists ---- */
@@ -580,7 +637,7 @@ static void s_reclaim(broker_t *self, int64_t now)
         return;
     self->next_reclaim = now + BROKER_RECLAIM_MS;
     if (store_reclaim(self->store, BROKER_RECLAIM_PAGES) < 0)
-        log_warn("reclaiming free pages: %s", failure_message());
+        log_warn_limited(&self->reclaim_warnings, "reclaiming free pages: %s", failure_message());
 }
 
 /* At start: a specialist name no worker announced within keep_finished_days, and with no
@@ -592,9 +649,13 @@ static int s_forget_specialists(broker_t *self)
     if (days <= 0)
         return 0;
     int forgotten = store_specialists_forget(self->store, clock_wall_ms() - days * 24 * 3600 * 1000);
+    int rc = store_commit(self->store); /* rolls back a failed forget */
     if (forgotten < 0)
-        return forgotten;
-    int rc = store_commit(self->store);
+        rc = forgotten;
+    if (rc == FAILURE_DISK_FULL) {
+        log_warn("not forgetting old specialist names now: %s", failure_message());
+        return 0;
+    }
     if (rc == 0 && forgotten > 0)
         log_info("forgot %d specialist name%s no worker announced in %lld days", forgotten,
                  forgotten == 1 ? "" : "s", (long long)days);
@@ -615,6 +676,145 @@ static int s_run_timers(broker_t *self, int64_t now)
     if (rc == 0)
         rc = s_prune_finished(self, now);
     return rc;
+}
+
+/* ---- recovery: from the store at start, and after a commit the disk had no room for ---- */
+
+static void s_recover_task(task_t *task, void *arg)
+{
+    broker_t *self = arg;
+    queue_t *queue = broker_queue(self, task->specialist, true);
+    if (queue == NULL) {
+        task_destroy(&task);
+        return;
+    }
+    task->queue = queue;
+    broker_task_take_files(task);
+    zhashx_insert(self->tasks, task->id, task);
+    if (task->state == TASK_QUEUED) {
+        queue_insert(queue, task);
+        return;
+    }
+    /* Running when the broker stopped: it waits for its worker to say hello again. */
+    s_encode_context_entry(self, task);
+    task->worker = NULL;
+    task->next = self->running;
+    if (self->running)
+        self->running->prev = task;
+    self->running = task;
+    self->running_count++;
+    if (task->group)
+        broker_group_hold(self, task->group);
+}
+
+/* Where a running task's lease stood before a reload, to keep it. */
+typedef struct {
+    int attempt;
+    int64_t lease_until, dispatched_at;
+} lease_t;
+
+static void s_lease_destructor(void **item)
+{
+    free(*item);
+    *item = NULL;
+}
+
+/* The leases of the running tasks that have a worker (caller destroys the table). */
+static zhashx_t *s_save_leases(broker_t *self)
+{
+    zhashx_t *leases = zhashx_new();
+    zhashx_set_destructor(leases, s_lease_destructor);
+    for (task_t *task = self->running; task != NULL; task = task->next) {
+        lease_t *lease = malloc(sizeof *lease);
+        if (task->worker == NULL || lease == NULL) {
+            free(lease);
+            continue;
+        }
+        *lease = (lease_t){task->attempt, task->lease_until, task->dispatched_at};
+        zhashx_insert(leases, task->id, lease);
+    }
+    return leases;
+}
+
+/* Gives a reloaded running task back to its worker, if that worker is still here and free,
+ * with the lease it had (a new one when it was not running before). */
+static void s_reattach(broker_t *self, task_t *task, zhashx_t *leases, int64_t now)
+{
+    worker_t *worker = task->worker_id ? zhashx_lookup(self->workers, task->worker_id) : NULL;
+    if (worker == NULL || worker->task != NULL)
+        return; /* an orphan: requeued at the next lease check, as after a restart */
+    lease_t *lease = zhashx_lookup(leases, task->id);
+    bool same = lease != NULL && lease->attempt == task->attempt;
+    task->worker = worker;
+    worker->task = task;
+    task->lease_until = same ? lease->lease_until : broker_lease_deadline(self, task, now);
+    task->dispatched_at = same ? lease->dispatched_at : now;
+}
+
+/* Makes the broker's memory what the store holds again, as at a start but keeping its
+ * sockets and workers: every active task is read back, running ones go back to their
+ * workers, and the counters to their last committed values. What the refused iteration
+ * did is forgotten; workers resend what was not acknowledged. */
+static int s_reload(broker_t *self)
+{
+    zhashx_t *leases = s_save_leases(self);
+    for (queue_t *queue = zhashx_first(self->queues); queue; queue = zhashx_next(self->queues))
+        queue_clear(queue);
+    self->running = NULL;
+    self->running_count = 0;
+    zhashx_purge(self->groups);
+    for (worker_t *worker = zhashx_first(self->workers); worker;
+         worker = zhashx_next(self->workers)) {
+        worker->task = NULL;
+        if (worker->held_group != NULL)
+            broker_group_hold(self, worker->held_group);
+    }
+    zhashx_purge(self->tasks);
+    self->last_seq = self->committed.last_seq;
+    self->next_order = self->committed.next_order;
+    self->trimmed_upto = self->committed.trimmed_upto;
+    self->submitted = self->committed.submitted;
+    self->completed = self->committed.completed;
+    self->dead_count = self->committed.dead_count;
+    int rc = store_task_load_active(self->store, s_recover_task, self);
+    int64_t now = clock_now_ms();
+    for (task_t *task = self->running; rc == 0 && task != NULL; task = task->next)
+        s_reattach(self, task, leases, now);
+    zhashx_destroy(&leases);
+    return rc;
+}
+
+static void s_remember_committed(broker_t *self)
+{
+    self->committed = (broker_committed_t){self->last_seq, self->next_order, self->trimmed_upto,
+                                           self->submitted, self->completed, self->dead_count};
+}
+
+/* The store's answer to a full disk (store_set_room_maker): give up the reserve. */
+static bool s_make_room(void *arg)
+{
+    broker_t *self = arg;
+    return disk_guard_give_up(self->disk, clock_now_ms());
+}
+
+/* The iteration's commit found no room even after the reserve was given up: its submits
+ * are refused (disk_full), everything else it did is forgotten (workers resend results and
+ * heartbeats; tasks are dispatched again), and the broker goes on from what is stored,
+ * refusing new submits until the disk has room again. */
+static int s_refuse_iteration(broker_t *self)
+{
+    char reason[600];
+    snprintf(reason, sizeof reason, "disk full: nothing was stored (%s)", failure_message());
+    int64_t refused = self->submitted - self->committed.submitted;
+    for (int64_t i = 0; i < refused; i++)
+        broker_count_rejected(self, "disk_full");
+    log_warn_limited(&self->full_warnings,
+                     "%s: %lld new task%s refused, nothing acknowledged is lost; going on from "
+                     "the store",
+                     reason, (long long)refused, refused == 1 ? "" : "s");
+    disk_guard_give_up(self->disk, clock_now_ms());
+    s_outbox_refuse(self, reason);
+    return s_reload(self);
 }
 
 /* ---- loop ---- */
@@ -661,15 +861,27 @@ static void s_record_commit(broker_t *self, int64_t started_us)
     self->latency_ms[self->latency_count++ % LATENCY_SAMPLES] = ms;
 }
 
-static int s_commit(broker_t *self)
+/* Commits what the iteration did (rolled back when `rc`, its outcome so far, is a
+ * failure), then sends what waited for the commit. A full disk does not stop the broker
+ * (s_refuse_iteration); any other store failure does. */
+static int s_commit(broker_t *self, int rc)
 {
-    if (!store_in_transaction(self->store))
-        return 0;
-    int64_t started = clock_now_us();
-    int rc = store_commit(self->store);
-    if (rc != 0)
+    if (store_in_transaction(self->store)) {
+        int64_t started = clock_now_us();
+        int committed = store_commit(self->store);
+        if (committed == 0)
+            s_record_commit(self, started);
+        if (rc == 0)
+            rc = committed;
+    }
+    if (rc == FAILURE_DISK_FULL)
+        return s_refuse_iteration(self);
+    if (rc != 0) {
+        s_outbox_discard(self);
         return rc;
-    s_record_commit(self, started);
+    }
+    s_remember_committed(self);
+    s_outbox_flush(self);
     return 0;
 }
 
@@ -681,7 +893,8 @@ static void s_count_completions(broker_t *self, int64_t before)
             self->completed_window[s % 10] = 0;
         self->window_second = second;
     }
-    self->completed_window[second % 10] += self->completed - before;
+    if (self->completed > before) /* a refused iteration goes back to fewer */
+        self->completed_window[second % 10] += self->completed - before;
 }
 
 /* Counts the failed handshakes a socket monitor reports (strangers, with CURVE): each
@@ -804,13 +1017,9 @@ int broker_run(broker_t *self, volatile sig_atomic_t *stop)
             rc = s_dispatch(self);
         if (rc == 0)
             rc = s_trim_events(self);
-        if (rc == 0)
-            rc = s_commit(self);
-        if (rc != 0) {
-            s_outbox_discard(self);
+        rc = s_commit(self, rc);
+        if (rc != 0)
             break;
-        }
-        s_outbox_flush(self);
         s_reclaim(self, clock_now_ms());
         s_count_completions(self, completed_before);
     }
@@ -850,32 +1059,6 @@ static void s_add_specialist(const char *name, void *arg)
     broker_queue(arg, name, true);
 }
 
-static void s_recover_task(task_t *task, void *arg)
-{
-    broker_t *self = arg;
-    queue_t *queue = broker_queue(self, task->specialist, true);
-    if (queue == NULL) {
-        task_destroy(&task);
-        return;
-    }
-    task->queue = queue;
-    broker_task_take_files(task);
-    zhashx_insert(self->tasks, task->id, task);
-    if (task->state == TASK_QUEUED) {
-        queue_insert(queue, task);
-        return;
-    }
-    /* Running when the broker stopped: it waits for its worker to say hello again. */
-    s_encode_context_entry(self, task);
-    task->worker = NULL;
-    task->next = self->running;
-    if (self->running)
-        self->running->prev = task;
-    self->running = task;
-    self->running_count++;
-    if (task->group)
-        broker_group_hold(self, task->group);
-}
 
 static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
 {
@@ -967,6 +1150,10 @@ int broker_new(const broker_config_t *config, broker_t **out)
         rc = store_set_wal_limit(self->store, config->wal_limit_mb * 1024 * 1024);
     if (rc != 0)
         goto out;
+    store_set_room_maker(self->store, s_make_room, self);
+    self->full_warnings.every_ms = 10000;
+    self->refusal_warnings.every_ms = 10000;
+    self->reclaim_warnings.every_ms = 60000;
     for (size_t i = 0; s_builtin_specialists[i]; i++)
         broker_queue(self, s_builtin_specialists[i], true);
     for (size_t i = 0; config->specialists && config->specialists[i]; i++)
@@ -981,6 +1168,7 @@ int broker_new(const broker_config_t *config, broker_t **out)
     rc = store_task_load_active(self->store, s_recover_task, self);
     if (rc != 0)
         goto out;
+    s_remember_committed(self);
     int64_t now = clock_now_ms();
     self->orphan_deadline = now + (int64_t)config->heartbeat_ms * (config->heartbeat_misses + 1);
     self->next_ping = now;

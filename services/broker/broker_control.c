@@ -21,13 +21,14 @@
 typedef struct {
     broker_t *broker;
     zmsg_t *envelope;
+    bool durable; /* the reply reports a change the commit stores */
 } request_t;
 
 static void s_send(request_t *req)
 {
     size_t len;
     const void *data = wire_writer_data(req->broker->writer, &len);
-    broker_outbox_reply(req->broker, req->envelope, data, len);
+    broker_outbox_reply(req->broker, req->envelope, data, len, req->durable);
 }
 
 static void s_reply_error(request_t *req, int code, const char *reason)
@@ -63,16 +64,13 @@ static void s_submit(request_t *req, const wire_msg_t *msg)
     task_t *task = NULL;
     bool loaded = false, created = false;
     int rc = broker_submit(req->broker, msg, NULL, &task, &loaded, &created);
-    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL) {
-        broker_count_rejected(req->broker,
-                              rc == FAILURE_DISK_FULL ? "disk_full" : "invalid_submit");
-        broker_emit_rejected(req->broker, EVENT_TASK_REJECTED, wire_msg_str(msg, FIELD_ID, NULL),
-                             failure_message(), 0);
-    }
+    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL)
+        broker_submit_refused(req->broker, wire_msg_str(msg, FIELD_ID, NULL), rc);
     if (rc != 0) {
         s_reply_error(req, rc, failure_message());
         return;
     }
+    req->durable = created;
     s_reply_task(req, task);
     if (loaded)
         task_destroy(&task);
@@ -139,7 +137,7 @@ static void s_cancel(request_t *req, const wire_msg_t *msg)
         wire_close(w);
         size_t len;
         const void *data = wire_writer_data(w, &len);
-        broker_outbox_reply(self, req->envelope, data, len);
+        broker_outbox_reply(self, req->envelope, data, len, true);
         task_destroy(&ended);
     }
     if (rc != 0)
@@ -187,6 +185,7 @@ static void s_retry(request_t *req, const wire_msg_t *msg)
     queue_insert(task->queue, task);
     event_extra_t extra = {.text = "retried by a user"};
     broker_emit(self, EVENT_TASK_QUEUED, task, &extra);
+    req->durable = true;
     s_reply_task(req, task);
 }
 
@@ -579,7 +578,7 @@ static void s_replay(request_t *req, const wire_msg_t *msg)
 
 void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len)
 {
-    request_t req = {self, envelope};
+    request_t req = {self, envelope, false};
     wire_msg_t *msg = NULL;
     int rc = wire_decode(data, len, &msg);
     if (rc != 0) {

@@ -41,9 +41,7 @@ static void s_handle_submit(broker_t *self, const wire_msg_t *msg)
     bool loaded = false, created = false;
     int rc = broker_submit(self, msg, NULL, &task, &loaded, &created);
     if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL) {
-        broker_count_rejected(self, rc == FAILURE_DISK_FULL ? "disk_full" : "invalid_submit");
-        broker_emit_rejected(self, EVENT_TASK_REJECTED, wire_msg_str(msg, FIELD_ID, NULL), failure_message(),
-                             0);
+        broker_submit_refused(self, wire_msg_str(msg, FIELD_ID, NULL), rc);
     } else if (rc != 0) {
         log_error("submit %s: %s", wire_msg_str(msg, FIELD_ID, "?"), failure_message());
     }

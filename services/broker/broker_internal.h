@@ -7,6 +7,7 @@
 #include "broker.h"
 #include "curve.h"
 #include "disk_guard.h"
+#include "log.h"
 #include "workspace_roots.h"
 #include "task.h"
 #include "submit.h"
@@ -44,6 +45,8 @@ typedef struct {
                          request id and empty delimiter), sent back in front of the reply */
     size_t data_at;   /* arena offset of the message */
     size_t len;
+    bool durable;     /* REPLY: says a change was stored (a submit accepted, a cancel...):
+                         when the commit finds no room, a disk_full refusal goes instead */
 } outbox_item_t;
 
 /* Extra fields of an event beyond the task's own. */
@@ -63,6 +66,12 @@ typedef struct {
 #define BROKER_PROGRESS_PER_SECOND 20
 
 #define LATENCY_SAMPLES 1024
+
+/* What the store holds as of the last commit, for counters that a refused batch (a commit
+ * the disk had no room for) must go back to. */
+typedef struct {
+    int64_t last_seq, next_order, trimmed_upto, submitted, completed, dead_count;
+} broker_committed_t;
 
 struct broker_t {
     broker_config_t config;
@@ -91,6 +100,12 @@ struct broker_t {
     int64_t next_reclaim;        /* monotonic ms of the next incremental vacuum */
     int64_t garbage_reported_at; /* monotonic ms of the last message.rejected for garbage */
     int64_t garbage_unreported;  /* garbage refused since then without an event */
+    broker_committed_t committed; /* the counters as of the last commit */
+    log_limit_t full_warnings;    /* refused batches (a full disk) */
+    log_limit_t reclaim_warnings; /* failed incremental vacuums */
+    log_limit_t refusal_warnings; /* submits refused for a full disk */
+    int64_t full_reported_at;    /* monotonic ms of the last task.rejected for a full disk */
+    int64_t full_unreported;     /* such refusals since then without an event */
 
     outbox_item_t *outbox;
     size_t outbox_len, outbox_cap;
@@ -131,8 +146,16 @@ int broker_emit(broker_t *self, event_type_t event, const task_t *task, const ev
  * many refusals before it got no event of their own (see broker_in.c), 0 for none. */
 void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_id, const char *reason,
                           int64_t coalesced);
+/* A submit refused: `rc` is FAILURE_INVALID, FAILURE_TOO_BIG or FAILURE_DISK_FULL (the
+ * reason in failure_message()). Counted (invalid_submit, disk_full) and published as a
+ * task.rejected event. Refusals for a full disk may come by the thousand, and each event
+ * needs some of the disk they lack: at most one such event a second is stored (its
+ * `coalesced` counts the refusals folded into it), and one log line every 10 s. */
+void broker_submit_refused(broker_t *self, const char *task_id, int rc);
 void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len);
-void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len);
+/* A reply to send after the commit; `durable`: it reports a change the commit stores. */
+void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
+                         bool durable);
 /* The queue of a specialist (created if `create`), or NULL. `_` and `-` in the name are
  * one: the queue is named with `-`. */
 queue_t *broker_queue(broker_t *self, const char *name, bool create);

@@ -6,6 +6,7 @@
 #include "failure.h"
 #include "log.h"
 
+#include <errno.h>
 #include <msgpack.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -74,6 +75,7 @@ enum {
     STMT_SPECIALIST_INSERT,
     STMT_TASKS_PRUNE,
     STMT_ATTEMPTS_PRUNE,
+    STMT_SPECIALISTS_FORGET,
     STMT_COUNT
 };
 
@@ -112,6 +114,9 @@ static const char *s_sql[STMT_COUNT] = {
                          " AND updated < ?1 LIMIT ?2)",
     [STMT_ATTEMPTS_PRUNE] = "DELETE FROM attempts WHERE (task, attempt) IN (SELECT task, attempt"
                             " FROM attempts WHERE finished < ?1 LIMIT ?2)",
+    [STMT_SPECIALISTS_FORGET] = "DELETE FROM specialists WHERE last_seen < ? AND NOT EXISTS ("
+                                "  SELECT 1 FROM tasks WHERE tasks.specialist = specialists.name"
+                                "  AND state IN ('queued', 'running'))",
 };
 
 /* WAL frames after which the checkpointer is woken (fewer when the WAL limit is small). */
@@ -167,21 +172,43 @@ struct store_t {
     sqlite3_stmt *stmt[STMT_COUNT];
     bool in_transaction;
     /* A statement of the open transaction failed: the commit must not happen, even if
-     * SQLite kept the rest of the transaction (it only undoes the failing statement). */
+     * SQLite kept the rest of the transaction (it only undoes the failing statement), and
+     * no later write of it runs (SQLite may have rolled the transaction back already, and
+     * would then commit each one on its own). */
     bool failed;
+    int failed_code; /* FAILURE_STORE, or FAILURE_DISK_FULL */
     char failure[256];
     checkpointer_t checkpointer;
     /* events of the open transaction, written as one row by store_commit() */
     msgpack_sbuffer events;
     msgpack_packer events_packer;
     int64_t events_first, events_last;
+    /* The writes of the open transaction, so that a commit the disk had no room for can be
+     * done again once room is made (store_set_room_maker): each entry is [stmt, parameter,
+     * value] (bind it) or [stmt] (run it). */
+    msgpack_sbuffer redo;
+    msgpack_packer redo_packer;
+    bool replaying;
+    bool (*make_room)(void *arg);
+    void *room_arg;
 };
+
+/* The last error of `db` means a full disk: SQLITE_FULL, or an I/O error whose cause was
+ * ENOSPC (growing the WAL index, for one). */
+static bool s_disk_full(sqlite3 *db)
+{
+    int code = sqlite3_errcode(db);
+    return code == SQLITE_FULL || (code == SQLITE_IOERR && sqlite3_system_errno(db) == ENOSPC);
+}
 
 static int s_fail(store_t *self, const char *what)
 {
-    int rc = failure_set(FAILURE_STORE, "%s: %s", what, sqlite3_errmsg(self->db));
-    if (!self->failed)
+    int code = s_disk_full(self->db) ? FAILURE_DISK_FULL : FAILURE_STORE;
+    int rc = failure_set(code, "%s: %s", what, sqlite3_errmsg(self->db));
+    if (!self->failed) {
         snprintf(self->failure, sizeof self->failure, "%s", failure_message());
+        self->failed_code = code;
+    }
     self->failed = true;
     return rc;
 }
@@ -444,6 +471,8 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
         return failure_set(FAILURE_MEMORY, "out of memory");
     msgpack_sbuffer_init(&self->events);
     msgpack_packer_init(&self->events_packer, &self->events, msgpack_sbuffer_write);
+    msgpack_sbuffer_init(&self->redo);
+    msgpack_packer_init(&self->redo_packer, &self->redo, msgpack_sbuffer_write);
     self->lock_fd = dblock_acquire(path, false);
     if (self->lock_fd < 0) {
         int rc = self->lock_fd;
@@ -505,6 +534,7 @@ void store_close(store_t **self_p)
         sqlite3_finalize(self->stmt[i]);
     sqlite3_close(self->db);
     msgpack_sbuffer_destroy(&self->events);
+    msgpack_sbuffer_destroy(&self->redo);
     dblock_release(self->lock_fd);
     free(self);
     *self_p = NULL;
@@ -520,6 +550,12 @@ static int s_run(store_t *self, sqlite3_stmt *stmt, const char *what)
     return rc;
 }
 
+void store_set_room_maker(store_t *self, bool (*make_room)(void *arg), void *arg)
+{
+    self->make_room = make_room;
+    self->room_arg = arg;
+}
+
 int store_begin(store_t *self)
 {
     if (self->in_transaction)
@@ -531,6 +567,115 @@ int store_begin(store_t *self)
     return rc;
 }
 
+/* ---- the writes of a transaction, kept for a redo ---- */
+
+static void s_redo_bind(store_t *self, int stmt, int index)
+{
+    msgpack_pack_array(&self->redo_packer, 3);
+    msgpack_pack_int(&self->redo_packer, stmt);
+    msgpack_pack_int(&self->redo_packer, index);
+}
+
+/* Binds parameter `index` of write statement `stmt`, and remembers it for a redo. */
+static void s_put_int(store_t *self, int stmt, int index, int64_t value)
+{
+    sqlite3_bind_int64(self->stmt[stmt], index, value);
+    if (self->replaying)
+        return;
+    s_redo_bind(self, stmt, index);
+    msgpack_pack_int64(&self->redo_packer, value);
+}
+
+static void s_put_text(store_t *self, int stmt, int index, const char *text)
+{
+    if (text != NULL)
+        sqlite3_bind_text(self->stmt[stmt], index, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(self->stmt[stmt], index);
+    if (self->replaying)
+        return;
+    s_redo_bind(self, stmt, index);
+    if (text == NULL) {
+        msgpack_pack_nil(&self->redo_packer);
+        return;
+    }
+    size_t len = strlen(text);
+    msgpack_pack_str(&self->redo_packer, len);
+    msgpack_pack_str_body(&self->redo_packer, text, len);
+}
+
+static void s_put_blob(store_t *self, int stmt, int index, const void *blob, size_t len)
+{
+    if (blob != NULL && len > 0)
+        sqlite3_bind_blob(self->stmt[stmt], index, blob, (int)len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(self->stmt[stmt], index);
+    if (self->replaying)
+        return;
+    s_redo_bind(self, stmt, index);
+    if (blob == NULL || len == 0) {
+        msgpack_pack_nil(&self->redo_packer);
+        return;
+    }
+    msgpack_pack_bin(&self->redo_packer, len);
+    msgpack_pack_bin_body(&self->redo_packer, blob, len);
+}
+
+/* Runs write statement `stmt` of the open transaction, and remembers that it ran. After a
+ * failed write nothing more is written: the transaction is rolled back at the commit. */
+static int s_write(store_t *self, int stmt, const char *what)
+{
+    if (!self->replaying) {
+        msgpack_pack_array(&self->redo_packer, 1);
+        msgpack_pack_int(&self->redo_packer, stmt);
+    }
+    if (self->failed) {
+        sqlite3_clear_bindings(self->stmt[stmt]);
+        return failure_set(self->failed_code, "%s: not written after an earlier failure: %s",
+                           what, self->failure);
+    }
+    return s_run(self, self->stmt[stmt], what);
+}
+
+/* Binds a value read back from the redo log (copied: the log is read with one buffer). */
+static void s_bind_object(sqlite3_stmt *stmt, int index, const msgpack_object *value)
+{
+    if (value->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        sqlite3_bind_int64(stmt, index, (sqlite3_int64)value->via.u64);
+    else if (value->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        sqlite3_bind_int64(stmt, index, value->via.i64);
+    else if (value->type == MSGPACK_OBJECT_STR)
+        sqlite3_bind_text(stmt, index, value->via.str.ptr, (int)value->via.str.size,
+                          SQLITE_TRANSIENT);
+    else if (value->type == MSGPACK_OBJECT_BIN)
+        sqlite3_bind_blob(stmt, index, value->via.bin.ptr, (int)value->via.bin.size,
+                          SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(stmt, index);
+}
+
+/* Writes the remembered statements again, in the transaction just begun. */
+static int s_replay(store_t *self)
+{
+    msgpack_unpacked entry;
+    msgpack_unpacked_init(&entry);
+    size_t offset = 0;
+    int rc = 0;
+    self->replaying = true;
+    while (rc == 0 && msgpack_unpack_next(&entry, self->redo.data, self->redo.size, &offset) ==
+                          MSGPACK_UNPACK_SUCCESS) {
+        const msgpack_object_array *fields = &entry.data.via.array;
+        int stmt = (int)fields->ptr[0].via.u64;
+        if (fields->size == 1)
+            rc = s_write(self, stmt, "redoing a write");
+        else
+            s_bind_object(self->stmt[stmt], (int)fields->ptr[1].via.u64, &fields->ptr[2]);
+    }
+    self->replaying = false;
+    msgpack_unpacked_destroy(&entry);
+    return rc;
+}
+
 static int s_flush_events(store_t *self)
 {
     if (self->events.size == 0)
@@ -539,8 +684,31 @@ static int s_flush_events(store_t *self)
     sqlite3_bind_int64(stmt, 1, self->events_first);
     sqlite3_bind_int64(stmt, 2, self->events_last);
     sqlite3_bind_blob(stmt, 3, self->events.data, (int)self->events.size, SQLITE_STATIC);
-    int rc = s_run(self, stmt, "recording events");
-    msgpack_sbuffer_clear(&self->events);
+    return s_run(self, stmt, "recording events");
+}
+
+/* Writes the transaction's events and commits; on failure, nothing of it stays. */
+static int s_finish(store_t *self)
+{
+    int rc = self->failed ? failure_set(self->failed_code, "not committing: %s", self->failure)
+                          : s_flush_events(self);
+    if (rc == 0)
+        rc = s_run(self, self->stmt[STMT_COMMIT], "commit");
+    if (rc != 0 && !sqlite3_get_autocommit(self->db))
+        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* The transaction again, from its remembered writes, after room was made for it. */
+static int s_redo(store_t *self)
+{
+    int rc = s_run(self, self->stmt[STMT_BEGIN], "begin");
+    if (rc == 0)
+        rc = s_replay(self);
+    if (rc == 0)
+        rc = s_finish(self);
+    else if (!sqlite3_get_autocommit(self->db))
+        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
@@ -548,18 +716,19 @@ int store_commit(store_t *self)
 {
     if (!self->in_transaction)
         return 0;
-    int rc = self->failed ? failure_set(FAILURE_STORE, "not committing: %s", self->failure)
-                          : s_flush_events(self);
-    if (rc != 0) {
-        msgpack_sbuffer_clear(&self->events);
-        self->in_transaction = false;
-        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
-        return rc;
+    bool wrote_all = !self->failed;
+    int rc = s_finish(self);
+    /* Only a transaction whose every write went through may be written again: after a
+     * failed one, the broker already acted on that failure. */
+    if (rc == FAILURE_DISK_FULL && wrote_all && self->make_room != NULL &&
+        self->make_room(self->room_arg)) {
+        self->failed = false;
+        rc = s_redo(self);
     }
-    rc = s_run(self, self->stmt[STMT_COMMIT], "commit");
+    msgpack_sbuffer_clear(&self->events);
+    msgpack_sbuffer_clear(&self->redo);
     self->in_transaction = false;
-    if (rc != 0)
-        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
+    self->failed = false;
     return rc;
 }
 
@@ -576,42 +745,35 @@ static void s_bind_text(sqlite3_stmt *stmt, int index, const char *text)
         sqlite3_bind_null(stmt, index);
 }
 
-static void s_bind_blob(sqlite3_stmt *stmt, int index, const void *blob, size_t len)
-{
-    if (blob && len > 0)
-        sqlite3_bind_blob(stmt, index, blob, (int)len, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(stmt, index);
-}
-
 int store_task_insert(store_t *self, task_t *task, bool *inserted)
 {
+    *inserted = false;
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[STMT_TASK_INSERT];
-    s_bind_text(stmt, 1, task->id);
-    s_bind_text(stmt, 2, task->queue ? task->queue->name : task->specialist);
-    sqlite3_bind_int(stmt, 3, task->priority);
-    s_bind_text(stmt, 4, task_state_name(task->state));
-    sqlite3_bind_int64(stmt, 5, task->order);
-    sqlite3_bind_int(stmt, 6, task->attempt);
-    sqlite3_bind_int(stmt, 7, task->failures);
-    sqlite3_bind_int(stmt, 8, task->max_attempts);
-    sqlite3_bind_int(stmt, 9, task->timeout_s);
-    s_bind_text(stmt, 10, task->group);
-    sqlite3_bind_int64(stmt, 11, task->not_before);
-    s_bind_text(stmt, 12, task->title);
-    s_bind_text(stmt, 13, task->issue);
-    s_bind_text(stmt, 14, task->source);
-    s_bind_text(stmt, 15, task->parent);
-    s_bind_text(stmt, 16, task->worker_id);
-    s_bind_text(stmt, 17, task->error);
-    s_bind_blob(stmt, 18, task->payload, task->payload_len);
-    sqlite3_bind_null(stmt, 19);
-    sqlite3_bind_int64(stmt, 20, task->created);
-    sqlite3_bind_int64(stmt, 21, task->updated);
-    rc = s_run(self, stmt, "inserting a task");
+    const int stmt = STMT_TASK_INSERT;
+    s_put_text(self, stmt, 1, task->id);
+    s_put_text(self, stmt, 2, task->queue ? task->queue->name : task->specialist);
+    s_put_int(self, stmt, 3, task->priority);
+    s_put_text(self, stmt, 4, task_state_name(task->state));
+    s_put_int(self, stmt, 5, task->order);
+    s_put_int(self, stmt, 6, task->attempt);
+    s_put_int(self, stmt, 7, task->failures);
+    s_put_int(self, stmt, 8, task->max_attempts);
+    s_put_int(self, stmt, 9, task->timeout_s);
+    s_put_text(self, stmt, 10, task->group);
+    s_put_int(self, stmt, 11, task->not_before);
+    s_put_text(self, stmt, 12, task->title);
+    s_put_text(self, stmt, 13, task->issue);
+    s_put_text(self, stmt, 14, task->source);
+    s_put_text(self, stmt, 15, task->parent);
+    s_put_text(self, stmt, 16, task->worker_id);
+    s_put_text(self, stmt, 17, task->error);
+    s_put_blob(self, stmt, 18, task->payload, task->payload_len);
+    s_put_blob(self, stmt, 19, NULL, 0);
+    s_put_int(self, stmt, 20, task->created);
+    s_put_int(self, stmt, 21, task->updated);
+    rc = s_write(self, stmt, "inserting a task");
     *inserted = rc == 0 && sqlite3_changes(self->db) == 1;
     if (*inserted)
         task->rowid = sqlite3_last_insert_rowid(self->db);
@@ -623,19 +785,19 @@ int store_task_update(store_t *self, const task_t *task, const void *result, siz
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[result ? STMT_TASK_UPDATE_RESULT : STMT_TASK_UPDATE];
-    sqlite3_bind_int64(stmt, 1, task->rowid);
-    s_bind_text(stmt, 2, task_state_name(task->state));
-    sqlite3_bind_int(stmt, 3, task->attempt);
-    sqlite3_bind_int(stmt, 4, task->failures);
-    s_bind_text(stmt, 5, task->worker_id);
-    s_bind_text(stmt, 6, task->error);
-    sqlite3_bind_int64(stmt, 7, task->not_before);
-    sqlite3_bind_int64(stmt, 8, task->updated);
-    sqlite3_bind_int(stmt, 9, task->max_attempts);
+    const int stmt = result ? STMT_TASK_UPDATE_RESULT : STMT_TASK_UPDATE;
+    s_put_int(self, stmt, 1, task->rowid);
+    s_put_text(self, stmt, 2, task_state_name(task->state));
+    s_put_int(self, stmt, 3, task->attempt);
+    s_put_int(self, stmt, 4, task->failures);
+    s_put_text(self, stmt, 5, task->worker_id);
+    s_put_text(self, stmt, 6, task->error);
+    s_put_int(self, stmt, 7, task->not_before);
+    s_put_int(self, stmt, 8, task->updated);
+    s_put_int(self, stmt, 9, task->max_attempts);
     if (result)
-        s_bind_blob(stmt, 10, result, result_len);
-    return s_run(self, stmt, "updating a task");
+        s_put_blob(self, stmt, 10, result, result_len);
+    return s_write(self, stmt, "updating a task");
 }
 
 int store_task_dispatched(store_t *self, const task_t *task)
@@ -643,13 +805,13 @@ int store_task_dispatched(store_t *self, const task_t *task)
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[STMT_TASK_DISPATCHED];
-    sqlite3_bind_int64(stmt, 1, task->rowid);
-    s_bind_text(stmt, 2, task_state_name(task->state));
-    sqlite3_bind_int(stmt, 3, task->attempt);
-    s_bind_text(stmt, 4, task->worker_id);
-    sqlite3_bind_int64(stmt, 5, task->updated);
-    return s_run(self, stmt, "updating a dispatched task");
+    const int stmt = STMT_TASK_DISPATCHED;
+    s_put_int(self, stmt, 1, task->rowid);
+    s_put_text(self, stmt, 2, task_state_name(task->state));
+    s_put_int(self, stmt, 3, task->attempt);
+    s_put_text(self, stmt, 4, task->worker_id);
+    s_put_int(self, stmt, 5, task->updated);
+    return s_write(self, stmt, "updating a dispatched task");
 }
 
 static char *s_column_text(sqlite3_stmt *stmt, int column)
@@ -800,16 +962,16 @@ int store_attempt_insert(store_t *self, const task_t *task, const char *speciali
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[STMT_ATTEMPT_INSERT];
-    s_bind_text(stmt, 1, task->id);
-    sqlite3_bind_int(stmt, 2, task->attempt);
-    s_bind_text(stmt, 3, specialist);
-    s_bind_text(stmt, 4, task->issue);
-    s_bind_text(stmt, 5, task->worker_id);
-    s_bind_text(stmt, 6, outcome);
-    s_bind_text(stmt, 7, error);
-    sqlite3_bind_int64(stmt, 8, finished);
-    return s_run(self, stmt, "recording an attempt");
+    const int stmt = STMT_ATTEMPT_INSERT;
+    s_put_text(self, stmt, 1, task->id);
+    s_put_int(self, stmt, 2, task->attempt);
+    s_put_text(self, stmt, 3, specialist);
+    s_put_text(self, stmt, 4, task->issue);
+    s_put_text(self, stmt, 5, task->worker_id);
+    s_put_text(self, stmt, 6, outcome);
+    s_put_text(self, stmt, 7, error);
+    s_put_int(self, stmt, 8, finished);
+    return s_write(self, stmt, "recording an attempt");
 }
 
 int store_attempts_for_issue(store_t *self, const char *issue, const char *specialist, int limit,
@@ -855,11 +1017,11 @@ int store_prune_finished(store_t *self, int64_t before, int limit)
     if (rc != 0)
         return rc;
     int removed = 0;
-    sqlite3_stmt *stmts[] = {self->stmt[STMT_TASKS_PRUNE], self->stmt[STMT_ATTEMPTS_PRUNE]};
+    const int stmts[] = {STMT_TASKS_PRUNE, STMT_ATTEMPTS_PRUNE};
     for (size_t i = 0; i < 2; i++) {
-        sqlite3_bind_int64(stmts[i], 1, before);
-        sqlite3_bind_int(stmts[i], 2, limit);
-        rc = s_run(self, stmts[i], "pruning finished tasks");
+        s_put_int(self, stmts[i], 1, before);
+        s_put_int(self, stmts[i], 2, limit);
+        rc = s_write(self, stmts[i], "pruning finished tasks");
         if (rc != 0)
             return rc;
         removed += sqlite3_changes(self->db);
@@ -885,9 +1047,8 @@ int store_events_trim(store_t *self, int64_t upto)
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[STMT_EVENTS_TRIM];
-    sqlite3_bind_int64(stmt, 1, upto);
-    return s_run(self, stmt, "trimming events");
+    s_put_int(self, STMT_EVENTS_TRIM, 1, upto);
+    return s_write(self, STMT_EVENTS_TRIM, "trimming events");
 }
 
 /* Walks one stored batch; returns how many events it delivered. */
@@ -961,10 +1122,9 @@ int store_specialist_remember(store_t *self, const char *name, int64_t seen)
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[STMT_SPECIALIST_INSERT];
-    s_bind_text(stmt, 1, name);
-    sqlite3_bind_int64(stmt, 2, seen);
-    return s_run(self, stmt, "remembering a specialist");
+    s_put_text(self, STMT_SPECIALIST_INSERT, 1, name);
+    s_put_int(self, STMT_SPECIALIST_INSERT, 2, seen);
+    return s_write(self, STMT_SPECIALIST_INSERT, "remembering a specialist");
 }
 
 int store_specialists_forget(store_t *self, int64_t before)
@@ -972,18 +1132,9 @@ int store_specialists_forget(store_t *self, int64_t before)
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = NULL;
-    if (sqlite3_prepare_v2(self->db,
-                           "DELETE FROM specialists WHERE last_seen < ? AND NOT EXISTS ("
-                           "  SELECT 1 FROM tasks WHERE tasks.specialist = specialists.name"
-                           "  AND state IN ('queued', 'running'))",
-                           -1, &stmt, NULL) != SQLITE_OK)
-        return s_fail(self, "forgetting specialists");
-    sqlite3_bind_int64(stmt, 1, before);
-    rc = s_run(self, stmt, "forgetting specialists");
-    int forgotten = rc == 0 ? sqlite3_changes(self->db) : rc;
-    sqlite3_finalize(stmt);
-    return forgotten;
+    s_put_int(self, STMT_SPECIALISTS_FORGET, 1, before);
+    rc = s_write(self, STMT_SPECIALISTS_FORGET, "forgetting specialists");
+    return rc == 0 ? sqlite3_changes(self->db) : rc;
 }
 
 int store_specialists_load(store_t *self, void (*fn)(const char *name, void *arg), void *arg)

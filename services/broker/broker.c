@@ -3,6 +3,7 @@
 #include "broker_internal.h"
 
 #include "clock.h"
+#include "fd_reserve.h"
 #include "failure.h"
 #include "log.h"
 
@@ -897,52 +898,16 @@ static void s_count_completions(broker_t *self, int64_t before)
         self->completed_window[second % 10] += self->completed - before;
 }
 
-/* Counts the failed handshakes a socket monitor reports (strangers, with CURVE): each
- * event is two frames, [event id, value] and the endpoint. Nothing else is done with them:
- * a stranger gets no event to flood the log with. */
-static void s_drain_monitor(broker_t *self, void *monitor)
+/* What the peer guard and the descriptor reserve counted since the last iteration goes into
+ * stats.rejected. */
+static void s_take_guard_counts(broker_t *self)
 {
-    for (;;) {
-        zmq_msg_t frame;
-        zmq_msg_init(&frame);
-        if (zmq_msg_recv(&frame, monitor, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&frame);
-            return;
-        }
-        bool more = zmq_msg_more(&frame);
-        zmq_msg_close(&frame);
-        while (more) {
-            zmq_msg_init(&frame);
-            if (zmq_msg_recv(&frame, monitor, 0) < 0)
-                more = false;
-            else
-                more = zmq_msg_more(&frame);
-            zmq_msg_close(&frame);
-        }
+    int64_t refused = peer_guard_take_refused(self->guard) + fd_reserve_take_dropped();
+    int64_t strangers = peer_guard_take_failed_handshakes(self->guard);
+    for (int64_t i = 0; i < refused; i++)
+        broker_count_rejected(self, "too_many_peers");
+    for (int64_t i = 0; i < strangers; i++)
         broker_count_rejected(self, "unauthenticated");
-    }
-}
-
-/* With CURVE: a monitor on each bound socket reporting failed handshakes, so strangers are
- * counted (stats.rejected.unauthenticated). */
-static int s_watch_handshakes(broker_t *self)
-{
-    void *sockets[3] = {self->in, self->events, self->control};
-    for (int i = 0; i < 3; i++) {
-        char endpoint[64];
-        snprintf(endpoint, sizeof endpoint, "inproc://cloister-handshakes-%d", i);
-        int events = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
-        self->monitors[i] = zmq_socket(self->zmq_context, ZMQ_PAIR);
-        int linger = 0;
-        if (self->monitors[i] != NULL)
-            zmq_setsockopt(self->monitors[i], ZMQ_LINGER, &linger, sizeof linger);
-        if (self->monitors[i] == NULL || zmq_socket_monitor(sockets[i], endpoint, events) != 0 ||
-            zmq_connect(self->monitors[i], endpoint) != 0)
-            return failure_set(FAILURE_IO, "cannot watch the handshakes: %s",
-                               zmq_strerror(errno));
-    }
-    return 0;
 }
 
 /* (Re)loads the authorized keys into the ZAP handler. */
@@ -983,17 +948,13 @@ static int64_t s_next_deadline(broker_t *self, int64_t now)
 int broker_run(broker_t *self, volatile sig_atomic_t *stop)
 {
     zmq_pollitem_t items[] = {{self->in, 0, ZMQ_POLLIN, 0},
-                              {self->control, 0, ZMQ_POLLIN, 0},
-                              {self->monitors[0], 0, ZMQ_POLLIN, 0},
-                              {self->monitors[1], 0, ZMQ_POLLIN, 0},
-                              {self->monitors[2], 0, ZMQ_POLLIN, 0}};
-    int nitems = self->monitors[0] != NULL ? 5 : 2;
+                              {self->control, 0, ZMQ_POLLIN, 0}};
     int rc = 0;
     while (!*stop && rc == 0) {
         int64_t now = clock_now_ms();
         self->next_check = s_next_deadline(self, now);
         long timeout = self->next_check > now ? (long)(self->next_check - now) : 0;
-        if (zmq_poll(items, nitems, timeout) < 0 && errno != EINTR) {
+        if (zmq_poll(items, 2, timeout) < 0 && errno != EINTR) {
             rc = failure_set(FAILURE_IO, "poll: %s", zmq_strerror(errno));
             break;
         }
@@ -1004,14 +965,11 @@ int broker_run(broker_t *self, volatile sig_atomic_t *stop)
             if (self->auth != NULL && s_load_authorized(self) == 0)
                 log_info("reloaded the authorized keys");
         }
+        s_take_guard_counts(self);
         if (items[0].revents & ZMQ_POLLIN)
             s_drain_in(self);
         if (items[1].revents & ZMQ_POLLIN)
             s_drain_control(self);
-        for (int i = 2; i < nitems; i++) {
-            if (items[i].revents & ZMQ_POLLIN)
-                s_drain_monitor(self, items[i].socket);
-        }
         rc = s_run_timers(self, clock_now_ms());
         if (rc == 0)
             rc = s_dispatch(self);
@@ -1086,6 +1044,19 @@ static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
     return socket;
 }
 
+/* Every worker costs the broker a ZeroMQ socket: their number follows the open-files
+ * limit (broker_config_t.max_sockets) instead of ZeroMQ's default of 1023. */
+static int s_set_max_sockets(void *context, int max_sockets)
+{
+    int limit = zmq_ctx_get(context, ZMQ_SOCKET_LIMIT);
+    if (limit > 0 && max_sockets > limit)
+        max_sockets = limit;
+    if (zmq_ctx_set(context, ZMQ_MAX_SOCKETS, max_sockets) != 0)
+        return failure_set(FAILURE_IO, "cannot allow %d ZeroMQ sockets: %s", max_sockets,
+                           zmq_strerror(errno));
+    return 0;
+}
+
 /* The ZeroMQ context, and with CURVE the keys and the ZAP handler. zauth answers the
  * handshakes of czmq's own context, so with CURVE the broker's sockets live there. */
 static int s_start_curve(broker_t *self)
@@ -1098,7 +1069,9 @@ static int s_start_curve(broker_t *self)
         return rc;
     if (!enabled) {
         self->zmq_context = zmq_ctx_new();
-        return 0;
+        if (self->zmq_context == NULL)
+            return failure_set(FAILURE_IO, "cannot start ZeroMQ: %s", zmq_strerror(errno));
+        return s_set_max_sockets(self->zmq_context, self->config.max_sockets);
     }
     rc = curve_keys_init();
     if (rc == 0)
@@ -1106,6 +1079,7 @@ static int s_start_curve(broker_t *self)
     if (rc != 0)
         return rc;
     zsys_handler_set(NULL); /* the broker handles its own signals */
+    zsys_set_max_sockets((size_t)self->config.max_sockets);
     self->zmq_context = zsys_init();
     self->auth = zactor_new(zauth, NULL);
     if (self->zmq_context == NULL || self->auth == NULL)
@@ -1180,8 +1154,10 @@ int broker_new(const broker_config_t *config, broker_t **out)
         self->events = s_socket(self, ZMQ_PUB, config->events_endpoint, &rc);
     if (rc == 0)
         self->control = s_socket(self, ZMQ_ROUTER, config->control_endpoint, &rc);
-    if (rc == 0 && self->curve != NULL)
-        rc = s_watch_handshakes(self);
+    void *bound[] = {self->in, self->events, self->control};
+    if (rc == 0)
+        rc = peer_guard_new(self->zmq_context, bound, 3, config->max_peers, self->curve != NULL,
+                            &self->guard);
     if (rc == 0)
         log_info("broker up: in %s, events %s, control %s; %zu active tasks recovered, last seq %lld",
                  config->in_endpoint, config->events_endpoint, config->control_endpoint,
@@ -1204,10 +1180,7 @@ void broker_destroy(broker_t **self_p)
     free(self->outbox);
     free(self->outbox_bytes);
     zhashx_destroy(&self->workers); /* closes worker sockets before the context */
-    for (int i = 0; i < 3; i++) {
-        if (self->monitors[i] != NULL)
-            zmq_close(self->monitors[i]);
-    }
+    peer_guard_destroy(&self->guard);
     if (self->in)
         zmq_close(self->in);
     if (self->events)

@@ -34,6 +34,8 @@ typedef struct {
     int64_t min_free_mb;     /* below this much free disk, submits are refused (disk_guard.h) */
     int64_t reserve_mb;      /* room kept for running tasks' results when the disk fills */
     int64_t keep_finished_days; /* finished tasks older than this are deleted (0: kept) */
+    int64_t max_peers;       /* connections to in, events and control, together (peer_guard.h) */
+    int max_sockets;         /* ZeroMQ sockets (ZMQ_MAX_SOCKETS): each worker takes one */
     /* cloister.toml (borrowed, outlives the broker): per specialist `timeout` and
      * `max_attempts` defaults, and the declared [specialists.<name>] are known names. */
     const config_t *config;

@@ -60,6 +60,13 @@ static void *s_connect_worker(broker_t *self, const char *endpoint, const char *
         return NULL;
     }
     void *push = zmq_socket(self->zmq_context, ZMQ_PUSH);
+    if (push == NULL) {
+        /* ZMQ_MAX_SOCKETS, set from the open-files limit (broker_config_t.max_sockets). */
+        failure_set(FAILURE_STATE, "hello: too many workers (the broker's open-files limit "
+                    "allows %d ZeroMQ sockets): %s", self->config.max_sockets,
+                    zmq_strerror(errno));
+        return NULL;
+    }
     if (self->curve != NULL)
         curve_apply_client_of(self->curve, push, curve_key);
     int linger = 0, hwm = 1000;

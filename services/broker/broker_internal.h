@@ -7,6 +7,7 @@
 #include "broker.h"
 #include "curve.h"
 #include "disk_guard.h"
+#include "peer_guard.h"
 #include "log.h"
 #include "workspace_roots.h"
 #include "task.h"
@@ -95,7 +96,7 @@ struct broker_t {
     workspace_roots_t *workspace_roots; /* where a task's payload.workspace may be */
     curve_t *curve;              /* the broker's keys, NULL when the bus is plain */
     zactor_t *auth;              /* czmq's ZAP handler (zauth), with curve */
-    void *monitors[3];           /* with curve: handshake failures of in, events, control */
+    peer_guard_t *guard;         /* the cap on connections to in, events, control */
     int64_t next_prune;          /* monotonic ms of the next retention pass */
     int64_t next_reclaim;        /* monotonic ms of the next incremental vacuum */
     int64_t garbage_reported_at; /* monotonic ms of the last message.rejected for garbage */

@@ -19,7 +19,8 @@ typedef enum {
     FAILURE_GIT = -8,       /* libgit2 reported an error */
     FAILURE_AGENT = -9,     /* the agent CLI failed */
     FAILURE_MEMORY = -10,   /* an allocation failed */
-    FAILURE_DISK_FULL = -11 /* too little disk left to accept more work */
+    FAILURE_DISK_FULL = -11, /* too little disk left to accept more work */
+    FAILURE_OVERLOADED = -12 /* a bound on what the caller may make us hold was reached */
 } failure_code_t;
 
 /* Records `fmt` (printf-style) as this thread's last failure and returns `code`, so a

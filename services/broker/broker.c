@@ -82,6 +82,8 @@ static void s_outbox_push(broker_t *self, outbox_item_t item, const char *target
         memcpy(self->outbox_bytes + self->outbox_used, data, len);
     self->outbox_used += len;
     self->outbox[self->outbox_len++] = item;
+    if (item.envelope != NULL)
+        replies_hold(self->replies, item.envelope, len);
     return;
 no_memory:
     log_error("out of memory queueing an outgoing message");
@@ -102,6 +104,12 @@ void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, siz
     s_outbox_push(self, item, NULL, 0, data, len);
 }
 
+void broker_outbox_defer(broker_t *self, zmsg_t *envelope, const void *request, size_t len)
+{
+    outbox_item_t item = {.kind = OUTBOX_DEFERRED, .envelope = zmsg_dup(envelope)};
+    s_outbox_push(self, item, NULL, 0, request, len);
+}
+
 /* Empties the outbox (after its items were sent or dropped). */
 static void s_outbox_clear(broker_t *self)
 {
@@ -116,12 +124,15 @@ static void s_outbox_clear(broker_t *self)
     }
 }
 
-static void s_send_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len)
+/* Hands a reply, or a deferred request, to the replies module (which sends it when the
+ * peer's pipe has room). */
+static void s_outbox_answer(broker_t *self, const outbox_item_t *item)
 {
-    for (zframe_t *frame = zmsg_first(envelope); frame; frame = zmsg_next(envelope))
-        zmq_send(self->control, zframe_data(frame), zframe_size(frame),
-                 ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(self->control, data, len, ZMQ_DONTWAIT);
+    const char *data = self->outbox_bytes + item->data_at;
+    if (item->kind == OUTBOX_DEFERRED)
+        replies_defer(self->replies, item->envelope, data, item->len, item->len);
+    else
+        replies_send(self->replies, item->envelope, data, item->len, item->len);
 }
 
 static void s_outbox_flush(broker_t *self)
@@ -138,7 +149,7 @@ static void s_outbox_flush(broker_t *self)
             if (worker != NULL && zmq_send(worker->push, data, item->len, ZMQ_DONTWAIT) < 0)
                 log_warn("could not send to worker %s: %s", worker->id, zmq_strerror(errno));
         } else {
-            s_send_reply(self, item->envelope, data, item->len);
+            s_outbox_answer(self, item);
         }
     }
     s_outbox_clear(self);
@@ -152,10 +163,10 @@ static void s_outbox_refuse(broker_t *self, const char *reason)
     wire_writer_t *w = self->writer;
     for (size_t i = 0; i < self->outbox_len; i++) {
         outbox_item_t *item = &self->outbox[i];
-        if (item->kind != OUTBOX_REPLY)
+        if (item->kind != OUTBOX_REPLY && item->kind != OUTBOX_DEFERRED)
             continue;
         if (!item->durable) {
-            s_send_reply(self, item->envelope, self->outbox_bytes + item->data_at, item->len);
+            s_outbox_answer(self, item);
             continue;
         }
         wire_writer_start(w, MSG_REPLY);
@@ -164,7 +175,7 @@ static void s_outbox_refuse(broker_t *self, const char *reason)
         wire_put_str(w, FIELD_ERROR, reason);
         size_t len;
         const void *data = wire_writer_data(w, &len);
-        s_send_reply(self, item->envelope, data, len);
+        replies_send(self->replies, item->envelope, data, len, item->len);
     }
     s_outbox_clear(self);
 }
@@ -172,6 +183,10 @@ static void s_outbox_refuse(broker_t *self, const char *reason)
 /* Drops everything queued for after the commit (the commit failed). */
 static void s_outbox_discard(broker_t *self)
 {
+    for (size_t i = 0; i < self->outbox_len; i++) {
+        if (self->outbox[i].envelope != NULL)
+            replies_release(self->replies, self->outbox[i].envelope, self->outbox[i].len);
+    }
     s_outbox_clear(self);
 }
 
@@ -183,9 +198,8 @@ static void s_outbox_discard(broker_t *self)
 #define BROKER_RECLAIM_MS 5000
 /* Rows deleted per retention pass (s_prune_finished). */
 #define BROKER_PRUNE_BATCH 2000
-/* Send high-water marks, in messages per peer (see s_socket). */
+/* The events' send high-water mark, in messages per subscriber (see s_socket). */
 #define BROKER_EVENTS_HWM 10000
-#define BROKER_REPLIES_HWM 16
 
 /* Writes "<event>/<specialist>" into buf (truncated to size - 1 bytes, NUL-terminated)
  * and returns its length. */
@@ -924,8 +938,9 @@ static int64_t s_min(int64_t a, int64_t b)
 
 /* The loop sleeps until the next moment something is due without a message: a worker's
  * silence turning into its loss, a lease ending, the end of the orphan grace after a
- * restart, a retry due for an idle worker, the next ping, retention and reclaim passes, and
- * a disk check while the disk is low. Everything else comes with a message. */
+ * restart, a retry due for an idle worker, the next ping, retention and reclaim passes, a
+ * disk check while the disk is low, and replies waiting for a full pipe. Everything else
+ * comes with a message. */
 static int64_t s_next_deadline(broker_t *self, int64_t now)
 {
     int64_t silence = (int64_t)self->config.heartbeat_ms * self->config.heartbeat_misses;
@@ -940,6 +955,7 @@ static int64_t s_next_deadline(broker_t *self, int64_t now)
     if (self->config.keep_finished_days > 0)
         next = s_min(next, self->next_prune);
     next = s_min(next, self->next_reclaim);
+    next = s_min(next, self->replies_retry_at);
     if (disk_guard_low(self->disk))
         next = s_min(next, now + DISK_GUARD_CHECK_MS);
     return next;
@@ -978,6 +994,7 @@ int broker_run(broker_t *self, volatile sig_atomic_t *stop)
         rc = s_commit(self, rc);
         if (rc != 0)
             break;
+        self->replies_retry_at = replies_pump(self->replies, clock_now_ms());
         s_reclaim(self, clock_now_ms());
         s_count_completions(self, completed_before);
     }
@@ -1024,12 +1041,16 @@ static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
     int linger = 0;
     zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
     /* What a subscriber or a requester that does not read can make us hold: PUB drops
-     * events for a subscriber past its mark (it replays by seq to fill the gap), ROUTER
-     * drops replies for a peer past its mark (a replay reply may be 4 MiB). */
+     * events for a subscriber past its mark (it replays by seq to fill the gap); ROUTER
+     * says EAGAIN for a peer past its mark and the reply waits, counted (replies.h). */
     if (type == ZMQ_PUB || type == ZMQ_ROUTER) {
-        int hwm = type == ZMQ_PUB ? BROKER_EVENTS_HWM : BROKER_REPLIES_HWM;
+        int hwm = type == ZMQ_PUB ? BROKER_EVENTS_HWM : REPLIES_HWM;
         zmq_setsockopt(socket, ZMQ_SNDHWM, &hwm, sizeof hwm);
     }
+    /* A reply that does not fit its peer's pipe is kept (replies.h), not dropped. */
+    int mandatory = 1;
+    if (type == ZMQ_ROUTER)
+        zmq_setsockopt(socket, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof mandatory);
     if (type == ZMQ_PULL || type == ZMQ_ROUTER) {
         int64_t max = WIRE_MAX_MESSAGE + 1024;
         zmq_setsockopt(socket, ZMQ_MAXMSGSIZE, &max, sizeof max);
@@ -1154,6 +1175,13 @@ int broker_new(const broker_config_t *config, broker_t **out)
         self->events = s_socket(self, ZMQ_PUB, config->events_endpoint, &rc);
     if (rc == 0)
         self->control = s_socket(self, ZMQ_ROUTER, config->control_endpoint, &rc);
+    if (rc == 0) {
+        self->replies = replies_new(self->control, config->unread_replies_per_peer_mb << 20,
+                                    config->unread_replies_mb << 20, broker_build_replay, self);
+        self->replies_retry_at = INT64_MAX;
+        if (self->replies == NULL)
+            rc = failure_set(FAILURE_MEMORY, "out of memory");
+    }
     void *bound[] = {self->in, self->events, self->control};
     if (rc == 0)
         rc = peer_guard_new(self->zmq_context, bound, 3, config->max_peers, self->curve != NULL,
@@ -1177,6 +1205,7 @@ void broker_destroy(broker_t **self_p)
     if (self == NULL)
         return;
     s_outbox_discard(self);
+    replies_destroy(&self->replies);
     free(self->outbox);
     free(self->outbox_bytes);
     zhashx_destroy(&self->workers); /* closes worker sockets before the context */

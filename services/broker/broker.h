@@ -36,6 +36,8 @@ typedef struct {
     int64_t keep_finished_days; /* finished tasks older than this are deleted (0: kept) */
     int64_t max_peers;       /* connections to in, events and control, together (peer_guard.h) */
     int max_sockets;         /* ZeroMQ sockets (ZMQ_MAX_SOCKETS): each worker takes one */
+    int64_t unread_replies_per_peer_mb; /* replies held for one peer that does not read */
+    int64_t unread_replies_mb;          /* ... and for all of them (replies.h) */
     /* cloister.toml (borrowed, outlives the broker): per specialist `timeout` and
      * `max_attempts` defaults, and the declared [specialists.<name>] are known names. */
     const config_t *config;

@@ -8,6 +8,7 @@
 #include "curve.h"
 #include "disk_guard.h"
 #include "peer_guard.h"
+#include "replies.h"
 #include "log.h"
 #include "workspace_roots.h"
 #include "task.h"
@@ -36,15 +37,16 @@ typedef struct worker_t {
 /* Something to send once the current transaction is committed. Its bytes live in the
  * outbox arena (broker_t.outbox_bytes), one buffer shared by every pending item, so
  * queueing a message costs no allocation of its own. */
-typedef enum { OUTBOX_PUBLISH, OUTBOX_WORKER, OUTBOX_REPLY } outbox_kind_t;
+typedef enum { OUTBOX_PUBLISH, OUTBOX_WORKER, OUTBOX_REPLY, OUTBOX_DEFERRED } outbox_kind_t;
 
 typedef struct {
     outbox_kind_t kind;
     size_t target_at;  /* PUBLISH: topic; WORKER: NUL-terminated worker id (arena offsets) */
     size_t target_len;
-    zmsg_t *envelope; /* REPLY: every frame before the request body (identity, REQ's
-                         request id and empty delimiter), sent back in front of the reply */
-    size_t data_at;   /* arena offset of the message */
+    zmsg_t *envelope; /* REPLY, DEFERRED: every frame before the request body (identity,
+                         REQ's request id and empty delimiter), sent back in front of the
+                         reply */
+    size_t data_at;   /* arena offset of the message (DEFERRED: of the request) */
     size_t len;
     bool durable;     /* REPLY: says a change was stored (a submit accepted, a cancel...):
                          when the commit finds no room, a disk_full refusal goes instead */
@@ -97,6 +99,8 @@ struct broker_t {
     curve_t *curve;              /* the broker's keys, NULL when the bus is plain */
     zactor_t *auth;              /* czmq's ZAP handler (zauth), with curve */
     peer_guard_t *guard;         /* the cap on connections to in, events, control */
+    replies_t *replies;          /* what is sent on control, bounded per peer */
+    int64_t replies_retry_at;    /* monotonic ms: replies wait for a full pipe until then */
     int64_t next_prune;          /* monotonic ms of the next retention pass */
     int64_t next_reclaim;        /* monotonic ms of the next incremental vacuum */
     int64_t garbage_reported_at; /* monotonic ms of the last message.rejected for garbage */
@@ -154,6 +158,9 @@ void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_i
  * `coalesced` counts the refusals folded into it), and one log line every 10 s. */
 void broker_submit_refused(broker_t *self, const char *task_id, int rc);
 void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len);
+/* A request to answer after the commit, when its peer's pipe has room, with what
+ * broker_build_replay makes of it then (replies.h). */
+void broker_outbox_defer(broker_t *self, zmsg_t *envelope, const void *request, size_t len);
 /* A reply to send after the commit; `durable`: it reports a change the commit stores. */
 void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
                          bool durable);
@@ -209,5 +216,8 @@ void broker_handle_in(broker_t *self, const void *data, size_t len, const char *
 
 /* broker_control.c */
 void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len);
+/* The page a deferred replay request gets (a replies_build_fn; `arg` is the broker): built in
+ * the broker's writer, valid until its next message. */
+const void *broker_build_replay(void *arg, const void *request, size_t len, size_t *reply_len);
 
 #endif

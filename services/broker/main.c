@@ -207,6 +207,8 @@ int main(int argc, char **argv)
         .min_free_mb = config_int(config, "broker", "min_free_mb", 64),
         .reserve_mb = config_int(config, "broker", "reserve_mb", 16),
         .keep_finished_days = config_int(config, "broker", "keep_finished_days", 30),
+        .unread_replies_per_peer_mb = config_int(config, "broker", "unread_replies_per_peer_mb", 16),
+        .unread_replies_mb = config_int(config, "broker", "unread_replies_mb", 256),
         .config = config,
         .specialists = specialists,
         .reload_keys = &s_reload_keys,

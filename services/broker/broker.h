@@ -54,8 +54,9 @@ int broker_new(const broker_config_t *config, broker_t **out);
 void broker_destroy(broker_t **self_p);
 
 /* Runs until *stop becomes non-zero (set it from a signal handler). Returns 0, or a
- * negative code if the store failed (the broker stops rather than acknowledge anything
- * it could not commit). */
+ * negative code if the store failed for another reason than a full disk (the broker stops
+ * rather than acknowledge anything it could not commit; a full disk it rides out, see
+ * disk_guard.h). */
 int broker_run(broker_t *self, volatile sig_atomic_t *stop);
 
 #endif

@@ -1,8 +1,8 @@
 /* disk_guard: keeps the broker up when the disk under its store fills.
  *
- * A commit that fails leaves the broker's memory ahead of its store, so the broker stops
- * (and recovers from the store when started again). A full disk must not come to that: the
- * guard looks at the free space of the store's directory (at most every
+ * A commit that fails leaves the broker's memory ahead of its store, which it must then
+ * reload from the store (broker.c, s_refuse_iteration), forgetting the iteration. The guard
+ * keeps that rare: it looks at the free space of the store's directory (at most every
  * DISK_GUARD_CHECK_MS) and, below `min_free` bytes, says the disk is low. The broker then
  * refuses new submits (code disk_full, nothing acknowledged that was not committed) and
  * keeps everything else going: reads, status, dispatch, and the results of running tasks,
@@ -13,7 +13,7 @@
  * A disk filled faster than the guard looks (or to its last byte) makes a commit fail: the
  * store then asks the guard for room (disk_guard_give_up), which gives up the reserve and
  * goes low as above, wanting back, besides min_free and the reserve, a margin at least as
- * big as the reserve before it rewrites it. */
+ * big as the reserve before it rewrites it; the store writes the commit again, once. */
 #ifndef CLOISTER_DISK_GUARD_H
 #define CLOISTER_DISK_GUARD_H
 

@@ -67,8 +67,15 @@ install_programs() {
     if [ -z "$prefix" ]; then
         if [ "$(id -u)" -eq 0 ]; then prefix=/usr/local; else prefix="$(user_home)/.local"; fi
     fi
-    cmake --install "$BUILD_DIR" --prefix "$prefix" >/dev/null ||
+    # Installed files are for every user of the machine (the state stays private). What was
+    # installed is kept for `uninstall`, from cmake's own lines (the build's manifest file
+    # is rewritten by every install, other checkouts' and tests' included).
+    local listed
+    listed=$(umask 022 && cmake --install "$BUILD_DIR" --prefix "$prefix") ||
         die "cmake --install into $prefix failed (CLOISTER_PREFIX chooses another prefix, CLOISTER_NO_INSTALL=1 skips it)"
+    mkdir -p "$PANOPTICON_HOME" &&
+        printf '%s\n' "$listed" | sed -n 's/^-- \(Installing\|Up-to-date\): //p' >"$INSTALLED" ||
+        die "cannot record what was installed in $INSTALLED"
     say "installed pan, cloister-mcp and the services into $prefix/bin"
     case ":$PATH:" in
     *":$prefix/bin:"*) ;;
@@ -76,6 +83,32 @@ install_programs() {
     esac
 }
 
+# Removes what install_programs installed (the files listed in $INSTALLED, and the
+# directories of Cloister's own that are left empty); the state in $PANOPTICON_HOME stays.
+cmd_uninstall() {
+    local file dir pid removed=0
+    [ -f "$INSTALLED" ] || die "nothing to uninstall: $INSTALLED does not exist (nothing was installed from this state home)"
+    if pid=$(running_supervisor); then
+        die "Cloister is running (supervisor pid $pid): run deploy/run-local.sh stop first"
+    fi
+    while IFS= read -r file; do
+        case "$file" in /*) ;; *) continue ;; esac
+        if [ -f "$file" ] || [ -L "$file" ]; then
+            rm -f "$file" && removed=$((removed + 1))
+        fi
+        dir=$(dirname "$file")
+        case "$dir" in
+        */share/cloister | */share/cloister/*) rmdir -p "$dir" 2>/dev/null ;;
+        esac
+    done <"$INSTALLED"
+    rm -f "$INSTALLED"
+    say "removed $removed installed files; the state in $PANOPTICON_HOME is kept (remove it with: rm -rf '$PANOPTICON_HOME')"
+}
+
+# The state home and everything in it (database, logs, keys, sessions) are this user's
+# alone: other users of the machine must not read tasks or reach the bus (the programs set
+# the same umask themselves; existing logs are narrowed below).
+umask 077
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SELF="$ROOT/deploy/run-local.sh"
 if [ -z "${PANOPTICON_HOME:-}" ]; then
@@ -87,6 +120,7 @@ case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 BIN="${CLOISTER_BIN_DIR:-$BUILD_DIR/bin}"
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 RUN_DIR="$PANOPTICON_HOME/run"
+INSTALLED="$PANOPTICON_HOME/installed-files"
 LOG_DIR="$PANOPTICON_HOME/logs"
 STOP_GRACE=$(whole_seconds CLOISTER_STOP_GRACE "${CLOISTER_STOP_GRACE:-10}" 0) || exit 1
 START_TIMEOUT=$(whole_seconds CLOISTER_START_TIMEOUT "${CLOISTER_START_TIMEOUT:-30}" 1) || exit 1
@@ -94,13 +128,17 @@ START_TIMEOUT=$(whole_seconds CLOISTER_START_TIMEOUT "${CLOISTER_START_TIMEOUT:-
 usage() {
     cat <<'EOF'
 usage: deploy/run-local.sh [--workers N] [--detach] [--no-setup]
-       deploy/run-local.sh stop
-       deploy/run-local.sh status
+       deploy/run-local.sh stop | status
+       deploy/run-local.sh restart [--workers N]
+       deploy/run-local.sh install | uninstall
 Starts cloister-broker and N (default 1) each of cloister-review, cloister-test and
 cloister-merge (not those cloister.toml disables with [specialists.<name>] enabled = false)
 and the dashboard (cloister-web; pan web url prints its address) under $PANOPTICON_HOME (default ~/.panopticon), restarts any that dies, and stops them all
 on Ctrl-C / SIGTERM. --detach runs the supervisor in the background. status exits 0 only
-if everything runs.
+if everything runs. restart stops everything (the specialists first, handing their running
+tasks back to the queue, then the broker) and starts it again in the background, without
+rebuilding. install puts the programs on PATH without starting anything (as a start does);
+uninstall removes what was installed and keeps the state.
 EOF
 }
 
@@ -124,14 +162,24 @@ is_supervisor() {
     return 1
 }
 
-# A pid file holds the pid, then the program started (run/<name>.pid).
+# A pid file holds the pid alone (`kill -HUP $(cat run/broker.pid)` works); the program
+# started is beside it, in run/<name>.program.
 read_pid() { [ -f "$1" ] && head -n 1 "$1" 2>/dev/null; }
 
-# The program the pid file `file` says was started; for a file without one, the program
-# of that instance in $BIN (broker: cloister-broker, review-agent-2: cloister-review, ...).
+# Removes pid files and the program files beside them.
+remove_pid_files() {
+    local file
+    for file in "$@"; do
+        rm -f "$file" "${file%.pid}.program"
+    done
+}
+
+# The program the pid file `file` was started with (run/<name>.program); without one, the
+# program of that instance in $BIN (broker: cloister-broker, review-agent-2:
+# cloister-review, ...).
 read_program() {
     local file=$1 program
-    program=$(sed -n 2p "$file" 2>/dev/null)
+    program=$(head -n 1 "${file%.pid}.program" 2>/dev/null)
     if [ -z "$program" ]; then
         case "$(basename "$file" .pid)" in
         broker) program="$BIN/cloister-broker" ;;
@@ -241,7 +289,8 @@ start_child() {
         nap 0.02
         tries=$((tries + 1))
     done
-    printf '%s\n%s\n' "${pids[i]}" "$BIN/${progs[i]}" >"$RUN_DIR/${names[i]}.pid"
+    printf '%s\n' "$BIN/${progs[i]}" >"$RUN_DIR/${names[i]}.program"
+    printf '%s\n' "${pids[i]}" >"$RUN_DIR/${names[i]}.pid"
     say "started ${names[i]} (${progs[i]}, pid ${pids[i]}, log $LOG_DIR/${names[i]}.log)"
 }
 
@@ -260,7 +309,7 @@ reap_children() {
         if [ "$delay" -gt 30 ]; then delay=30; fi
         say "${names[i]} (pid ${pids[i]}) exited with status $rc after ${ran}s; restarting in ${delay}s"
         pids[i]=""
-        rm -f "$RUN_DIR/${names[i]}.pid"
+        remove_pid_files "$RUN_DIR/${names[i]}.pid"
         next_at[i]=$((SECONDS + delay))
     done
 }
@@ -309,8 +358,19 @@ stop_children() {
         wait "${pids[i]}" 2>/dev/null
         say "stopped ${names[i]}"
         pids[i]=""
-        rm -f "$RUN_DIR/${names[i]}.pid"
+        remove_pid_files "$RUN_DIR/${names[i]}.pid"
     done
+}
+
+# Says where the broker accepts repositories (its log says so at every start) and how to
+# add one: a task for a repository elsewhere is refused at submit.
+say_workspace_roots() {
+    local roots
+    roots=$(grep -F 'workspaces accepted under:' "$LOG_DIR/broker.log" 2>/dev/null | tail -n 1)
+    roots=${roots#*workspaces accepted under: }
+    [ -n "$roots" ] || return 0
+    say "repositories accepted under: $roots"
+    say "  to add one: [security] workspace_roots = [\"...\"] in $PANOPTICON_HOME/cloister.toml (or CLOISTER_WORKSPACE_ROOTS=/a:/b), then restart"
 }
 
 supervise() {
@@ -336,6 +396,7 @@ supervise() {
         nap 0.2
     done
     say "broker answers (pan status)"
+    say_workspace_roots
 
     if ! disabled=$(disabled_specialists); then
         say "cannot tell which specialists cloister.toml enables (pan specialists list failed)"
@@ -427,7 +488,7 @@ stop_pid_files() {
         sleep 0.1
         waited=$((waited + 1))
     done
-    rm -f "$@"
+    remove_pid_files "$@"
 }
 
 cmd_stop() {
@@ -513,13 +574,15 @@ cmd_start() {
         die "already running (supervisor pid $pid); stop it with: deploy/run-local.sh stop"
     fi
     mkdir -p "$RUN_DIR" "$LOG_DIR" || die "cannot create $RUN_DIR and $LOG_DIR"
+    chmod 700 "$PANOPTICON_HOME" "$RUN_DIR" "$LOG_DIR" 2>/dev/null
+    chmod 600 "$LOG_DIR"/*.log 2>/dev/null
     for file in "$RUN_DIR"/*.pid; do
         [ -f "$file" ] || continue
         child=$(read_pid "$file")
         if [ "$(basename "$file")" != supervisor.pid ] && pid_file_is_ours "$file"; then
             die "$(basename "$file" .pid) (pid $child) still runs from an earlier start; run deploy/run-local.sh stop"
         fi
-        rm -f "$file"
+        remove_pid_files "$file"
     done
     rm -f "$RUN_DIR/instances"
     if [ "$setup" -eq 1 ]; then
@@ -561,6 +624,7 @@ cmd_start() {
             say "  $name: NOT RUNNING (it exited; see $LOG_DIR/$name.log)"
         fi
     done < <(configured_instances)
+    say_workspace_roots
     print_next_steps
 }
 
@@ -569,7 +633,7 @@ main() {
     [ "${CLOISTER_SKIP_SETUP:-0}" = 1 ] && setup=0
     while [ $# -gt 0 ]; do
         case "$1" in
-        start | stop | status) command=$1 ;;
+        start | stop | status | restart | install | uninstall) command=$1 ;;
         __supervise)
             [ $# -eq 2 ] || die "internal: __supervise N"
             mkdir -p "$RUN_DIR" "$LOG_DIR" || exit 1
@@ -595,6 +659,9 @@ main() {
     stop) cmd_stop ;;
     status) cmd_status ;;
     start) cmd_start "$workers" "$detach" "$setup" ;;
+    restart) cmd_stop && cmd_start "$workers" 1 0 ;;
+    install) install_programs ;;
+    uninstall) cmd_uninstall ;;
     esac
 }
 

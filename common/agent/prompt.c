@@ -178,6 +178,10 @@ static int s_fill_vars(template_vars_t *vars, const config_t *config, const char
     const json_t *payload = json_object_get(task, "payload");
     const json_t *context = json_object_get(task, "context");
     const char *repo = s_repo(vars, payload);
+    /* The tree and files come from where the agent is told to read (see prompt.h). */
+    const char *shown = template_vars_get(vars, "workspace");
+    if (shown == NULL || shown[0] == '\0')
+        shown = repo;
     const char *description = s_str(payload, "description");
     const char *target = s_str(payload, "target");
     int rc = 0;
@@ -229,13 +233,13 @@ static int s_fill_vars(template_vars_t *vars, const config_t *config, const char
     if ((rc = s_set_owned(vars, "custom_instructions", text, rc)) != 0)
         return rc;
 
-    if (repo == NULL) {
+    if (shown == NULL) {
         if ((rc = s_set(vars, "repo_tree", "(no repository given)")) != 0)
             return rc;
         return s_set(vars, "relevant_files", "(no repository given)");
     }
     if (template_vars_get(vars, "repo_tree") == NULL) {
-        rc = context_tree(&text, repo, s_budget(config, "tree_budget_chars", 4000));
+        rc = context_tree(&text, shown, s_budget(config, "tree_budget_chars", 4000));
         if (rc == FAILURE_NOT_FOUND)
             rc = s_set(vars, "repo_tree", "(the repository directory does not exist)");
         else if ((rc = s_set_owned(vars, "repo_tree", text, rc)) != 0)
@@ -245,7 +249,7 @@ static int s_fill_vars(template_vars_t *vars, const config_t *config, const char
         char *keywords = s_keyword_text(task, payload);
         if (keywords == NULL)
             return failure_set(FAILURE_MEMORY, "out of memory");
-        rc = context_relevant_files(&text, repo, keywords,
+        rc = context_relevant_files(&text, shown, keywords,
                                     s_budget(config, "relevant_files_limit", 10),
                                     s_budget(config, "files_budget_chars", 12000));
         free(keywords);

@@ -26,7 +26,10 @@
  *                     [context] session_context_limit bounds both lists)
  *   custom_instructions  [context] custom_instructions + .cloister/instructions.md
  * The repository these are gathered from is payload.workspace, else the caller's `worktree`
- * variable, else its `project` variable; without one the tree and files say so.
+ * variable, else its `project` variable; without one the tree and files say so. A caller
+ * that sets `workspace` itself (a service that checked the commit out in a worktree of its
+ * own, and tells the agent to read there) gets repo_tree and relevant_files from that
+ * directory; the role and custom_instructions still come from the repository.
  * Specialist-specific placeholders (diff, conflict_files, test_command, ...) come from the
  * caller; each template's header comment lists the ones it needs. */
 #ifndef CLOISTER_PROMPT_H

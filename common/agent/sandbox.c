@@ -29,15 +29,23 @@ struct sandbox_t {
     sandbox_mode_t mode;
     bool bwrap_works;
     char why_not[300]; /* why bwrap does not work here */
+    bool net_works;    /* bwrap can also give a command a network of its own */
+    char why_no_net[400];
     char description[400];
     const char *keep[SANDBOX_MAX_KEEP + 1];
 };
 
-/* True when a trivial bwrap sandbox starts here; else why not in why. */
-static bool s_bwrap_works(char *why, size_t size)
+/* True when a trivial bwrap sandbox starts here (with a network namespace of its own when
+ * `net`); else why not in why. */
+static bool s_bwrap_works(bool net, char *why, size_t size)
 {
-    char *argv[] = {"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                    "--unshare-pid", "--die-with-parent", "true", NULL};
+    char *argv[14] = {"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                      "--unshare-pid", "--die-with-parent"};
+    int n = 10;
+    if (net)
+        argv[n++] = "--unshare-net";
+    argv[n++] = "true";
+    argv[n] = NULL;
     return proc_probe(argv, SANDBOX_PROBE_TIMEOUT_MS, why, size);
 }
 
@@ -70,7 +78,16 @@ int sandbox_new(sandbox_t **out, const config_t *config)
     }
     self->keep[n] = NULL;
     if (self->mode != SANDBOX_NONE)
-        self->bwrap_works = s_bwrap_works(self->why_not, sizeof self->why_not);
+        self->bwrap_works = s_bwrap_works(false, self->why_not, sizeof self->why_not);
+    if (self->bwrap_works)
+        self->net_works = s_bwrap_works(true, self->why_no_net, sizeof self->why_no_net);
+    else
+        snprintf(self->why_no_net, sizeof self->why_no_net, "no sandbox: %s",
+                 self->mode == SANDBOX_NONE ? "[tests] sandbox = \"none\"" : self->why_not);
+    if (self->bwrap_works && !self->net_works)
+        log_warn("repository commands run in bwrap, but with this machine's network (bwrap "
+                 "--unshare-net: %s): code under test can reach Cloister's bus",
+                 self->why_no_net);
     if (self->bwrap_works)
         snprintf(self->description, sizeof self->description, "bwrap");
     else if (self->mode == SANDBOX_NONE)
@@ -140,7 +157,25 @@ static bool s_push(char **argv, size_t *n, size_t cap, const char *const *add)
     return true;
 }
 
-int sandbox_wrap(const sandbox_t *self, const char *dir, char *const *argv, char ***out)
+bool sandbox_network(const sandbox_t *self, const char *opted_in_by, char *buf, size_t size)
+{
+    if (opted_in_by != NULL) {
+        snprintf(buf, size, "open: %s", opted_in_by);
+        return false;
+    }
+    if (self->net_works) {
+        snprintf(buf, size, "isolated: a network of its own, loopback only");
+        return true;
+    }
+    snprintf(buf, size,
+             "NOT ISOLATED (%s): the code under test could reach the network and Cloister's "
+             "bus",
+             self->why_no_net);
+    return false;
+}
+
+int sandbox_wrap(const sandbox_t *self, const char *dir, bool network, char *const *argv,
+                 char ***out)
 {
     *out = NULL;
     bool isolate = self->mode != SANDBOX_NONE && self->bwrap_works;
@@ -172,6 +207,12 @@ int sandbox_wrap(const sandbox_t *self, const char *dir, char *const *argv, char
         char common[PATH_MAX];
         if (ok && s_git_common_dir(dir, common, sizeof common)) {
             const char *const add[] = {"--ro-bind", common, common, NULL};
+            ok = s_push(wrapped, &n, cap, add);
+        }
+        /* No network but a loopback of its own: the bus (even on 127.0.0.1) and the world
+         * are out of reach unless the repository opted in. */
+        if (ok && !network && self->net_works) {
+            const char *const add[] = {"--unshare-net", NULL};
             ok = s_push(wrapped, &n, cap, add);
         }
         const char *const tail[] = {"--bind",         dir,          dir,

@@ -11,7 +11,14 @@
  *    empty tmpfs (so ~/.ssh, ~/.claude, the user's other repositories and the services'
  *    state are out of reach), the directory under test writable, its repository's git
  *    directory read-only (so `git` works in the tests), its own pid namespace (nothing
- *    outlives it).
+ *    outlives it), and -- unless its repository opted in -- a network namespace of its own
+ *    with only a loopback: code under test cannot reach Cloister's bus (even on
+ *    127.0.0.1), the network, or abstract unix sockets. A repository opts in with [tests]
+ *    network = true (tests, the merge's tests) or [review] network = true (review checks)
+ *    in its target branch's .cloister/config.toml (or the operator's cloister.toml); a
+ *    branch under test cannot opt itself in. Where bwrap cannot make a network namespace
+ *    (some containers), the command runs with the machine's network and every result says
+ *    so (sandbox_network()). 
  *
  * [tests] sandbox = "auto" (default: bwrap when it works on this machine, else none, and
  * the reason is logged once), "bwrap" (required: a machine where it does not work fails
@@ -22,6 +29,7 @@
 #include "config.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct sandbox_t sandbox_t;
 
@@ -38,10 +46,18 @@ const char *const *sandbox_env_keep(const sandbox_t *self);
 /* "bwrap", "none" or "none (bwrap: <why not>)", for notes and logs. Owned by the sandbox. */
 const char *sandbox_describe(const sandbox_t *self);
 
+/* What network a command gets, written into buf for results and notes: "isolated: ...",
+ * "open: <opted_in_by>" (opted_in_by: who allowed it, e.g. "[tests] network = true in
+ * main:.cloister/config.toml"; NULL when nobody did), or "NOT ISOLATED (<why>): ..." when
+ * this machine cannot isolate it. Returns true when the command is isolated. */
+bool sandbox_network(const sandbox_t *self, const char *opted_in_by, char *buf, size_t size);
+
 /* A new argv (caller frees with sandbox_argv_free()) that runs `argv` for the directory
- * `dir`: inside bwrap, or `argv` itself when not isolating. Returns 0, FAILURE_STATE
- * ("bwrap" mode on a machine where bwrap does not work, with why) or FAILURE_MEMORY. */
-int sandbox_wrap(const sandbox_t *self, const char *dir, char *const *argv, char ***out);
+ * `dir`: inside bwrap (with a network of its own unless `network`), or `argv` itself when
+ * not isolating. Returns 0, FAILURE_STATE ("bwrap" mode on a machine where bwrap does not
+ * work, with why) or FAILURE_MEMORY. */
+int sandbox_wrap(const sandbox_t *self, const char *dir, bool network, char *const *argv,
+                 char ***out);
 void sandbox_argv_free(char ***argv_p);
 
 #endif

@@ -118,6 +118,7 @@ static const schema_t s_schema[] = {
     {"review", "reviewer_timeout_s", SCHEMA_INT, true, NULL, 600, 1, NULL},
     {"review", "max_iterations", SCHEMA_INT, true, NULL, 10, 1, NULL},
     {"review", "stagnation", SCHEMA_INT, true, NULL, 2, 1, NULL},
+    {"review", "network", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {"review.checks.*", "command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {"review.checks.*", "kind", SCHEMA_STRING, false, NULL, 0, 0, "build|lint|coverage|e2e|custom"},
     {"review.checks.*", "severity", SCHEMA_STRING, false, NULL, 0, 0, "error|warning|info"},
@@ -137,6 +138,7 @@ static const schema_t s_schema[] = {
     {"tests", "timeout_s", SCHEMA_INT, false, NULL, 0, 1, NULL},
     {"tests", "sandbox", SCHEMA_STRING, false, NULL, 0, 0, "auto|bwrap|none"},
     {"tests", "env", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
+    {"tests", "network", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
 
     {"security", "curve", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {"security", "allow_insecure", SCHEMA_BOOL, false, NULL, 0, 0, NULL},

@@ -62,3 +62,19 @@ int home_mkdirs(const char *path)
     }
     return 0;
 }
+
+int home_secure(void)
+{
+    umask(077);
+    const char *dir = home_dir();
+    int rc = home_mkdirs(dir);
+    if (rc != 0)
+        return rc;
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return failure_set(FAILURE_IO, "cannot read %s: %s", dir, strerror(errno));
+    if (st.st_uid == getuid() && (st.st_mode & 077) != 0 && chmod(dir, 0700) != 0)
+        return failure_set(FAILURE_IO, "cannot make %s private (0700): %s", dir,
+                           strerror(errno));
+    return 0;
+}

@@ -16,4 +16,12 @@ int home_path(char *buf, size_t size, const char *relative);
 /* Creates `path` and its missing parents (mode 0700). Returns 0 or FAILURE_IO. */
 int home_mkdirs(const char *path);
 
+/* Makes this user's state private, for a program about to use it: sets the process's umask
+ * to 077 (every file it makes -- database, logs, sessions, keys, backups -- is 0600, every
+ * directory 0700), creates the state directory 0700 when it is missing, and narrows it to
+ * 0700 when it is this user's and open to others (a home made before this rule). Another
+ * user's directory is left alone. Returns 0, or FAILURE_IO when the directory cannot be
+ * made or narrowed. */
+int home_secure(void);
+
 #endif

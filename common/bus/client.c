@@ -16,6 +16,7 @@
 
 struct client_t {
     zsock_t *req;
+    zsock_t *handshakes; /* the req socket's failed handshakes (a monitor), or NULL */
     char *endpoint;
     int timeout_ms;
 };
@@ -25,6 +26,29 @@ struct client_events_t {
     char *topic;
     int64_t last_seq;
 };
+
+/* Watches the req socket's handshakes, so a request nobody answers can say why when the
+ * reason is the handshake (CURVE on one side only, a key the broker does not know). A
+ * client without the watch still works; its timeouts just say less. */
+static void s_watch_handshakes(client_t *self)
+{
+    char endpoint[64];
+    snprintf(endpoint, sizeof endpoint, "inproc://cloister-client-%p", (void *)self->req);
+    int events = ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                 ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+    if (zmq_socket_monitor(zsock_resolve(self->req), endpoint, events) != 0)
+        return;
+    self->handshakes = zsock_new(ZMQ_PAIR);
+    if (self->handshakes != NULL && zsock_connect(self->handshakes, "%s", endpoint) != 0)
+        zsock_destroy(&self->handshakes);
+}
+
+/* Drops the req socket and its watch. */
+static void s_disconnect(client_t *self)
+{
+    zsock_destroy(&self->handshakes);
+    zsock_destroy(&self->req);
+}
 
 /* Creates and connects the REQ socket. Returns 0 or a FAILURE_* code. */
 static int s_connect(client_t *self)
@@ -36,8 +60,9 @@ static int s_connect(client_t *self)
     zsock_set_sndtimeo(self->req, self->timeout_ms);
     if (curve_client() != NULL)
         curve_apply_client(curve_client(), self->req);
+    s_watch_handshakes(self);
     if (zsock_connect(self->req, "%s", self->endpoint) != 0) {
-        zsock_destroy(&self->req);
+        s_disconnect(self);
         return failure_set(FAILURE_INVALID, "cannot connect to control endpoint '%s': %s",
                            self->endpoint, zmq_strerror(zmq_errno()));
     }
@@ -72,7 +97,7 @@ void client_destroy(client_t **self_p)
     client_t *self = *self_p;
     if (self == NULL)
         return;
-    zsock_destroy(&self->req);
+    s_disconnect(self);
     free(self->endpoint);
     free(self);
     *self_p = NULL;
@@ -92,11 +117,49 @@ static void s_format_timeout(char *buf, size_t size, int timeout_ms)
         snprintf(buf, size, "%dms", timeout_ms);
 }
 
+/* The last failed handshake the watch saw: its event (0: none) and value. */
+static uint16_t s_failed_handshake(client_t *self, uint32_t *value)
+{
+    uint16_t last = 0;
+    while (self->handshakes != NULL) {
+        zmsg_t *event = zmsg_recv_nowait(self->handshakes);
+        if (event == NULL)
+            break;
+        zframe_t *head = zmsg_first(event);
+        if (head != NULL && zframe_size(head) >= 6) {
+            const byte *data = zframe_data(head);
+            memcpy(&last, data, sizeof last);
+            memcpy(value, data + 2, sizeof *value);
+        }
+        zmsg_destroy(&event);
+    }
+    return last;
+}
+
 /* After a request got no answer the REQ socket still waits for it: it is dropped, and the
- * next request connects a fresh one, so a late answer is never taken for the next one. */
+ * next request connects a fresh one, so a late answer is never taken for the next one. The
+ * error says why when the handshake said it: the broker and this client disagree on CURVE,
+ * or the broker does not know this client's key. */
 static int s_no_reply(client_t *self)
 {
-    zsock_destroy(&self->req);
+    uint32_t value = 0;
+    uint16_t failed = s_failed_handshake(self, &value);
+    s_disconnect(self);
+    const char *mine = curve_client() != NULL ? "on" : "off";
+    const char *theirs = curve_client() != NULL ? "off" : "on";
+    if (failed == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+        value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+        return failure_set(FAILURE_IO,
+                           "the broker at %s does not speak this client's security: CURVE is %s "
+                           "here and %s there. Set [security] curve the same on both sides (or "
+                           "CLOISTER_CURVE=1|0 for this client)",
+                           self->endpoint, mine, theirs);
+    if (failed == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        return failure_set(FAILURE_IO,
+                           "the broker at %s refused this client's CURVE key: it is not in the "
+                           "broker's keys/authorized/ (there: pan keys add NAME --role ROLE, "
+                           "then use keys/clients/NAME_secret here through CLOISTER_CURVE_CERT)",
+                           self->endpoint);
     char when[32];
     s_format_timeout(when, sizeof when, self->timeout_ms);
     return failure_set(FAILURE_TIMEOUT, "no reply from broker at %s within %s", self->endpoint,
@@ -170,7 +233,7 @@ int client_request(client_t *self, const void *data, size_t len, wire_msg_t **re
     if (ready == 0)
         return s_no_reply(self);
     if (ready < 0) {
-        zsock_destroy(&self->req);
+        s_disconnect(self);
         return failure_set(FAILURE_IO, "poll on %s failed: %s", self->endpoint,
                            zmq_strerror(zmq_errno()));
     }
@@ -178,7 +241,7 @@ int client_request(client_t *self, const void *data, size_t len, wire_msg_t **re
     size_t size = 0;
     rc = s_receive(self->req, &bytes, &size);
     if (rc == FAILURE_IO)
-        zsock_destroy(&self->req);
+        s_disconnect(self);
     if (rc == 0)
         rc = wire_decode(bytes, size, reply);
     free(bytes);

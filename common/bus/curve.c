@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,8 +46,12 @@ int curve_decide(const config_t *config, const char *const *endpoints, bool list
                  bool *enabled)
 {
     const char *exposed = NULL;
-    for (size_t i = 0; endpoints[i] != NULL && exposed == NULL; i++) {
-        if (strncmp(endpoints[i], "tcp://", 6) == 0 && !s_loopback(endpoints[i] + 6))
+    bool tcp = false;
+    for (size_t i = 0; endpoints[i] != NULL; i++) {
+        if (strncmp(endpoints[i], "tcp://", 6) != 0)
+            continue;
+        tcp = true;
+        if (exposed == NULL && !s_loopback(endpoints[i] + 6))
             exposed = endpoints[i];
     }
     const char *env = getenv("CLOISTER_CURVE");
@@ -54,7 +60,7 @@ int curve_decide(const config_t *config, const char *const *endpoints, bool list
     else if (config_has(config, "security", "curve"))
         *enabled = config_bool(config, "security", "curve", true);
     else
-        *enabled = exposed != NULL;
+        *enabled = tcp;
     if (listening && exposed != NULL && !*enabled &&
         !config_bool(config, "security", "allow_insecure", false))
         return failure_set(FAILURE_INVALID,
@@ -66,9 +72,25 @@ int curve_decide(const config_t *config, const char *const *endpoints, bool list
     return 0;
 }
 
+static const char *const s_role_names[] = {"submitter", "worker", "admin"};
+
+int curve_role_parse(const char *text)
+{
+    for (int i = 0; i < 3; i++)
+        if (text != NULL && strcmp(text, s_role_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *curve_role_name(curve_role_t role)
+{
+    return s_role_names[role];
+}
+
 /* Makes the pair `name` (keys/<name> and <name>_secret) unless it exists; the secret file
- * is 0600. With `authorized`, its public key is also copied to authorized/<authorized>. */
-static int s_make_pair(const char *name, const char *authorized)
+ * is 0600. With `authorized`, its public key is also copied to authorized/<authorized>,
+ * with `role` in its metadata (a pair made before roles gets it then). */
+static int s_make_pair(const char *name, const char *authorized, curve_role_t role)
 {
     char path[4200], secret[4300], dir[4200];
     s_key_path(path, sizeof path, name);
@@ -80,6 +102,8 @@ static int s_make_pair(const char *name, const char *authorized)
     zcert_t *cert = s_exists(secret) ? zcert_load(path) : zcert_new();
     if (cert == NULL)
         return failure_set(FAILURE_IO, "cannot read the key pair %s", path);
+    if (authorized != NULL)
+        zcert_set_meta(cert, CURVE_ROLE_META, "%s", curve_role_name(role));
     mode_t old = umask(077);
     int rc = s_exists(secret) ? 0 : zcert_save(cert, path);
     if (rc == 0 && authorized != NULL) {
@@ -111,10 +135,27 @@ static int s_trust_broker(void)
 
 int curve_keys_init(void)
 {
-    int rc = s_make_pair("broker", NULL);
+    /* The broker and its local clients may start at once, and each makes what is missing:
+     * one at a time, or two broker pairs would be made and one of them lost. */
+    char dir[4200], lock_path[4300];
+    home_path(dir, sizeof dir, CURVE_KEYS_DIR);
+    s_key_path(lock_path, sizeof lock_path, ".lock");
+    if (home_mkdirs(dir) != 0 || chmod(dir, 0700) != 0)
+        return failure_set(FAILURE_IO, "cannot make %s: %s", dir, strerror(errno));
+    int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+        int rc = failure_set(FAILURE_IO, "cannot lock %s: %s", lock_path, strerror(errno));
+        if (lock >= 0)
+            close(lock);
+        return rc;
+    }
+    int rc = s_make_pair("broker", NULL, CURVE_ROLE_ADMIN);
     if (rc == 0)
-        rc = s_make_pair("client", "client");
-    return rc ? rc : s_trust_broker();
+        rc = s_make_pair("client", "client", CURVE_ROLE_ADMIN);
+    if (rc == 0)
+        rc = s_trust_broker();
+    close(lock); /* and with it the lock */
+    return rc;
 }
 
 /* True for a name usable as a file name: [A-Za-z0-9._-], not starting with '.'. */
@@ -127,7 +168,7 @@ static bool s_name_ok(const char *name)
            len;
 }
 
-int curve_keys_add(const char *name)
+int curve_keys_add(const char *name, curve_role_t role)
 {
     if (!s_name_ok(name) || strcmp(name, "client") == 0)
         return failure_set(FAILURE_INVALID,
@@ -138,7 +179,7 @@ int curve_keys_add(const char *name)
     s_key_path(path, sizeof path, relative);
     if (s_exists(path))
         return failure_set(FAILURE_INVALID, "a key named '%s' exists already (%s)", name, path);
-    return s_make_pair(relative, name);
+    return s_make_pair(relative, name, role);
 }
 
 int curve_keys_revoke(const char *name)
@@ -244,13 +285,27 @@ void curve_apply_client(const curve_t *self, void *socket)
 /* The process's client keys: set once, at start, before any socket exists. */
 static curve_t *s_client;
 
+/* True when every tcp endpoint is on this machine. */
+static bool s_all_local(const char *const *endpoints)
+{
+    for (size_t i = 0; endpoints[i] != NULL; i++)
+        if (strncmp(endpoints[i], "tcp://", 6) == 0 && !s_loopback(endpoints[i] + 6))
+            return false;
+    return true;
+}
+
 int curve_client_init(const config_t *config, const char *const *endpoints)
 {
     bool enabled = false;
     int rc = curve_decide(config, endpoints, false, &enabled);
-    if (rc == 0 && enabled && s_client == NULL)
-        rc = curve_load(&s_client, false);
-    return rc;
+    if (rc != 0 || !enabled || s_client != NULL)
+        return rc;
+    /* A broker on this machine shares the home: whoever starts first makes the keys (a
+     * remote broker's public key must be copied here instead, so none is made for it). */
+    const char *chosen = getenv("CLOISTER_CURVE_CERT");
+    if ((chosen == NULL || chosen[0] == '\0') && s_all_local(endpoints))
+        rc = curve_keys_init();
+    return rc != 0 ? rc : curve_load(&s_client, false);
 }
 
 const curve_t *curve_client(void)

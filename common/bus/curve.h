@@ -13,12 +13,16 @@
  * The broker reloads authorized/ on SIGHUP (and czmq notices a changed directory itself),
  * so `pan keys revoke NAME` takes effect without a restart.
  *
- * [security] curve = true | false. Unset, it is true whenever an endpoint is tcp on
- * anything but a loopback address (ipc and loopback stay plain), so a bus that can be
- * reached from elsewhere is authenticated by default. A broker asked to listen beyond
- * loopback with curve off refuses to start unless [security] allow_insecure = true.
- * CLOISTER_CURVE=1|0 overrides the setting; CLOISTER_CURVE_CERT names the secret
- * certificate a client uses instead of keys/client_secret. */
+ * [security] curve = true | false. Unset, it is true whenever an endpoint is tcp, loopback
+ * included (ipc stays plain: its socket files live where the configuration puts them,
+ * by default nowhere another user reaches when inside the 0700 home): on a shared machine
+ * any local user can connect to 127.0.0.1, so TCP is authenticated by default, and TCP
+ * without CURVE is an explicit choice the broker warns about at start. A broker asked to
+ * listen beyond loopback with curve off refuses to start unless [security] allow_insecure
+ * = true. The keys are made on first start, by the broker or by the first local client
+ * (everything on this machine shares $PANOPTICON_HOME/keys). CLOISTER_CURVE=1|0 overrides
+ * the setting; CLOISTER_CURVE_CERT names the secret certificate a client uses instead of
+ * keys/client_secret. */
 #ifndef CLOISTER_CURVE_H
 #define CLOISTER_CURVE_H
 
@@ -46,13 +50,31 @@ int curve_client_init(const config_t *config, const char *const *endpoints);
 /* The process's client keys (curve_client_init), or NULL when the bus is plain. */
 const curve_t *curve_client(void);
 
-/* Makes the broker pair, the default client pair and authorizes the client, in
- * $PANOPTICON_HOME/keys (the pairs that exist already are kept). Returns 0 or FAILURE_IO. */
+/* What an authorized key may do on the bus, kept in its authorized/NAME file's metadata
+ * (czmq's zcert metadata "role"):
+ *   submitter  submits tasks, cancels and retries its own, reads (status, lists, events)
+ *   worker     says hello, heartbeats, reports progress and results for the tasks it was
+ *              given, reads (the fence asks for its task)
+ *   admin      all of that, and what overrides or reaches other people's work: payload.force,
+ *              cancelling or retrying others' tasks, retrying dead tasks
+ * A key without a role (made before roles existed) is an admin; the broker logs a warning.
+ * Keys themselves are files in $PANOPTICON_HOME/keys: changing them needs that directory. */
+typedef enum { CURVE_ROLE_SUBMITTER, CURVE_ROLE_WORKER, CURVE_ROLE_ADMIN } curve_role_t;
+
+#define CURVE_ROLE_META "role"
+
+/* The role a name spells ("submitter", "worker", "admin"), or -1. */
+int curve_role_parse(const char *text);
+const char *curve_role_name(curve_role_t role);
+
+/* Makes the broker pair, the default client pair and authorizes the client (an admin: the
+ * owner's pan and local services), in $PANOPTICON_HOME/keys (the pairs that exist already
+ * are kept). Returns 0 or FAILURE_IO. */
 int curve_keys_init(void);
 
-/* A new client pair keys/clients/NAME(_secret), authorized. Returns 0, FAILURE_INVALID (a
- * bad or taken name) or FAILURE_IO. */
-int curve_keys_add(const char *name);
+/* A new client pair keys/clients/NAME(_secret), authorized with `role`. Returns 0,
+ * FAILURE_INVALID (a bad or taken name) or FAILURE_IO. */
+int curve_keys_add(const char *name, curve_role_t role);
 
 /* Removes NAME from authorized/ (its pair stays in clients/). FAILURE_NOT_FOUND if it was
  * not there. */

@@ -58,10 +58,13 @@ size_t msgjson_utf8_cut(const char *text, size_t max)
     return used;
 }
 
-/* True if all `len` bytes at `text` are valid UTF-8. */
-static bool s_utf8_valid(const char *text, size_t len)
+bool msgjson_utf8_valid(const char *text, size_t len)
 {
     for (size_t at = 0; at < len;) {
+        if ((unsigned char)text[at] < 0x80) { /* ASCII, the common case, byte by byte */
+            at++;
+            continue;
+        }
         size_t step = msgjson_utf8_char(text + at, len - at);
         if (step == 0)
             return false;
@@ -70,9 +73,7 @@ static bool s_utf8_valid(const char *text, size_t len)
     return true;
 }
 
-/* A malloc'd copy of `len` bytes at `text` with U+FFFD for each invalid byte, its length
- * in *out_len (NUL-terminated too); the caller frees. NULL when memory runs out. */
-static char *s_utf8_repair(const char *text, size_t len, size_t *out_len)
+char *msgjson_utf8_repair(const char *text, size_t len, size_t *out_len)
 {
     char *out = malloc(len * 3 + 1); /* at worst every byte becomes 3 */
     if (out == NULL)
@@ -100,10 +101,10 @@ json_t *msgjson_string(const char *text, size_t len)
     /* An empty string may come with no pointer at all. */
     if (len == 0)
         return json_string("");
-    if (s_utf8_valid(text, len))
+    if (msgjson_utf8_valid(text, len))
         return json_stringn_nocheck(text, len);
     size_t repaired_len = 0;
-    char *repaired = s_utf8_repair(text, len, &repaired_len);
+    char *repaired = msgjson_utf8_repair(text, len, &repaired_len);
     json_t *value = repaired ? json_stringn_nocheck(repaired, repaired_len) : NULL;
     free(repaired);
     return value;
@@ -129,11 +130,11 @@ static void s_set_member(json_t *map, const msgpack_object *key, json_t *value)
     }
     if (len == 0) {
         json_object_set_new_nocheck(map, "", value);
-    } else if (s_utf8_valid(text, len)) {
+    } else if (msgjson_utf8_valid(text, len)) {
         json_object_setn_new_nocheck(map, text, len, value);
     } else {
         size_t repaired_len = 0;
-        char *repaired = s_utf8_repair(text, len, &repaired_len);
+        char *repaired = msgjson_utf8_repair(text, len, &repaired_len);
         if (repaired != NULL)
             json_object_setn_new_nocheck(map, repaired, repaired_len, value);
         else

@@ -25,6 +25,14 @@ json_t *msgjson_string(const char *text, size_t len);
  * short, an overlong form, a surrogate, or a code point above U+10FFFF). */
 size_t msgjson_utf8_char(const char *text, size_t len);
 
+/* True if all `len` bytes at `text` are valid UTF-8 (NUL bytes included: U+0000 is). */
+bool msgjson_utf8_valid(const char *text, size_t len);
+
+/* A malloc'd copy of `len` bytes at `text` with U+FFFD for each byte that is not part of a
+ * valid UTF-8 character, NUL-terminated, its length in *out_len; the caller frees. NULL
+ * when memory runs out. */
+char *msgjson_utf8_repair(const char *text, size_t len, size_t *out_len);
+
 /* The length of the longest prefix of the NUL-terminated `text` that is at most `max`
  * bytes and does not end inside a valid UTF-8 character (so "%.*s" with it never cuts one
  * in half). Bytes that are not valid UTF-8 count as one character each. */

@@ -22,6 +22,15 @@ bool submit_specialist_name_valid(const char *name)
     return true;
 }
 
+char *submit_specialist_canonical(const char *name, char *buf)
+{
+    size_t i = 0;
+    for (; name[i] != '\0' && i < SUBMIT_SPECIALIST_NAME_MAX; i++)
+        buf[i] = name[i] == '_' ? '-' : name[i];
+    buf[i] = '\0';
+    return buf;
+}
+
 int submit_check(const submit_t *task)
 {
     if (task->id == NULL || task->id[0] == '\0')

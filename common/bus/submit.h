@@ -42,6 +42,13 @@ typedef struct {
  * starting with punctuation. */
 bool submit_specialist_name_valid(const char *name);
 
+/* The one spelling of a specialist name: `_` and `-` are one (`merge_agent` is
+ * `merge-agent`, as in cloister.toml's tables), kept as `-`. Writes it into `buf` (at
+ * least SUBMIT_SPECIALIST_NAME_MAX + 1 bytes; a longer name is cut, and is refused as
+ * invalid anyway) and returns buf. Every reader of a name (the broker's queues and gate,
+ * pan) uses this, so no check can be passed under another spelling. */
+char *submit_specialist_canonical(const char *name, char *buf);
+
 /* Checks the fields a submit carries, without the broker's state. Returns 0, or
  * FAILURE_INVALID / FAILURE_TOO_BIG with the reason in failure_message(). */
 int submit_check(const submit_t *task);

@@ -2,6 +2,7 @@
 #include "wire.h"
 
 #include "failure.h"
+#include "msgjson.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,15 @@ static int s_take_field(const wire_spec_t *spec, const wire_field_t *field,
         if (field->max_len > 0 && len > field->max_len)
             return failure_set(FAILURE_TOO_BIG, "%s: field '%s' is %zu bytes, over its cap of %zu",
                                msg_type_name(spec->type), field_name(field->field), len, field->max_len);
+        /* A declared string is cut at its first NUL when read (wire_msg_str), so "a\0x"
+         * and "a\0y" would be one id: refused. A bin taken as a string is text too. */
+        const char *bytes = obj->type == MSGPACK_OBJECT_STR ? obj->via.str.ptr : obj->via.bin.ptr;
+        if (len > 0 && memchr(bytes, '\0', len) != NULL)
+            return failure_set(FAILURE_INVALID, "%s: field '%s' holds a NUL byte",
+                               msg_type_name(spec->type), field_name(field->field));
+        if (obj->type == MSGPACK_OBJECT_BIN && !msgjson_utf8_valid(bytes, len))
+            return failure_set(FAILURE_INVALID, "%s: field '%s' is not valid UTF-8",
+                               msg_type_name(spec->type), field_name(field->field));
         *string_bytes += len + 1;
     }
     return 0;
@@ -209,6 +219,8 @@ static int s_check_structure(const unsigned char *data, size_t len)
         pending--;
         uint64_t skip = 0, children = 0;
         int width = 0;
+        bool is_str = (byte >= 0xa0 && byte <= 0xbf) || byte == 0xd9 || byte == 0xda ||
+                      byte == 0xdb;
         if (byte <= 0x7f || byte >= 0xe0 || byte == 0xc0 || byte == 0xc2 || byte == 0xc3) {
             /* a one-byte value */
         } else if (byte >= 0x80 && byte <= 0x8f) {
@@ -255,6 +267,12 @@ static int s_check_structure(const unsigned char *data, size_t len)
         }
         if (skip > len - at)
             return failure_set(FAILURE_INVALID, "truncated msgpack message");
+        /* A str is text: strict readers (Python's raw=False, JSON) fail on anything else,
+         * and every event and replay page holding it with them. Bytes go as bin. */
+        if (is_str && !msgjson_utf8_valid((const char *)data + at, (size_t)skip))
+            return failure_set(FAILURE_INVALID,
+                               "the string at byte %zu is not valid UTF-8 (send bytes as bin)",
+                               at);
         at += (size_t)skip;
         pending += children;
         if (pending > len - at)
@@ -583,10 +601,10 @@ static size_t s_write_str(char *at, const char *value, size_t len)
 }
 
 /* Writes a map key (nothing when key is NULL, i.e. inside an array) followed by a string
- * value (nothing when value is NULL). */
-static void s_key_str(wire_writer_t *self, const char *key, const char *value, size_t len)
+ * value (nothing when value is NULL), both known to be UTF-8. */
+static void s_key_str_utf8(wire_writer_t *self, const char *key, size_t key_len,
+                           const char *value, size_t len)
 {
-    size_t key_len = key ? strlen(key) : 0;
     size_t need = (key ? STR_HEADER_MAX + key_len : 0) + (value ? STR_HEADER_MAX + len : 0);
     char *at = s_reserve(self, need);
     if (at == NULL)
@@ -597,6 +615,33 @@ static void s_key_str(wire_writer_t *self, const char *key, const char *value, s
     if (value != NULL)
         written += s_write_str(at + written, value, len);
     self->sbuf.size += written;
+}
+
+/* A copy of `*text` (`*len` bytes) with U+FFFD for what is not UTF-8, or NULL when it is
+ * UTF-8 already; *text and *len then name the copy (or "" when memory ran out). */
+static char *s_repaired(const char **text, size_t *len)
+{
+    if (*text == NULL || msgjson_utf8_valid(*text, *len))
+        return NULL;
+    char *copy = msgjson_utf8_repair(*text, *len, len);
+    *text = copy ? copy : "";
+    if (copy == NULL)
+        *len = 0;
+    return copy;
+}
+
+/* Writes a map key (nothing when key is NULL, i.e. inside an array) followed by a string
+ * value (nothing when value is NULL). A msgpack str is text and readers refuse one that is
+ * not UTF-8 (wire_decode does), so bytes that are not become U+FFFD: what this side sends
+ * is always read. */
+static void s_key_str(wire_writer_t *self, const char *key, const char *value, size_t len)
+{
+    size_t key_len = key ? strlen(key) : 0;
+    char *key_copy = s_repaired(&key, &key_len);
+    char *value_copy = s_repaired(&value, &len);
+    s_key_str_utf8(self, key, key_len, value, len);
+    free(key_copy);
+    free(value_copy);
 }
 
 static void s_key(wire_writer_t *self, const char *key)

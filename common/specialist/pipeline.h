@@ -12,7 +12,10 @@
  *     merge, when the review's mode was yolo; in normal and strict the merge waits for
  *     `pan approve`.
  * The tasks built here carry payload.pipeline = {review: <review task id>, mode: <review
- * mode>} so the next step knows where the change came from. */
+ * mode>} so the next step knows where the change came from. Those words are the
+ * submitter's, so they decide nothing: the next step reads the review mode from
+ * configuration (repository_review_mode()), and the broker's gate lets the merge through
+ * only when the review it descends from read the commit and opened the gate. */
 #ifndef CLOISTER_PIPELINE_H
 #define CLOISTER_PIPELINE_H
 

@@ -2,6 +2,7 @@
 #include "repository.h"
 
 #include "failure.h"
+#include "protocol.h"
 
 #include <git2.h>
 #include <limits.h>
@@ -95,6 +96,51 @@ int repository_config_at(const char *workspace, const char *rev, config_t **out)
     }
     free(text);
     return rc;
+}
+
+int repository_review_mode(const config_t *config, const char *workspace, const char *target,
+                           char *out, size_t size)
+{
+    const char *mode = config_string(config, "review", "mode", "normal");
+    config_t *own = NULL;
+    int rc = workspace != NULL && workspace[0] != '\0'
+                 ? repository_config_at(workspace, target ? target : "main", &own)
+                 : 0;
+    if (rc == FAILURE_NOT_FOUND)
+        rc = 0;
+    if (rc == 0 && own != NULL)
+        mode = config_string(own, "review", "mode", mode);
+    if (rc == 0 && review_mode_parse_name(mode) < 0)
+        rc = failure_set(FAILURE_INVALID, "review mode '%.32s': expected strict|normal|yolo|disabled",
+                         mode);
+    snprintf(out, size, "%s", rc == 0 ? mode : "normal");
+    config_destroy(&own);
+    return rc;
+}
+
+bool repository_network_opt_in(const config_t *config, const char *workspace,
+                               const char *target, const char *section, char *out,
+                               size_t size)
+{
+    out[0] = '\0';
+    const char *rev = target && target[0] ? target : "main";
+    config_t *own = NULL;
+    int rc = workspace != NULL && workspace[0] != '\0'
+                 ? repository_config_at(workspace, rev, &own)
+                 : FAILURE_NOT_FOUND;
+    bool allowed = false;
+    if (rc == 0 && own != NULL && config_has(own, section, "network")) {
+        allowed = config_bool(own, section, "network", false);
+        if (allowed)
+            snprintf(out, size, "[%s] network = true in %.200s:%s", section, rev,
+                     REPOSITORY_CONFIG_PATH);
+    } else if (rc == 0 || rc == FAILURE_NOT_FOUND) {
+        allowed = config_bool(config, section, "network", false);
+        if (allowed)
+            snprintf(out, size, "[%s] network = true in cloister.toml", section);
+    }
+    config_destroy(&own);
+    return allowed;
 }
 
 /* git_reference_foreach_glob's callback: the first match names the branch on a remote. */

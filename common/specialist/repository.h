@@ -4,6 +4,7 @@
 
 #include "config.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Writes into `out` the root of the repository that contains `path`: the main working
@@ -46,5 +47,26 @@ int repository_file_at(const char *workspace, const char *rev, const char *path,
  * such file. Returns 0, FAILURE_NOT_FOUND (no repository, or no such rev) or
  * FAILURE_INVALID ("<rev>:.cloister/config.toml:line:col: ..."). */
 int repository_config_at(const char *workspace, const char *rev, config_t **out);
+
+/* The review mode that holds for a change into `target` of the repository containing
+ * `workspace`: the target branch's own [review] mode (REPOSITORY_CONFIG_PATH as committed
+ * there) when it sets one, else `config`'s [review] mode ("normal" when unset). This is
+ * policy, so it is read from configuration only, never from a task's payload; the branch
+ * under review cannot change it. Writes the mode's name into `out` and returns 0; with no
+ * repository or no such target the configuration's mode holds. A settings file that does
+ * not parse, or a mode that is not strict|normal|yolo|disabled, gives "normal" (the safe
+ * side) and returns FAILURE_INVALID with the reason. */
+int repository_review_mode(const config_t *config, const char *workspace, const char *target,
+                           char *out, size_t size);
+
+/* Whether a repository's commands may use the network (see sandbox.h): `section`
+ * ("tests" or "review") network = true in the target branch's own settings (as committed
+ * on `target` of the repository containing `workspace`), else in `config`; the target's
+ * file wins when it sets the key. Returns true with who allowed it in `out` ("[tests]
+ * network = true in main:.cloister/config.toml"); false (out "") when nobody did, or when
+ * the target's settings cannot be read (the safe side). */
+bool repository_network_opt_in(const config_t *config, const char *workspace,
+                               const char *target, const char *section, char *out,
+                               size_t size);
 
 #endif

@@ -127,6 +127,7 @@ typedef struct {
     char epoch[SPECIALIST_ID_CAP + 1];
     int64_t last_contact;
     int64_t next_heartbeat;
+    int64_t last_tick; /* when the loop last ran (s_on_deadlines) */
 
     bool leaving;
     bool stuck;
@@ -1044,8 +1045,31 @@ static void s_on_wake(loop_t *loop)
 
 /* ---- deadlines ---- */
 
+/* A loop that did not run for the broker's whole grace (the process was stopped, SIGSTOP,
+ * or starved) sent no heartbeat all that time: a broker that was up has declared this
+ * worker lost and given its attempt to another. The job is stopped at once, its result
+ * muted, rather than after the hello's answer, so it does as little as possible beside
+ * the attempt that replaced it. (A broker that was down instead keeps the attempt for its
+ * worker; a job stopped here then runs again: at least once, never two at a time.) */
+static void s_fence_frozen_job(loop_t *loop, int64_t now)
+{
+    int64_t gap = now - loop->last_tick;
+    loop->last_tick = now;
+    specialist_ctx_t *ctx = loop->stuck ? NULL : loop->ctx;
+    if (ctx == NULL || s_ctx_muted(ctx) ||
+        gap < (int64_t)loop->heartbeat_ms * loop->heartbeat_misses)
+        return;
+    log_warn("task %s (attempt %lld): this worker did not run for %lld ms, past the broker's "
+             "grace, so the attempt has been given to another worker; stopping the job",
+             ctx->task.id, (long long)ctx->task.attempt, (long long)gap);
+    s_ctx_cancel(ctx, SPECIALIST_CANCEL_REQUESTED, true);
+    if (loop->grace_deadline == 0)
+        loop->grace_deadline = now + loop->grace_ms;
+}
+
 static void s_on_deadlines(loop_t *loop, int64_t now)
 {
+    s_fence_frozen_job(loop, now);
     specialist_ctx_t *ctx = loop->stuck ? NULL : loop->ctx;
     if (ctx != NULL && loop->grace_deadline == 0 && now >= loop->lease_deadline) {
         log_warn("task %s: timed out after %lld s; stopping the job", ctx->task.id,
@@ -1289,6 +1313,7 @@ int specialist_run(const specialist_config_t *config, specialist_job_fn *job, vo
              loop->worker_id, loop->in_endpoint, loop->endpoint, loop->heartbeat_ms);
     s_send_hello(loop);
     loop->last_contact = now;
+    loop->last_tick = now;
     loop->next_heartbeat = now + loop->heartbeat_ms;
 
     zmq_pollitem_t items[3] = {

@@ -6,7 +6,8 @@
  * failure lines add a failing test. Some runners print a failure's reason on a later line
  * (jest, vitest, go, cargo, node's TAP); `want` remembers which failure waits for one and
  * how to find it. At the end one runner's counters are chosen (the first with a summary, in
- * the order pytest, jest/vitest, cargo, ctest, node, go, unittest).
+ * the order pytest, jest/vitest, cargo, ctest, node, go, unittest, then a TAP plan with its
+ * ok / not ok lines, then runner-neutral summary lines such as "3 passed, 0 failed").
  *
  * Failures come in two tiers: names from a runner's failure report (pytest's FAILED lines,
  * jest's ●, vitest's FAIL a > b, cargo's ---- x stdout ----, go's --- FAIL, ctest's list,
@@ -16,6 +17,7 @@
 
 #include "failure.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,10 @@ typedef struct {
     bool tap_has_pass, tap_has_fail;
     long go_pass, go_fail, go_skip, go_pkg_ok, go_pkg_fail;
     long ut_run, ut_failed, ut_skipped; /* ut_failed < 0 until the OK / FAILED line */
+    long tap_plan; /* a TAP plan's count ("1..N" at the start of a line), -1 without one */
+    long tap_ok, tap_not_ok, tap_directive; /* unindented ok / not ok lines; # SKIP, # TODO */
+    bool generic; /* a runner-neutral summary line was read (s_generic_line) */
+    long gen_passed, gen_failed, gen_skipped;
     bool in_ctest_failed, in_ctest_notrun, in_cargo_list;
     s_failures_t primary, secondary;
     s_want_t want;
@@ -572,10 +578,39 @@ static bool s_ctest_line(s_parser_t *p, const char *t)
     return true;
 }
 
-/* node --test: TAP "# tests 42" / "# pass 40" / "# fail 2" / "# skipped 1" (or the spec
- * reporter's "ℹ pass 40"), and "not ok 3 - name" followed by a YAML block with error:. */
-static bool s_tap_line(s_parser_t *p, const char *t)
+/* A TAP test line's directive: true when `q` (the text after "ok N" / "not ok N") carries
+ * "# SKIP" or "# TODO", whose line is neither a pass nor a failure; *hash is where the
+ * " # " starts, or NULL. */
+static bool s_tap_directive(const char *q, const char **hash)
 {
+    *hash = strstr(q, " # ");
+    return *hash != NULL &&
+           (strncasecmp(*hash + 3, "skip", 4) == 0 || strncasecmp(*hash + 3, "todo", 4) == 0);
+}
+
+/* TAP from any producer (prove, bats, node --test, tap-spec ...): node's summary "# tests
+ * 42" / "# pass 40" / "# fail 2" / "# skipped 1" (or the spec reporter's "ℹ pass 40");
+ * "not ok 3 - name" followed by a YAML block with error:; and, for producers that print no
+ * summary, the plan "1..N" and the unindented "ok" / "not ok" lines, counted (indented ones
+ * are subtests, which their parent's line already counts). `indented` says whether the
+ * line started with white space. */
+static bool s_tap_line(s_parser_t *p, const char *t, bool indented)
+{
+    long planned;
+    char after = ' ';
+    if (!indented && s_starts(t, "1..") && t[3] >= '0' && t[3] <= '9' &&
+        sscanf(t, "1..%ld%c", &planned, &after) >= 1 && after == ' ' && s_count_ok(planned)) {
+        p->tap_plan = planned;
+        return true;
+    }
+    const char *hash;
+    if (!indented && (strcmp(t, "ok") == 0 || s_starts(t, "ok "))) {
+        if (s_tap_directive(t + 2, &hash))
+            p->tap_directive++;
+        else
+            p->tap_ok++;
+        return true;
+    }
     const char *body = NULL;
     if (s_starts(t, "# "))
         body = t + 2;
@@ -611,14 +646,90 @@ static bool s_tap_line(s_parser_t *p, const char *t)
         if (s_starts(q, " - "))
             q += 3;
         /* A directive ("# SKIP", "# TODO") is not a failure. */
-        const char *hash = strstr(q, " # ");
-        if (hash &&
-            (strncasecmp(hash + 3, "skip", 4) == 0 || strncasecmp(hash + 3, "todo", 4) == 0))
+        if (s_tap_directive(q, &hash)) {
+            p->tap_directive += !indented;
             return true;
+        }
+        p->tap_not_ok += !indented;
         s_add_awaiting(p, q, hash ? (size_t)(hash - q) : strlen(q), S_WANT_TAP, 0);
         return true;
     }
     return false;
+}
+
+/* The kind of count a word after a number names in a runner-neutral summary line. */
+typedef enum { S_WORD_OTHER, S_WORD_NEUTRAL, S_WORD_PASSED, S_WORD_FAILED, S_WORD_TOTAL,
+               S_WORD_SKIPPED } s_word_t;
+
+static s_word_t s_word_kind(const char *word)
+{
+    static const char *const passed[] = {"passed", "passing", "succeeded", NULL};
+    static const char *const failed[] = {"failed", "failing", "failures", "failure",
+                                         "errors", "error",   NULL};
+    static const char *const total[] = {"tests", "test", "examples", "example",
+                                        "runs",  "run",  "total",    NULL};
+    static const char *const skipped[] = {"skipped", "skip",  "skips", "pending",
+                                          "ignored", "todo",  NULL};
+    /* Words that may stand beside the counts: durations, assertions, warnings. */
+    static const char *const neutral[] = {"",        "ms",          "s",        "sec",
+                                          "seconds", "assertions",  "assertion", "warnings",
+                                          "warning", NULL};
+    static const char *const *const lists[] = {passed, failed, total, skipped, neutral};
+    static const s_word_t kinds[] = {S_WORD_PASSED, S_WORD_FAILED, S_WORD_TOTAL, S_WORD_SKIPPED,
+                                     S_WORD_NEUTRAL};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        for (size_t i = 0; lists[k][i] != NULL; i++)
+            if (strcmp(word, lists[k][i]) == 0)
+                return kinds[k];
+    return S_WORD_OTHER;
+}
+
+/* A summary line of no runner in particular, such as a Makefile's own test script, mocha,
+ * RSpec, minitest or Unity prints: "3 passed, 0 failed", "12 passing (40ms)" and "1
+ * failing" (mocha, on lines of their own), "10 tests, 2 failures", "10 examples, 1
+ * failure, 2 pending", "10 runs, 20 assertions, 1 failures, 0 errors, 2 skips", "5 Tests 1
+ * Failures 0 Ignored" (any case). Every count on the line must name a known kind, and the
+ * line must give two kinds, one of them passed or failed -- or be one of mocha's own
+ * "passing" / "failing" / "pending" lines -- so that "2 errors generated" (a compiler) or "3 files
+ * changed, 1 failed to apply" is no summary. Counts of several such lines add up (a make
+ * target running several suites). Chosen only when no runner's own summary was read. */
+static bool s_generic_line(s_parser_t *p, const char *t)
+{
+    char lower[S_LINE_MAX];
+    size_t len = strlen(t);
+    for (size_t i = 0; i <= len; i++)
+        lower[i] = (char)tolower((unsigned char)t[i]);
+    s_pair_t pairs[S_MAX_PAIRS];
+    size_t n = s_pairs(lower, len, pairs);
+    long counts[S_WORD_SKIPPED + 1] = {0};
+    bool seen[S_WORD_SKIPPED + 1] = {false};
+    bool mocha = false;
+    for (size_t i = 0; i < n; i++) {
+        s_word_t kind = s_word_kind(pairs[i].word);
+        if (kind == S_WORD_OTHER || !s_count_ok(pairs[i].n))
+            return false;
+        counts[kind] += pairs[i].n;
+        seen[kind] = true;
+        mocha = mocha || strcmp(pairs[i].word, "passing") == 0 ||
+                strcmp(pairs[i].word, "failing") == 0 || strcmp(pairs[i].word, "pending") == 0;
+    }
+    int kinds = seen[S_WORD_PASSED] + seen[S_WORD_FAILED] + seen[S_WORD_TOTAL] +
+                seen[S_WORD_SKIPPED];
+    bool summary = (kinds >= 2 && (seen[S_WORD_PASSED] || seen[S_WORD_FAILED])) ||
+                   (mocha && kinds >= 1);
+    if (!summary)
+        return false;
+    long passed = counts[S_WORD_PASSED];
+    if (!seen[S_WORD_PASSED] && seen[S_WORD_TOTAL]) {
+        passed = counts[S_WORD_TOTAL] - counts[S_WORD_FAILED] - counts[S_WORD_SKIPPED];
+        if (passed < 0)
+            passed = 0;
+    }
+    p->generic = true;
+    p->gen_passed += passed;
+    p->gen_failed += counts[S_WORD_FAILED];
+    p->gen_skipped += counts[S_WORD_SKIPPED];
+    return true;
 }
 
 /* Feeds a line to the failure that waits for its reason; true when the line was used. */
@@ -687,9 +798,10 @@ static void s_feed(s_parser_t *p, const char *raw)
         return;
     }
     if (s_ctest_line(p, t) || s_cargo_line(p, raw, t) || s_go_line(p, raw, t) ||
-        s_pytest_line(p, t) || s_js_line(p, t) || s_unittest_line(p, t))
+        s_pytest_line(p, t) || s_js_line(p, t) || s_unittest_line(p, t) ||
+        s_tap_line(p, t, t != raw))
         return;
-    s_tap_line(p, t);
+    s_generic_line(p, t);
 }
 
 /* --- results ------------------------------------------------------------------------- */
@@ -742,6 +854,16 @@ static void s_choose_counts(const s_parser_t *p, testrun_result_t *r)
         r->passed = p->ut_run - p->ut_failed - p->ut_skipped;
         if (r->passed < 0)
             r->passed = 0;
+    } else if (p->tap_plan >= 0) {
+        /* A planned test that never reported (the producer died) counts as failed. */
+        long seen = p->tap_ok + p->tap_not_ok + p->tap_directive;
+        r->passed = p->tap_ok;
+        r->failed = p->tap_not_ok + (p->tap_plan > seen ? p->tap_plan - seen : 0);
+        r->skipped = p->tap_directive;
+    } else if (p->generic) {
+        r->passed = p->gen_passed;
+        r->failed = p->gen_failed;
+        r->skipped = p->gen_skipped;
     }
     if (r->passed >= 0 && r->failed >= 0)
         r->run = r->passed + r->failed;
@@ -793,6 +915,7 @@ int testparse_into(testrun_result_t *r, const char *output, size_t len)
     s_parser_t *p = calloc(1, sizeof *p);
     if (!p)
         return failure_set(FAILURE_MEMORY, "out of memory parsing test output");
+    p->tap_plan = -1;
     char *line = malloc(S_LINE_MAX);
     size_t pos = 0;
     while (line && pos < len && !p->oom) {

@@ -93,7 +93,8 @@ int testrun_start(testrun_t **run_p, const testrun_options_t *options)
     char **wrapped = NULL;
     int rc = 0;
     if (options->sandbox != NULL)
-        rc = sandbox_wrap(options->sandbox, options->dir ? options->dir : ".", argv, &wrapped);
+        rc = sandbox_wrap(options->sandbox, options->dir ? options->dir : ".", options->network,
+                          argv, &wrapped);
     if (rc != 0) {
         free(script);
         *run_p = self;

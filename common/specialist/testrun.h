@@ -74,6 +74,9 @@ typedef struct {
     /* optional (borrowed): the command is a repository's, run it under this policy (a
      * scrubbed environment, bwrap); NULL runs it with our environment, unwrapped. */
     const sandbox_t *sandbox;
+    /* With a sandbox: the command may use the network (its repository opted in, see
+     * sandbox.h); false gives it a network of its own, loopback only. */
+    bool network;
 } testrun_options_t;
 
 

@@ -304,7 +304,7 @@ void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_i
 void broker_submit_refused(broker_t *self, const char *task_id, int rc)
 {
     if (rc != FAILURE_DISK_FULL) {
-        broker_count_rejected(self, "invalid_submit");
+        broker_count_rejected(self, broker_submit_refusal(rc));
         broker_emit_rejected(self, EVENT_TASK_REJECTED, task_id, failure_message(), 0);
         return;
     }
@@ -323,23 +323,10 @@ void broker_submit_refused(broker_t *self, const char *task_id, int rc)
 
 /* ---- queues and specialists ---- */
 
-/* Specialist names treat `_` and `-` as one (`merge_agent` is `merge-agent`, as in
- * cloister.toml's tables): queues are kept under the `-` spelling. `buf` holds at least
- * SPECIALIST_NAME_BUF bytes; a longer name is cut (it is refused as invalid anyway). */
-#define SPECIALIST_NAME_BUF 80
-static const char *s_canonical_name(const char *name, char *buf)
-{
-    size_t i = 0;
-    for (; name[i] != '\0' && i < SPECIALIST_NAME_BUF - 1; i++)
-        buf[i] = name[i] == '_' ? '-' : name[i];
-    buf[i] = '\0';
-    return buf;
-}
-
 queue_t *broker_queue(broker_t *self, const char *specialist, bool create)
 {
-    char buf[SPECIALIST_NAME_BUF];
-    const char *name = s_canonical_name(specialist, buf);
+    char buf[SUBMIT_SPECIALIST_NAME_MAX + 1];
+    const char *name = submit_specialist_canonical(specialist, buf);
     queue_t *queue = zhashx_lookup(self->queues, name);
     if (queue != NULL || !create)
         return queue;
@@ -348,11 +335,6 @@ queue_t *broker_queue(broker_t *self, const char *specialist, bool create)
     if (queue != NULL)
         zhashx_insert(self->queues, name, queue);
     return queue;
-}
-
-bool broker_specialist_known(broker_t *self, const char *name)
-{
-    return broker_queue(self, name, false) != NULL;
 }
 
 /* ---- dispatch ---- */
@@ -464,6 +446,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     task->attempt++;
     task->worker = worker;
     task_set_text(&task->worker_id, worker->id);
+    task_set_text(&task->worker_key, worker->key);
     task->dispatched_at = clock_now_ms();
     task->lease_until = broker_lease_deadline(self, task, task->dispatched_at);
     task->updated = clock_wall_ms();
@@ -863,7 +846,9 @@ static void s_drain_control(broker_t *self)
         zframe_t *body = zmsg_last(request);
         if (zmsg_size(request) >= 2) {
             zmsg_remove(request, body);
-            broker_handle_control(self, request, zframe_data(body), zframe_size(body));
+            /* With CURVE, the ZAP handler made the requester's public key its User-Id. */
+            broker_handle_control(self, request, zframe_data(body), zframe_size(body),
+                                  self->curve ? zframe_meta(body, "User-Id") : NULL);
             zframe_destroy(&body);
         }
         zmsg_destroy(&request);
@@ -1089,6 +1074,15 @@ static int s_start_curve(broker_t *self)
     if (rc != 0)
         return rc;
     if (!enabled) {
+        for (size_t i = 0; endpoints[i] != NULL; i++)
+            if (strncmp(endpoints[i], "tcp://", 6) == 0) {
+                log_warn("CURVE is off on %s: every user of this machine (and whoever else "
+                         "reaches it) can submit, read and cancel tasks, which run as %s; "
+                         "turn [security] curve back on, or use ipc:// endpoints inside "
+                         "$PANOPTICON_HOME",
+                         endpoints[i], getenv("USER") ? getenv("USER") : "this user");
+                break;
+            }
         self->zmq_context = zmq_ctx_new();
         if (self->zmq_context == NULL)
             return failure_set(FAILURE_IO, "cannot start ZeroMQ: %s", zmq_strerror(errno));
@@ -1103,7 +1097,8 @@ static int s_start_curve(broker_t *self)
     zsys_set_max_sockets((size_t)self->config.max_sockets);
     self->zmq_context = zsys_init();
     self->auth = zactor_new(zauth, NULL);
-    if (self->zmq_context == NULL || self->auth == NULL)
+    self->roles = key_roles_new(curve_authorized_dir(self->curve));
+    if (self->zmq_context == NULL || self->auth == NULL || self->roles == NULL)
         return failure_set(FAILURE_IO, "cannot start the CURVE authenticator");
     log_info("CURVE on: clients need a key in %s", curve_authorized_dir(self->curve));
     return s_load_authorized(self);
@@ -1221,6 +1216,7 @@ void broker_destroy(broker_t **self_p)
     if (self->zmq_context && self->curve == NULL)
         zmq_ctx_term(self->zmq_context);
     curve_destroy(&self->curve);
+    key_roles_destroy(&self->roles);
     zhashx_destroy(&self->tasks);
     zhashx_destroy(&self->queues);
     zhashx_destroy(&self->groups);

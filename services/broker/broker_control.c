@@ -24,9 +24,10 @@
 typedef struct {
     broker_t *broker;
     zmsg_t *envelope;
-    const void *data; /* the request as it came */
+    const char *peer_key; /* with CURVE: the requester's public key (Z85); NULL when plain */
+    const void *data;     /* the request as it came */
     size_t len;
-    bool durable; /* the reply reports a change the commit stores */
+    bool durable;         /* the reply reports a change the commit stores */
 } request_t;
 
 static void s_send(request_t *req)
@@ -72,8 +73,11 @@ static void s_submit(request_t *req, const wire_msg_t *msg)
 {
     task_t *task = NULL;
     bool loaded = false, created = false;
-    int rc = broker_submit(req->broker, msg, NULL, &task, &loaded, &created);
-    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL)
+    int rc = key_roles_check(req->broker->roles, req->peer_key, KEY_ACTION_SUBMIT);
+    if (rc == 0)
+        rc = broker_submit(req->broker, msg, NULL, req->peer_key, &task, &loaded, &created);
+    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL ||
+        rc == FAILURE_DENIED)
         broker_submit_refused(req->broker, wire_msg_str(msg, FIELD_ID, NULL), rc);
     if (rc != 0) {
         s_reply_error(req, rc, failure_message());
@@ -112,6 +116,18 @@ static void s_show(request_t *req, const wire_msg_t *msg)
         task_destroy(&task);
 }
 
+/* Whether the requester may cancel or retry `task`: a key that may submit, and the one
+ * that submitted it or an admin's. False with the reason in failure_message(). */
+static bool s_may_change(request_t *req, const task_t *task)
+{
+    key_roles_t *roles = req->broker->roles;
+    if (key_roles_check(roles, req->peer_key, KEY_ACTION_SUBMIT) != 0)
+        return false;
+    bool own = req->peer_key == NULL || task->submitter_key == NULL ||
+               strcmp(task->submitter_key, req->peer_key) == 0;
+    return own || key_roles_check(roles, req->peer_key, KEY_ACTION_OTHERS_TASKS) == 0;
+}
+
 static void s_cancel(request_t *req, const wire_msg_t *msg)
 {
     broker_t *self = req->broker;
@@ -125,6 +141,10 @@ static void s_cancel(request_t *req, const wire_msg_t *msg)
                  task_state_name(task->state));
         s_reply_error(req, FAILURE_STATE, reason);
         task_destroy(&task);
+        return;
+    }
+    if (!s_may_change(req, task)) {
+        s_reply_error(req, FAILURE_DENIED, failure_message());
         return;
     }
     if (task->worker != NULL)
@@ -167,6 +187,13 @@ static void s_retry(request_t *req, const wire_msg_t *msg)
         s_reply_error(req, FAILURE_STATE, reason);
         if (loaded)
             task_destroy(&task);
+        return;
+    }
+    if (!s_may_change(req, task) ||
+        (task->state == TASK_DEAD &&
+         key_roles_check(self->roles, req->peer_key, KEY_ACTION_RETRY_DEAD) != 0)) {
+        s_reply_error(req, FAILURE_DENIED, failure_message());
+        task_destroy(&task);
         return;
     }
     task->queue = broker_queue(self, task->specialist, true);
@@ -627,9 +654,10 @@ static bool s_admitted(request_t *req)
     return false;
 }
 
-void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len)
+void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
+                           const char *peer_key)
 {
-    request_t req = {self, envelope, data, len, false};
+    request_t req = {self, envelope, peer_key, data, len, false};
     if (!s_admitted(&req))
         return;
     wire_msg_t *msg = NULL;

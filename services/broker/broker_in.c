@@ -35,12 +35,21 @@ static void s_reject_message(broker_t *self, const char *category, const char *r
         self->garbage_unreported = 0;
 }
 
-static void s_handle_submit(broker_t *self, const wire_msg_t *msg)
+/* The stats.rejected category of a refused submit. */
+const char *broker_submit_refusal(int rc)
+{
+    return rc == FAILURE_DISK_FULL ? "disk_full" : rc == FAILURE_DENIED ? "denied" : "invalid_submit";
+}
+
+static void s_handle_submit(broker_t *self, const wire_msg_t *msg, const char *peer_key)
 {
     task_t *task = NULL;
     bool loaded = false, created = false;
-    int rc = broker_submit(self, msg, NULL, &task, &loaded, &created);
-    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL) {
+    int rc = key_roles_check(self->roles, peer_key, KEY_ACTION_SUBMIT);
+    if (rc == 0)
+        rc = broker_submit(self, msg, NULL, peer_key, &task, &loaded, &created);
+    if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL ||
+        rc == FAILURE_DENIED) {
         broker_submit_refused(self, wire_msg_str(msg, FIELD_ID, NULL), rc);
     } else if (rc != 0) {
         log_error("submit %s: %s", wire_msg_str(msg, FIELD_ID, "?"), failure_message());
@@ -162,12 +171,26 @@ static void s_cancel_stale(broker_t *self, worker_t *worker, const char *task_id
     task_destroy(&stored);
 }
 
-/* After a hello: reconcile the task the worker says it holds with what the broker thinks. */
-static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_msg_t *msg)
+/* After a hello: reconcile the task the worker says it holds with what the broker thinks.
+ * `restarted`: the hello comes from another process than the one registered under this
+ * worker id (or from one not registered yet).
+ *
+ * A hello that holds nothing while the broker gave the worker a task may simply have
+ * crossed that task on the wire: a worker says hello again when it misses pings or sees a
+ * new epoch, and a broker that has just registered it from its first hello may already
+ * have dispatched to it. Releasing the task then would hand it out a second time while the
+ * worker runs it. So only a worker that restarted (another pid) loses its task here; from
+ * the same process the task stays, and the heartbeats settle it: one naming the task
+ * confirms it, idle ones for two intervals after the dispatch mean it never arrived
+ * (broker_in.c's heartbeat handler requeues it as undelivered). */
+static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_msg_t *msg,
+                                  bool restarted)
 {
     const char *held_id = wire_msg_str(msg, FIELD_TASK, NULL);
     int held_attempt = (int)wire_msg_int(msg, FIELD_ATTEMPT, 0);
     if (held_id == NULL) {
+        if (worker->task != NULL && !restarted)
+            return;
         if (worker->task != NULL)
             broker_task_requeue(self, worker->task, "released", false,
                                 "its worker restarted without it");
@@ -196,15 +219,19 @@ static void s_handle_hello(broker_t *self, const wire_msg_t *msg, const char *pe
         s_reject_message(self, "bad_hello", "hello: invalid specialist name", false);
         return;
     }
+    const worker_t *known = zhashx_lookup(self->workers, wire_msg_str(msg, FIELD_WORKER, ""));
+    int64_t pid = wire_msg_int(msg, FIELD_PID, 0);
+    bool restarted = known == NULL || pid == 0 || known->pid != pid;
     worker_t *worker = s_register_worker(self, msg, specialist, peer_key);
     if (worker == NULL) {
         s_reject_message(self, "bad_hello", failure_message(), false);
         return;
     }
+    worker->pid = pid;
     worker->last_seen = clock_now_ms();
     /* The hello's answer: the broker's epoch and the heartbeat it expects. */
     broker_send_ping(self, worker);
-    s_reconcile_held_task(self, worker, msg);
+    s_reconcile_held_task(self, worker, msg, restarted);
 }
 
 static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
@@ -273,7 +300,8 @@ static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
 }
 
 /* Commits each of a result's next tasks; a refused one is reported, the rest go on. */
-static void s_submit_next(broker_t *self, const task_t *parent, const wire_msg_t *msg)
+static void s_submit_next(broker_t *self, const char *parent, const char *submitter_key,
+                          const wire_msg_t *msg)
 {
     const msgpack_object *next = wire_msg_object(msg, FIELD_NEXT);
     if (next == NULL)
@@ -290,10 +318,10 @@ static void s_submit_next(broker_t *self, const task_t *parent, const wire_msg_t
         task_t *task = NULL;
         bool loaded = false, created = false;
         if (rc == 0)
-            rc = broker_submit(self, sub, parent->id, &task, &loaded, &created);
+            rc = broker_submit(self, sub, parent, submitter_key, &task, &loaded, &created);
         if (rc != 0) {
             char reason[600];
-            snprintf(reason, sizeof reason, "next task %u of %s: %s", i, parent->id,
+            snprintf(reason, sizeof reason, "next task %u of %s: %s", i, parent,
                      failure_message());
             broker_count_rejected(self, "invalid_next");
             broker_emit_rejected(self, EVENT_TASK_REJECTED, sub ? wire_msg_str(sub, FIELD_ID, NULL) : NULL,
@@ -335,8 +363,14 @@ static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, 
     size_t result_len;
     const void *result = wire_msg_raw(msg, FIELD_RESULT, &result_len);
     if (strcmp(outcome, "done") == 0) {
-        s_submit_next(self, task, msg);
+        /* The task is closed first, in the same transaction: a chained merge's gate reads
+         * the review it descends from as finished (broker_gate.c). */
+        char parent[MESSAGES_ID_CAP + 1];
+        snprintf(parent, sizeof parent, "%s", task->id);
+        char *submitter_key = task->submitter_key ? strdup(task->submitter_key) : NULL;
         broker_task_finish(self, task, TASK_DONE, NULL, result, result_len);
+        s_submit_next(self, parent, submitter_key, msg);
+        free(submitter_key);
     } else {
         broker_task_finish(self, task, TASK_FAILED, error ? error : "failed", result, result_len);
     }
@@ -399,23 +433,54 @@ static void s_handle_bye(broker_t *self, const wire_msg_t *msg)
         broker_worker_lost(self, worker, EVENT_WORKER_LEFT, "said goodbye");
 }
 
-/* With CURVE, a worker speaks only with the key it said hello with: its id is in every
- * event, so without this any other authorised party could send results, progress or a
- * goodbye in its name. True when `msg` may be handled. */
+/* Why `peer_key` may not speak for the worker `msg` names, or NULL when it may. Two things
+ * bind a key: the hello the worker said (its registration), and the running attempt the
+ * message names (the key it was given to, stored with the attempt). The second survives a
+ * broker restart: before the real worker says hello again, another authorised key naming
+ * its worker id, task and attempt (all of them are in the events) can neither take the
+ * task over nor report its result, even by saying hello first. */
+static const char *s_foreign_key(broker_t *self, const wire_msg_t *msg, const char *peer_key)
+{
+    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, FIELD_WORKER, ""));
+    if (worker != NULL && worker->key != NULL && strcmp(worker->key, peer_key) != 0)
+        return "the one it said hello with";
+    const char *task_id = wire_msg_str(msg, FIELD_TASK, NULL);
+    task_t *task = task_id ? zhashx_lookup(self->tasks, task_id) : NULL;
+    if (task != NULL && task->state == TASK_RUNNING && task->worker_key != NULL &&
+        strcmp(task->worker_key, peer_key) != 0)
+        return "the one the task's running attempt was given to";
+    return NULL;
+}
+
+/* With CURVE, a worker speaks only with its own key: its id is in every event, so without
+ * this any other authorised party could send hellos, results, progress or a goodbye in its
+ * name. True when `msg` may be handled. */
 static bool s_from_worker_key(broker_t *self, const wire_msg_t *msg, const char *peer_key)
 {
     msg_type_t type = wire_msg_type(msg);
     if (peer_key == NULL || type == MSG_SUBMIT)
         return true;
-    const char *id = wire_msg_str(msg, FIELD_WORKER, "");
-    worker_t *worker = zhashx_lookup(self->workers, id);
-    if (worker == NULL || worker->key == NULL || strcmp(worker->key, peer_key) == 0)
+    const char *why = s_foreign_key(self, msg, peer_key);
+    if (why == NULL)
         return true;
-    char reason[300];
-    snprintf(reason, sizeof reason,
-             "%s for worker %.128s from another key than the one it said hello with",
-             msg_type_name(type), id);
+    char reason[400];
+    snprintf(reason, sizeof reason, "%s for worker %.128s from another key than %s",
+             msg_type_name(type), wire_msg_str(msg, FIELD_WORKER, ""), why);
     s_reject_message(self, "foreign_key", reason, true);
+    return false;
+}
+
+/* A worker's message (anything on `in` but a submit) needs a key whose role lets it work.
+ * True when `msg` may be handled. */
+static bool s_worker_role(broker_t *self, const wire_msg_t *msg, const char *peer_key)
+{
+    if (wire_msg_type(msg) == MSG_SUBMIT ||
+        key_roles_check(self->roles, peer_key, KEY_ACTION_WORK) == 0)
+        return true;
+    char reason[400];
+    snprintf(reason, sizeof reason, "%s from worker %.128s: %s", msg_type_name(wire_msg_type(msg)),
+             wire_msg_str(msg, FIELD_WORKER, ""), failure_message());
+    s_reject_message(self, "denied", reason, true);
     return false;
 }
 
@@ -428,12 +493,12 @@ void broker_handle_in(broker_t *self, const void *data, size_t len, const char *
                          true);
         return;
     }
-    if (!s_from_worker_key(self, msg, peer_key)) {
+    if (!s_from_worker_key(self, msg, peer_key) || !s_worker_role(self, msg, peer_key)) {
         wire_msg_destroy(&msg);
         return;
     }
     switch (wire_msg_type(msg)) {
-    case MSG_SUBMIT: s_handle_submit(self, msg); break;
+    case MSG_SUBMIT: s_handle_submit(self, msg, peer_key); break;
     case MSG_HELLO: s_handle_hello(self, msg, peer_key); break;
     case MSG_HEARTBEAT: s_handle_heartbeat(self, msg); break;
     case MSG_PROGRESS: s_handle_progress(self, msg); break;

@@ -7,9 +7,10 @@
 #include "broker.h"
 #include "curve.h"
 #include "disk_guard.h"
+#include "key_roles.h"
+#include "log.h"
 #include "peer_guard.h"
 #include "replies.h"
-#include "log.h"
 #include "workspace_roots.h"
 #include "task.h"
 #include "submit.h"
@@ -32,6 +33,8 @@ typedef struct worker_t {
     int64_t idle_since;  /* monotonic ms, for fair dispatch */
     char *key;           /* with CURVE: the public key (Z85) it said hello with; its every
                             later message must come from it. NULL on a plain bus */
+    int64_t pid;         /* the process its last hello came from (0: not said): another
+                            pid under the same id is a restarted worker */
 } worker_t;
 
 /* Something to send once the current transaction is committed. Its bytes live in the
@@ -98,6 +101,7 @@ struct broker_t {
     workspace_roots_t *workspace_roots; /* where a task's payload.workspace may be */
     curve_t *curve;              /* the broker's keys, NULL when the bus is plain */
     zactor_t *auth;              /* czmq's ZAP handler (zauth), with curve */
+    key_roles_t *roles;          /* with curve: what each authorized key may do */
     peer_guard_t *guard;         /* the cap on connections to in, events, control */
     replies_t *replies;          /* what is sent on control, bounded per peer */
     int64_t replies_retry_at;    /* monotonic ms: replies wait for a full pipe until then */
@@ -151,8 +155,9 @@ int broker_emit(broker_t *self, event_type_t event, const task_t *task, const ev
  * many refusals before it got no event of their own (see broker_in.c), 0 for none. */
 void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_id, const char *reason,
                           int64_t coalesced);
-/* A submit refused: `rc` is FAILURE_INVALID, FAILURE_TOO_BIG or FAILURE_DISK_FULL (the
- * reason in failure_message()). Counted (invalid_submit, disk_full) and published as a
+/* A submit refused: `rc` is FAILURE_INVALID, FAILURE_TOO_BIG, FAILURE_DISK_FULL or
+ * FAILURE_DENIED (the reason in failure_message()). Counted (broker_submit_refusal's
+ * reason) and published as a
  * task.rejected event. Refusals for a full disk may come by the thousand, and each event
  * needs some of the disk they lack: at most one such event a second is stored (its
  * `coalesced` counts the refusals folded into it), and one log line every 10 s. */
@@ -167,7 +172,6 @@ void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, siz
 /* The queue of a specialist (created if `create`), or NULL. `_` and `-` in the name are
  * one: the queue is named with `-`. */
 queue_t *broker_queue(broker_t *self, const char *name, bool create);
-bool broker_specialist_known(broker_t *self, const char *name);
 void broker_count_rejected(broker_t *self, const char *reason);
 /* Tells a worker to stop a task; if it is the task the worker runs, its group stays held by
  * the worker until it says it stopped (broker_worker_idle) or is lost. */
@@ -192,10 +196,14 @@ void broker_task_take_files(task_t *task);
 int broker_worker_lost(broker_t *self, worker_t *worker, event_type_t event, const char *reason);
 
 /* Validates a submit (a decoded "submit" message or next-task) and, if new, commits it
- * to the queue. `*out` is the task (new or existing, active or loaded from the store:
- * *loaded says the caller must destroy it). Returns 0 or FAILURE_INVALID with the reason. */
-int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, task_t **out,
-                  bool *loaded, bool *created);
+ * to the queue. `submitter_key` is the CURVE key that sent it (a next task: the key that
+ * submitted its parent; NULL on a plain bus): a payload.force needs an admin key, and the
+ * key is kept with the task (cancelling or retrying it later needs the same key or an
+ * admin). `*out` is the task (new or existing, active or loaded from the store: *loaded
+ * says the caller must destroy it). Returns 0, or FAILURE_INVALID / FAILURE_DENIED /
+ * FAILURE_TOO_BIG / FAILURE_DISK_FULL with the reason. */
+int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent,
+                  const char *submitter_key, task_t **out, bool *loaded, bool *created);
 
 /* Writes the task's fields (for replies) into the map the caller has opened, with its
  * payload (capped at submit) and, if `with_result`, its result when that keeps the reply
@@ -210,12 +218,18 @@ int broker_gate_check(broker_t *self, const wire_msg_t *msg, const char *special
                       const char *issue, const char *parent);
 
 /* broker_in.c */
+/* The stats.rejected category of a submit refused with `rc` ("invalid_submit", "denied",
+ * "disk_full"). */
+const char *broker_submit_refusal(int rc);
 /* Handles one message from `in`; `peer_key`: the sender's CURVE public key, NULL when the
  * bus is plain. */
 void broker_handle_in(broker_t *self, const void *data, size_t len, const char *peer_key);
 
 /* broker_control.c */
-void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len);
+/* Handles one request on `control`; `peer_key`: the requester's CURVE public key, NULL when
+ * the bus is plain. */
+void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
+                           const char *peer_key);
 /* The page a deferred replay request gets (a replies_build_fn; `arg` is the broker): built in
  * the broker's writer, valid until its next message. */
 const void *broker_build_replay(void *arg, const void *request, size_t len, size_t *reply_len);

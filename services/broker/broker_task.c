@@ -233,8 +233,15 @@ static int s_check_workspace(broker_t *self, const msgpack_object *payload)
     return workspace_roots_check(self->workspace_roots, workspace);
 }
 
-int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, task_t **out,
-                  bool *loaded, bool *created)
+/* True when the payload says force = true. */
+static bool s_forced(const msgpack_object *payload)
+{
+    const msgpack_object *force = wire_map_get(payload, FIELD_FORCE);
+    return force != NULL && force->type == MSGPACK_OBJECT_BOOLEAN && force->via.boolean;
+}
+
+int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent,
+                  const char *submitter_key, task_t **out, bool *loaded, bool *created)
 {
     *out = NULL;
     *loaded = false;
@@ -256,13 +263,22 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     int rc = submit_check(&submit);
     if (rc != 0)
         return rc;
-    if (!broker_specialist_known(self, specialist))
+    queue_t *queue = broker_queue(self, specialist, false);
+    if (queue == NULL)
         return failure_set(FAILURE_INVALID,
                            "unknown specialist '%s' (start a worker for it, or declare it in "
                            "cloister.toml)",
                            specialist);
+    /* One name per queue: `merge_agent` is `merge-agent`, and from here on only the
+     * queue's own spelling is read, so no check can be passed under another one. */
+    specialist = queue->name;
+    const msgpack_object *payload = wire_msg_object(msg, FIELD_PAYLOAD);
+    if (parent == NULL && s_forced(payload)) {
+        rc = key_roles_check(self->roles, submitter_key, KEY_ACTION_FORCE);
+        if (rc != 0)
+            return rc;
+    }
     int priority = submit.priority ? priority_parse(submit.priority) : PRIORITY_NORMAL;
-    queue_t *queue = broker_queue(self, specialist, false);
     int64_t max_attempts = submit.max_attempts ? submit.max_attempts : queue->default_max_attempts;
     int64_t timeout = submit.timeout_s ? submit.timeout_s : queue->default_timeout_s;
 
@@ -281,7 +297,7 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent, tas
     task_set_text(&task->source, submit.source);
     task_set_text(&task->group, submit.group);
     task_set_text(&task->parent, parent);
-    const msgpack_object *payload = wire_msg_object(msg, FIELD_PAYLOAD);
+    task_set_text(&task->submitter_key, submitter_key);
     char issue[MESSAGES_ID_CAP + 2]; /* one byte more than the cap shows it is over */
     task_set_text(&task->issue,
                   submit.issue ? submit.issue

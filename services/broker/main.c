@@ -14,6 +14,8 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -108,6 +110,20 @@ static void s_share_fds(const config_t *config, broker_config_t *settings)
              (unsigned long long)files, (long long)peers, (long long)workers);
 }
 
+/* The store's files made before the umask rule (home_secure) were open to others: they
+ * are narrowed to 0600. New ones are made 0600 by the umask. */
+static void s_private_store(const char *db_path)
+{
+    const char *suffixes[] = {"", "-wal", "-shm", ".reserve"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s%s", db_path, suffixes[i]);
+        struct stat st;
+        if (stat(path, &st) == 0 && st.st_uid == getuid() && (st.st_mode & 077) != 0)
+            chmod(path, 0600);
+    }
+}
+
 int main(int argc, char **argv)
 {
     log_init(argv[0], LOG_LEVEL_INFO);
@@ -179,7 +195,8 @@ int main(int argc, char **argv)
         config_destroy(&config);
         return 2;
     }
-    if (home_mkdirs(home_dir()) != 0) {
+    /* Everything it writes under the state home is this user's alone (home.h). */
+    if (home_secure() != 0) {
         fprintf(stderr, "cloister-broker: %s\n", failure_message());
         config_destroy(&config);
         return 1;
@@ -189,6 +206,7 @@ int main(int argc, char **argv)
         home_path(db_path, sizeof db_path, "broker.db");
     else
         snprintf(db_path, sizeof db_path, "%s", flag_db);
+    s_private_store(db_path);
 
     const char **specialists = s_configured_specialists(config);
     broker_config_t settings = {

@@ -14,7 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Ordered migrations: s_migrations[i] takes the schema from version i to i + 1. */
+/* The ended states, as the predicate of the partial index tasks_by_ended_state. An OR
+ * chain, not `state IN (...)`: SQLite tests a partial index's predicate on every insert and
+ * on every update of the row, and compiles an IN list of four into a temporary b-tree
+ * built afresh each time (twice per UPDATE); the chain is four compares. A query uses the
+ * index only when its WHERE clause holds this very expression, so listings and retention
+ * write it the same way. */
+#define ENDED_STATES "(state = 'done' OR state = 'failed' OR state = 'dead' OR state = 'cancelled')"
+
+/* Ordered migrations: s_migrations[i] takes the schema from version i to i + 1. Change the
+ * schema => add a step at the end (never edit one that shipped: stores out there ran it). */
 static const char *s_migrations[] = {
     "CREATE TABLE tasks ("
     "  rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, specialist TEXT NOT NULL,"
@@ -57,6 +66,14 @@ static const char *s_migrations[] = {
      * are forgotten (the names kept so far count as seen now). */
     "ALTER TABLE specialists ADD COLUMN last_seen INTEGER NOT NULL DEFAULT 0;"
     "UPDATE specialists SET last_seen = CAST(strftime('%s', 'now') AS INTEGER) * 1000;",
+    /* 5: the CURVE keys of who submitted a task (cancelling or retrying it needs that key
+     * or an admin's) and of the worker its running attempt was given to (after a restart
+     * only that key can say hello holding it); NULL on a plain bus. */
+    "ALTER TABLE tasks ADD COLUMN worker_key TEXT;"
+    "ALTER TABLE tasks ADD COLUMN submitter_key TEXT;",
+    /* 6: the ended-state index's predicate as an OR chain (see ENDED_STATES), same rows. */
+    "DROP INDEX tasks_by_ended_state;"
+    "CREATE INDEX tasks_by_ended_state ON tasks(state, created, rid) WHERE " ENDED_STATES ";",
 };
 
 enum {
@@ -82,20 +99,20 @@ enum {
 #define TASK_COLUMNS                                                                       \
     "id, specialist, priority, state, ord, attempt, failures, max_attempts, timeout_s, grp," \
     " not_before, title, issue, source, parent, worker, error, payload, result, created, updated," \
-    " rid"
+    " rid, worker_key, submitter_key"
 
 static const char *s_sql[STMT_COUNT] = {
     [STMT_BEGIN] = "BEGIN",
     [STMT_COMMIT] = "COMMIT",
     [STMT_TASK_INSERT] = "INSERT OR IGNORE INTO tasks (" TASK_COLUMNS ") VALUES "
-                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
+                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,?22)",
     [STMT_TASK_UPDATE] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5, error=?6,"
                          " not_before=?7, updated=?8, max_attempts=?9 WHERE rid=?1",
     [STMT_TASK_UPDATE_RESULT] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5,"
                                 " error=?6, not_before=?7, updated=?8, max_attempts=?9, result=?10"
                                 " WHERE rid=?1",
-    [STMT_TASK_DISPATCHED] = "UPDATE tasks SET state=?2, attempt=?3, worker=?4, updated=?5"
-                              " WHERE rid=?1",
+    [STMT_TASK_DISPATCHED] = "UPDATE tasks SET state=?2, attempt=?3, worker=?4, updated=?5,"
+                              " worker_key=?6 WHERE rid=?1",
     [STMT_TASK_LOAD] = "SELECT " TASK_COLUMNS " FROM tasks WHERE id=?",
     [STMT_ATTEMPT_INSERT] = "INSERT OR REPLACE INTO attempts (task, attempt, specialist, issue,"
                             " worker, outcome, error, finished) VALUES (?,?,?,?,?,?,?,?)",
@@ -109,9 +126,8 @@ static const char *s_sql[STMT_COUNT] = {
                            " LIMIT 64",
     [STMT_SPECIALIST_INSERT] = "INSERT INTO specialists (name, last_seen) VALUES (?1, ?2)"
                                " ON CONFLICT (name) DO UPDATE SET last_seen = ?2",
-    [STMT_TASKS_PRUNE] = "DELETE FROM tasks WHERE rid IN (SELECT rid FROM tasks WHERE state IN"
-                         " ('done', 'failed', 'dead', 'cancelled') AND created < ?1"
-                         " AND updated < ?1 LIMIT ?2)",
+    [STMT_TASKS_PRUNE] = "DELETE FROM tasks WHERE rid IN (SELECT rid FROM tasks WHERE " ENDED_STATES
+                         " AND created < ?1 AND updated < ?1 LIMIT ?2)",
     [STMT_ATTEMPTS_PRUNE] = "DELETE FROM attempts WHERE (task, attempt) IN (SELECT task, attempt"
                             " FROM attempts WHERE finished < ?1 LIMIT ?2)",
     [STMT_SPECIALISTS_FORGET] = "DELETE FROM specialists WHERE last_seen < ? AND NOT EXISTS ("
@@ -773,6 +789,7 @@ int store_task_insert(store_t *self, task_t *task, bool *inserted)
     s_put_blob(self, stmt, 19, NULL, 0);
     s_put_int(self, stmt, 20, task->created);
     s_put_int(self, stmt, 21, task->updated);
+    s_put_text(self, stmt, 22, task->submitter_key);
     rc = s_write(self, stmt, "inserting a task");
     *inserted = rc == 0 && sqlite3_changes(self->db) == 1;
     if (*inserted)
@@ -811,6 +828,7 @@ int store_task_dispatched(store_t *self, const task_t *task)
     s_put_int(self, stmt, 3, task->attempt);
     s_put_text(self, stmt, 4, task->worker_id);
     s_put_int(self, stmt, 5, task->updated);
+    s_put_text(self, stmt, 6, task->worker_key);
     return s_write(self, stmt, "updating a dispatched task");
 }
 
@@ -864,6 +882,8 @@ static task_t *s_task_from_row(sqlite3_stmt *stmt)
     task->created = sqlite3_column_int64(stmt, 19);
     task->updated = sqlite3_column_int64(stmt, 20);
     task->rowid = sqlite3_column_int64(stmt, 21);
+    task->worker_key = s_column_text(stmt, 22);
+    task->submitter_key = s_column_text(stmt, 23);
     return task;
 }
 
@@ -892,8 +912,8 @@ static void s_list_sql(const store_task_filter_t *filter, char *sql, size_t size
     snprintf(sql, size,
              "SELECT " TASK_COLUMNS " FROM tasks WHERE 1%s%s%s%s%s"
              " ORDER BY created DESC, rid DESC LIMIT ?6",
-             filter->state ? " AND state=?1 AND state IN ('done', 'failed', 'dead', 'cancelled')"
-                           : "", filter->specialist ? " AND specialist=?2" : "",
+             filter->state ? " AND state=?1 AND " ENDED_STATES : "",
+             filter->specialist ? " AND specialist=?2" : "",
              filter->issue ? " AND issue=?3" : "", filter->created_after > 0 ? " AND created>=?4" : "",
              filter->before_id ? " AND (created, rid) < (SELECT created, rid FROM tasks WHERE id=?5)"
                                : "");

@@ -25,6 +25,8 @@ void task_destroy(task_t **self_p)
     free(self->parent);
     free(self->error);
     free(self->worker_id);
+    free(self->worker_key);
+    free(self->submitter_key);
     free(self->payload);
     free(self->files);
     free(self->context_entry);

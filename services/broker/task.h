@@ -30,6 +30,10 @@ typedef struct task_t {
     int64_t not_before; /* wall ms; 0 = ready */
     int64_t created, updated; /* wall ms */
     char *title, *issue, *source, *group, *parent, *error, *worker_id;
+    char *worker_key; /* running: the CURVE key (Z85) of the worker it was given to, stored
+                         with the attempt so a restart keeps it; NULL on a plain bus */
+    char *submitter_key; /* the CURVE key that submitted it (a next task: its parent's);
+                            NULL on a plain bus */
     void *payload;
     size_t payload_len;
     void *files; /* payload.filesChanged as raw msgpack, for session context */

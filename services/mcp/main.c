@@ -14,6 +14,7 @@
 #include "config.h"
 #include "curve.h"
 #include "failure.h"
+#include "home.h"
 #include "log.h"
 #include "program.h"
 
@@ -87,6 +88,11 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a client gone shows as a failed write, not a death */
     zsys_handler_set(NULL);
 
+    /* Everything it writes under the state home is this user's alone (home.h). */
+    if (home_secure() != 0) {
+        fprintf(stderr, "cloister-mcp: %s\n", failure_message());
+        return 1;
+    }
     config_t *config = NULL;
     if (config_load(NULL, &config) != 0) {
         fprintf(stderr, "cloister-mcp: %s\n", failure_message());

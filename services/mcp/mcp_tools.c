@@ -8,6 +8,7 @@
 #include "failure.h"
 #include "handoff.h"
 #include "msgjson.h"
+#include "verdict.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -175,7 +176,8 @@ static json_t *s_pan(const mcp_settings_t *settings, const char **argv, int time
     *error = NULL;
     if (rc != 0)
         *error = s_error("%s", run.error);
-    else if (answer == NULL || (run.exit_code != 0 && run.exit_code != 1 && run.exit_code != 4))
+    else if (answer == NULL || run.exit_code == VERDICT_EXIT_USAGE ||
+             run.exit_code == VERDICT_EXIT_UNREACHABLE)
         *error = s_error("%s", run.error[0] ? run.error : "pan gave no answer");
     else if (run.exit_code == 1 && !json_is_object(answer))
         *error = s_error("%s", run.error);
@@ -235,32 +237,36 @@ static json_t *s_request_review(const mcp_settings_t *settings, const json_t *ar
     return s_submit_with(settings, "review-agent", args, NULL);
 }
 
-/* One line about an ended task for the text: its state, and its error or verdict. */
+/* How a waited-for task ended: the task, and its verdict (common/bus/verdict.h) as the
+ * top-level `verdict` an agent tests, in the structured result and the text's first line. */
 static json_t *s_ended(json_t *task, int exit_code, const char *id, int timeout_s)
 {
-    if (exit_code == 4)
-        return s_ok(json_pack("{s:s, s:b}", "id", id, "timedOut", 1),
-                    "Task %s is still running after %d s; call wait_task again to keep waiting",
+    if (exit_code == VERDICT_EXIT_TIMEOUT)
+        return s_ok(json_pack("{s:s, s:b, s:s}", "id", id, "timedOut", 1, "verdict",
+                              verdict_name(VERDICT_TIMEOUT)),
+                    "Task %s is still running after %d s (verdict timeout); call wait_task "
+                    "again to keep waiting",
                     id, timeout_s);
+    const char *verdict = verdict_name(verdict_of_task(task));
     const json_t *result = json_object_get(task, "result");
     char *text = json_dumps(result ? result : json_object(), JSON_COMPACT);
-    json_t *answer = s_ok(json_pack("{s:O}", "task", task), "Task %s %s%s%s\nresult: %s",
-                          s_str(task, "id"), s_str(task, "state"),
-                          s_str(task, "error") ? ": " : "",
+    json_t *answer = s_ok(json_pack("{s:O, s:s}", "task", task, "verdict", verdict),
+                          "Task %s %s (verdict %s)%s%s\nresult: %s", s_str(task, "id"),
+                          s_str(task, "state"), verdict, s_str(task, "error") ? ": " : "",
                           s_str(task, "error") ? s_str(task, "error") : "", text ? text : "{}");
     free(text);
     return answer;
 }
 
 /* Runs a waiting pan (`task wait`, `submit --wait`) for task `id` and says how it ended,
- * or that the time ran out (pan's exit 4). */
+ * or that the time ran out (pan's exit 4, VERDICT_EXIT_TIMEOUT). */
 static json_t *s_pan_wait(const mcp_settings_t *settings, const char **argv, const char *id,
                           int timeout_s)
 {
     int code;
     json_t *error = NULL;
     json_t *task = s_pan(settings, argv, timeout_s + PAN_SLACK_S, &code, &error);
-    if (task == NULL && code != 4)
+    if (task == NULL && code != VERDICT_EXIT_TIMEOUT)
         return error;
     json_decref(error);
     json_t *result = s_ended(task, code, id, timeout_s);
@@ -577,7 +583,8 @@ static const tool_t s_tools[] = {
      s_handoff_to},
     {"run_tests", "Run the tests",
      "Runs the repository's tests on a branch or commit through the test-agent and waits for "
-     "the answer (at most timeout_s): TEST_RESULT, TESTS_RUN/PASSED/FAILED/SKIPPED and the "
+     "the answer (at most timeout_s): `verdict` (passed, tests_failed, task_failed when the "
+     "tests could not run, timeout), TEST_RESULT, TESTS_RUN/PASSED/FAILED/SKIPPED and the "
      "FAILURES by name. The command is the repository's own ([tests] command in its "
      ".cloister/config.toml, else detected), never one given here.",
      "{\"type\": \"object\", \"properties\": {"
@@ -604,7 +611,9 @@ static const tool_t s_tools[] = {
      s_task_status},
     {"wait_task", "Wait for a task",
      "Waits until a task ends (done, failed, dead or cancelled), at most timeout_s, and "
-     "returns it with its result; says so when it is still running.",
+     "returns it with its result and its `verdict`: passed, gate_open, merged or done when "
+     "it went well; tests_failed, gate_blocked, merge_failed, task_failed, task_dead, "
+     "task_cancelled or timeout (still running) when not.",
      "{\"type\": \"object\", \"properties\": {\"id\": " ID_SCHEMA ","
      "\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3600, \"description\": \"default 300\"}"
      "}, \"required\": [\"id\"], \"additionalProperties\": false}",

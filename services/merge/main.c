@@ -39,6 +39,7 @@
 
 #include "config.h"
 #include "failure.h"
+#include "home.h"
 #include "log.h"
 #include "specialist.h"
 #include "specialist_args.h"
@@ -60,6 +61,11 @@ int main(int argc, char **argv)
     if (!specialist_args_parse(&args, argc, argv, &skeleton, &code))
         return code;
 
+    /* Everything it writes under the state home is this user's alone (home.h). */
+    if (home_secure() != 0) {
+        fprintf(stderr, "cloister-merge: %s\n", failure_message());
+        return 1;
+    }
     config_t *config = NULL;
     if (config_load(NULL, &config) != 0) {
         log_error("cannot load the configuration: %s", failure_message());

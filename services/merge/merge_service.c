@@ -15,6 +15,7 @@
 #include "log.h"
 #include "markers.h"
 #include "prompt.h"
+#include "repository.h"
 #include "sandbox.h"
 #include "session.h"
 #include "testdetect.h"
@@ -326,11 +327,22 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
     }
     specialist_progressf(job->ctx, "info", "running tests: %s (%s)", detect.command, detect.reason);
     /* With the job attached, a cancel stops the tests. */
+    /* The network only when the target branch (or the service's settings) opted in, and
+     * the result says what the tests got. */
+    char opted_in[300], network[600];
+    bool allowed = repository_network_opt_in(job->service->config, job->workspace, job->target,
+                                              "tests", opted_in, sizeof opted_in);
+    if (!sandbox_network(job->service->sandbox, allowed ? opted_in : NULL, network,
+                         sizeof network) &&
+        !allowed)
+        specialist_progressf(job->ctx, "warning", "tests' network %s", network);
+    specialist_result_str(job->ctx, "tests_network", network);
     testrun_options_t options = {.command = detect.command,
                                  .dir = worktree,
                                  .timeout_ms = left,
                                  .owner = specialist_testrun_owner(job->ctx),
-                                 .sandbox = job->service->sandbox};
+                                 .sandbox = job->service->sandbox,
+                                 .network = allowed};
     testrun_result_t *run = NULL;
     testrun_run(&run, &options);
     if (run == NULL) {

@@ -1,6 +1,16 @@
 /* pan approve: the seed's "Approve & Merge". Queues the merge of a reviewed issue.
  *
  *   pan approve <issue-or-task> [--force] [--priority P] [--json]
+ *               [--wait [--wait-timeout S] [--chain]]
+ *               [--workspace DIR --branch B [--target T]]
+ *
+ * With --wait it waits for the merge and exits with its verdict (common/bus/verdict.h); a
+ * refused blocked gate exits 6 (gate_blocked).
+ *
+ * `disabled` means disabled: when the review mode that holds for the target branch (its
+ * .cloister/config.toml, else [review] mode; repository.h) is "disabled", the merge of the
+ * branch's head is queued without a review -- of the review's workspace and branch when
+ * the issue has one, else of --workspace and --branch.
  *
  * The argument is a review task id, or an issue id. For an issue, the newest finished
  * review of it is used: the stored `task.done/review-agent` events are replayed and the
@@ -22,6 +32,8 @@
 
 #include "failure.h"
 #include "msgjson.h"
+#include "repository.h"
+#include "verdict.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +41,8 @@
 #include <strings.h>
 
 static const char *const s_usage =
-    "pan approve <issue-or-review-task> [--force] [--priority urgent|high|normal|low] [--json]";
+    "pan approve <issue-or-review-task> [--force] [--priority urgent|high|normal|low] [--json]\n"
+    "       [--wait [--wait-timeout SECONDS] [--chain]] [--workspace DIR --branch B [--target T]]";
 
 /* Asks the broker for task `id`. Returns 0 with *task (caller owns), FAILURE_NOT_FOUND
  * when the broker does not know it, or another FAILURE_* with the reason. */
@@ -182,8 +195,8 @@ static bool s_gate_open(const json_t *review)
 }
 
 /* Checks that `review` is a finished review with what a merge needs, whose gate is open
- * (or *overridden is set: --force over a blocked gate). Returns PAN_EXIT_OK or
- * PAN_EXIT_ERROR after printing why. */
+ * (or *overridden is set: --force over a blocked gate). Returns PAN_EXIT_OK, or after
+ * printing why VERDICT_EXIT_GATE_BLOCKED (a blocked gate) or PAN_EXIT_ERROR. */
 static int s_check_review(const json_t *review, bool force, bool *overridden)
 {
     *overridden = false;
@@ -205,7 +218,7 @@ static int s_check_review(const json_t *review, bool force, bool *overridden)
     if (!s_gate_open(review)) {
         if (!force) {
             s_print_blocked(review);
-            return PAN_EXIT_ERROR;
+            return VERDICT_EXIT_GATE_BLOCKED;
         }
         *overridden = true;
     }
@@ -235,87 +248,180 @@ static char *s_merge_payload(const json_t *review, bool overridden)
     return text;
 }
 
-int cmd_approve(const pan_t *pan, int argc, char **argv)
+/* What `pan approve` was asked. */
+typedef struct {
+    const char *what, *priority, *workspace, *branch, *target, *wait_timeout;
+    bool force, json, wait, chain;
+} approve_args_t;
+
+/* Parses the arguments into *args. Returns PAN_EXIT_OK or the usage exit code. */
+static int s_parse(int argc, char **argv, approve_args_t *args)
 {
-    const char *what = NULL, *priority = "high";
-    bool force = false, json = false;
+    *args = (approve_args_t){.priority = "high"};
     for (int i = 0; i < argc; i++) {
-        const char *value = NULL;
-        int found = pan_option(argc, argv, &i, "--priority", &value);
-        if (found < 0)
-            return pan_usage(s_usage, "--priority needs a value");
-        if (found > 0)
-            priority = value;
-        else if (strcmp(argv[i], "--force") == 0)
-            force = true;
-        else if (strcmp(argv[i], "--json") == 0)
-            json = true;
+        struct {
+            const char *name;
+            const char **value;
+        } options[] = {{"--priority", &args->priority}, {"--workspace", &args->workspace},
+                       {"--branch", &args->branch},     {"--target", &args->target},
+                       {"--wait-timeout", &args->wait_timeout}};
+        int found = 0;
+        for (size_t k = 0; k < sizeof options / sizeof options[0] && found == 0; k++) {
+            found = pan_option(argc, argv, &i, options[k].name, options[k].value);
+            if (found < 0)
+                return pan_usage(s_usage, "%s needs a value", options[k].name);
+        }
+        if (found)
+            continue;
+        bool *flag = strcmp(argv[i], "--force") == 0  ? &args->force
+                     : strcmp(argv[i], "--json") == 0 ? &args->json
+                     : strcmp(argv[i], "--wait") == 0 ? &args->wait
+                     : strcmp(argv[i], "--chain") == 0 ? &args->chain
+                                                       : NULL;
+        if (flag != NULL)
+            *flag = true;
         else if (argv[i][0] == '-')
             return pan_usage(s_usage, "unknown option '%s'", argv[i]);
-        else if (what != NULL)
+        else if (args->what != NULL)
             return pan_usage(s_usage, "unexpected argument '%s'", argv[i]);
         else
-            what = argv[i];
+            args->what = argv[i];
     }
-    if (what == NULL)
+    if (args->what == NULL)
         return pan_usage(s_usage, "approve which issue or review task?");
-    if (priority_parse(priority) < 0)
-        return pan_usage(s_usage, "invalid priority '%s' (urgent, high, normal, low)", priority);
+    if (priority_parse(args->priority) < 0)
+        return pan_usage(s_usage, "invalid priority '%s' (urgent, high, normal, low)",
+                         args->priority);
+    if ((args->workspace == NULL) != (args->branch == NULL))
+        return pan_usage(s_usage, "--workspace and --branch go together");
+    if ((args->chain || args->wait_timeout) && !args->wait)
+        return pan_usage(s_usage, "--chain and --wait-timeout go with --wait");
+    return PAN_EXIT_OK;
+}
 
+/* The merge to submit: what it merges and how. */
+typedef struct {
+    const char *workspace, *branch, *target, *issue;
+    const char *id;      /* the merge task's id */
+    const char *payload; /* extra payload JSON, or NULL */
+    bool force;
+} approve_merge_t;
+
+/* Submits the merge through `pan submit` (so it gets the same payload and group), passing
+ * --json and --wait on. Returns its exit code. */
+static int s_submit_merge(const pan_t *pan, const approve_args_t *args, const approve_merge_t *m)
+{
+    char *title = NULL;
+    if (asprintf(&title, "Merge %s into %s", m->branch, m->target) < 0)
+        return pan_fail(PAN_EXIT_ERROR, "out of memory");
+    char *submit_argv[32];
+    int n = 0;
+    const char *options[][2] = {
+        {"--workspace", m->workspace}, {"--branch", m->branch},        {"--target", m->target},
+        {"--issue", m->issue},         {"--id", m->id},                {"--priority", args->priority},
+        {"--title", title},            {"--source", "pan approve"},    {"--payload", m->payload},
+        {"--wait-timeout", args->wait_timeout},
+    };
+    submit_argv[n++] = "merge-agent";
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        if (options[i][1] == NULL || options[i][1][0] == '\0')
+            continue;
+        submit_argv[n++] = (char *)options[i][0];
+        submit_argv[n++] = (char *)options[i][1];
+    }
+    const char *flags[][2] = {{"--force", m->force ? "" : NULL},
+                              {"--json", args->json ? "" : NULL},
+                              {"--wait", args->wait ? "" : NULL},
+                              {"--chain", args->chain ? "" : NULL}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (flags[i][1] != NULL)
+            submit_argv[n++] = (char *)flags[i][0];
+    submit_argv[n] = NULL;
+    int code = cmd_submit(pan, n, submit_argv);
+    free(title);
+    return code;
+}
+
+/* Review mode "disabled" for the target: the merge of the branch's head, no review asked.
+ * Returns the exit code. */
+static int s_merge_unreviewed(const pan_t *pan, const approve_args_t *args,
+                              const approve_merge_t *merge)
+{
+    char head[64], id[300];
+    if (repository_branch_commit(merge->workspace, merge->branch, head, sizeof head) != 1)
+        return pan_fail(PAN_EXIT_ERROR, "%s has no branch '%s' to merge", merge->workspace,
+                        merge->branch);
+    snprintf(id, sizeof id, "merge-%.200s-%.12s", merge->issue, head);
+    approve_merge_t unreviewed = *merge;
+    unreviewed.id = merge->id ? merge->id : id;
+    unreviewed.payload = NULL; /* pan submit pins the branch's head */
+    if (!args->json)
+        printf("Review mode is disabled for '%s' of %s: merging the head of '%s' (%.12s) "
+               "without a review\n",
+               merge->target, merge->workspace, merge->branch, head);
+    return s_submit_merge(pan, args, &unreviewed);
+}
+
+/* True when the review mode that holds for `target` of `workspace` is "disabled". */
+static bool s_review_disabled(const pan_t *pan, const char *workspace, const char *target)
+{
+    char mode[16];
+    if (repository_review_mode(pan->config, workspace, target, mode, sizeof mode) != 0)
+        fprintf(stderr, "pan: %s; the review gate holds\n", failure_message());
+    return strcmp(mode, "disabled") == 0;
+}
+
+int cmd_approve(const pan_t *pan, int argc, char **argv)
+{
+    approve_args_t args;
+    int code = s_parse(argc, argv, &args);
+    if (code != PAN_EXIT_OK)
+        return code;
+    const char *target = args.target ? args.target : "main";
+    if (args.workspace != NULL && s_review_disabled(pan, args.workspace, target)) {
+        approve_merge_t merge = {.workspace = args.workspace, .branch = args.branch,
+                                 .target = target, .issue = args.what};
+        return s_merge_unreviewed(pan, &args, &merge);
+    }
     json_t *review = NULL;
-    bool overridden = false;
-    int code = s_find_review(pan, what, &review);
-    if (code == PAN_EXIT_OK)
-        code = s_check_review(review, force, &overridden);
+    code = s_find_review(pan, args.what, &review);
     if (code != PAN_EXIT_OK) {
         json_decref(review);
         return code;
     }
     const json_t *payload = json_object_get(review, "payload");
     const char *review_id = pan_json_str(review, "id", "");
-    const char *branch = pan_json_str(payload, "branch", "");
-    const char *target = pan_json_str(payload, "target", "main");
-    const char *issue = pan_json_str(payload, "issueId", pan_json_str(review, "issue", ""));
-    char *merge_id = NULL, *title = NULL, *extra = s_merge_payload(review, overridden);
-    if (extra == NULL || asprintf(&merge_id, "merge-%s", review_id) < 0 ||
-        asprintf(&title, "Merge %s into %s", branch, target) < 0) {
-        free(merge_id);
-        free(title);
-        free(extra);
-        json_decref(review);
-        return pan_fail(PAN_EXIT_ERROR, "out of memory");
-    }
-    if (!json)
-        printf("Approving review %s%s: merging '%s' into '%s' of %s\n", review_id,
-               overridden ? " (its blocked gate overridden by --force)" : "", branch, target, pan_json_str(payload, "workspace", "?"));
-    char *submit_argv[24];
-    int n = 0;
-    const char *args[][2] = {
-        {"--workspace", pan_json_str(payload, "workspace", "")},
-        {"--branch", branch},
-        {"--target", target},
-        {"--issue", issue},
-        {"--id", merge_id},
-        {"--priority", priority},
-        {"--title", title},
-        {"--source", "pan approve"},
-        {"--payload", extra},
+    approve_merge_t merge = {
+        .workspace = pan_json_str(payload, "workspace", ""),
+        .branch = pan_json_str(payload, "branch", ""),
+        .target = pan_json_str(payload, "target", "main"),
+        .issue = pan_json_str(payload, "issueId", pan_json_str(review, "issue", "")),
     };
-    submit_argv[n++] = "merge-agent";
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
-        if (args[i][1][0] == '\0')
-            continue;
-        submit_argv[n++] = (char *)args[i][0];
-        submit_argv[n++] = (char *)args[i][1];
+    if (merge.workspace[0] != '\0' && merge.branch[0] != '\0' &&
+        s_review_disabled(pan, merge.workspace, merge.target)) {
+        code = s_merge_unreviewed(pan, &args, &merge);
+        json_decref(review);
+        return code;
     }
-    if (overridden)
-        submit_argv[n++] = "--force";
-    if (json)
-        submit_argv[n++] = "--json";
-    submit_argv[n] = NULL;
-    code = cmd_submit(pan, n, submit_argv);
+    bool overridden = false;
+    code = s_check_review(review, args.force, &overridden);
+    char *merge_id = NULL, *extra = NULL;
+    if (code == PAN_EXIT_OK) {
+        extra = s_merge_payload(review, overridden);
+        if (extra == NULL || asprintf(&merge_id, "merge-%s", review_id) < 0)
+            code = pan_fail(PAN_EXIT_ERROR, "out of memory");
+    }
+    if (code == PAN_EXIT_OK) {
+        if (!args.json)
+            printf("Approving review %s%s: merging '%s' into '%s' of %s\n", review_id,
+                   overridden ? " (its blocked gate overridden by --force)" : "", merge.branch,
+                   merge.target, merge.workspace);
+        merge.id = merge_id;
+        merge.payload = extra;
+        merge.force = overridden;
+        code = s_submit_merge(pan, &args, &merge);
+    }
     free(merge_id);
-    free(title);
     free(extra);
     json_decref(review);
     return code;

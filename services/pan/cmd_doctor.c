@@ -19,6 +19,7 @@
  *   disk           at least DOCTOR_MIN_FREE_MB free in $PANOPTICON_HOME.
  * Workspaces are named on the command line: the configuration has no list of them. */
 #include "pan.h"
+#include "sandbox.h"
 
 #include "agent_cli.h"
 #include "failure.h"
@@ -265,6 +266,26 @@ static void s_check_gh(doctor_t *d, const config_t *config)
              gh, out);
 }
 
+/* Whether code under test (tests, review checks, the merge's tests) runs isolated here:
+ * bwrap, and a network of its own (sandbox.h). A machine that cannot isolate it fails the
+ * check, unless the configuration chose [tests] sandbox = "none" (it is then said). */
+static void s_check_sandbox(doctor_t *d, const config_t *config)
+{
+    sandbox_t *sandbox = NULL;
+    if (sandbox_new(&sandbox, config) != 0) {
+        s_report(d, "sandbox", false, "%s", failure_message());
+        return;
+    }
+    char network[600];
+    bool isolated = sandbox_network(sandbox, NULL, network, sizeof network);
+    bool chosen = strcmp(config_string(config, "tests", "sandbox", "auto"), "none") == 0;
+    s_report(d, "sandbox", isolated || chosen, "%s; network %s%s", sandbox_describe(sandbox),
+             network, isolated ? "" : chosen ? " ([tests] sandbox = \"none\" chose it)"
+                                             : "; install bubblewrap, or allow user "
+                                               "namespaces in this container");
+    sandbox_destroy(&sandbox);
+}
+
 static void s_check_disk(doctor_t *d)
 {
     /* A home not made yet will be made inside its nearest existing parent. */
@@ -310,6 +331,7 @@ int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error
     for (int i = 0; i < nworkspaces; i++)
         s_check_workspace(&d, workspaces[i]);
     s_check_gh(&d, pan->config);
+    s_check_sandbox(&d, pan->config);
     s_check_disk(&d);
     git_libgit2_shutdown();
     if (d.json)

@@ -29,16 +29,18 @@ static const char *const s_usage =
     "pan submit <specialist> [--priority urgent|high|normal|low] [--issue ID] [--pr-url URL]\n"
     "       [--workspace DIR] [--branch B] [--target T] [--title TEXT] [--id ID] [--group G]\n"
     "       [--source S] [--max-attempts N] [--timeout SECONDS] [--description TEXT]\n"
-    "       [--payload JSON] [--force] [--wait [--wait-timeout SECONDS]] [--json]";
+    "       [--payload JSON] [--force] [--wait [--wait-timeout SECONDS] [--chain]] [--json]";
 
 typedef struct {
     const char *specialist;
+    char specialist_buf[SUBMIT_SPECIALIST_NAME_MAX + 1]; /* its one spelling */
     const char *priority, *issue, *pr_url, *workspace, *branch, *target, *title, *id;
     const char *group, *source, *description, *payload;
     const char *max_attempts, *timeout, *wait_timeout;
     bool json;
     bool force;
     bool wait;
+    bool chain;
 } submit_args_t;
 
 static int s_parse(int argc, char **argv, submit_args_t *args)
@@ -65,10 +67,11 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
     };
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--force") == 0 ||
-            strcmp(argv[i], "--wait") == 0) {
+            strcmp(argv[i], "--wait") == 0 || strcmp(argv[i], "--chain") == 0) {
             *(strcmp(argv[i], "--json") == 0    ? &args->json
               : strcmp(argv[i], "--force") == 0 ? &args->force
-                                                : &args->wait) = true;
+              : strcmp(argv[i], "--wait") == 0  ? &args->wait
+                                                : &args->chain) = true;
             continue;
         }
         int found = 0;
@@ -87,6 +90,7 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
     }
     if (args->specialist == NULL)
         return pan_usage(s_usage, "which specialist? (review-agent, test-agent, merge-agent, ...)");
+    args->specialist = submit_specialist_canonical(args->specialist, args->specialist_buf);
     return PAN_EXIT_OK;
 }
 
@@ -188,6 +192,8 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
                          args.max_attempts);
     if (args.timeout && !pan_parse_int(args.timeout, 1, SUBMIT_MAX_TIMEOUT_S, &timeout_s))
         return pan_usage(s_usage, "--timeout must be a number of seconds, not '%s'", args.timeout);
+    if (args.chain && !args.wait)
+        return pan_usage(s_usage, "--chain follows a task while waiting for it: add --wait");
     int64_t wait_timeout_s = 0;
     if (args.wait_timeout && !pan_parse_int(args.wait_timeout, 1, 7 * 24 * 3600, &wait_timeout_s))
         return pan_usage(s_usage, "--wait-timeout must be a number of seconds, not '%s'",
@@ -257,13 +263,15 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     wire_writer_destroy(&writer);
     if (code != PAN_EXIT_OK) {
         if (watch != NULL)
-            pan_watch_wait(&watch, NULL, 0, 0, false);
+            pan_watch_wait(&watch, NULL, 0, &(pan_wait_options_t){0});
         return code;
     }
     const char *task_id = pan_json_str(task, "id", args.id ? args.id : id);
     if (watch != NULL) {
         fprintf(stderr, "pan: submitted %s, waiting for it to end\n", task_id);
-        code = pan_watch_wait(&watch, &task_id, 1, (int)wait_timeout_s, args.json);
+        pan_wait_options_t options = {
+            .timeout_s = (int)wait_timeout_s, .json = args.json, .chain = args.chain};
+        code = pan_watch_wait(&watch, &task_id, 1, &options);
     } else if (args.json) {
         code = pan_print_json(task);
     } else {

@@ -5,6 +5,7 @@
 
 #include "clock.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,13 +94,14 @@ static void s_print_task(const json_t *task)
     }
 }
 
-/* pan task wait ID... [--timeout S] [--json]: see pan_wait.h. */
+/* pan task wait ID... [--timeout S] [--chain] [--json]: see pan_wait.h. */
 static int s_wait(const pan_t *pan, int argc, char **argv)
 {
-    static const char *const usage = "pan task wait <id>... [--timeout SECONDS] [--json]";
+    static const char *const usage =
+        "pan task wait <id>... [--timeout SECONDS] [--chain] [--json]";
     const char *ids[64];
     int n = 0;
-    bool json = false;
+    pan_wait_options_t options = {0};
     int64_t timeout_s = 0;
     for (int i = 0; i < argc; i++) {
         const char *value = NULL;
@@ -109,7 +111,9 @@ static int s_wait(const pan_t *pan, int argc, char **argv)
         if (found > 0)
             continue;
         if (strcmp(argv[i], "--json") == 0)
-            json = true;
+            options.json = true;
+        else if (strcmp(argv[i], "--chain") == 0)
+            options.chain = true;
         else if (argv[i][0] == '-')
             return pan_usage(usage, "unknown option '%s'", argv[i]);
         else if (n < 64)
@@ -123,19 +127,50 @@ static int s_wait(const pan_t *pan, int argc, char **argv)
     pan_watch_t *watch = pan_watch_start(pan, &code);
     if (watch == NULL)
         return code;
-    return pan_watch_wait(&watch, ids, n, (int)timeout_s, json);
+    options.timeout_s = (int)timeout_s;
+    return pan_watch_wait(&watch, ids, n, &options);
+}
+
+/* pan task fence <id> <attempt>: the fencing check a command makes before a side effect
+ * that must happen once (a worker runs each task at least once, and a stopped worker's
+ * command may run on beside the attempt that replaced it). Exit 0 when `attempt` is the
+ * task's running attempt; 1, saying what the broker has, when it is not (superseded,
+ * finished, cancelled); 3 when the broker does not answer. */
+static int s_fence(const pan_t *pan, int argc, char **argv, const char *usage)
+{
+    int64_t attempt = 0;
+    if (argc != 2 || !pan_parse_int(argv[1], 1, INT32_MAX, &attempt))
+        return pan_usage(usage, "fence takes a task id and its attempt number");
+    json_t *task = NULL;
+    int code = s_task_request(pan, MSG_SHOW_TASK, argv[0], &task);
+    if (code != PAN_EXIT_OK)
+        return code;
+    const char *state = pan_json_str(task, "state", "?");
+    int64_t running = pan_json_int(task, "attempt", 0);
+    bool holds = strcmp(state, "running") == 0 && running == attempt;
+    if (holds)
+        printf("attempt %lld of %s holds the task\n", (long long)attempt, argv[0]);
+    else
+        fprintf(stderr, "pan: attempt %lld of %s no longer holds the task: it is %s, at "
+                        "attempt %lld\n",
+                (long long)attempt, argv[0], state, (long long)running);
+    json_decref(task);
+    return holds ? PAN_EXIT_OK : PAN_EXIT_ERROR;
 }
 
 int cmd_task(const pan_t *pan, int argc, char **argv)
 {
     static const char *const usage =
-        "pan task list [options] | show <id> [--json] | wait <id>... [--timeout S]";
+        "pan task list [options] | show <id> [--json] | wait <id>... [--timeout S] [--chain]\n"
+        "       | fence <id> <attempt>";
     if (argc < 1)
         return pan_usage(usage, "task what?");
     if (strcmp(argv[0], "list") == 0)
         return cmd_task_list(pan, argc - 1, argv + 1);
     if (strcmp(argv[0], "wait") == 0)
         return s_wait(pan, argc - 1, argv + 1);
+    if (strcmp(argv[0], "fence") == 0)
+        return s_fence(pan, argc - 1, argv + 1, usage);
     if (strcmp(argv[0], "show") != 0)
         return pan_usage(usage, "unknown task command '%s'", argv[0]);
     const char *id = NULL;

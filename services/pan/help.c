@@ -28,9 +28,13 @@ static const help_t s_help[] = {
      "  --max-attempts N      failed attempts before the task is dead (1..100)\n"
      "  --timeout SECONDS     longest one attempt may run\n"
      "  --force               merge although the newest review blocked the gate (recorded)\n"
-     "  --wait                wait for the end: progress on stderr, the result on stdout;\n"
-     "                        exit 0 done, 1 failed/dead/cancelled, 4 when --wait-timeout passed\n"
+     "  --wait                wait for the end: progress on stderr, the result and its\n"
+     "                        verdict on stdout; exit with the verdict: 0 passed, gate open or\n"
+     "                        merged, 1 task failed/dead/cancelled, 4 --wait-timeout passed,\n"
+     "                        5 tests failed, 6 gate blocked, 7 merge failed\n"
      "  --wait-timeout S      how long --wait waits (default: no limit)\n"
+     "  --chain               with --wait: follow the hand-offs ([pipeline]: review -> test ->\n"
+     "                        merge) and exit with the last task's verdict\n"
      "  --json                print the task (or with --wait the ended task) as JSON\n"},
     {"task",
      "usage: pan task list [options] | show <id> [--json] | wait <id>... [options]\n"
@@ -45,8 +49,11 @@ static const help_t s_help[] = {
      "task show <id>: the task, its payload and result; --json: the raw object\n"
      "task wait <id>...: waits until every task ended (progress on stderr, results on stdout)\n"
      "  --timeout SECONDS     give up after this long (exit 4)\n"
-     "  --json                each ended task as one JSON line\n"
-     "  exit 0 all done, 1 one failed, died or was cancelled, 4 timed out\n"},
+     "  --chain               follow each task's hand-offs ([pipeline]) to the last task\n"
+     "  --json                each ended task as one JSON line, with its \"verdict\"\n"
+     "  exit: the first verdict that is not 0 (with --chain, of the last tasks): 0 passed,\n"
+     "  gate open or merged, 1 failed/dead/cancelled, 3 broker unreachable, 4 timed out,\n"
+     "  5 tests failed, 6 gate blocked, 7 merge failed\n"},
     {"dead",
      "usage: pan dead [--specialist S] [--issue I] [--since DURATION] [--limit N] [--before ID]\n"
      "                [--json]\n"

@@ -7,6 +7,7 @@
 
 #include "cmd_prompt.h"
 #include "failure.h"
+#include "home.h"
 
 #include <czmq.h>
 #include <stdio.h>
@@ -20,7 +21,7 @@ static const char *const s_usage =
     "  submit <specialist> [--priority P] [--issue ID] [--pr-url URL] [--workspace DIR]\n"
     "         [--branch B] [--target T] [--title TEXT] [--id ID] [--group G] [--source S]\n"
     "         [--max-attempts N] [--timeout S] [--description TEXT] [--payload JSON] [--force]\n"
-    "         [--wait [--wait-timeout S]] [--json]\n"
+    "         [--wait [--wait-timeout S] [--chain]] [--json]\n"
     "  specialists list [--json]\n"
     "  specialists queue <name> [--json]\n"
     "  specialists wake <name> [--task TEXT] [--priority P] [--workspace DIR] [--branch B]\n"
@@ -32,7 +33,7 @@ static const char *const s_usage =
     "            [--before ID] [--json]   (newest first; S: queued running done failed dead\n"
     "            cancelled; DURATION: 90s 15m 2h 7d)\n"
     "  task show <id> [--json]\n"
-    "  task wait <id>... [--timeout S] [--json]   (exit 0 done, 1 failed/dead, 4 timeout)\n"
+    "  task wait <id>... [--timeout S] [--chain] [--json]   (exit: the verdict's, below)\n"
     "  cancel <id>\n"
     "  retry <id> | --all-dead [--specialist S] [--issue I] [--json]\n"
     "  dead [--specialist S] [--issue I] [--since DURATION] [--limit N] [--json]\n"
@@ -49,7 +50,9 @@ static const char *const s_usage =
     "\n"
     "Endpoints come from the flags, else CLOISTER_CONTROL / CLOISTER_EVENTS / CLOISTER_IN,\n"
     "else [broker] in $PANOPTICON_HOME/cloister.toml, else tcp://127.0.0.1:5562/5561/5560.\n"
-    "Exit codes: 0 ok, 1 refused or failed, 2 usage, 3 the broker did not answer.\n"
+    "Exit codes: 0 ok, 1 refused or failed, 2 usage, 3 the broker did not answer; waits\n"
+    "(submit --wait, task wait) exit with the verdict: 0 passed / gate open / merged,\n"
+    "1 task failed or dead, 4 timeout, 5 tests failed, 6 gate blocked, 7 merge failed.\n"
     "`pan <command> --help` explains every option of a command.\n";
 
 /* Removes the global options from argv (wherever they are) into *pan. Returns the new
@@ -127,6 +130,9 @@ int main(int argc, char **argv)
     }
     config_t *config = NULL;
     char config_error[1024] = "";
+    /* Everything it writes under the state home is this user's alone (home.h). */
+    if (home_secure() != 0)
+        return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
     if (config_load(NULL, &config) != 0) {
         if (strcmp(command, "doctor") != 0)
             return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());

@@ -3,7 +3,8 @@
  * its outcome becomes an exit code, and small formatting helpers.
  *
  * Exit codes: 0 success, 1 the broker (or the system) said no, 2 a usage error, 3 the
- * broker did not answer. */
+ * broker did not answer. A command that waits for tasks (pan_wait.h) exits with their
+ * verdict's code from the one table in common/bus/verdict.h, which agrees with these. */
 #ifndef PAN_H
 #define PAN_H
 

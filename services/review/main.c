@@ -12,15 +12,17 @@
  *
  * The agent's working directory. The agent CLI finds a session by its cwd, so the agent
  * always runs in one fixed directory: --workdir, else [specialists.review-agent] workdir,
- * else $PANOPTICON_HOME/specialists/review-agent/work. The workspace under review changes
- * with every task; the agent gets it through `--add-dir <workspace>` (its tools may read
- * there) and its absolute path in the prompt. Running the agent in the workspace itself
- * would start a fresh session per repository and lose the specialist's memory.
+ * else $PANOPTICON_HOME/specialists/review-agent/work. The commit under review changes
+ * with every task: it is checked out in a worktree under that workdir (worktrees/), and
+ * the agent gets it through `--add-dir <worktree>` (its tools may read there) and its
+ * absolute path in the prompt. Running the agent in the workspace itself would start a
+ * fresh session per repository and lose the specialist's memory.
  *
  * Exit codes: 0 after SIGTERM/SIGINT, 2 on bad usage, 1 when it cannot start (bad config,
  * bind failed), 3 when a job could not be stopped (see specialist.h). */
 #include "config.h"
 #include "failure.h"
+#include "home.h"
 #include "log.h"
 #include "prompt.h"
 #include "review_job.h"
@@ -50,6 +52,11 @@ int main(int argc, char **argv)
     if (!specialist_args_parse(&args, argc, argv, &settings, &code))
         return code;
 
+    /* Everything it writes under the state home is this user's alone (home.h). */
+    if (home_secure() != 0) {
+        fprintf(stderr, "cloister-review: %s\n", failure_message());
+        return 1;
+    }
     config_t *config = NULL;
     if (config_load(config_path, &config) != 0) {
         log_error("cannot load the configuration: %s", failure_message());

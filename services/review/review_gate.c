@@ -362,12 +362,28 @@ bool review_findings_add(json_t *findings, json_t *finding, review_counts_t *cou
     return true;
 }
 
+/* True when a finding of `findings` already has the id `id`. */
+static bool s_id_taken(const json_t *findings, const char *id)
+{
+    size_t i;
+    const json_t *finding;
+    json_array_foreach(findings, i, finding)
+    {
+        const char *other = json_string_value(json_object_get(finding, "id"));
+        if (other != NULL && strcmp(other, id) == 0)
+            return true;
+    }
+    return false;
+}
+
 void review_findings_identify(json_t *findings)
 {
     size_t i;
     json_t *finding;
     json_array_foreach(findings, i, finding)
     {
+        if (json_object_get(finding, "id") != NULL)
+            continue;
         const char *file = json_string_value(json_object_get(finding, "file"));
         const char *message = json_string_value(json_object_get(finding, "message"));
         char text[1024];
@@ -376,8 +392,11 @@ void review_findings_identify(json_t *findings)
         for (const char *parts[] = {file ? file : "", "\n", text}, **p = parts; p < parts + 3; p++)
             for (const char *c = *p; *c != '\0'; c++)
                 hash = (hash ^ (unsigned char)*c) * 16777619u;
-        char id[16];
-        snprintf(id, sizeof id, "f-%08x", (unsigned)hash);
+        char base[16], id[32];
+        snprintf(base, sizeof base, "f-%08x", (unsigned)hash);
+        snprintf(id, sizeof id, "%s", base);
+        for (int n = 2; s_id_taken(findings, id); n++)
+            snprintf(id, sizeof id, "%s-%d", base, n);
         json_object_set_new(finding, "id", json_string(id));
     }
 }

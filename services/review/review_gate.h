@@ -57,9 +57,12 @@ bool review_findings_add(json_t *findings, json_t *finding, review_counts_t *cou
 /* Counts the findings of `findings` by severity into *counts (replacing what it held). */
 void review_counts_compute(const json_t *findings, review_counts_t *counts);
 
-/* Gives each finding of `findings` an "id" ("f-" and 8 hex digits) made of its file and its
- * message once case, spaces and punctuation are set aside -- not its line, which moves as
- * the code around it does -- so the same finding has the same id in the next round. */
+/* Gives each finding of `findings` that has none an "id" ("f-" and 8 hex digits) made of
+ * its file and its message once case, spaces and punctuation are set aside -- not its line,
+ * which moves as the code around it does -- so the same finding has the same id in the next
+ * round. An id names one finding: when another finding already has it (the same words on
+ * another line of the file), "-2", "-3", ... is added, in the order of the array. A finding
+ * keeps the id it has. */
 void review_findings_identify(json_t *findings);
 
 /* True when a finding of `severity` ("error", "warning", "info") blocks the gate in `mode`. */

@@ -9,11 +9,14 @@
 #include "pipeline.h"
 #include "prompt.h"
 #include "repository.h"
+#include "sandbox.h"
 #include "review_checks.h"
 #include "review_diff.h"
 #include "review_loop.h"
 #include "review_post.h"
 #include "review_scope.h"
+#include "review_tree.h"
+#include "review_verdict.h"
 #include "session.h"
 #include "template.h"
 #include "testrun.h"
@@ -30,6 +33,8 @@ typedef struct {
     specialist_ctx_t *ctx;
     const review_service_t *service;
     const char *workspace;
+    review_tree_t *tree; /* the reviewed commit, checked out (review_tree.h) */
+    const char *tree_dir; /* where checks and the agent's tools run: the tree's path */
     const char *branch;
     const char *target;
     review_mode_t mode;          /* the service's, or the target branch's own (see below) */
@@ -50,6 +55,7 @@ typedef struct {
 
 static void s_job_free(review_run_t *r)
 {
+    review_tree_close(&r->tree);
     config_destroy(&r->repo_config);
     review_diff_destroy(&r->diff);
     free(r->checks_text);
@@ -133,14 +139,25 @@ static void s_check_finding(review_run_t *r, const review_check_t *check, const 
  * FAILURE_MEMORY. */
 static int s_run_check(review_run_t *r, const review_check_t *check, int64_t timeout_s, FILE *f)
 {
-    specialist_progressf(r->ctx, "info", "check %s: %s", check->name, check->command);
+    specialist_progressf(r->ctx, "info", "check %s: %s (on %.12s)", check->name, check->command,
+                         r->diff->head);
+    /* The network only when the target branch (or the service's settings) opted in. */
+    char opted_in[300], network[600];
+    bool allowed = repository_network_opt_in(r->service->config, r->workspace, r->target,
+                                              "review", opted_in, sizeof opted_in);
+    if (!sandbox_network(r->service->sandbox, allowed ? opted_in : NULL, network,
+                         sizeof network) &&
+        !allowed)
+        specialist_progressf(r->ctx, "warning", "check %s: network %s", check->name, network);
+    specialist_result_str(r->ctx, "checks_network", network);
     testrun_options_t options = {
         .command = check->command,
-        .dir = r->workspace,
+        .dir = r->tree_dir,
         .timeout_ms = timeout_s * 1000,
         .output_cap = 64 * 1024,
         .owner = specialist_testrun_owner(r->ctx), /* a cancel stops the check */
         .sandbox = r->service->sandbox,
+        .network = allowed,
     };
     testrun_result_t *result = NULL;
     testrun_run(&result, &options);
@@ -150,8 +167,8 @@ static int s_run_check(review_run_t *r, const review_check_t *check, int64_t tim
     double coverage;
     bool passed = s_check_passed(check, result, state, sizeof state, &coverage);
     const char *output = result->started ? result->output : result->error;
-    fprintf(f, "- `%s`: %s (%s check, %lld ms)\n", check->command, state, check->kind,
-            (long long)result->duration_ms);
+    fprintf(f, "- `%s`: %s (%s check, %lld ms, on commit %.12s)\n", check->command, state,
+            check->kind, (long long)result->duration_ms, r->diff->head);
     specialist_progressf(r->ctx, "info", "check %s: %s", check->name, state);
     if (!passed) {
         char label[512];
@@ -162,15 +179,36 @@ static int s_run_check(review_run_t *r, const review_check_t *check, int64_t tim
         free(fenced);
         s_check_finding(r, check, state, output);
     }
-    json_t *entry = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I}", "name", check->name,
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:s}", "name", check->name,
                               "command", check->command, "kind", check->kind, "severity",
                               check->severity, "verdict", passed ? "PASS" : "FAIL", "exit_code",
-                              result->exit_code, "duration_ms", (json_int_t)result->duration_ms);
+                              result->exit_code, "duration_ms", (json_int_t)result->duration_ms,
+                              "commit", r->diff->head);
     if (entry != NULL && coverage >= 0)
         json_object_set_new(entry, "coverage", json_real(coverage));
     if (entry != NULL)
         json_array_append_new(r->checks, entry);
     testrun_result_destroy(&result);
+    return 0;
+}
+
+/* Checks the reviewed commit (the diff's head) out in the review's own worktree, under the
+ * agent's workdir (review_tree.h): the checks and the agent's tools see that commit, not the
+ * user's checkout. Returns 0 or a FAILURE_* code with the reason. */
+static int s_open_tree(review_run_t *r)
+{
+    char worktrees[AGENT_JOB_WORKDIR_SIZE + 16];
+    snprintf(worktrees, sizeof worktrees, "%s/worktrees", r->settings.workdir);
+    int rc = review_tree_open(&r->tree, r->workspace, r->diff->head, worktrees);
+    if (rc != 0) {
+        char reason[512]; /* copied: failure_set() must not read the buffer it writes */
+        snprintf(reason, sizeof reason, "%s", failure_message());
+        return failure_set(rc, "cannot check out the reviewed commit %.12s: %s", r->diff->head,
+                           reason);
+    }
+    r->tree_dir = review_tree_dir(r->tree);
+    specialist_progressf(r->ctx, "info", "reviewing commit %.12s, checked out in %s",
+                         r->diff->head, r->tree_dir);
     return 0;
 }
 
@@ -549,6 +587,7 @@ static int s_build_vars(review_run_t *r)
         ((rc = template_vars_set(vars, "diff", diff_text)) != 0 ||
          (rc = template_vars_set(vars, "checks", r->checks_text)) != 0 ||
          (rc = template_vars_set(vars, "review_mode", review_mode_name(r->mode))) != 0 ||
+         (rc = template_vars_set(vars, "workspace", r->tree_dir)) != 0 ||
          (rc = template_vars_set(vars, "scope", r->diff->scope_note)) != 0 ||
          (r->diff->nfiles > 0 && (rc = template_vars_set(vars, "files_changed", joined)) != 0)))
         rc = failure_set(rc, "cannot set the prompt variables");
@@ -714,7 +753,13 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     specialist_result_str(ctx, "diff_base", r.diff->base);
     specialist_result_str(ctx, "diff_head", r.diff->head);
     s_report_scope(&r);
-    if (s_run_checks(&r) != 0 || s_build_vars(&r) != 0) {
+    if (agent_job_settings_from_config(&r.settings, service->config, REVIEW_SPECIALIST,
+                                       service->workdir) != 0) {
+        snprintf(error, sizeof error, "cannot run the agent: %s", failure_message());
+        outcome = s_fail(&r, SPECIALIST_FAILED, error);
+        goto out;
+    }
+    if (s_open_tree(&r) != 0 || s_run_checks(&r) != 0 || s_build_vars(&r) != 0) {
         snprintf(error, sizeof error, "%s", failure_message());
         outcome = s_fail(&r, SPECIALIST_FAILED, error);
         goto out;
@@ -723,9 +768,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
     if (specialist_cancelled(ctx))
         goto out;
 
-    if (agent_job_settings_from_config(&r.settings, service->config, REVIEW_SPECIALIST,
-                                       service->workdir) != 0 ||
-        agent_job_settings_add_dir(&r.settings, r.workspace) != 0) {
+    if (agent_job_settings_add_dir(&r.settings, r.tree_dir) != 0) {
         snprintf(error, sizeof error, "cannot run the agent: %s", failure_message());
         outcome = s_fail(&r, SPECIALIST_FAILED, error);
         goto out;
@@ -740,9 +783,16 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
             outcome = s_fail(&r, outcome, error);
         goto out;
     }
-    s_read_findings(&r, nreviewers > 0 ? "synthesis" : REVIEW_SPECIALIST);
+    const char *answered_by = nreviewers > 0 ? "synthesis" : REVIEW_SPECIALIST;
+    s_read_findings(&r, answered_by);
     review_findings_identify(r.findings);
     review_loop_dismiss(r.markers, r.findings, r.dismissed);
+    char note[600];
+    if (review_verdict_reconcile(r.markers, answered_by, r.findings, &r.counts, note,
+                                 sizeof note)) {
+        specialist_result_str(ctx, "verdict_note", note);
+        specialist_progressf(ctx, "info", "%s", note);
+    }
     review_counts_compute(r.findings, &r.counts);
     specialist_result_json(ctx, "dismissed", r.dismissed);
     const char *verdict = markers_get(r.markers, "REVIEW_RESULT");

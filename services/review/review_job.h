@@ -8,17 +8,22 @@
  *   1. mode = [review] mode. disabled: REVIEW_RESULT APPROVED, GATE open, no agent.
  *   2. the diff of branch against its merge base with target (review_diff.h), cut to
  *      [review] diff_budget_chars (default 30000);
- *   3. [review] checks (array of shell commands, the user's own config) run one by one in
- *      the workspace with common/testrun, each limited to [review] check_timeout_s (default
- *      300, and never past the task's lease); a failing check is an error finding;
+ *   3. the reviewed commit (the diff's head) is checked out in the review's own worktree
+ *      (review_tree.h), under the agent's workdir: [review] checks (shell commands, the
+ *      user's own config, or the target branch's) run one by one there with
+ *      common/testrun, each limited to [review] check_timeout_s (default 300, and never
+ *      past the task's lease); a failing check is a finding of its severity, and each
+ *      check's entry names the commit it ran on;
  *   4. the agent phases (review_loop.h): without [review] reviewers, prompts/review-agent.md
- *      rendered (prompt.h) with diff, checks, review_mode and scope, run by the agent
- *      (agent_job.h) in the specialist's fixed workdir with `--add-dir <workspace>` so its
- *      tools may read the workspace; with them, plan, act (the reviewers as parallel forks)
- *      and synthesize rounds, the synthesis in that same session;
+ *      rendered (prompt.h) with diff, checks, review_mode, scope and the worktree as
+ *      {{workspace}}, run by the agent (agent_job.h) in the specialist's fixed workdir with
+ *      `--add-dir <worktree>` so its tools read the reviewed commit, never the user's
+ *      checkout; with them, plan, act (the reviewers as parallel forks) and synthesize
+ *      rounds, the synthesis in that same session;
  *   5. the (last) answer's REVIEW_RESULT block (required; APPROVED | CHANGES_REQUESTED |
  *      COMMENTED, reported but not obeyed) and FINDINGS (missing or unreadable findings are
- *      an error finding), less what the synthesis DISMISSED;
+ *      an error finding), less what the synthesis DISMISSED; a verdict that disagrees with
+ *      the findings has its issues made findings (review_verdict.h, `verdict_note`);
  *   6. the merge gate from the findings and the mode (review_gate.h); in yolo mode an open
  *      gate chains the merge: next task id
  *      "merge-<task id>", specialist merge-agent, group "merge:<repository root>:<target>"
@@ -30,8 +35,8 @@
  *
  * Result fields: see proto/PROTOCOL.md, "The review-agent's result" -- REVIEW_RESULT, GATE
  * (open|blocked), approval (auto|manual|blocked), review_mode, scope, FINDINGS, merge_gate,
- * skips, rounds and stop_reason, reviewer_runs, dismissed, resolved_findings, errors,
- * warnings, infos, FILES_REVIEWED, SECURITY_ISSUES, PERFORMANCE_ISSUES, NOTES,
+ * skips, rounds and stop_reason, reviewer_runs, dismissed, verdict_note, resolved_findings,
+ * errors, warnings, infos, FILES_REVIEWED, SECURITY_ISSUES, PERFORMANCE_ISSUES, NOTES,
  * files_changed, diff_base, diff_head, checks, merge_task | test_task (when chained),
  * posted and post_* (when posting), plus agent_job's agent fields (of the last main-session
  * run).

@@ -145,10 +145,11 @@ static int s_act(const review_loop_t *loop, int round, const char *const *names,
         char reason[200];
         int more = answers[i] ? s_take_answer(ran[i], answers[i], findings, counts, reason,
                                               sizeof reason)
-                              : 0;
-        if (more < 0)
+                              : -1;
+        if (more < 0 && answers[i] != NULL)
             review_plan_skip(out->skips, ran[i], reason);
-        else
+        out->completed += more >= 0;
+        if (more > 0)
             added += more;
     }
     for (size_t i = 0; prompts && answers && i < n; i++) {
@@ -251,6 +252,29 @@ static int s_synthesis_prompt(const review_loop_t *loop, int round, const char *
     return rc;
 }
 
+/* Appends Cloister's own error finding "<title>" with `detail` (a fact, never dismissed). */
+static void s_block(json_t *findings, review_counts_t *counts, const char *title,
+                    const char *detail)
+{
+    char line[600];
+    snprintf(line, sizeof line, "error: %s", title);
+    json_t *finding = review_finding_parse(line, "cloister", counts);
+    if (finding == NULL)
+        return;
+    json_object_set_new(finding, "detail", json_string(detail));
+    json_array_append_new(findings, finding);
+}
+
+/* No reviewer the plan kept answered (each failed, timed out or gave no FINDINGS): the
+ * synthesis alone is no review, so the gate is blocked, with the skips as the reason. */
+static void s_block_unreviewed(json_t *findings, review_counts_t *counts, const json_t *skips)
+{
+    char *why = s_skips_text(skips);
+    s_block(findings, counts, "no domain reviewer completed the review",
+            why ? why : "every planned reviewer failed or timed out");
+    free(why);
+}
+
 /* The answer's FOLLOW_UP items for planned reviewers: names[i] (pointers into planned) and
  * questions[i] (into the answer); returns how many. */
 static size_t s_follow_ups(const review_loop_t *loop, markers_t *answer,
@@ -304,7 +328,7 @@ specialist_outcome_t review_loop_run(const review_loop_t *loop, json_t *findings
                                   out->skips);
     memcpy(names, planned, nplanned * sizeof *names);
     size_t nasked = nplanned;
-    int stagnant = 0;
+    int stagnant = 0, adding = 0;
     for (int round = 1;; round++) {
         out->rounds = round;
         int added = s_act(loop, round, names, round == 1 ? NULL : (const char *const *)questions,
@@ -324,15 +348,29 @@ specialist_outcome_t review_loop_run(const review_loop_t *loop, json_t *findings
         if (outcome != SPECIALIST_DONE)
             goto out;
         stagnant = added == 0 ? stagnant + 1 : 0;
+        adding = added > 0 ? adding + 1 : 0;
         specialist_progressf(loop->ctx, "info", "review round %d: %d new finding%s", round,
                              added, added == 1 ? "" : "s");
         nasked = s_follow_ups(loop, out->answer, planned, nplanned, names, questions);
-        out->stop = nasked == 0                        ? "complete"
-                    : stagnant >= loop->stagnation     ? "stagnation"
-                    : round >= loop->max_iterations    ? "max_iterations"
-                                                       : NULL;
+        out->stop = nasked == 0                                ? "complete"
+                    : adding >= REVIEW_NOT_CONVERGING_ROUNDS   ? "not_converging"
+                    : stagnant >= loop->stagnation             ? "stagnation"
+                    : round >= loop->max_iterations            ? "max_iterations"
+                                                               : NULL;
         if (out->stop != NULL)
             break;
+    }
+    if (strcmp(out->stop, "not_converging") == 0) {
+        char detail[200];
+        snprintf(detail, sizeof detail,
+                 "%d rounds in a row each added findings and the synthesis still asked for "
+                 "more: the review stopped without settling",
+                 adding);
+        s_block(findings, counts, "the review is not converging", detail);
+    }
+    if (nplanned > 0 && out->completed == 0) {
+        out->stop = "no_reviewer_completed";
+        s_block_unreviewed(findings, counts, out->skips);
     }
     specialist_progressf(loop->ctx, "info", "review loop: %s after %d round%s", out->stop,
                          out->rounds, out->rounds == 1 ? "" : "s");

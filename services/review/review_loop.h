@@ -14,9 +14,17 @@
  *   (loop)      while the synthesis asks follow-ups, those reviewers run again with their
  *               question (act) and the synthesis again, for at most max_iterations rounds
  *               in all, stopping early once `stagnation` rounds in a row added no new
- *               reviewer finding. The stop reason: complete (no follow-up asked),
- *               max_iterations or stagnation;
+ *               reviewer finding, or once REVIEW_NOT_CONVERGING_ROUNDS rounds in a row each
+ *               still added findings (iron-rook's diminishing returns). The stop reason:
+ *               complete (no follow-up asked), not_converging, stagnation, max_iterations;
  *   check       the gate, from the findings and the mode (review_gate.h; review_job).
+ * Two stops fail safe, each with an error finding of Cloister's (source "cloister", never
+ * dismissed) so the gate is blocked in every mode: not_converging ("the review is not
+ * converging"), and no_reviewer_completed ("no domain reviewer completed the review", the
+ * skips as its detail) when the plan kept reviewers and none of them ever answered with
+ * a FINDINGS list -- each failed, timed out or answered nothing readable -- since the
+ * synthesis alone is no review. When the plan kept none (a docs-only diff and only
+ * code reviewers configured), those skips stay skips.
  * Only the last synthesis's FINDINGS and DISMISSED count: the caller reads them from
  * outcome->answer (review_loop_dismiss()). */
 #ifndef CLOISTER_REVIEW_LOOP_H
@@ -35,6 +43,8 @@
 #define REVIEW_DEFAULT_REVIEWER_TIMEOUT_S 600
 #define REVIEW_DEFAULT_MAX_ITERATIONS 10
 #define REVIEW_DEFAULT_STAGNATION 2
+/* Rounds in a row that each add findings before the loop stops as not converging. */
+#define REVIEW_NOT_CONVERGING_ROUNDS 3
 
 /* What the loop works with; everything borrowed. */
 typedef struct {
@@ -59,7 +69,9 @@ typedef struct {
     json_t *skips;     /* [{reviewer, reason}] */
     json_t *runs;      /* each reviewer run (review_reviewers.h) */
     int rounds;
-    const char *stop; /* "complete" | "max_iterations" | "stagnation" (static) */
+    int completed; /* reviewer runs that answered with a FINDINGS list */
+    const char *stop; /* "complete" | "not_converging" | "stagnation" | "max_iterations" |
+                         "no_reviewer_completed" (static) */
 } review_loop_outcome_t;
 
 void review_loop_outcome_free(review_loop_outcome_t *out);

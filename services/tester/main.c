@@ -15,6 +15,7 @@
  * config, bind failed), 3 when a job could not be stopped (see specialist.h). */
 #include "config.h"
 #include "failure.h"
+#include "home.h"
 #include "log.h"
 #include "specialist.h"
 #include "specialist_args.h"
@@ -38,6 +39,11 @@ int main(int argc, char **argv)
     if (!specialist_args_parse(&args, argc, argv, &settings, &code))
         return code;
 
+    /* Everything it writes under the state home is this user's alone (home.h). */
+    if (home_secure() != 0) {
+        fprintf(stderr, "cloister-test: %s\n", failure_message());
+        return 1;
+    }
     config_t *config = NULL;
     if (config_load(NULL, &config) != 0) {
         log_error("cannot load the configuration: %s", failure_message());

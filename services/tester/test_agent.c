@@ -44,6 +44,7 @@ typedef struct {
     char notes[2048];    /* sentences for NOTES, "; "-separated */
     bool run_reported;   /* s_report_run() has set the result fields of a run */
     bool fix_attempted;
+    bool network;        /* the tests may use the network (the target branch opted in) */
     const char *fix_result; /* "SUCCESS", "FAILED" or "NOT_ATTEMPTED" */
 } test_job_t;
 
@@ -176,6 +177,23 @@ static const char *s_last_line(char *buf, size_t size, const char *output)
     return buf;
 }
 
+/* Whether the tests may use the network: the target branch's [tests] network (never the
+ * branch under test's), else the service's; the result says what they got, and a run that
+ * cannot be isolated says so loudly. */
+static void s_decide_network(test_job_t *job)
+{
+    const char *target = specialist_payload_str(job->ctx, "target");
+    char opted_in[300], network[600];
+    job->network = repository_network_opt_in(job->agent->config, job->workspace,
+                                              target && target[0] ? target : "main", "tests",
+                                              opted_in, sizeof opted_in);
+    bool isolated = sandbox_network(job->agent->sandbox, job->network ? opted_in : NULL,
+                                    network, sizeof network);
+    specialist_result_str(job->ctx, "network", network);
+    if (!isolated && !job->network)
+        specialist_progressf(job->ctx, "warning", "tests' network %s", network);
+}
+
 /* Runs the test command once, bounded by the job's deadline. Returns the result (the
  * caller owns it) or NULL when not even a result could be made (memory). */
 static testrun_result_t *s_run_tests(test_job_t *job)
@@ -186,6 +204,7 @@ static testrun_result_t *s_run_tests(test_job_t *job)
         .dir = test_tree_dir(job->tree),
         .timeout_ms = left > 1 ? left : 1,
         .sandbox = job->agent->sandbox,
+        .network = job->network,
     };
     specialist_progressf(job->ctx, "info", "running %s in %s (%s)", job->detected.command,
                          options.dir, test_tree_source(job->tree));
@@ -485,26 +504,32 @@ static void s_report_fix_patch(test_job_t *job)
 
 /* A passing run of a pipeline task (chained by a review, payload.pipeline) hands the
  * change on when [pipeline] after_test = "merge": the merge of the tested commit, chained
- * in yolo mode; in normal and strict mode it waits for `pan approve` (see pipeline.h). */
+ * when the review mode that holds for the target branch is yolo; in normal and strict mode
+ * it waits for `pan approve` (see pipeline.h). The mode is read from configuration (the
+ * target branch's .cloister/config.toml, else [review] mode), never from the payload,
+ * which its submitter wrote; the broker's gate checks the merge again. */
 static void s_chain_merge(test_job_t *job)
 {
     const specialist_task_t *task = specialist_task(job->ctx);
     const json_t *pipeline = json_object_get(task->payload_json, "pipeline");
     if (!json_is_object(pipeline) || pipeline_after_test(job->agent->config) != PIPELINE_MERGE)
         return;
-    const char *mode = json_string_value(json_object_get(pipeline, "mode"));
     const char *review = json_string_value(json_object_get(pipeline, "review"));
-    if (mode == NULL || strcmp(mode, "yolo") != 0) {
+    const char *target = specialist_payload_str(job->ctx, "target");
+    target = target && target[0] ? target : "main";
+    char mode[16];
+    if (repository_review_mode(job->agent->config, job->workspace, target, mode, sizeof mode) != 0)
+        s_note(job, "%s", failure_message());
+    if (strcmp(mode, "yolo") != 0) {
         s_note(job, "tests passed: the merge waits for `pan approve %s` (review mode %s)",
-               review ? review : task->issue, mode ? mode : "unknown");
+               review ? review : task->issue, mode);
         return;
     }
     const char *branch = specialist_payload_str(job->ctx, "branch");
-    const char *target = specialist_payload_str(job->ctx, "target");
     pipeline_change_t change = {
         .workspace = job->workspace,
         .branch = branch ? branch : "",
-        .target = target && target[0] ? target : "main",
+        .target = target,
         .commit = test_tree_commit(job->tree),
         .issue = specialist_payload_str(job->ctx, "issueId"),
         .pr_url = specialist_payload_str(job->ctx, "prUrl"),
@@ -597,6 +622,7 @@ specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
         s_note(job, "%s", job->detected.warning);
     specialist_result_str(ctx, "TEST_COMMAND", job->detected.command);
     specialist_result_str(ctx, "sandbox", sandbox_describe(agent->sandbox));
+    s_decide_network(job);
     specialist_result_str(ctx, "runner", testdetect_runner_name(job->detected.runner));
     specialist_result_str(ctx, "detected_by", job->detected.reason);
 

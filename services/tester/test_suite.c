@@ -62,6 +62,7 @@ int test_suite_run(testrun_result_t **out, specialist_ctx_t *ctx,
         .on_line_arg = &progress,
         .owner = specialist_testrun_owner(ctx),
         .sandbox = options->sandbox,
+        .network = options->network,
     };
     testrun_t *run = NULL;
     int rc = testrun_start(&run, &run_options);

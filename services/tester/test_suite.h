@@ -16,6 +16,7 @@
 #include "specialist.h"
 #include "testrun.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define TEST_SUITE_PROGRESS_MS 250
@@ -28,6 +29,7 @@ typedef struct {
     const char *dir;     /* the directory it runs in */
     int64_t timeout_ms;  /* wall-clock limit, > 0 */
     const sandbox_t *sandbox; /* how it runs (borrowed; see common/agent/sandbox.h) */
+    bool network;             /* the repository opted in to the network (sandbox.h) */
 } test_suite_options_t;
 
 /* Runs options->command for the job of `ctx` (borrowed) and sets *out to the result (the

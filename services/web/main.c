@@ -133,6 +133,11 @@ int main(int argc, char **argv)
     log_init("cloister-web", LOG_LEVEL_INFO);
     signal(SIGPIPE, SIG_IGN); /* a browser gone shows as a failed write, not a death */
     zsys_handler_set(NULL);
+    /* Everything it writes under the state home is this user's alone (home.h). */
+    if (home_secure() != 0) {
+        fprintf(stderr, "cloister-web: %s\n", failure_message());
+        return 1;
+    }
     config_t *config = NULL;
     if (config_load(NULL, &config) != 0) {
         fprintf(stderr, "cloister-web: %s\n", failure_message());

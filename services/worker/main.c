@@ -37,6 +37,7 @@
 
 #include "config.h"
 #include "failure.h"
+#include "home.h"
 #include "log.h"
 #include "specialist.h"
 #include "specialist_args.h"
@@ -80,6 +81,11 @@ int main(int argc, char **argv)
     worker.kill_grace_ms =
         (settings.grace_ms ? settings.grace_ms : SPECIALIST_DEFAULT_GRACE_MS) / 2;
 
+    /* Everything it writes under the state home is this user's alone (home.h). */
+    if (home_secure() != 0) {
+        fprintf(stderr, "cloister-worker: %s\n", failure_message());
+        return 1;
+    }
     config_t *config = NULL;
     if (config_load(NULL, &config) != 0) {
         log_error("cannot load the configuration: %s", failure_message());

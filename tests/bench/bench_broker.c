@@ -13,10 +13,15 @@
  *
  * With --curve the bus is authenticated and encrypted (common/bus/curve.h): the broker's
  * sockets and every worker's task socket are CURVE servers, every other socket a client,
- * with the same keys for every run.
+ * with the same keys for every run; without it the bus is plain. With --tcp every endpoint
+ * (the broker's three and the workers') is TCP on 127.0.0.1, on ports free at the start,
+ * instead of ipc. With --payload-bytes B each submit carries a payload map whose `context`
+ * string holds B bytes (the broker stores it and sends it to the worker with the task).
  *
- * usage: bench_broker [--sync full|normal|off] [--curve] [--tasks N] [--workers K]
- *                     [--rate R] [--seconds S]  (without --sync: both modes) */
+ * usage: bench_broker [--sync full|normal|off] [--curve] [--tcp] [--payload-bytes B]
+ *                     [--tasks N] [--workers K] [--rate R] [--seconds S]
+ *                     (without --sync: both modes) */
+#include "benchproc.h"
 #include "clock.h"
 #include "curve.h"
 #include "failure.h"
@@ -52,6 +57,10 @@ typedef struct {
 static const curve_t *s_curve;
 static testenv_t *s_keys_env;
 static char s_keys_home[300];
+/* --tcp: every endpoint on 127.0.0.1 instead of ipc. */
+static bool s_tcp;
+/* --payload-bytes: the size of each submit's payload `context` (0: no payload). */
+static int s_payload_bytes;
 
 static int s_task_index(const char *id)
 {
@@ -68,6 +77,9 @@ static void *s_submitter(void *arg)
         curve_apply_client(s_curve, push);
     zmq_connect(push, b->env->in_ep);
     wire_writer_t *w = wire_writer_new();
+    char *context = malloc((size_t)s_payload_bytes + 1);
+    memset(context, 'p', (size_t)s_payload_bytes);
+    context[s_payload_bytes] = '\0';
     int64_t start = clock_now_us();
     for (int i = 0; i < b->tasks && !b->stop; i++) {
         if (b->rate > 0) {
@@ -83,12 +95,18 @@ static void *s_submitter(void *arg)
         wire_put_str(w, FIELD_ID, id);
         wire_put_str(w, FIELD_SPECIALIST, "bench-agent");
         wire_put_str(w, FIELD_TITLE, "benchmark task");
+        if (s_payload_bytes > 0) {
+            wire_open_map(w, FIELD_PAYLOAD);
+            wire_put_key_strn(w, "context", context, (size_t)s_payload_bytes);
+            wire_close(w);
+        }
         size_t len;
         const void *data = wire_writer_data(w, &len);
         b->sent_us[i] = clock_now_us();
         zmq_send(push, data, len, 0);
     }
     wire_writer_destroy(&w);
+    free(context);
     /* Fire-and-forget submits still in the pipe are delivered while the socket stays open. */
     while (!b->stop)
         testenv_sleep_ms(5);
@@ -166,11 +184,16 @@ static void *s_worker_pool(void *arg)
     for (int k = 0; k < b->workers; k++) {
         char endpoint[512];
         snprintf(ids[k], sizeof ids[k], "bench-w%d", k);
-        snprintf(endpoint, sizeof endpoint, "ipc://%s/%s.sock", b->env->dir, ids[k]);
+        if (s_tcp)
+            snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:*");
+        else
+            snprintf(endpoint, sizeof endpoint, "ipc://%s/%s.sock", b->env->dir, ids[k]);
         pulls[k] = zmq_socket(b->context, ZMQ_PULL);
         if (s_curve != NULL)
             curve_apply_server(s_curve, pulls[k]);
         zmq_bind(pulls[k], endpoint);
+        size_t endpoint_len = sizeof endpoint; /* the port the kernel picked */
+        zmq_getsockopt(pulls[k], ZMQ_LAST_ENDPOINT, endpoint, &endpoint_len);
         int fd;
         size_t size = sizeof fd;
         zmq_getsockopt(pulls[k], ZMQ_FD, &fd, &size);
@@ -215,27 +238,6 @@ static void *s_worker_pool(void *arg)
     return NULL;
 }
 
-/* CPU time (user + system, every thread) a process has used so far, in µs. */
-static int64_t s_cpu_us(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *file = fopen(path, "r");
-    if (file == NULL)
-        return 0;
-    char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, file);
-    fclose(file);
-    buf[n] = '\0';
-    /* Fields after the command name (which may hold spaces) start past the last ')'. */
-    const char *rest = strrchr(buf, ')');
-    unsigned long long utime = 0, stime = 0;
-    if (rest == NULL || sscanf(rest + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                               &utime, &stime) != 2)
-        return 0;
-    return (int64_t)((utime + stime) * 1000000ULL / (unsigned long long)sysconf(_SC_CLK_TCK));
-}
-
 /* Starts null_broker, which is built next to this program. */
 static pid_t s_start_null_broker(testenv_t *env)
 {
@@ -259,11 +261,18 @@ static int s_compare(const void *a, const void *b)
 }
 
 /* One run against a fresh broker. Returns elapsed seconds; fills latencies (µs) and the
- * broker's CPU time per task (µs) over the run. */
+ * broker's and this process's (the load's) CPU time per task (µs) over the run. */
 static double s_run(const char *sync, bool null_broker, int tasks, int workers, int rate,
-                    double *p50_ms, double *p99_ms, double *broker_cpu_us)
+                    double *p50_ms, double *p99_ms, double *broker_cpu_us, double *self_cpu_us)
 {
     testenv_t *env = testenv_new("bench");
+    if (s_tcp) {
+        snprintf(env->in_ep, sizeof env->in_ep, "tcp://127.0.0.1:%d", benchproc_free_port());
+        snprintf(env->events_ep, sizeof env->events_ep, "tcp://127.0.0.1:%d",
+                 benchproc_free_port());
+        snprintf(env->control_ep, sizeof env->control_ep, "tcp://127.0.0.1:%d",
+                 benchproc_free_port());
+    }
     /* The broker must know the specialist before the first submit: a worker announces it. */
     bench_t b = {.env = env, .tasks = tasks, .workers = workers, .rate = rate};
     /* With CURVE, czmq's context: its ZAP handler (zauth) admits the broker to the
@@ -274,9 +283,12 @@ static double s_run(const char *sync, bool null_broker, int tasks, int workers, 
     b.got_us = calloc((size_t)tasks, sizeof *b.got_us);
     char config_path[600];
     snprintf(config_path, sizeof config_path, "%s/cloister.toml", env->home);
+    /* Without --curve the bus is plain, TCP included (where CURVE is otherwise the default):
+     * the servers it is compared with (tests/bench/compare.sh) speak plain TCP too. */
     testenv_write_file(config_path, s_curve ? "[specialists.bench-agent]\ntimeout = 600\n"
                                               "[security]\ncurve = true\n"
-                                            : "[specialists.bench-agent]\ntimeout = 600\n");
+                                            : "[specialists.bench-agent]\ntimeout = 600\n"
+                                              "[security]\ncurve = false\n");
     if (s_curve != NULL) {
         char keys[400];
         snprintf(keys, sizeof keys, "%s/keys", s_keys_home);
@@ -302,14 +314,16 @@ static double s_run(const char *sync, bool null_broker, int tasks, int workers, 
     pthread_t pool, submitter;
     pthread_create(&pool, NULL, s_worker_pool, &b);
     testenv_sleep_ms(300); /* workers announced */
-    int64_t cpu_before = s_cpu_us(broker);
+    int64_t cpu_before = benchproc_cpu_us(broker);
+    int64_t self_before = benchproc_self_cpu_us();
     int64_t started = clock_now_us();
     pthread_create(&submitter, NULL, s_submitter, &b);
     int64_t deadline = clock_now_ms() + 120000;
     while (b.acked < tasks && clock_now_ms() < deadline)
         testenv_sleep_ms(1);
     double elapsed = (double)(clock_now_us() - started) / 1e6;
-    *broker_cpu_us = (double)(s_cpu_us(broker) - cpu_before) / tasks;
+    *broker_cpu_us = (double)(benchproc_cpu_us(broker) - cpu_before) / tasks;
+    *self_cpu_us = (double)(benchproc_self_cpu_us() - self_before) / tasks;
     if (b.acked < tasks)
         fprintf(stderr, "bench: only %d of %d tasks finished in time\n", b.acked, tasks);
     b.stop = 1;
@@ -340,17 +354,22 @@ static void s_bench(const char *sync, bool null_broker, int tasks, int workers, 
                     int seconds)
 {
     char label[32];
-    snprintf(label, sizeof label, "%s%s", null_broker ? "null" : sync, s_curve ? "+curve" : "");
-    double p50, p99, cpu;
-    double elapsed = s_run(sync, null_broker, tasks, workers, 0, &p50, &p99, &cpu);
-    printf("%s%-12s throughput: %d tasks, %d workers: %.2f s = %.0f tasks/s end to end"
-           " (broker CPU %.1f us/task)\n",
-           null_broker ? "broker=" : "sync=", label, tasks, workers, elapsed,
-           elapsed > 0 ? tasks / elapsed : 0.0, cpu);
+    snprintf(label, sizeof label, "%s%s%s", null_broker ? "null" : sync, s_curve ? "+curve" : "",
+             s_tcp ? "+tcp" : "");
+    double p50, p99, cpu, self_cpu;
+    double elapsed = s_run(sync, null_broker, tasks, workers, 0, &p50, &p99, &cpu, &self_cpu);
+    /* Utilisation: the broker's CPU time over the wall time, in % of one core. */
+    printf("%s%-12s throughput: %d tasks, %d workers, %d-byte payloads: %.2f s = %.0f tasks/s"
+           " end to end (broker CPU %.1f us/task, %.0f%% of a core)"
+           " [client CPU %.1f us/task, %.0f%% of a core]\n",
+           null_broker ? "broker=" : "sync=", label, tasks, workers, s_payload_bytes, elapsed,
+           elapsed > 0 ? tasks / elapsed : 0.0, cpu,
+           elapsed > 0 ? cpu * tasks / (elapsed * 1e4) : 0.0, self_cpu,
+           elapsed > 0 ? self_cpu * tasks / (elapsed * 1e4) : 0.0);
     int paced = rate * seconds;
     if (paced <= 0)
         return;
-    s_run(sync, null_broker, paced, workers, rate, &p50, &p99, &cpu);
+    s_run(sync, null_broker, paced, workers, rate, &p50, &p99, &cpu, &self_cpu);
     printf("%s%-12s latency at %d tasks/s (%d tasks): submit->dispatch p50 %.3f ms, p99 %.3f ms\n",
            null_broker ? "broker=" : "sync=", label, rate, paced, p50, p99);
     fflush(stdout);
@@ -384,8 +403,8 @@ static int s_setup_curve(void)
 
 static int s_usage(void)
 {
-    fprintf(stderr, "usage: bench_broker [--sync full|normal|off] [--null] [--curve] [--tasks N]"
-                    " [--workers K] [--rate R] [--seconds S]\n");
+    fprintf(stderr, "usage: bench_broker [--sync full|normal|off] [--null] [--curve] [--tcp]"
+                    " [--payload-bytes B] [--tasks N] [--workers K] [--rate R] [--seconds S]\n");
     return 2;
 }
 
@@ -397,6 +416,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--null") == 0) {
             null_broker = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--tcp") == 0) {
+            s_tcp = true;
             continue;
         }
         if (strcmp(argv[i], "--curve") == 0) {
@@ -417,10 +440,13 @@ int main(int argc, char **argv)
             rate = atoi(value);
         else if (strcmp(argv[i - 1], "--seconds") == 0)
             seconds = atoi(value);
+        else if (strcmp(argv[i - 1], "--payload-bytes") == 0)
+            s_payload_bytes = atoi(value);
         else
             return s_usage();
     }
-    if (tasks <= 0 || workers <= 0 || rate <= 0 || seconds < 0)
+    if (tasks <= 0 || workers <= 0 || rate <= 0 || seconds < 0 || s_payload_bytes < 0 ||
+        s_payload_bytes > 1000000)
         return s_usage();
     signal(SIGPIPE, SIG_IGN);
     if (null_broker) {

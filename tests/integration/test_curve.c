@@ -183,7 +183,200 @@ static void test_results_bound_to_key(testenv_t *env, pid_t broker, client_t *cl
          i++)
         testenv_sleep_ms(100);
     CHECK_STR(state, "done");
+    char *argv[] = {(char *)testenv_bin("pan"), "task", "show", "owned-1", "--json", NULL};
+    char out[16384];
+    int code = testenv_run(env, argv, out, sizeof out, 10000);
+    if (code != 0 || strstr(out, "\"RESULT\": \"from-the-worker\"") == NULL)
+        fprintf(stderr, "pan task show owned-1 (exit %d): %s\n", code, out);
+    CHECK_INT(code, 0);
+    CHECK(strstr(out, "\"RESULT\": \"from-the-worker\"") != NULL);
     zcert_destroy(&thief);
+}
+
+/* PUSHes a `msg_type` message in worker `worker`'s name about attempt 1 of `task`, as the
+ * holder of `cert`. */
+static void s_forge(testenv_t *env, zcert_t *cert, const char *broker_key, msg_type_t msg_type,
+                    const char *worker, const char *task, const char *endpoint)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, msg_type);
+    wire_put_str(w, FIELD_WORKER, worker);
+    wire_put_str(w, FIELD_TASK, task);
+    wire_put_int(w, FIELD_ATTEMPT, 1);
+    wire_put_str(w, FIELD_OUTCOME, "done");
+    wire_put_str(w, FIELD_SPECIALIST, "lone-agent");
+    wire_put_str(w, FIELD_ENDPOINT, endpoint);
+    s_push_as(env, cert, broker_key, w);
+    wire_writer_destroy(&w);
+}
+
+/* After a broker restart, before the real worker says hello again, another authorised key
+ * names the worker, its task and attempt in a hello and then a result: both are refused
+ * (the attempt's key is stored with it), the task stays running, and the real worker
+ * reattaches and finishes it. */
+static void test_identity_survives_restart(testenv_t *env, pid_t *broker, client_t **client,
+                                           const char *broker_key)
+{
+    char bind[400], go[400], command[600], path[700], state[64];
+    snprintf(bind, sizeof bind, "ipc://%s/w3.sock", env->dir);
+    snprintf(go, sizeof go, "%s/go-w3", env->dir);
+    snprintf(command, sizeof command,
+             "while [ ! -e '%s' ]; do sleep 0.05; done; echo 'RESULT: from-the-worker'", go);
+    char *worker[] = {(char *)testenv_bin("cloister-worker"), "--specialist", "lone-agent",
+                      "--worker-id", "w3", "--bind", bind, "--in", env->in_ep,
+                      "--heartbeat-ms", "100", "--", "/bin/sh", "-c", command, NULL};
+    pid_t w3 = testenv_spawn(env, "w3", worker);
+    bool queued = false;
+    for (int i = 0; i < 50 && !queued; i++) {
+        queued = testbroker_submit(*client, "owned-2", "lone-agent", NULL, NULL) == 0;
+        if (!queued)
+            testenv_sleep_ms(100);
+    }
+    CHECK(queued);
+    for (int i = 0; i < 50 && strcmp(testbroker_state(*client, "owned-2", state, sizeof state),
+                                     "running") != 0;
+         i++)
+        testenv_sleep_ms(100);
+    CHECK_STR(state, "running");
+
+    /* The real worker cannot answer while the broker restarts. */
+    testenv_signal(w3, SIGSTOP);
+    testenv_signal(*broker, SIGKILL);
+    CHECK(testenv_wait(env, *broker, 5000) >= 0);
+    client_destroy(client);
+    *broker = testbroker_start(env, 200, "full");
+    CHECK(*broker > 0);
+    *client = testbroker_client(env);
+
+    snprintf(path, sizeof path, "%s/keys/clients/thief_secret", env->home);
+    zcert_t *thief = zcert_load(path);
+    CHECK(thief != NULL);
+    char thief_bind[400];
+    snprintf(thief_bind, sizeof thief_bind, "ipc://%s/thief.sock", env->dir);
+    int64_t refused_before = s_rejected(*client, "foreign_key");
+    s_forge(env, thief, broker_key, MSG_HELLO, "w3", "owned-2", thief_bind);
+    s_forge(env, thief, broker_key, MSG_RESULT, "w3", "owned-2", thief_bind);
+    testenv_sleep_ms(500);
+    /* Running still, or queued again once its worker missed the restart's grace. */
+    CHECK(strcmp(testbroker_state(*client, "owned-2", state, sizeof state), "done") != 0);
+    CHECK(s_rejected(*client, "foreign_key") >= refused_before + 2);
+
+    testenv_signal(w3, SIGCONT);
+    CHECK(testenv_write_file(go, "") == 0);
+    for (int i = 0; i < 100 && strcmp(testbroker_state(*client, "owned-2", state, sizeof state),
+                                      "done") != 0;
+         i++)
+        testenv_sleep_ms(100);
+    CHECK_STR(state, "done");
+    char *argv[] = {(char *)testenv_bin("pan"), "task", "show", "owned-2", "--json", NULL};
+    char out[16384];
+    int code = testenv_run(env, argv, out, sizeof out, 10000);
+    if (code != 0 || strstr(out, "\"RESULT\": \"from-the-worker\"") == NULL)
+        fprintf(stderr, "pan task show owned-2 (exit %d): %s\n", code, out);
+    CHECK_INT(code, 0);
+    CHECK(strstr(out, "\"RESULT\": \"from-the-worker\"") != NULL);
+    zcert_destroy(&thief);
+}
+
+/* pan's stdout and stderr (s_pan_as). */
+static char s_said[16384];
+
+/* Runs pan as the holder of keys/clients/NAME_secret (`name` NULL: the default client),
+ * stdout and stderr into s_said; returns its exit code. */
+static int s_pan_as(testenv_t *env, const char *name, const char *first, ...)
+{
+    char *argv[24];
+    int n = 0;
+    argv[n++] = "/bin/sh";
+    argv[n++] = "-c";
+    argv[n++] = "exec \"$0\" \"$@\" 2>&1";
+    argv[n++] = (char *)testenv_bin("pan");
+    argv[n++] = "--timeout-ms";
+    argv[n++] = "2000";
+    argv[n++] = (char *)first;
+    va_list args;
+    va_start(args, first);
+    char *arg;
+    while ((arg = va_arg(args, char *)) != NULL && n < 23)
+        argv[n++] = arg;
+    va_end(args);
+    argv[n] = NULL;
+    char cert[700];
+    snprintf(cert, sizeof cert, "%s/keys/clients/%s_secret", env->home, name ? name : "");
+    if (name != NULL)
+        setenv("CLOISTER_CURVE_CERT", cert, 1);
+    int code = testenv_run(env, argv, s_said, sizeof s_said, 10000);
+    unsetenv("CLOISTER_CURVE_CERT");
+    return code;
+}
+
+/* Checks that pan's last output holds `text`. */
+static void s_check_said(const char *text)
+{
+    if (strstr(s_said, text) == NULL)
+        fprintf(stderr, "pan said: %s\n(expected: %s)\n", s_said, text);
+    CHECK(strstr(s_said, text) != NULL);
+}
+
+/* Keys with roles: a submitter submits, reads, and cancels its own tasks, but cannot force
+ * a merge or cancel someone else's task; a worker reads and works but cannot submit; a
+ * submitter cannot act as a worker; a key made before roles keeps working as an admin,
+ * with a warning in the log. */
+static void test_key_roles(testenv_t *env, pid_t broker, const char *broker_key)
+{
+    CHECK_INT(s_pan(env, NULL, "keys", "add", "sub", "--role", "submitter", NULL), 0);
+    CHECK_INT(s_pan(env, NULL, "keys", "add", "wk", "--role", "worker", NULL), 0);
+    CHECK(s_pan(env, NULL, "keys", "add", "bad", "--role", "root", NULL) != 0);
+    /* A key from before roles: its authorized file has no role. */
+    char path[700];
+    zcert_t *legacy = zcert_new();
+    snprintf(path, sizeof path, "%s/keys/clients/legacy", env->home);
+    CHECK(zcert_save(legacy, path) == 0);
+    snprintf(path, sizeof path, "%s/keys/authorized/legacy", env->home);
+    CHECK(zcert_save_public(legacy, path) == 0);
+    zcert_destroy(&legacy);
+    testenv_signal(broker, SIGHUP);
+    testenv_sleep_ms(300);
+
+    CHECK_INT(s_pan_as(env, "sub", "submit", "echo-agent", "--id", "by-sub", NULL), 0);
+    CHECK_INT(s_pan_as(env, "sub", "task", "show", "by-sub", NULL), 0);
+    CHECK(s_pan_as(env, "sub", "submit", "merge-agent", "--issue", "PAN-1", "--force", "--id",
+                   "sub-force", NULL) != 0);
+    s_check_said("a submitter key may not force a merge past the review gate (admin may)");
+    CHECK_INT(s_pan_as(env, NULL, "submit", "idle-agent", "--id", "by-admin", NULL), 0);
+    CHECK(s_pan_as(env, "sub", "cancel", "by-admin", NULL) != 0);
+    s_check_said("a submitter key may not cancel or retry a task another key submitted");
+    CHECK_INT(s_pan_as(env, "sub", "submit", "idle-agent", "--id", "sub-own", NULL), 0);
+    CHECK_INT(s_pan_as(env, "sub", "cancel", "sub-own", NULL), 0);
+    CHECK_INT(s_pan_as(env, NULL, "cancel", "by-admin", NULL), 0);
+
+    CHECK(s_pan_as(env, "wk", "submit", "echo-agent", "--id", "by-worker", NULL) != 0);
+    s_check_said("a worker key may not submit tasks (submitter or admin may)");
+    CHECK_INT(s_pan_as(env, "wk", "status", NULL), 0);
+
+    /* A submitter's hello in a worker's name is refused: no worker joins. */
+    client_t *client = testbroker_client(env);
+    int64_t denied_before = s_rejected(client, "denied");
+    snprintf(path, sizeof path, "%s/keys/clients/sub_secret", env->home);
+    path[strlen(path) - 7] = '\0';
+    zcert_t *sub = zcert_load(path);
+    CHECK(sub != NULL);
+    char bind[400];
+    snprintf(bind, sizeof bind, "ipc://%s/sub-worker.sock", env->dir);
+    s_forge(env, sub, broker_key, MSG_HELLO, "sub-worker", "none", bind);
+    testenv_sleep_ms(300);
+    CHECK(s_rejected(client, "denied") >= denied_before + 1);
+    zcert_destroy(&sub);
+    client_destroy(&client);
+
+    CHECK_INT(s_pan_as(env, "legacy", "submit", "merge-agent", "--issue", "PAN-1", "--force",
+                       "--id", "legacy-force", NULL),
+              0);
+    CHECK_INT(s_pan_as(env, NULL, "cancel", "legacy-force", NULL), 0);
+    snprintf(path, sizeof path, "%s/broker.log", env->dir);
+    char *log = testenv_read_file(path);
+    CHECK(log != NULL && strstr(log, "has no role: it may do everything, as an admin") != NULL);
+    free(log);
 }
 
 /* Waits until task `id` has ended (done or failed); its state into buf. */
@@ -263,7 +456,8 @@ int main(void)
     char path[600];
     snprintf(path, sizeof path, "%s/cloister.toml", env->home);
     /* The review mode "disabled" makes a review end at once, and lets merges through. */
-    CHECK(testenv_write_file(path, "[security]\ncurve = true\n\n[review]\nmode = \"disabled\"\n") == 0);
+    CHECK(testenv_write_file(path, "[security]\ncurve = true\n\n[review]\nmode = \"disabled\"\n\n"
+                                   "[specialists.idle-agent]\nenabled = true\n") == 0);
     /* This process is an authorized client too (testbroker_start asks for stats). */
     CHECK_INT(curve_keys_init(), 0);
     config_t *config = NULL;
@@ -375,6 +569,8 @@ int main(void)
     free(log);
 
     test_results_bound_to_key(env, broker, client, broker_key);
+    test_identity_survives_restart(env, &broker, &client, broker_key);
+    test_key_roles(env, broker, broker_key);
     test_specialists_end_to_end(env, client);
 
     zcert_destroy(&unknown);

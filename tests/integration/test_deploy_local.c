@@ -97,6 +97,16 @@ int main(void)
     CHECK_INT(s_launcher(&t, "--detach"), 0);
     CHECK(strstr(t.out, "pan events --follow") != NULL);
     CHECK(strstr(t.out, "pan submit") != NULL);
+    /* Where repositories are accepted, and how to add one. */
+    CHECK(strstr(t.out, "repositories accepted under: ") != NULL);
+    CHECK(strstr(t.out, "[security] workspace_roots") != NULL);
+    /* A pid file holds the pid alone: `kill -HUP $(cat run/broker.pid)` works. */
+    char pid_path[600];
+    snprintf(pid_path, sizeof pid_path, "%s/run/broker.pid", t.env->home);
+    char *pid_text = testenv_read_file(pid_path);
+    CHECK(pid_text != NULL && strspn(pid_text, "0123456789") + 1 == strlen(pid_text) &&
+          pid_text[strlen(pid_text) - 1] == '\n');
+    free(pid_text);
     pid_t pids[DEPLOY_MAX_PIDS] = {0};
     int npids = 0;
     const char *names[] = {"supervisor", "broker", "review-agent", "test-agent", "merge-agent"};
@@ -158,6 +168,17 @@ int main(void)
     if (restarted > 0 && restarted != killed && npids < DEPLOY_MAX_PIDS)
         pids[npids++] = restarted;
 
+    /* Restart: everything stopped (the broker last) and started again in the background. */
+    pid_t broker_before = deploy_pid_of(t.env, "broker");
+    CHECK_INT(s_launcher(&t, "restart"), 0);
+    CHECK(!deploy_alive(broker_before));
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && npids < DEPLOY_MAX_PIDS; i++) {
+        pids[npids] = deploy_pid_of(t.env, names[i]);
+        CHECK(deploy_alive(pids[npids]));
+        npids++;
+    }
+    CHECK_INT(s_launcher(&t, "status"), 0);
+
     /* Stop: every process gone, no pid file left. */
     CHECK_INT(s_launcher(&t, "stop"), 0);
     for (int i = 0; i < npids; i++) {
@@ -167,6 +188,26 @@ int main(void)
     }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         CHECK_INT(deploy_pid_of(t.env, names[i]), 0);
+
+    /* install puts the programs on PATH, uninstall takes away what it put there and keeps
+     * the state. */
+    char prefix[600], installed[600], pan_path[700];
+    snprintf(prefix, sizeof prefix, "%s/prefix", t.env->dir);
+    snprintf(installed, sizeof installed, "%s/installed-files", t.env->home);
+    snprintf(pan_path, sizeof pan_path, "%s/bin/pan", prefix);
+    setenv("CLOISTER_PREFIX", prefix, 1);
+    setenv("BUILD_DIR", CLOISTER_BIN_DIR "/..", 1);
+    CHECK_INT(s_launcher(&t, "install"), 0);
+    CHECK(access(pan_path, X_OK) == 0 && access(installed, F_OK) == 0);
+    CHECK_INT(s_launcher(&t, "uninstall"), 0);
+    CHECK(strstr(t.out, "the state in") != NULL);
+    CHECK(access(pan_path, F_OK) != 0 && access(installed, F_OK) != 0);
+    snprintf(pan_path, sizeof pan_path, "%s/share/cloister", prefix);
+    CHECK(access(pan_path, F_OK) != 0);
+    CHECK(access(t.env->home, F_OK) == 0);
+    CHECK(s_launcher(&t, "uninstall") != 0); /* nothing left to uninstall */
+    unsetenv("CLOISTER_PREFIX");
+    unsetenv("BUILD_DIR");
 
     /* Whatever failed above, leave nothing running. */
     for (int i = 0; i < npids; i++) {

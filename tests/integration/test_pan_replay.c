@@ -240,7 +240,7 @@ static void test_big_reviews(testenv_t *env)
     CHECK(strstr(s_out, "\"task\":\"rv-5\"") != NULL);
 
     /* The newest review of PAN-9 asks for changes: nothing is approved. */
-    CHECK_INT(harness_pan_all(env, s_out, "approve", "PAN-9", NULL), 1);
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "PAN-9", NULL), 6); /* gate_blocked */
     CHECK(strstr(s_out, "review rv-5 blocked the merge gate (REVIEW_RESULT: CHANGES_REQUESTED)") !=
           NULL);
     CHECK_INT(harness_pan_all(env, s_out, "task", "show", "merge-rv-4", NULL), 1);

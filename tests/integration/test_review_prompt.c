@@ -1,8 +1,9 @@
 /* What the review agent is told, read back from fake-claude's log of its stdin: the
  * acceptance criteria as a checklist, the diff fenced as data, the other active tasks the
  * broker sent, the project's custom instructions (cloister.toml and the repository's
- * .cloister/instructions.md), the configured checks' results, and `--add-dir <workspace>`
- * on the command line. A failing check is an error finding that blocks the gate. */
+ * .cloister/instructions.md), the configured checks' results, and `--add-dir <the review's
+ * worktree of the reviewed commit>` on the command line. A failing check is an error
+ * finding that blocks the gate. */
 #include "review_harness.h"
 
 int main(void)
@@ -68,7 +69,11 @@ int main(void)
         CHECK(strstr(prompt, "<!--") == NULL);
     }
     if (n > 0) {
-        CHECK_STR(review_log_arg(lines[0], "--add-dir"), r->repo);
+        /* The agent reads the reviewed commit in the review's own worktree, never the
+         * user's checkout (which is on main). */
+        char tree[700];
+        snprintf(tree, sizeof tree, "%s/worktrees/cloister-wt-", r->workdir);
+        CHECK(strncmp(review_log_arg(lines[0], "--add-dir"), tree, strlen(tree)) == 0);
         CHECK_STR(review_log_arg(lines[0], "--model"), "sonnet");
     }
     for (int i = 0; i < n; i++)

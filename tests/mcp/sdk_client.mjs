@@ -52,6 +52,7 @@ assert.equal(review.structuredContent.task.specialist, 'review-agent');
 const reviewed = await call('wait_task', { id: reviewId, timeout_s: 60 });
 assert.equal(reviewed.structuredContent.task.state, 'done');
 assert.equal(reviewed.structuredContent.task.result.GATE, 'open');
+assert.equal(reviewed.structuredContent.verdict, 'gate_open');
 
 const status = await call('task_status', { id: reviewId });
 assert.equal(status.structuredContent.task.state, 'done');
@@ -62,6 +63,7 @@ const tests = await call('run_tests', { workspace, branch: 'feature', timeout_s:
 assert.equal(tests.structuredContent.task.state, 'done');
 assert.equal(tests.structuredContent.task.result.TEST_RESULT, 'PASS');
 assert.equal(tests.structuredContent.task.result.TESTS_PASSED, 3);
+assert.equal(tests.structuredContent.verdict, 'passed');
 
 const listing = await call('list_tasks', { issue: 'MCP-1' });
 assert.deepEqual(listing.structuredContent.tasks.map((t) => t.id), [reviewId]);
@@ -121,6 +123,7 @@ await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }),
 // Waiting on a task nobody takes ends when the time is up, saying so.
 const waiting = await call('wait_task', { id: `merge-${reviewId}`, timeout_s: 1 });
 assert.equal(waiting.structuredContent.timedOut, true);
+assert.equal(waiting.structuredContent.verdict, 'timeout');
 
 report.protocolVersion = LATEST_PROTOCOL_VERSION;
 await client.close();

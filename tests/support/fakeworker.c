@@ -3,6 +3,7 @@
 
 #include "clock.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 struct fakeworker_t {
     void *context;
+    bool own_context;
     void *pull, *push;
     char id[128];
     char specialist[64];
@@ -18,14 +20,14 @@ struct fakeworker_t {
     wire_writer_t *w;
 };
 
-fakeworker_t *fakeworker_new(const char *dir, const char *in_ep, const char *specialist,
-                             const char *id)
+fakeworker_t *fakeworker_new_in(void *context, const char *dir, const char *in_ep,
+                                const char *specialist, const char *id)
 {
     fakeworker_t *self = calloc(1, sizeof *self);
     snprintf(self->id, sizeof self->id, "%s", id);
     snprintf(self->specialist, sizeof self->specialist, "%s", specialist);
     snprintf(self->endpoint, sizeof self->endpoint, "ipc://%s/%s.sock", dir, id);
-    self->context = zmq_ctx_new();
+    self->context = context;
     self->pull = zmq_socket(self->context, ZMQ_PULL);
     self->push = zmq_socket(self->context, ZMQ_PUSH);
     int linger = 0;
@@ -40,6 +42,19 @@ fakeworker_t *fakeworker_new(const char *dir, const char *in_ep, const char *spe
     return self;
 }
 
+fakeworker_t *fakeworker_new(const char *dir, const char *in_ep, const char *specialist,
+                             const char *id)
+{
+    void *context = zmq_ctx_new();
+    fakeworker_t *self = fakeworker_new_in(context, dir, in_ep, specialist, id);
+    if (self == NULL) {
+        zmq_ctx_term(context);
+        return NULL;
+    }
+    self->own_context = true;
+    return self;
+}
+
 void fakeworker_destroy(fakeworker_t **self_p)
 {
     fakeworker_t *self = *self_p;
@@ -47,7 +62,8 @@ void fakeworker_destroy(fakeworker_t **self_p)
         return;
     zmq_close(self->pull);
     zmq_close(self->push);
-    zmq_ctx_term(self->context);
+    if (self->own_context)
+        zmq_ctx_term(self->context);
     wire_writer_destroy(&self->w);
     free(self);
     *self_p = NULL;
@@ -129,6 +145,23 @@ void fakeworker_bye(fakeworker_t *self)
     s_send(self);
 }
 
+/* The next message on the socket if it is of `type`, else NULL (and the message is
+ * dropped); `flags` ZMQ_DONTWAIT or 0. *received says whether there was one. */
+static wire_msg_t *s_receive(fakeworker_t *self, msg_type_t type, int flags, bool *received)
+{
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    *received = zmq_msg_recv(&msg, self->pull, flags) >= 0;
+    wire_msg_t *decoded = NULL;
+    if (*received)
+        wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &decoded);
+    zmq_msg_close(&msg);
+    if (decoded != NULL && wire_msg_type(decoded) == type)
+        return decoded;
+    wire_msg_destroy(&decoded);
+    return NULL;
+}
+
 wire_msg_t *fakeworker_expect(fakeworker_t *self, msg_type_t type, int timeout_ms,
                               const char *holding, int holding_attempt)
 {
@@ -146,17 +179,25 @@ wire_msg_t *fakeworker_expect(fakeworker_t *self, msg_type_t type, int timeout_m
         long wait = (long)((next_beat < deadline ? next_beat : deadline) - now);
         if (zmq_poll(&item, 1, wait) <= 0)
             continue;
-        zmq_msg_t msg;
-        zmq_msg_init(&msg);
-        if (zmq_msg_recv(&msg, self->pull, 0) < 0) {
-            zmq_msg_close(&msg);
-            continue;
-        }
-        wire_msg_t *decoded = NULL;
-        wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &decoded);
-        zmq_msg_close(&msg);
-        if (decoded != NULL && wire_msg_type(decoded) == type)
+        bool received;
+        wire_msg_t *decoded = s_receive(self, type, 0, &received);
+        if (decoded != NULL)
             return decoded;
-        wire_msg_destroy(&decoded);
     }
+}
+
+void *fakeworker_socket(fakeworker_t *self)
+{
+    return self->pull;
+}
+
+wire_msg_t *fakeworker_take(fakeworker_t *self, msg_type_t type)
+{
+    bool received = true;
+    while (received) {
+        wire_msg_t *decoded = s_receive(self, type, ZMQ_DONTWAIT, &received);
+        if (decoded != NULL)
+            return decoded;
+    }
+    return NULL;
 }

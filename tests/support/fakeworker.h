@@ -15,6 +15,11 @@ typedef struct fakeworker_t fakeworker_t;
  * `in_ep`. Sends nothing yet. The caller owns it. */
 fakeworker_t *fakeworker_new(const char *dir, const char *in_ep, const char *specialist,
                              const char *id);
+/* The same with its sockets in `context`, which the caller keeps (and terminates after the
+ * last worker is destroyed): many workers of a benchmark share one context's I/O thread
+ * instead of running one each. */
+fakeworker_t *fakeworker_new_in(void *context, const char *dir, const char *in_ep,
+                                const char *specialist, const char *id);
 void fakeworker_destroy(fakeworker_t **self_p);
 
 /* hello, optionally holding `task`/`attempt` (task NULL: idle). */
@@ -33,5 +38,12 @@ void fakeworker_bye(fakeworker_t *self);
  * `holding` (NULL = idle) every 50 ms while it waits, so the broker does not lose it. */
 wire_msg_t *fakeworker_expect(fakeworker_t *self, msg_type_t type, int timeout_ms,
                               const char *holding, int holding_attempt);
+
+/* For a caller that serves many workers from one poll (a benchmark): the worker's PULL
+ * socket (the worker keeps it), and the next message of `type` already waiting on it,
+ * without waiting or heartbeating -- messages of other types before it are dropped.
+ * fakeworker_take() returns the message (caller owns) or NULL when none is waiting. */
+void *fakeworker_socket(fakeworker_t *self);
+wire_msg_t *fakeworker_take(fakeworker_t *self, msg_type_t type);
 
 #endif

@@ -3,12 +3,15 @@
  *   by a process that then dies before store_commit() (as on kill -9), is not there when
  *   the database is opened again, and neither is its event;
  * - the same writes followed by store_commit() are there after reopening, event included;
- * - a task's result round trip: set, kept by a NULL result, cleared by an empty one. */
+ * - a task's result round trip: set, kept by a NULL result, cleared by an empty one;
+ * - a store of schema version 5 (the ended-state index written with an IN list) is migrated
+ *   when opened: the index rebuilt with the OR chain, the rows and listings unchanged. */
 #include "check.h"
 #include "failure.h"
 #include "store.h"
 #include "testenv.h"
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -369,6 +372,107 @@ static void test_forget_specialists(const char *dir)
     store_close(&store);
 }
 
+/* Runs `sql` on the database at path through a connection of its own; with `text`, copies
+ * there the last column of every row, joined by "; " ("" when none). Returns SQLite's
+ * code. */
+static int s_sql(const char *path, const char *sql, char *text, size_t size)
+{
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open(path, &db);
+    if (text != NULL) {
+        text[0] = '\0';
+        sqlite3_stmt *stmt = NULL;
+        if (rc == SQLITE_OK)
+            rc = sqlite3_prepare_v2(db, sql, -1, &stmt, NULL);
+        size_t len = 0;
+        while (rc == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW && len < size) {
+            const unsigned char *value = sqlite3_column_text(stmt, sqlite3_column_count(stmt) - 1);
+            len += (size_t)snprintf(text + len, size - len, "%s%s", len ? "; " : "",
+                                    value ? (const char *)value : "");
+        }
+        sqlite3_finalize(stmt);
+    } else if (rc == SQLITE_OK) {
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    }
+    sqlite3_close(db);
+    return rc;
+}
+
+static int s_collect_id(task_t *task, void *arg)
+{
+    char *ids = arg;
+    size_t len = strlen(ids);
+    snprintf(ids + len, 256 - len, "%s%s", len ? " " : "", task->id);
+    return 0;
+}
+
+/* The ids a listing of ended tasks in `state` gives, newest first. */
+static void s_list_state(store_t *store, const char *state, char ids[256])
+{
+    store_task_filter_t filter = {.state = state, .limit = 50};
+    ids[0] = '\0';
+    CHECK_INT(store_task_list(store, &filter, s_collect_id, ids), 0);
+}
+
+/* Version 6 rewrote the ended-state index's predicate from `state IN (...)` (which costs a
+ * temporary b-tree on every write of a task row) to an OR chain. A version-5 store -- the
+ * same schema with the old index, made here by taking a new store back -- is migrated when
+ * opened, and its finished tasks are still listed and pruned through the index. */
+static void test_ended_state_index_migrates(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/v5.db", dir);
+    store_t *store = NULL;
+    CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
+    s_write_finished(store, "done-1", 1000, true);
+    s_write_finished(store, "queued-1", 1000, false);
+    task_t *task = s_task("dead-1");
+    bool inserted = false;
+    CHECK_INT(store_task_insert(store, task, &inserted), 0);
+    task->state = TASK_DEAD;
+    CHECK_INT(store_task_update(store, task, NULL, 0), 0);
+    task_destroy(&task);
+    CHECK_INT(store_commit(store), 0);
+    store_close(&store);
+    CHECK_INT(s_sql(path,
+                    "DROP INDEX tasks_by_ended_state;"
+                    "CREATE INDEX tasks_by_ended_state ON tasks(state, created, rid)"
+                    "  WHERE state IN ('done', 'failed', 'dead', 'cancelled');"
+                    "PRAGMA user_version=5;",
+                    NULL, 0),
+              SQLITE_OK);
+
+    CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
+    CHECK(store != NULL);
+    char ids[256];
+    s_list_state(store, "dead", ids);
+    CHECK_STR(ids, "dead-1");
+    s_list_state(store, "done", ids);
+    CHECK_STR(ids, "done-1");
+    CHECK_INT(store_prune_finished(store, 5000, 10), 2);
+    CHECK_INT(store_commit(store), 0);
+    CHECK(s_stored(store, "queued-1") && !s_stored(store, "done-1"));
+    store_close(&store);
+
+    char text[512];
+    CHECK_INT(s_sql(path, "PRAGMA user_version", text, sizeof text), SQLITE_OK);
+    CHECK(atoi(text) >= 6);
+    CHECK_INT(s_sql(path, "SELECT sql FROM sqlite_master WHERE name = 'tasks_by_ended_state'",
+                    text, sizeof text),
+              SQLITE_OK);
+    CHECK(strstr(text, "state = 'done' OR state = 'failed'") != NULL);
+    CHECK(strstr(text, " IN ") == NULL);
+    /* The listing's WHERE holds the index's predicate, so SQLite walks the index. */
+    CHECK_INT(s_sql(path,
+                    "EXPLAIN QUERY PLAN SELECT rid FROM tasks WHERE state = 'dead' AND"
+                    " (state = 'done' OR state = 'failed' OR state = 'dead' OR"
+                    " state = 'cancelled') ORDER BY created DESC",
+                    text, sizeof text),
+              SQLITE_OK);
+    CHECK(strstr(text, "INDEX tasks_by_ended_state") != NULL);
+    CHECK(strstr(text, "TEMP B-TREE") == NULL);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("store");
@@ -381,6 +485,7 @@ int main(void)
     test_prune_finished(env->dir);
     test_reclaim(env->dir);
     test_forget_specialists(env->dir);
+    test_ended_state_index_migrates(env->dir);
     testenv_destroy(&env);
     return check_exit_code("test_store");
 }

@@ -224,6 +224,74 @@ static void test_node(void)
     testrun_result_destroy(&r);
 }
 
+/* Summaries of no runner in particular, for any test command (a Makefile's script, mocha,
+ * RSpec, minitest, Unity, bats): the counts are read, and words that are not counts of tests
+ * keep a line from being taken for a summary. */
+static void test_generic_summaries(void)
+{
+    static const struct {
+        const char *output;
+        long run, passed, failed, skipped;
+    } cases[] = {
+        {"running the suite\n0 passed, 1 failed\n", 1, 0, 1, 0},
+        {"3 passed, 0 failed\n", 3, 3, 0, 0},
+        {"  12 passing (40ms)\n  2 pending\n  1 failing\n\n  1) cart adds:\n", 13, 12, 1, 2},
+        {"Tests: 1 failed, 4 passed\n", 5, 4, 1, 0},
+        {"10 tests, 2 failures\n", 10, 8, 2, 0},
+        {"10 examples, 1 failure, 2 pending\n", 8, 7, 1, 2},
+        {"10 runs, 20 assertions, 1 failures, 0 errors, 2 skips\n", 8, 7, 1, 2},
+        {"-----------------------\n5 Tests 1 Failures 0 Ignored\nFAIL\n", 5, 4, 1, 0},
+        /* Two suites run by one make target add up. */
+        {"unit: 4 passed, 0 failed\nintegration: 2 passed, 1 failed\n", 7, 6, 1, 0},
+        /* TAP with a plan and no summary (prove, bats); a planned test that never
+         * reported counts as failed. */
+        {"1..4\nok 1 - adds\nnot ok 2 - totals\nok 3 - skips # SKIP no db\n", 3, 1, 2, 1},
+        {"TAP version 13\n1..2\nok 1 a\nok 2 b\n", 2, 2, 0, 0},
+        {"1..3\nok 1 a\nnot ok 2 b # TODO later\nok 3 c\n", 2, 2, 0, 1},
+        /* Not summaries: a compiler's error count, other things counted. */
+        {"src/a.c:3: error: x\n2 errors generated.\nmake: *** [test] Error 1\n", -1, -1, -1,
+         -1},
+        {"3 files changed, 1 failed to apply\n", -1, -1, -1, -1},
+        {"2 passed\n", -1, -1, -1, -1},
+        {"ok 1 - not TAP without a plan\n", -1, -1, -1, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        testrun_result_t *r = NULL;
+        CHECK_INT(testrun_parse(&r, cases[i].output, strlen(cases[i].output)), 0);
+        if (r->run != cases[i].run || r->passed != cases[i].passed ||
+            r->failed != cases[i].failed || r->skipped != cases[i].skipped)
+            fprintf(stderr, "case %zu: %s", i, cases[i].output);
+        s_check_counts(r, cases[i].run, cases[i].passed, cases[i].failed, cases[i].skipped);
+        testrun_result_destroy(&r);
+    }
+
+    /* A command that exits 1 having printed failing counts is FAIL, not ERROR ("the tests
+     * could not run" is for a command that printed no counts at all). */
+    static const struct {
+        const char *output;
+        const char *verdict;
+    } exit_one[] = {
+        {"0 passed, 1 failed\n", "FAIL"},
+        {"1..2\nok 1 a\nnot ok 2 b\n", "FAIL"},
+        {"make: *** No rule to make target 'test'.  Stop.\n", "ERROR"},
+    };
+    for (size_t i = 0; i < sizeof exit_one / sizeof exit_one[0]; i++) {
+        testrun_result_t *r = NULL;
+        CHECK_INT(testrun_parse(&r, exit_one[i].output, strlen(exit_one[i].output)), 0);
+        r->started = true;
+        r->exit_code = 1;
+        CHECK_STR(testrun_verdict_name(testrun_verdict(r)), exit_one[i].verdict);
+        testrun_result_destroy(&r);
+    }
+
+    /* A runner's own summary wins over a neutral line in the same output. */
+    const char *both = "setup: 1 passed, 0 failed\n==== 2 failed, 5 passed in 0.3s ====\n";
+    testrun_result_t *r = NULL;
+    CHECK_INT(testrun_parse(&r, both, strlen(both)), 0);
+    s_check_counts(r, 7, 5, 2, 0);
+    testrun_result_destroy(&r);
+}
+
 static void test_unknown_output(void)
 {
     testrun_result_t *r = NULL;
@@ -663,6 +731,7 @@ int main(void)
     test_go();
     test_ctest();
     test_node();
+    test_generic_summaries();
     test_unknown_output();
     test_many_failures();
     test_failure_text_utf8();

@@ -175,6 +175,80 @@ static void test_bin_as_string(void)
     msgpack_sbuffer_destroy(&buf);
 }
 
+/* A heartbeat whose worker field is `len` bytes at `worker`, as str or bin; returns what
+ * wire_decode() says, the reason in failure_message(). */
+static int s_decode_worker(const char *worker, size_t len, bool bin)
+{
+    msgpack_sbuffer buf;
+    msgpack_sbuffer_init(&buf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_int(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "type", 4);
+    msgpack_pack_str_with_body(&pk, "heartbeat", 9);
+    msgpack_pack_str_with_body(&pk, "worker", 6);
+    if (bin)
+        msgpack_pack_bin_with_body(&pk, worker, len);
+    else
+        msgpack_pack_str_with_body(&pk, worker, len);
+    wire_msg_t *msg = NULL;
+    int rc = wire_decode(buf.data, buf.size, &msg);
+    wire_msg_destroy(&msg);
+    msgpack_sbuffer_destroy(&buf);
+    return rc;
+}
+
+/* Strings are text: a str that is not UTF-8 anywhere in a message, a declared string sent
+ * as bin that is not UTF-8, and a NUL in a declared string (cut when read) are refused. */
+static void test_text_only(void)
+{
+    CHECK_INT(s_decode_worker("w\xe9", 2, false), FAILURE_INVALID);
+    CHECK(strstr(failure_message(), "not valid UTF-8") != NULL);
+    CHECK_INT(s_decode_worker("w\xe9", 2, true), FAILURE_INVALID);
+    CHECK(strstr(failure_message(), "field 'worker' is not valid UTF-8") != NULL);
+    CHECK_INT(s_decode_worker("w\0x", 3, false), FAILURE_INVALID);
+    CHECK(strstr(failure_message(), "field 'worker' holds a NUL byte") != NULL);
+    CHECK_INT(s_decode_worker("w\xc3\xa9", 3, false), 0);
+    CHECK_INT(s_decode_worker("w\xc3\xa9", 3, true), 0);
+    /* Nested: a payload string that is not UTF-8. */
+    msgpack_sbuffer buf;
+    msgpack_sbuffer_init(&buf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 5);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_int(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "type", 4);
+    msgpack_pack_str_with_body(&pk, "submit", 6);
+    msgpack_pack_str_with_body(&pk, "id", 2);
+    msgpack_pack_str_with_body(&pk, "t", 1);
+    msgpack_pack_str_with_body(&pk, "specialist", 10);
+    msgpack_pack_str_with_body(&pk, "x", 1);
+    msgpack_pack_str_with_body(&pk, "payload", 7);
+    msgpack_pack_map(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "branch", 6);
+    msgpack_pack_str_with_body(&pk, "\xff", 1);
+    wire_msg_t *msg = NULL;
+    CHECK_INT(wire_decode(buf.data, buf.size, &msg), FAILURE_INVALID);
+    msgpack_sbuffer_destroy(&buf);
+
+    /* The writer never sends such a string: bytes that are not UTF-8 become U+FFFD. */
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, MSG_PROGRESS);
+    wire_put_str(w, FIELD_WORKER, "w");
+    wire_put_str(w, FIELD_TASK, "t");
+    wire_put_int(w, FIELD_ATTEMPT, 1);
+    wire_put_str(w, FIELD_TEXT, "caf\xe9 ok");
+    msg = s_roundtrip(w);
+    CHECK(msg != NULL);
+    if (msg != NULL)
+        CHECK_STR(wire_msg_str(msg, FIELD_TEXT, ""), "caf\xef\xbf\xbd ok");
+    wire_msg_destroy(&msg);
+    wire_writer_destroy(&w);
+}
+
 /* Nesting past WIRE_MAX_DEPTH (a user's JSON payload, an agent's result) must not run off
  * the writer's stack: the too-deep container becomes nil, the message stays valid, and the
  * writer says so. */
@@ -216,6 +290,7 @@ int main(void)
 {
     test_writer_too_deep();
     test_bin_as_string();
+    test_text_only();
     test_submit_roundtrip();
     test_refusals();
     test_decode_as();

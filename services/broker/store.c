@@ -200,10 +200,9 @@ struct store_t {
     msgpack_packer events_packer;
     int64_t events_first, events_last;
     /* The writes of the open transaction, so that a commit the disk had no room for can be
-     * done again once room is made (store_set_room_maker): each entry is [stmt, parameter,
-     * value] (bind it) or [stmt] (run it). */
+     * done again once room is made (store_set_room_maker): redo_entry_t records (bind a
+     * value, run a statement), each text or blob right after its record. */
     msgpack_sbuffer redo;
-    msgpack_packer redo_packer;
     bool replaying;
     bool (*make_room)(void *arg);
     void *room_arg;
@@ -488,7 +487,6 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
     msgpack_sbuffer_init(&self->events);
     msgpack_packer_init(&self->events_packer, &self->events, msgpack_sbuffer_write);
     msgpack_sbuffer_init(&self->redo);
-    msgpack_packer_init(&self->redo_packer, &self->redo, msgpack_sbuffer_write);
     self->lock_fd = dblock_acquire(path, false);
     if (self->lock_fd < 0) {
         int rc = self->lock_fd;
@@ -585,66 +583,64 @@ int store_begin(store_t *self)
 
 /* ---- the writes of a transaction, kept for a redo ---- */
 
-static void s_redo_bind(store_t *self, int stmt, int index)
+/* One entry of the redo log: bind a value (then `len` bytes of text or blob follow the
+ * record), or run the statement. */
+typedef enum { REDO_INT, REDO_TEXT, REDO_BLOB, REDO_NULL, REDO_RUN } redo_kind_t;
+
+typedef struct {
+    uint8_t kind;  /* redo_kind_t */
+    uint8_t stmt;
+    uint8_t index; /* the parameter */
+    uint32_t len;  /* TEXT, BLOB: the bytes that follow */
+    int64_t value; /* INT */
+} redo_entry_t;
+
+static void s_redo(store_t *self, redo_kind_t kind, int stmt, int index, int64_t value,
+                   const void *bytes, size_t len)
 {
-    msgpack_pack_array(&self->redo_packer, 3);
-    msgpack_pack_int(&self->redo_packer, stmt);
-    msgpack_pack_int(&self->redo_packer, index);
+    if (self->replaying)
+        return;
+    redo_entry_t entry = {(uint8_t)kind, (uint8_t)stmt, (uint8_t)index, (uint32_t)len, value};
+    msgpack_sbuffer_write(&self->redo, (const char *)&entry, sizeof entry);
+    if (len > 0)
+        msgpack_sbuffer_write(&self->redo, bytes, len);
 }
 
 /* Binds parameter `index` of write statement `stmt`, and remembers it for a redo. */
 static void s_put_int(store_t *self, int stmt, int index, int64_t value)
 {
     sqlite3_bind_int64(self->stmt[stmt], index, value);
-    if (self->replaying)
-        return;
-    s_redo_bind(self, stmt, index);
-    msgpack_pack_int64(&self->redo_packer, value);
+    s_redo(self, REDO_INT, stmt, index, value, NULL, 0);
 }
 
 static void s_put_text(store_t *self, int stmt, int index, const char *text)
 {
-    if (text != NULL)
-        sqlite3_bind_text(self->stmt[stmt], index, text, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(self->stmt[stmt], index);
-    if (self->replaying)
-        return;
-    s_redo_bind(self, stmt, index);
     if (text == NULL) {
-        msgpack_pack_nil(&self->redo_packer);
+        sqlite3_bind_null(self->stmt[stmt], index);
+        s_redo(self, REDO_NULL, stmt, index, 0, NULL, 0);
         return;
     }
     size_t len = strlen(text);
-    msgpack_pack_str(&self->redo_packer, len);
-    msgpack_pack_str_body(&self->redo_packer, text, len);
+    sqlite3_bind_text(self->stmt[stmt], index, text, (int)len, SQLITE_STATIC);
+    s_redo(self, REDO_TEXT, stmt, index, 0, text, len);
 }
 
 static void s_put_blob(store_t *self, int stmt, int index, const void *blob, size_t len)
 {
-    if (blob != NULL && len > 0)
-        sqlite3_bind_blob(self->stmt[stmt], index, blob, (int)len, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(self->stmt[stmt], index);
-    if (self->replaying)
-        return;
-    s_redo_bind(self, stmt, index);
     if (blob == NULL || len == 0) {
-        msgpack_pack_nil(&self->redo_packer);
+        sqlite3_bind_null(self->stmt[stmt], index);
+        s_redo(self, REDO_NULL, stmt, index, 0, NULL, 0);
         return;
     }
-    msgpack_pack_bin(&self->redo_packer, len);
-    msgpack_pack_bin_body(&self->redo_packer, blob, len);
+    sqlite3_bind_blob(self->stmt[stmt], index, blob, (int)len, SQLITE_STATIC);
+    s_redo(self, REDO_BLOB, stmt, index, 0, blob, len);
 }
 
 /* Runs write statement `stmt` of the open transaction, and remembers that it ran. After a
  * failed write nothing more is written: the transaction is rolled back at the commit. */
 static int s_write(store_t *self, int stmt, const char *what)
 {
-    if (!self->replaying) {
-        msgpack_pack_array(&self->redo_packer, 1);
-        msgpack_pack_int(&self->redo_packer, stmt);
-    }
+    s_redo(self, REDO_RUN, stmt, 0, 0, NULL, 0);
     if (self->failed) {
         sqlite3_clear_bindings(self->stmt[stmt]);
         return failure_set(self->failed_code, "%s: not written after an earlier failure: %s",
@@ -653,42 +649,30 @@ static int s_write(store_t *self, int stmt, const char *what)
     return s_run(self, self->stmt[stmt], what);
 }
 
-/* Binds a value read back from the redo log (copied: the log is read with one buffer). */
-static void s_bind_object(sqlite3_stmt *stmt, int index, const msgpack_object *value)
-{
-    if (value->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-        sqlite3_bind_int64(stmt, index, (sqlite3_int64)value->via.u64);
-    else if (value->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-        sqlite3_bind_int64(stmt, index, value->via.i64);
-    else if (value->type == MSGPACK_OBJECT_STR)
-        sqlite3_bind_text(stmt, index, value->via.str.ptr, (int)value->via.str.size,
-                          SQLITE_TRANSIENT);
-    else if (value->type == MSGPACK_OBJECT_BIN)
-        sqlite3_bind_blob(stmt, index, value->via.bin.ptr, (int)value->via.bin.size,
-                          SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(stmt, index);
-}
-
 /* Writes the remembered statements again, in the transaction just begun. */
 static int s_replay(store_t *self)
 {
-    msgpack_unpacked entry;
-    msgpack_unpacked_init(&entry);
     size_t offset = 0;
     int rc = 0;
     self->replaying = true;
-    while (rc == 0 && msgpack_unpack_next(&entry, self->redo.data, self->redo.size, &offset) ==
-                          MSGPACK_UNPACK_SUCCESS) {
-        const msgpack_object_array *fields = &entry.data.via.array;
-        int stmt = (int)fields->ptr[0].via.u64;
-        if (fields->size == 1)
-            rc = s_write(self, stmt, "redoing a write");
+    while (rc == 0 && offset + sizeof(redo_entry_t) <= self->redo.size) {
+        redo_entry_t entry;
+        memcpy(&entry, self->redo.data + offset, sizeof entry);
+        const char *bytes = self->redo.data + offset + sizeof entry;
+        offset += sizeof entry + entry.len;
+        sqlite3_stmt *stmt = self->stmt[entry.stmt];
+        if (entry.kind == REDO_RUN)
+            rc = s_write(self, entry.stmt, "redoing a write");
+        else if (entry.kind == REDO_INT)
+            sqlite3_bind_int64(stmt, entry.index, entry.value);
+        else if (entry.kind == REDO_TEXT)
+            sqlite3_bind_text(stmt, entry.index, bytes, (int)entry.len, SQLITE_STATIC);
+        else if (entry.kind == REDO_BLOB)
+            sqlite3_bind_blob(stmt, entry.index, bytes, (int)entry.len, SQLITE_STATIC);
         else
-            s_bind_object(self->stmt[stmt], (int)fields->ptr[1].via.u64, &fields->ptr[2]);
+            sqlite3_bind_null(stmt, entry.index);
     }
     self->replaying = false;
-    msgpack_unpacked_destroy(&entry);
     return rc;
 }
 
@@ -716,7 +700,7 @@ static int s_finish(store_t *self)
 }
 
 /* The transaction again, from its remembered writes, after room was made for it. */
-static int s_redo(store_t *self)
+static int s_write_again(store_t *self)
 {
     int rc = s_run(self, self->stmt[STMT_BEGIN], "begin");
     if (rc == 0)
@@ -739,7 +723,7 @@ int store_commit(store_t *self)
     if (rc == FAILURE_DISK_FULL && wrote_all && self->make_room != NULL &&
         self->make_room(self->room_arg)) {
         self->failed = false;
-        rc = s_redo(self);
+        rc = s_write_again(self);
     }
     msgpack_sbuffer_clear(&self->events);
     msgpack_sbuffer_clear(&self->redo);

@@ -33,6 +33,7 @@ typedef struct {
     int attempt;
     char *acked[MAX_ACKED];
     int nacked, refused, submitted;
+    char first_refusal[512]; /* the reason of the first refusal of a fill */
 } run_t;
 
 static int64_t s_free_bytes(const char *dir)
@@ -74,7 +75,8 @@ static void s_submit(run_t *run)
     if (rc != FAILURE_DISK_FULL || strstr(failure_message(), "disk full") == NULL)
         fprintf(stderr, "submit %s: %s\n", id, failure_message());
     CHECK(rc == FAILURE_DISK_FULL && strstr(failure_message(), "disk full") != NULL);
-    run->refused++;
+    if (run->refused++ == 0)
+        snprintf(run->first_refusal, sizeof run->first_refusal, "%s", failure_message());
 }
 
 static bool s_stats_ok(client_t *client)
@@ -172,8 +174,14 @@ static void s_scenario(run_t *run, int reserve_mb)
     run->attempt = (int)wire_msg_int(task, FIELD_ATTEMPT, 0);
     wire_msg_destroy(&task);
 
-    /* At once: every free byte taken, and taken again whenever some comes back. */
+    /* At once: every free byte taken, and taken again whenever some comes back. The first
+     * commit that finds no room is written again once the reserve is given up, so the first
+     * refusal is the guard's; with no reserve, it is that commit's own. */
     s_fill_and_submit(run, broker, -1);
+    fprintf(stderr, "test_broker_disk_zero: reserve %d MB, first refusal: %s\n", reserve_mb,
+            run->first_refusal);
+    CHECK(strstr(run->first_refusal, reserve_mb > 0 ? "not accepting new tasks until"
+                                                    : "nothing was stored") != NULL);
     fakeworker_result(run->worker, run->running, run->attempt, "done", NULL, NULL, 0);
     CHECK(s_stats_ok(run->client));
     s_make_room(run);

@@ -86,6 +86,9 @@ static const schema_t s_schema[] = {
     {"broker", "min_free_mb", SCHEMA_INT, true, NULL, 64, 0, NULL},
     {"broker", "reserve_mb", SCHEMA_INT, true, NULL, 16, 0, NULL},
     {"broker", "keep_finished_days", SCHEMA_INT, true, NULL, 30, 0, NULL},
+    {"broker", "max_peers", SCHEMA_INT, true, NULL, 4096, 1, NULL},
+    {"broker", "unread_replies_per_peer_mb", SCHEMA_INT, true, NULL, 16, 1, NULL},
+    {"broker", "unread_replies_mb", SCHEMA_INT, true, NULL, 256, 1, NULL},
 
     {"agent", "cli", SCHEMA_STRING, true, "claude", 0, 0, "claude|codex|gemini"},
     {"agent", "command", SCHEMA_STRING, true, "claude", 0, 0, NULL},

@@ -41,6 +41,7 @@ const char *failure_name(int code)
     case FAILURE_MEMORY: return "memory";
     case FAILURE_DISK_FULL: return "disk_full";
     case FAILURE_DENIED: return "denied";
+    case FAILURE_OVERLOADED: return "overloaded";
     default: return "unknown";
     }
 }

@@ -20,7 +20,8 @@ typedef enum {
     FAILURE_AGENT = -9,     /* the agent CLI failed */
     FAILURE_MEMORY = -10,   /* an allocation failed */
     FAILURE_DISK_FULL = -11, /* too little disk left to accept more work */
-    FAILURE_DENIED = -12     /* the caller's key has no role that allows it */
+    FAILURE_DENIED = -12,    /* the caller's key has no role that allows it */
+    FAILURE_OVERLOADED = -13 /* a bound on what the caller may make us hold was reached */
 } failure_code_t;
 
 /* Records `fmt` (printf-style) as this thread's last failure and returns `code`, so a

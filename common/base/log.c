@@ -1,6 +1,8 @@
 /* log: stderr diagnostics (see log.h). */
 #include "log.h"
 
+#include "clock.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,4 +85,25 @@ void log_error(const char *fmt, ...)
     va_start(args, fmt);
     s_log(LOG_LEVEL_ERROR, "error", fmt, args);
     va_end(args);
+}
+
+void log_warn_limited(log_limit_t *limit, const char *fmt, ...)
+{
+    int64_t now = clock_now_ms();
+    if (limit->last_ms != 0 && now - limit->last_ms < limit->every_ms) {
+        limit->skipped++;
+        return;
+    }
+    char line[1600];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(line, sizeof line, fmt, args);
+    va_end(args);
+    if (limit->skipped > 0)
+        log_warn("%s (and %lld more like it in the last %lld s)", line, (long long)limit->skipped,
+                 (long long)((now - limit->last_ms) / 1000));
+    else
+        log_warn("%s", line);
+    limit->last_ms = now;
+    limit->skipped = 0;
 }

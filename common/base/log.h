@@ -3,6 +3,8 @@
 #ifndef CLOISTER_LOG_H
 #define CLOISTER_LOG_H
 
+#include <stdint.h>
+
 typedef enum { LOG_LEVEL_DEBUG, LOG_LEVEL_INFO, LOG_LEVEL_WARN, LOG_LEVEL_ERROR } log_level_t;
 
 /* Sets the name printed on every line (not copied: pass a string that lives forever, such
@@ -14,5 +16,18 @@ void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A warning that may repeat many times a second (a full disk, a failing checkpoint) is
+ * printed at most once per `every_ms`; the ones in between are only counted, and the next
+ * line printed says how many were left out. Zero-initialise with `every_ms` set; one limit
+ * per kind of warning, used by one thread. */
+typedef struct {
+    int64_t every_ms;
+    int64_t last_ms;   /* monotonic ms of the last line printed (0: none yet) */
+    int64_t skipped;   /* lines left out since then */
+} log_limit_t;
+
+void log_warn_limited(log_limit_t *limit, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif

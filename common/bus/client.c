@@ -274,6 +274,8 @@ static int s_code_from_name(const char *code)
         return FAILURE_TOO_BIG;
     if (strcmp(code, "disk_full") == 0)
         return FAILURE_DISK_FULL;
+    if (strcmp(code, "overloaded") == 0)
+        return FAILURE_OVERLOADED;
     return FAILURE_STATE;
 }
 

@@ -55,7 +55,8 @@ int client_request(client_t *self, const void *data, size_t len, wire_msg_t **re
 /* client_request() that also looks at `ok`: returns 0 with *reply set when ok is true.
  * When ok is false, *reply is NULL and the result is the error code the broker named
  * (`invalid` FAILURE_INVALID, `not_found` FAILURE_NOT_FOUND, `too_big` FAILURE_TOO_BIG,
- * anything else FAILURE_STATE) with the broker's one-line `error` in failure_message().
+ * `disk_full` FAILURE_DISK_FULL, `overloaded` FAILURE_OVERLOADED, anything else
+ * FAILURE_STATE) with the broker's one-line `error` in failure_message().
  * Transport errors as client_request(). */
 int client_call(client_t *self, wire_writer_t *request, wire_msg_t **reply);
 

@@ -3,6 +3,7 @@
 #include "broker_internal.h"
 
 #include "clock.h"
+#include "fd_reserve.h"
 #include "failure.h"
 #include "log.h"
 
@@ -81,6 +82,8 @@ static void s_outbox_push(broker_t *self, outbox_item_t item, const char *target
         memcpy(self->outbox_bytes + self->outbox_used, data, len);
     self->outbox_used += len;
     self->outbox[self->outbox_len++] = item;
+    if (item.envelope != NULL)
+        replies_hold(self->replies, item.envelope, len);
     return;
 no_memory:
     log_error("out of memory queueing an outgoing message");
@@ -93,10 +96,18 @@ void broker_outbox_worker(broker_t *self, const char *worker_id, const void *dat
     s_outbox_push(self, item, worker_id, strlen(worker_id), data, len);
 }
 
-void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len)
+void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
+                         bool durable)
 {
-    outbox_item_t item = {.kind = OUTBOX_REPLY, .envelope = zmsg_dup(envelope)};
+    outbox_item_t item = {.kind = OUTBOX_REPLY, .envelope = zmsg_dup(envelope),
+                          .durable = durable};
     s_outbox_push(self, item, NULL, 0, data, len);
+}
+
+void broker_outbox_defer(broker_t *self, zmsg_t *envelope, const void *request, size_t len)
+{
+    outbox_item_t item = {.kind = OUTBOX_DEFERRED, .envelope = zmsg_dup(envelope)};
+    s_outbox_push(self, item, NULL, 0, request, len);
 }
 
 /* Empties the outbox (after its items were sent or dropped). */
@@ -113,6 +124,17 @@ static void s_outbox_clear(broker_t *self)
     }
 }
 
+/* Hands a reply, or a deferred request, to the replies module (which sends it when the
+ * peer's pipe has room). */
+static void s_outbox_answer(broker_t *self, const outbox_item_t *item)
+{
+    const char *data = self->outbox_bytes + item->data_at;
+    if (item->kind == OUTBOX_DEFERRED)
+        replies_defer(self->replies, item->envelope, data, item->len, item->len);
+    else
+        replies_send(self->replies, item->envelope, data, item->len, item->len);
+}
+
 static void s_outbox_flush(broker_t *self)
 {
     for (size_t i = 0; i < self->outbox_len; i++) {
@@ -127,12 +149,33 @@ static void s_outbox_flush(broker_t *self)
             if (worker != NULL && zmq_send(worker->push, data, item->len, ZMQ_DONTWAIT) < 0)
                 log_warn("could not send to worker %s: %s", worker->id, zmq_strerror(errno));
         } else {
-            for (zframe_t *frame = zmsg_first(item->envelope); frame;
-                 frame = zmsg_next(item->envelope))
-                zmq_send(self->control, zframe_data(frame), zframe_size(frame),
-                         ZMQ_SNDMORE | ZMQ_DONTWAIT);
-            zmq_send(self->control, data, item->len, ZMQ_DONTWAIT);
+            s_outbox_answer(self, item);
         }
+    }
+    s_outbox_clear(self);
+}
+
+/* The commit found no room, so nothing of the iteration happened: no event is published,
+ * nothing goes to a worker, and a reply reporting a change becomes a disk_full refusal
+ * (`reason`); replies that only read go out as they are. */
+static void s_outbox_refuse(broker_t *self, const char *reason)
+{
+    wire_writer_t *w = self->writer;
+    for (size_t i = 0; i < self->outbox_len; i++) {
+        outbox_item_t *item = &self->outbox[i];
+        if (item->kind != OUTBOX_REPLY && item->kind != OUTBOX_DEFERRED)
+            continue;
+        if (!item->durable) {
+            s_outbox_answer(self, item);
+            continue;
+        }
+        wire_writer_start(w, MSG_REPLY);
+        wire_put_bool(w, FIELD_OK, false);
+        wire_put_str(w, FIELD_CODE, failure_name(FAILURE_DISK_FULL));
+        wire_put_str(w, FIELD_ERROR, reason);
+        size_t len;
+        const void *data = wire_writer_data(w, &len);
+        replies_send(self->replies, item->envelope, data, len, item->len);
     }
     s_outbox_clear(self);
 }
@@ -140,6 +183,10 @@ static void s_outbox_flush(broker_t *self)
 /* Drops everything queued for after the commit (the commit failed). */
 static void s_outbox_discard(broker_t *self)
 {
+    for (size_t i = 0; i < self->outbox_len; i++) {
+        if (self->outbox[i].envelope != NULL)
+            replies_release(self->replies, self->outbox[i].envelope, self->outbox[i].len);
+    }
     s_outbox_clear(self);
 }
 
@@ -151,9 +198,8 @@ static void s_outbox_discard(broker_t *self)
 #define BROKER_RECLAIM_MS 5000
 /* Rows deleted per retention pass (s_prune_finished). */
 #define BROKER_PRUNE_BATCH 2000
-/* Send high-water marks, in messages per peer (see s_socket). */
+/* The events' send high-water mark, in messages per subscriber (see s_socket). */
 #define BROKER_EVENTS_HWM 10000
-#define BROKER_REPLIES_HWM 16
 
 /* Writes "<event>/<specialist>" into buf (truncated to size - 1 bytes, NUL-terminated)
  * and returns its length. */
@@ -239,14 +285,40 @@ void broker_count_rejected(broker_t *self, const char *reason)
     zhashx_update(self->rejected, reason, (void *)(count + 1));
 }
 
+static void s_emit_refusal(broker_t *self, event_type_t event, const char *task_id,
+                           const char *reason, int64_t coalesced)
+{
+    task_t rejected = {.id = (char *)task_id, .state = TASK_CANCELLED, .priority = PRIORITY_NORMAL};
+    event_extra_t extra = {.error = reason, .coalesced = coalesced};
+    broker_emit(self, event, task_id ? &rejected : NULL, &extra);
+}
+
 void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_id, const char *reason,
                           int64_t coalesced)
 {
     log_warn("%s%s%s: %s%s", event_type_name(event), task_id ? " " : "", task_id ? task_id : "", reason,
              coalesced > 0 ? " (and more refused without an event: see coalesced)" : "");
-    task_t rejected = {.id = (char *)task_id, .state = TASK_CANCELLED, .priority = PRIORITY_NORMAL};
-    event_extra_t extra = {.error = reason, .coalesced = coalesced};
-    broker_emit(self, event, task_id ? &rejected : NULL, &extra);
+    s_emit_refusal(self, event, task_id, reason, coalesced);
+}
+
+void broker_submit_refused(broker_t *self, const char *task_id, int rc)
+{
+    if (rc != FAILURE_DISK_FULL) {
+        broker_count_rejected(self, broker_submit_refusal(rc));
+        broker_emit_rejected(self, EVENT_TASK_REJECTED, task_id, failure_message(), 0);
+        return;
+    }
+    broker_count_rejected(self, "disk_full");
+    log_warn_limited(&self->refusal_warnings, "task.rejected %s: %s", task_id ? task_id : "",
+                     failure_message());
+    int64_t now = clock_now_ms();
+    if (self->full_reported_at != 0 && now - self->full_reported_at < 1000) {
+        self->full_unreported++;
+        return;
+    }
+    self->full_reported_at = now;
+    s_emit_refusal(self, EVENT_TASK_REJECTED, task_id, failure_message(), self->full_unreported);
+    self->full_unreported = 0;
 }
 
 /* ---- queues and specialists ---- */
@@ -563,7 +635,7 @@ static void s_reclaim(broker_t *self, int64_t now)
         return;
     self->next_reclaim = now + BROKER_RECLAIM_MS;
     if (store_reclaim(self->store, BROKER_RECLAIM_PAGES) < 0)
-        log_warn("reclaiming free pages: %s", failure_message());
+        log_warn_limited(&self->reclaim_warnings, "reclaiming free pages: %s", failure_message());
 }
 
 /* At start: a specialist name no worker announced within keep_finished_days, and with no
@@ -575,9 +647,13 @@ static int s_forget_specialists(broker_t *self)
     if (days <= 0)
         return 0;
     int forgotten = store_specialists_forget(self->store, clock_wall_ms() - days * 24 * 3600 * 1000);
+    int rc = store_commit(self->store); /* rolls back a failed forget */
     if (forgotten < 0)
-        return forgotten;
-    int rc = store_commit(self->store);
+        rc = forgotten;
+    if (rc == FAILURE_DISK_FULL) {
+        log_warn("not forgetting old specialist names now: %s", failure_message());
+        return 0;
+    }
     if (rc == 0 && forgotten > 0)
         log_info("forgot %d specialist name%s no worker announced in %lld days", forgotten,
                  forgotten == 1 ? "" : "s", (long long)days);
@@ -598,6 +674,145 @@ static int s_run_timers(broker_t *self, int64_t now)
     if (rc == 0)
         rc = s_prune_finished(self, now);
     return rc;
+}
+
+/* ---- recovery: from the store at start, and after a commit the disk had no room for ---- */
+
+static void s_recover_task(task_t *task, void *arg)
+{
+    broker_t *self = arg;
+    queue_t *queue = broker_queue(self, task->specialist, true);
+    if (queue == NULL) {
+        task_destroy(&task);
+        return;
+    }
+    task->queue = queue;
+    broker_task_take_files(task);
+    zhashx_insert(self->tasks, task->id, task);
+    if (task->state == TASK_QUEUED) {
+        queue_insert(queue, task);
+        return;
+    }
+    /* Running when the broker stopped: it waits for its worker to say hello again. */
+    s_encode_context_entry(self, task);
+    task->worker = NULL;
+    task->next = self->running;
+    if (self->running)
+        self->running->prev = task;
+    self->running = task;
+    self->running_count++;
+    if (task->group)
+        broker_group_hold(self, task->group);
+}
+
+/* Where a running task's lease stood before a reload, to keep it. */
+typedef struct {
+    int attempt;
+    int64_t lease_until, dispatched_at;
+} lease_t;
+
+static void s_lease_destructor(void **item)
+{
+    free(*item);
+    *item = NULL;
+}
+
+/* The leases of the running tasks that have a worker (caller destroys the table). */
+static zhashx_t *s_save_leases(broker_t *self)
+{
+    zhashx_t *leases = zhashx_new();
+    zhashx_set_destructor(leases, s_lease_destructor);
+    for (task_t *task = self->running; task != NULL; task = task->next) {
+        lease_t *lease = malloc(sizeof *lease);
+        if (task->worker == NULL || lease == NULL) {
+            free(lease);
+            continue;
+        }
+        *lease = (lease_t){task->attempt, task->lease_until, task->dispatched_at};
+        zhashx_insert(leases, task->id, lease);
+    }
+    return leases;
+}
+
+/* Gives a reloaded running task back to its worker, if that worker is still here and free,
+ * with the lease it had (a new one when it was not running before). */
+static void s_reattach(broker_t *self, task_t *task, zhashx_t *leases, int64_t now)
+{
+    worker_t *worker = task->worker_id ? zhashx_lookup(self->workers, task->worker_id) : NULL;
+    if (worker == NULL || worker->task != NULL)
+        return; /* an orphan: requeued at the next lease check, as after a restart */
+    lease_t *lease = zhashx_lookup(leases, task->id);
+    bool same = lease != NULL && lease->attempt == task->attempt;
+    task->worker = worker;
+    worker->task = task;
+    task->lease_until = same ? lease->lease_until : broker_lease_deadline(self, task, now);
+    task->dispatched_at = same ? lease->dispatched_at : now;
+}
+
+/* Makes the broker's memory what the store holds again, as at a start but keeping its
+ * sockets and workers: every active task is read back, running ones go back to their
+ * workers, and the counters to their last committed values. What the refused iteration
+ * did is forgotten; workers resend what was not acknowledged. */
+static int s_reload(broker_t *self)
+{
+    zhashx_t *leases = s_save_leases(self);
+    for (queue_t *queue = zhashx_first(self->queues); queue; queue = zhashx_next(self->queues))
+        queue_clear(queue);
+    self->running = NULL;
+    self->running_count = 0;
+    zhashx_purge(self->groups);
+    for (worker_t *worker = zhashx_first(self->workers); worker;
+         worker = zhashx_next(self->workers)) {
+        worker->task = NULL;
+        if (worker->held_group != NULL)
+            broker_group_hold(self, worker->held_group);
+    }
+    zhashx_purge(self->tasks);
+    self->last_seq = self->committed.last_seq;
+    self->next_order = self->committed.next_order;
+    self->trimmed_upto = self->committed.trimmed_upto;
+    self->submitted = self->committed.submitted;
+    self->completed = self->committed.completed;
+    self->dead_count = self->committed.dead_count;
+    int rc = store_task_load_active(self->store, s_recover_task, self);
+    int64_t now = clock_now_ms();
+    for (task_t *task = self->running; rc == 0 && task != NULL; task = task->next)
+        s_reattach(self, task, leases, now);
+    zhashx_destroy(&leases);
+    return rc;
+}
+
+static void s_remember_committed(broker_t *self)
+{
+    self->committed = (broker_committed_t){self->last_seq, self->next_order, self->trimmed_upto,
+                                           self->submitted, self->completed, self->dead_count};
+}
+
+/* The store's answer to a full disk (store_set_room_maker): give up the reserve. */
+static bool s_make_room(void *arg)
+{
+    broker_t *self = arg;
+    return disk_guard_give_up(self->disk, clock_now_ms());
+}
+
+/* The iteration's commit found no room even after the reserve was given up: its submits
+ * are refused (disk_full), everything else it did is forgotten (workers resend results and
+ * heartbeats; tasks are dispatched again), and the broker goes on from what is stored,
+ * refusing new submits until the disk has room again. */
+static int s_refuse_iteration(broker_t *self)
+{
+    char reason[600];
+    snprintf(reason, sizeof reason, "disk full: nothing was stored (%s)", failure_message());
+    int64_t refused = self->submitted - self->committed.submitted;
+    for (int64_t i = 0; i < refused; i++)
+        broker_count_rejected(self, "disk_full");
+    log_warn_limited(&self->full_warnings,
+                     "%s: %lld new task%s refused, nothing acknowledged is lost; going on from "
+                     "the store",
+                     reason, (long long)refused, refused == 1 ? "" : "s");
+    disk_guard_give_up(self->disk, clock_now_ms());
+    s_outbox_refuse(self, reason);
+    return s_reload(self);
 }
 
 /* ---- loop ---- */
@@ -646,15 +861,27 @@ static void s_record_commit(broker_t *self, int64_t started_us)
     self->latency_ms[self->latency_count++ % LATENCY_SAMPLES] = ms;
 }
 
-static int s_commit(broker_t *self)
+/* Commits what the iteration did (rolled back when `rc`, its outcome so far, is a
+ * failure), then sends what waited for the commit. A full disk does not stop the broker
+ * (s_refuse_iteration); any other store failure does. */
+static int s_commit(broker_t *self, int rc)
 {
-    if (!store_in_transaction(self->store))
-        return 0;
-    int64_t started = clock_now_us();
-    int rc = store_commit(self->store);
-    if (rc != 0)
+    if (store_in_transaction(self->store)) {
+        int64_t started = clock_now_us();
+        int committed = store_commit(self->store);
+        if (committed == 0)
+            s_record_commit(self, started);
+        if (rc == 0)
+            rc = committed;
+    }
+    if (rc == FAILURE_DISK_FULL)
+        return s_refuse_iteration(self);
+    if (rc != 0) {
+        s_outbox_discard(self);
         return rc;
-    s_record_commit(self, started);
+    }
+    s_remember_committed(self);
+    s_outbox_flush(self);
     return 0;
 }
 
@@ -666,55 +893,20 @@ static void s_count_completions(broker_t *self, int64_t before)
             self->completed_window[s % 10] = 0;
         self->window_second = second;
     }
-    self->completed_window[second % 10] += self->completed - before;
+    if (self->completed > before) /* a refused iteration goes back to fewer */
+        self->completed_window[second % 10] += self->completed - before;
 }
 
-/* Counts the failed handshakes a socket monitor reports (strangers, with CURVE): each
- * event is two frames, [event id, value] and the endpoint. Nothing else is done with them:
- * a stranger gets no event to flood the log with. */
-static void s_drain_monitor(broker_t *self, void *monitor)
+/* What the peer guard and the descriptor reserve counted since the last iteration goes into
+ * stats.rejected. */
+static void s_take_guard_counts(broker_t *self)
 {
-    for (;;) {
-        zmq_msg_t frame;
-        zmq_msg_init(&frame);
-        if (zmq_msg_recv(&frame, monitor, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&frame);
-            return;
-        }
-        bool more = zmq_msg_more(&frame);
-        zmq_msg_close(&frame);
-        while (more) {
-            zmq_msg_init(&frame);
-            if (zmq_msg_recv(&frame, monitor, 0) < 0)
-                more = false;
-            else
-                more = zmq_msg_more(&frame);
-            zmq_msg_close(&frame);
-        }
+    int64_t refused = peer_guard_take_refused(self->guard) + fd_reserve_take_dropped();
+    int64_t strangers = peer_guard_take_failed_handshakes(self->guard);
+    for (int64_t i = 0; i < refused; i++)
+        broker_count_rejected(self, "too_many_peers");
+    for (int64_t i = 0; i < strangers; i++)
         broker_count_rejected(self, "unauthenticated");
-    }
-}
-
-/* With CURVE: a monitor on each bound socket reporting failed handshakes, so strangers are
- * counted (stats.rejected.unauthenticated). */
-static int s_watch_handshakes(broker_t *self)
-{
-    void *sockets[3] = {self->in, self->events, self->control};
-    for (int i = 0; i < 3; i++) {
-        char endpoint[64];
-        snprintf(endpoint, sizeof endpoint, "inproc://cloister-handshakes-%d", i);
-        int events = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
-        self->monitors[i] = zmq_socket(self->zmq_context, ZMQ_PAIR);
-        int linger = 0;
-        if (self->monitors[i] != NULL)
-            zmq_setsockopt(self->monitors[i], ZMQ_LINGER, &linger, sizeof linger);
-        if (self->monitors[i] == NULL || zmq_socket_monitor(sockets[i], endpoint, events) != 0 ||
-            zmq_connect(self->monitors[i], endpoint) != 0)
-            return failure_set(FAILURE_IO, "cannot watch the handshakes: %s",
-                               zmq_strerror(errno));
-    }
-    return 0;
 }
 
 int broker_load_authorized(broker_t *self)
@@ -730,8 +922,9 @@ static int64_t s_min(int64_t a, int64_t b)
 
 /* The loop sleeps until the next moment something is due without a message: a worker's
  * silence turning into its loss, a lease ending, the end of the orphan grace after a
- * restart, a retry due for an idle worker, the next ping, retention and reclaim passes, and
- * a disk check while the disk is low. Everything else comes with a message. */
+ * restart, a retry due for an idle worker, the next ping, retention and reclaim passes, a
+ * disk check while the disk is low, and replies waiting for a full pipe. Everything else
+ * comes with a message. */
 static int64_t s_next_deadline(broker_t *self, int64_t now)
 {
     int64_t silence = (int64_t)self->config.heartbeat_ms * self->config.heartbeat_misses;
@@ -746,6 +939,7 @@ static int64_t s_next_deadline(broker_t *self, int64_t now)
     if (self->config.keep_finished_days > 0)
         next = s_min(next, self->next_prune);
     next = s_min(next, self->next_reclaim);
+    next = s_min(next, self->replies_retry_at);
     if (disk_guard_low(self->disk))
         next = s_min(next, now + DISK_GUARD_CHECK_MS);
     return next;
@@ -754,17 +948,13 @@ static int64_t s_next_deadline(broker_t *self, int64_t now)
 int broker_run(broker_t *self, volatile sig_atomic_t *stop)
 {
     zmq_pollitem_t items[] = {{self->in, 0, ZMQ_POLLIN, 0},
-                              {self->control, 0, ZMQ_POLLIN, 0},
-                              {self->monitors[0], 0, ZMQ_POLLIN, 0},
-                              {self->monitors[1], 0, ZMQ_POLLIN, 0},
-                              {self->monitors[2], 0, ZMQ_POLLIN, 0}};
-    int nitems = self->monitors[0] != NULL ? 5 : 2;
+                              {self->control, 0, ZMQ_POLLIN, 0}};
     int rc = 0;
     while (!*stop && rc == 0) {
         int64_t now = clock_now_ms();
         self->next_check = s_next_deadline(self, now);
         long timeout = self->next_check > now ? (long)(self->next_check - now) : 0;
-        if (zmq_poll(items, nitems, timeout) < 0 && errno != EINTR) {
+        if (zmq_poll(items, 2, timeout) < 0 && errno != EINTR) {
             rc = failure_set(FAILURE_IO, "poll: %s", zmq_strerror(errno));
             break;
         }
@@ -776,26 +966,20 @@ int broker_run(broker_t *self, volatile sig_atomic_t *stop)
             if (broker_reload(self, &report) != 0)
                 log_error("SIGHUP: %s", failure_message());
         }
+        s_take_guard_counts(self);
         if (items[0].revents & ZMQ_POLLIN)
             s_drain_in(self);
         if (items[1].revents & ZMQ_POLLIN)
             s_drain_control(self);
-        for (int i = 2; i < nitems; i++) {
-            if (items[i].revents & ZMQ_POLLIN)
-                s_drain_monitor(self, items[i].socket);
-        }
         rc = s_run_timers(self, clock_now_ms());
         if (rc == 0)
             rc = s_dispatch(self);
         if (rc == 0)
             rc = s_trim_events(self);
-        if (rc == 0)
-            rc = s_commit(self);
-        if (rc != 0) {
-            s_outbox_discard(self);
+        rc = s_commit(self, rc);
+        if (rc != 0)
             break;
-        }
-        s_outbox_flush(self);
+        self->replies_retry_at = replies_pump(self->replies, clock_now_ms());
         s_reclaim(self, clock_now_ms());
         s_count_completions(self, completed_before);
     }
@@ -840,32 +1024,6 @@ static void s_add_specialist(const char *name, void *arg)
     broker_queue(arg, name, true);
 }
 
-static void s_recover_task(task_t *task, void *arg)
-{
-    broker_t *self = arg;
-    queue_t *queue = broker_queue(self, task->specialist, true);
-    if (queue == NULL) {
-        task_destroy(&task);
-        return;
-    }
-    task->queue = queue;
-    broker_task_take_files(task);
-    zhashx_insert(self->tasks, task->id, task);
-    if (task->state == TASK_QUEUED) {
-        queue_insert(queue, task);
-        return;
-    }
-    /* Running when the broker stopped: it waits for its worker to say hello again. */
-    s_encode_context_entry(self, task);
-    task->worker = NULL;
-    task->next = self->running;
-    if (self->running)
-        self->running->prev = task;
-    self->running = task;
-    self->running_count++;
-    if (task->group)
-        broker_group_hold(self, task->group);
-}
 
 static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
 {
@@ -873,12 +1031,16 @@ static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
     int linger = 0;
     zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
     /* What a subscriber or a requester that does not read can make us hold: PUB drops
-     * events for a subscriber past its mark (it replays by seq to fill the gap), ROUTER
-     * drops replies for a peer past its mark (a replay reply may be 4 MiB). */
+     * events for a subscriber past its mark (it replays by seq to fill the gap); ROUTER
+     * says EAGAIN for a peer past its mark and the reply waits, counted (replies.h). */
     if (type == ZMQ_PUB || type == ZMQ_ROUTER) {
-        int hwm = type == ZMQ_PUB ? BROKER_EVENTS_HWM : BROKER_REPLIES_HWM;
+        int hwm = type == ZMQ_PUB ? BROKER_EVENTS_HWM : REPLIES_HWM;
         zmq_setsockopt(socket, ZMQ_SNDHWM, &hwm, sizeof hwm);
     }
+    /* A reply that does not fit its peer's pipe is kept (replies.h), not dropped. */
+    int mandatory = 1;
+    if (type == ZMQ_ROUTER)
+        zmq_setsockopt(socket, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof mandatory);
     if (type == ZMQ_PULL || type == ZMQ_ROUTER) {
         int64_t max = WIRE_MAX_MESSAGE + 1024;
         zmq_setsockopt(socket, ZMQ_MAXMSGSIZE, &max, sizeof max);
@@ -891,6 +1053,19 @@ static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
         return NULL;
     }
     return socket;
+}
+
+/* Every worker costs the broker a ZeroMQ socket: their number follows the open-files
+ * limit (broker_config_t.max_sockets) instead of ZeroMQ's default of 1023. */
+static int s_set_max_sockets(void *context, int max_sockets)
+{
+    int limit = zmq_ctx_get(context, ZMQ_SOCKET_LIMIT);
+    if (limit > 0 && max_sockets > limit)
+        max_sockets = limit;
+    if (zmq_ctx_set(context, ZMQ_MAX_SOCKETS, max_sockets) != 0)
+        return failure_set(FAILURE_IO, "cannot allow %d ZeroMQ sockets: %s", max_sockets,
+                           zmq_strerror(errno));
+    return 0;
 }
 
 /* The ZeroMQ context, and with CURVE the keys and the ZAP handler. zauth answers the
@@ -914,7 +1089,9 @@ static int s_start_curve(broker_t *self)
                 break;
             }
         self->zmq_context = zmq_ctx_new();
-        return 0;
+        if (self->zmq_context == NULL)
+            return failure_set(FAILURE_IO, "cannot start ZeroMQ: %s", zmq_strerror(errno));
+        return s_set_max_sockets(self->zmq_context, self->config.max_sockets);
     }
     rc = curve_keys_init();
     if (rc == 0)
@@ -922,6 +1099,7 @@ static int s_start_curve(broker_t *self)
     if (rc != 0)
         return rc;
     zsys_handler_set(NULL); /* the broker handles its own signals */
+    zsys_set_max_sockets((size_t)self->config.max_sockets);
     self->zmq_context = zsys_init();
     self->auth = zactor_new(zauth, NULL);
     self->roles = key_roles_new(curve_authorized_dir(self->curve));
@@ -969,6 +1147,10 @@ int broker_new(const broker_config_t *config, broker_t **out)
         rc = store_set_wal_limit(self->store, config->wal_limit_mb * 1024 * 1024);
     if (rc != 0)
         goto out;
+    store_set_room_maker(self->store, s_make_room, self);
+    self->full_warnings.every_ms = 10000;
+    self->refusal_warnings.every_ms = 10000;
+    self->reclaim_warnings.every_ms = 60000;
     for (size_t i = 0; s_builtin_specialists[i]; i++)
         broker_queue(self, s_builtin_specialists[i], true);
     for (size_t i = 0; config->specialists && config->specialists[i]; i++)
@@ -983,6 +1165,7 @@ int broker_new(const broker_config_t *config, broker_t **out)
     rc = store_task_load_active(self->store, s_recover_task, self);
     if (rc != 0)
         goto out;
+    s_remember_committed(self);
     int64_t now = clock_now_ms();
     self->orphan_deadline = now + (int64_t)config->heartbeat_ms * (config->heartbeat_misses + 1);
     self->next_ping = now;
@@ -994,8 +1177,17 @@ int broker_new(const broker_config_t *config, broker_t **out)
         self->events = s_socket(self, ZMQ_PUB, config->events_endpoint, &rc);
     if (rc == 0)
         self->control = s_socket(self, ZMQ_ROUTER, config->control_endpoint, &rc);
-    if (rc == 0 && self->curve != NULL)
-        rc = s_watch_handshakes(self);
+    if (rc == 0) {
+        self->replies = replies_new(self->control, config->unread_replies_per_peer_mb << 20,
+                                    config->unread_replies_mb << 20, broker_build_replay, self);
+        self->replies_retry_at = INT64_MAX;
+        if (self->replies == NULL)
+            rc = failure_set(FAILURE_MEMORY, "out of memory");
+    }
+    void *bound[] = {self->in, self->events, self->control};
+    if (rc == 0)
+        rc = peer_guard_new(self->zmq_context, bound, 3, config->max_peers, self->curve != NULL,
+                            &self->guard);
     if (rc == 0)
         log_info("broker up: in %s, events %s, control %s; %zu active tasks recovered, last seq %lld",
                  config->in_endpoint, config->events_endpoint, config->control_endpoint,
@@ -1015,13 +1207,11 @@ void broker_destroy(broker_t **self_p)
     if (self == NULL)
         return;
     s_outbox_discard(self);
+    replies_destroy(&self->replies);
     free(self->outbox);
     free(self->outbox_bytes);
     zhashx_destroy(&self->workers); /* closes worker sockets before the context */
-    for (int i = 0; i < 3; i++) {
-        if (self->monitors[i] != NULL)
-            zmq_close(self->monitors[i]);
-    }
+    peer_guard_destroy(&self->guard);
     if (self->in)
         zmq_close(self->in);
     if (self->events)

@@ -34,6 +34,10 @@ typedef struct {
     int64_t min_free_mb;     /* below this much free disk, submits are refused (disk_guard.h) */
     int64_t reserve_mb;      /* room kept for running tasks' results when the disk fills */
     int64_t keep_finished_days; /* finished tasks older than this are deleted (0: kept) */
+    int64_t max_peers;       /* connections to in, events and control, together (peer_guard.h) */
+    int max_sockets;         /* ZeroMQ sockets (ZMQ_MAX_SOCKETS): each worker takes one */
+    int64_t unread_replies_per_peer_mb; /* replies held for one peer that does not read */
+    int64_t unread_replies_mb;          /* ... and for all of them (replies.h) */
     /* cloister.toml (borrowed, outlives the broker): per specialist `timeout` and
      * `max_attempts` defaults, and the declared [specialists.<name>] are known names. */
     const config_t *config;
@@ -51,8 +55,9 @@ int broker_new(const broker_config_t *config, broker_t **out);
 void broker_destroy(broker_t **self_p);
 
 /* Runs until *stop becomes non-zero (set it from a signal handler). Returns 0, or a
- * negative code if the store failed (the broker stops rather than acknowledge anything
- * it could not commit). */
+ * negative code if the store failed for another reason than a full disk (the broker stops
+ * rather than acknowledge anything it could not commit; a full disk it rides out, see
+ * disk_guard.h). */
 int broker_run(broker_t *self, volatile sig_atomic_t *stop);
 
 #endif

@@ -15,29 +15,39 @@
 #define LIST_TASKS_DEFAULT_LIMIT 50
 #define LIST_TASKS_MAX_LIMIT 1000
 /* A reply stays well under the message cap clients enforce; a long listing is cut there
- * and `truncated` is set (replay: the client asks again from the last seq). */
+ * and `truncated` is set. */
 #define REPLY_BUDGET (WIRE_MAX_MESSAGE - 256 * 1024)
+/* A replay page is smaller: a client pages on from the last seq anyway, and a page is what
+ * a peer that does not read can make the broker build (replies.h). */
+#define REPLAY_PAGE_BUDGET (512 * 1024)
 
 typedef struct {
     broker_t *broker;
     zmsg_t *envelope;
     const char *peer_key; /* with CURVE: the requester's public key (Z85); NULL when plain */
+    const void *data;     /* the request as it came */
+    size_t len;
+    bool durable;         /* the reply reports a change the commit stores */
 } request_t;
 
 static void s_send(request_t *req)
 {
     size_t len;
     const void *data = wire_writer_data(req->broker->writer, &len);
-    broker_outbox_reply(req->broker, req->envelope, data, len);
+    broker_outbox_reply(req->broker, req->envelope, data, len, req->durable);
 }
 
-static void s_reply_error(request_t *req, int code, const char *reason)
+static void s_write_error(wire_writer_t *w, int code, const char *reason)
 {
-    wire_writer_t *w = req->broker->writer;
     wire_writer_start(w, MSG_REPLY);
     wire_put_bool(w, FIELD_OK, false);
     wire_put_str(w, FIELD_CODE, failure_name(code));
     wire_put_str(w, FIELD_ERROR, reason);
+}
+
+static void s_reply_error(request_t *req, int code, const char *reason)
+{
+    s_write_error(req->broker->writer, code, reason);
     s_send(req);
 }
 
@@ -67,15 +77,13 @@ static void s_submit(request_t *req, const wire_msg_t *msg)
     if (rc == 0)
         rc = broker_submit(req->broker, msg, NULL, req->peer_key, &task, &loaded, &created);
     if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL ||
-        rc == FAILURE_DENIED) {
-        broker_count_rejected(req->broker, broker_submit_refusal(rc));
-        broker_emit_rejected(req->broker, EVENT_TASK_REJECTED, wire_msg_str(msg, FIELD_ID, NULL),
-                             failure_message(), 0);
-    }
+        rc == FAILURE_DENIED)
+        broker_submit_refused(req->broker, wire_msg_str(msg, FIELD_ID, NULL), rc);
     if (rc != 0) {
         s_reply_error(req, rc, failure_message());
         return;
     }
+    req->durable = created;
     s_reply_task(req, task);
     if (loaded)
         task_destroy(&task);
@@ -158,7 +166,7 @@ static void s_cancel(request_t *req, const wire_msg_t *msg)
         wire_close(w);
         size_t len;
         const void *data = wire_writer_data(w, &len);
-        broker_outbox_reply(self, req->envelope, data, len);
+        broker_outbox_reply(self, req->envelope, data, len, true);
         task_destroy(&ended);
     }
     if (rc != 0)
@@ -213,6 +221,7 @@ static void s_retry(request_t *req, const wire_msg_t *msg)
     queue_insert(task->queue, task);
     event_extra_t extra = {.text = "retried by a user"};
     broker_emit(self, EVENT_TASK_QUEUED, task, &extra);
+    req->durable = true;
     s_reply_task(req, task);
 }
 
@@ -549,6 +558,8 @@ static void s_stats(request_t *req)
     wire_put_int(w, FIELD_LAST_SEQ, self->last_seq);
     wire_put_int(w, FIELD_DISK_FREE_MB, disk_guard_free(self->disk) >> 20);
     wire_put_bool(w, FIELD_DISK_LOW, disk_guard_low(self->disk));
+    wire_put_int(w, FIELD_UNREAD_REPLIES_MB, replies_held(self->replies) >> 20);
+    wire_put_int(w, FIELD_UNREAD_REPLIES_PEERS, (int64_t)replies_waiting_peers(self->replies));
     wire_close(w);
     s_send(req);
 }
@@ -567,7 +578,7 @@ static int s_replay_one(int64_t seq, const void *body, size_t len, void *arg)
 {
     (void)seq;
     replay_page_t *page = arg;
-    if (page->count > 0 && wire_writer_size(page->writer) + len > REPLY_BUDGET) {
+    if (page->count > 0 && wire_writer_size(page->writer) + len > REPLAY_PAGE_BUDGET) {
         page->truncated = true;
         return 1;
     }
@@ -576,31 +587,71 @@ static int s_replay_one(int64_t seq, const void *body, size_t len, void *arg)
     return 0;
 }
 
-/* A page cut before the `limit` asked for — by the reply budget, or by the page cap
- * below a larger limit — says `truncated: true`, so the client knows to ask again rather
- * than take the short page for the end. */
-static void s_replay(request_t *req, const wire_msg_t *msg)
+/* Writes a replay page into the broker's writer. A page cut before the `limit` asked for
+ * -- by the page budget, or by the page cap below a larger limit -- says `truncated: true`,
+ * so the client knows to ask again rather than take the short page for the end. */
+static int s_write_replay(broker_t *self, const wire_msg_t *msg)
 {
     int64_t asked = wire_msg_int(msg, FIELD_LIMIT, REPLAY_DEFAULT_LIMIT);
-    if (asked < 1) {
+    int64_t limit = asked < REPLAY_MAX_LIMIT ? asked : REPLAY_MAX_LIMIT;
+    wire_writer_t *w = self->writer;
+    wire_writer_start(w, MSG_REPLY);
+    wire_put_bool(w, FIELD_OK, true);
+    replay_page_t page = {.writer = w};
+    wire_open_array(w, FIELD_DATA);
+    int rc = store_events_replay(self->store, wire_msg_int(msg, FIELD_SINCE, 0),
+                                 wire_msg_str(msg, FIELD_TOPIC, NULL), (int)limit, s_replay_one,
+                                 &page);
+    wire_close(w);
+    if (page.truncated || (asked > limit && (int64_t)page.count == limit))
+        wire_put_bool(w, FIELD_TRUNCATED, true);
+    return rc;
+}
+
+const void *broker_build_replay(void *arg, const void *request, size_t len, size_t *reply_len)
+{
+    broker_t *self = arg;
+    wire_msg_t *msg = NULL;
+    int rc = wire_decode(request, len, &msg);
+    if (rc == 0)
+        rc = s_write_replay(self, msg);
+    if (rc != 0)
+        s_write_error(self->writer, rc, failure_message());
+    wire_msg_destroy(&msg);
+    return wire_writer_data(self->writer, reply_len);
+}
+
+/* A replay is answered when its peer's pipe has room for the page (replies.h), from the
+ * events committed by then. */
+static void s_replay(request_t *req, const wire_msg_t *msg)
+{
+    if (wire_msg_int(msg, FIELD_LIMIT, REPLAY_DEFAULT_LIMIT) < 1) {
         s_reply_error(req, FAILURE_INVALID,
                       "replay: limit must be at least 1 (default 1000; at most 10000 per page)");
         return;
     }
-    int64_t limit = asked < REPLAY_MAX_LIMIT ? asked : REPLAY_MAX_LIMIT;
-    replay_page_t page = {.writer = s_reply_ok(req)};
-    wire_open_array(page.writer, FIELD_DATA);
-    /* Events of this iteration are not committed yet; replay only what is. */
-    int rc = store_events_replay(req->broker->store, wire_msg_int(msg, FIELD_SINCE, 0),
-                                 wire_msg_str(msg, FIELD_TOPIC, NULL), (int)limit, s_replay_one,
-                                 &page);
-    wire_close(page.writer);
-    if (page.truncated || (asked > limit && (int64_t)page.count == limit))
-        wire_put_bool(page.writer, FIELD_TRUNCATED, true);
-    if (rc != 0)
-        s_reply_error(req, rc, failure_message());
-    else
-        s_send(req);
+    broker_outbox_defer(req->broker, req->envelope, req->data, req->len);
+}
+
+/* A peer that does not read its replies is refused (or, far past its cap, ignored):
+ * false when the request must not be handled. */
+static bool s_admitted(request_t *req)
+{
+    broker_t *self = req->broker;
+    replies_verdict_t verdict = replies_admit(self->replies, req->envelope);
+    if (verdict == REPLIES_ANSWER)
+        return true;
+    broker_count_rejected(self, "unread_replies");
+    if (verdict == REPLIES_REFUSE) {
+        char reason[256];
+        snprintf(reason, sizeof reason,
+                 "too many unread replies: read the replies already sent, then ask again (at "
+                 "most %lld MB are kept for one peer, %lld MB for all)",
+                 (long long)self->config.unread_replies_per_peer_mb,
+                 (long long)self->config.unread_replies_mb);
+        s_reply_error(req, FAILURE_OVERLOADED, reason);
+    }
+    return false;
 }
 
 /* reload: cloister.toml read again (broker_reload.c); an admin's request. */
@@ -626,7 +677,9 @@ static void s_reload(request_t *req)
 void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
                            const char *peer_key)
 {
-    request_t req = {self, envelope, peer_key};
+    request_t req = {self, envelope, peer_key, data, len, false};
+    if (!s_admitted(&req))
+        return;
     wire_msg_t *msg = NULL;
     int rc = wire_decode(data, len, &msg);
     if (rc != 0) {

@@ -50,9 +50,7 @@ static void s_handle_submit(broker_t *self, const wire_msg_t *msg, const char *p
         rc = broker_submit(self, msg, NULL, peer_key, &task, &loaded, &created);
     if (rc == FAILURE_INVALID || rc == FAILURE_TOO_BIG || rc == FAILURE_DISK_FULL ||
         rc == FAILURE_DENIED) {
-        broker_count_rejected(self, broker_submit_refusal(rc));
-        broker_emit_rejected(self, EVENT_TASK_REJECTED, wire_msg_str(msg, FIELD_ID, NULL), failure_message(),
-                             0);
+        broker_submit_refused(self, wire_msg_str(msg, FIELD_ID, NULL), rc);
     } else if (rc != 0) {
         log_error("submit %s: %s", wire_msg_str(msg, FIELD_ID, "?"), failure_message());
     }
@@ -71,6 +69,13 @@ static void *s_connect_worker(broker_t *self, const char *endpoint, const char *
         return NULL;
     }
     void *push = zmq_socket(self->zmq_context, ZMQ_PUSH);
+    if (push == NULL) {
+        /* ZMQ_MAX_SOCKETS, set from the open-files limit (broker_config_t.max_sockets). */
+        failure_set(FAILURE_STATE, "hello: too many workers (the broker's open-files limit "
+                    "allows %d ZeroMQ sockets): %s", self->config.max_sockets,
+                    zmq_strerror(errno));
+        return NULL;
+    }
     if (self->curve != NULL)
         curve_apply_client_of(self->curve, push, curve_key);
     int linger = 0, hwm = 1000;

@@ -8,6 +8,9 @@
 #include "curve.h"
 #include "disk_guard.h"
 #include "key_roles.h"
+#include "log.h"
+#include "peer_guard.h"
+#include "replies.h"
 #include "workspace_roots.h"
 #include "task.h"
 #include "submit.h"
@@ -37,16 +40,19 @@ typedef struct worker_t {
 /* Something to send once the current transaction is committed. Its bytes live in the
  * outbox arena (broker_t.outbox_bytes), one buffer shared by every pending item, so
  * queueing a message costs no allocation of its own. */
-typedef enum { OUTBOX_PUBLISH, OUTBOX_WORKER, OUTBOX_REPLY } outbox_kind_t;
+typedef enum { OUTBOX_PUBLISH, OUTBOX_WORKER, OUTBOX_REPLY, OUTBOX_DEFERRED } outbox_kind_t;
 
 typedef struct {
     outbox_kind_t kind;
     size_t target_at;  /* PUBLISH: topic; WORKER: NUL-terminated worker id (arena offsets) */
     size_t target_len;
-    zmsg_t *envelope; /* REPLY: every frame before the request body (identity, REQ's
-                         request id and empty delimiter), sent back in front of the reply */
-    size_t data_at;   /* arena offset of the message */
+    zmsg_t *envelope; /* REPLY, DEFERRED: every frame before the request body (identity,
+                         REQ's request id and empty delimiter), sent back in front of the
+                         reply */
+    size_t data_at;   /* arena offset of the message (DEFERRED: of the request) */
     size_t len;
+    bool durable;     /* REPLY: says a change was stored (a submit accepted, a cancel...):
+                         when the commit finds no room, a disk_full refusal goes instead */
 } outbox_item_t;
 
 /* Extra fields of an event beyond the task's own. */
@@ -66,6 +72,12 @@ typedef struct {
 #define BROKER_PROGRESS_PER_SECOND 20
 
 #define LATENCY_SAMPLES 1024
+
+/* What the store holds as of the last commit, for counters that a refused batch (a commit
+ * the disk had no room for) must go back to. */
+typedef struct {
+    int64_t last_seq, next_order, trimmed_upto, submitted, completed, dead_count;
+} broker_committed_t;
 
 struct broker_t {
     broker_config_t config;
@@ -92,11 +104,19 @@ struct broker_t {
     key_roles_t *roles;          /* with curve: what each authorized key may do */
     zlistx_t *configs;           /* cloister.toml as reloaded (broker_reload.c), owned; the
                                     newest is config.config */
-    void *monitors[3];           /* with curve: handshake failures of in, events, control */
+    peer_guard_t *guard;         /* the cap on connections to in, events, control */
+    replies_t *replies;          /* what is sent on control, bounded per peer */
+    int64_t replies_retry_at;    /* monotonic ms: replies wait for a full pipe until then */
     int64_t next_prune;          /* monotonic ms of the next retention pass */
     int64_t next_reclaim;        /* monotonic ms of the next incremental vacuum */
     int64_t garbage_reported_at; /* monotonic ms of the last message.rejected for garbage */
     int64_t garbage_unreported;  /* garbage refused since then without an event */
+    broker_committed_t committed; /* the counters as of the last commit */
+    log_limit_t full_warnings;    /* refused batches (a full disk) */
+    log_limit_t reclaim_warnings; /* failed incremental vacuums */
+    log_limit_t refusal_warnings; /* submits refused for a full disk */
+    int64_t full_reported_at;    /* monotonic ms of the last task.rejected for a full disk */
+    int64_t full_unreported;     /* such refusals since then without an event */
 
     outbox_item_t *outbox;
     size_t outbox_len, outbox_cap;
@@ -137,8 +157,20 @@ int broker_emit(broker_t *self, event_type_t event, const task_t *task, const ev
  * many refusals before it got no event of their own (see broker_in.c), 0 for none. */
 void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_id, const char *reason,
                           int64_t coalesced);
+/* A submit refused: `rc` is FAILURE_INVALID, FAILURE_TOO_BIG, FAILURE_DISK_FULL or
+ * FAILURE_DENIED (the reason in failure_message()). Counted (broker_submit_refusal's
+ * reason) and published as a
+ * task.rejected event. Refusals for a full disk may come by the thousand, and each event
+ * needs some of the disk they lack: at most one such event a second is stored (its
+ * `coalesced` counts the refusals folded into it), and one log line every 10 s. */
+void broker_submit_refused(broker_t *self, const char *task_id, int rc);
 void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len);
-void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len);
+/* A request to answer after the commit, when its peer's pipe has room, with what
+ * broker_build_replay makes of it then (replies.h). */
+void broker_outbox_defer(broker_t *self, zmsg_t *envelope, const void *request, size_t len);
+/* A reply to send after the commit; `durable`: it reports a change the commit stores. */
+void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
+                         bool durable);
 /* The queue of a specialist (created if `create`), or NULL. `_` and `-` in the name are
  * one: the queue is named with `-`. */
 queue_t *broker_queue(broker_t *self, const char *name, bool create);
@@ -214,5 +246,8 @@ void broker_handle_in(broker_t *self, const void *data, size_t len, const char *
  * the bus is plain. */
 void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
                            const char *peer_key);
+/* The page a deferred replay request gets (a replies_build_fn; `arg` is the broker): built in
+ * the broker's writer, valid until its next message. */
+const void *broker_build_replay(void *arg, const void *request, size_t len, size_t *reply_len);
 
 #endif

@@ -21,14 +21,21 @@ struct disk_guard_t {
     int64_t checked_at;
     bool checked;
     bool low;
+    int64_t rearm; /* while low: the free bytes that end it */
     char reason[4400];
 };
+
+/* After a commit found no room, the reserve is rewritten only when this much more than it
+ * is free too: else writing it would fill the disk again at once. */
+#define DISK_GUARD_MARGIN (1LL << 20)
 
 /* Writes the reserve file (all its blocks allocated). */
 static void s_write_reserve(disk_guard_t *self)
 {
-    if (self->reserve <= 0)
+    if (self->reserve <= 0) {
+        unlink(self->reserve_path); /* one kept from an earlier setting */
         return;
+    }
     int fd = open(self->reserve_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     int rc = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)self->reserve);
     if (fd >= 0)
@@ -72,6 +79,7 @@ bool disk_guard_check(disk_guard_t *self, int64_t now)
     self->free_bytes = (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
     if (!self->low && self->free_bytes < self->min_free) {
         self->low = true;
+        self->rearm = self->min_free + self->reserve;
         snprintf(self->reason, sizeof self->reason,
                  "disk full: %lld MB free for the store in %s (at least %lld MB wanted): not "
                  "accepting new tasks until there is room",
@@ -80,13 +88,35 @@ bool disk_guard_check(disk_guard_t *self, int64_t now)
         log_error("%s; the reserve is given up so running tasks can still finish",
                   self->reason);
         unlink(self->reserve_path);
-    } else if (self->low && self->free_bytes >= self->min_free + self->reserve) {
+    } else if (self->low && self->free_bytes >= self->rearm) {
         self->low = false;
         log_info("disk guard: %lld MB free in %s again: accepting tasks",
                  (long long)(self->free_bytes >> 20), self->dir);
         s_write_reserve(self);
     }
     return self->low;
+}
+
+bool disk_guard_give_up(disk_guard_t *self, int64_t now)
+{
+    struct statvfs fs;
+    if (statvfs(self->dir, &fs) == 0)
+        self->free_bytes = (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
+    self->checked = true;
+    self->checked_at = now;
+    int64_t margin = self->reserve > DISK_GUARD_MARGIN ? self->reserve : DISK_GUARD_MARGIN;
+    self->rearm = self->min_free + self->reserve + margin;
+    if (!self->low)
+        snprintf(self->reason, sizeof self->reason,
+                 "disk full: the store found no room in %s: not accepting new tasks until "
+                 "%lld MB are free",
+                 self->dir, (long long)(self->rearm >> 20));
+    self->low = true;
+    bool had_reserve = unlink(self->reserve_path) == 0;
+    if (had_reserve)
+        log_error("%s; the reserve (%lld MB) is given up so the commit can be made again",
+                  self->reason, (long long)(self->reserve >> 20));
+    return had_reserve;
 }
 
 bool disk_guard_low(const disk_guard_t *self)

@@ -5,6 +5,7 @@
 #include "broker.h"
 
 #include "config.h"
+#include "fd_reserve.h"
 #include "failure.h"
 #include "home.h"
 #include "log.h"
@@ -81,6 +82,34 @@ static void s_raise_fd_limit(void)
                  (unsigned long long)limit.rlim_max, strerror(errno));
 }
 
+/* Open files kept for the store, the log, ZeroMQ's own (its I/O thread, the mailbox of
+ * each socket) and the listening sockets. */
+#define FD_RESERVED 64
+/* ZeroMQ sockets of the broker's own beside the workers' (bound, monitors, CURVE's). */
+#define OWN_SOCKETS 32
+
+/* Shares the open files the system allows between connections to the bound endpoints (at
+ * most half of them, and at most [broker] max_peers) and workers (the rest; each one is a
+ * ZeroMQ socket, its mailbox and its connection: two files), so that neither runs the
+ * broker out of them. */
+static void s_share_fds(const config_t *config, broker_config_t *settings)
+{
+    struct rlimit limit;
+    rlim_t files = getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_cur : 1024;
+    if (files == RLIM_INFINITY || files > (1 << 20))
+        files = 1 << 20;
+    int64_t budget = (int64_t)files > 2 * FD_RESERVED ? (int64_t)files - FD_RESERVED : FD_RESERVED;
+    int64_t peers = config_int(config, "broker", "max_peers", 4096);
+    if (peers > budget / 2)
+        peers = budget / 2;
+    int64_t workers = (budget - peers) / 2;
+    settings->max_peers = peers;
+    settings->max_sockets = (int)(workers + OWN_SOCKETS);
+    log_info("open files: %llu allowed; up to %lld connections to in/events/control and %lld "
+             "workers",
+             (unsigned long long)files, (long long)peers, (long long)workers);
+}
+
 /* The store's files made before the umask rule (home_secure) were open to others: they
  * are narrowed to 0600. New ones are made 0600 by the umask. */
 static void s_private_store(const char *db_path)
@@ -99,6 +128,10 @@ int main(int argc, char **argv)
 {
     log_init(argv[0], LOG_LEVEL_INFO);
     s_raise_fd_limit();
+    if (fd_reserve_init() != 0) {
+        fprintf(stderr, "cloister-broker: %s\n", failure_message());
+        return 1;
+    }
     enum { OPT_IN = 1, OPT_EVENTS, OPT_CONTROL, OPT_HOME, OPT_DB, OPT_SYNC, OPT_HB, OPT_MISSES,
            OPT_RETENTION, OPT_HELP, OPT_VERSION };
     static const struct option options[] = {
@@ -192,10 +225,14 @@ int main(int argc, char **argv)
         .min_free_mb = config_int(config, "broker", "min_free_mb", 64),
         .reserve_mb = config_int(config, "broker", "reserve_mb", 16),
         .keep_finished_days = config_int(config, "broker", "keep_finished_days", 30),
+        .unread_replies_per_peer_mb = config_int(config, "broker", "unread_replies_per_peer_mb", 16),
+        .unread_replies_mb = config_int(config, "broker", "unread_replies_mb", 256),
         .config = config,
         .specialists = specialists,
         .reload = &s_reload,
     };
+
+    s_share_fds(config, &settings);
 
     struct sigaction action = {0};
     action.sa_handler = s_on_signal;

@@ -1,9 +1,12 @@
 /* store: the broker's SQLite persistence (see store.h). */
 #include "store.h"
 
+#include "clock.h"
+#include "dblock.h"
 #include "failure.h"
 #include "log.h"
 
+#include <errno.h>
 #include <msgpack.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -89,6 +92,7 @@ enum {
     STMT_SPECIALIST_INSERT,
     STMT_TASKS_PRUNE,
     STMT_ATTEMPTS_PRUNE,
+    STMT_SPECIALISTS_FORGET,
     STMT_COUNT
 };
 
@@ -126,6 +130,9 @@ static const char *s_sql[STMT_COUNT] = {
                          " AND created < ?1 AND updated < ?1 LIMIT ?2)",
     [STMT_ATTEMPTS_PRUNE] = "DELETE FROM attempts WHERE (task, attempt) IN (SELECT task, attempt"
                             " FROM attempts WHERE finished < ?1 LIMIT ?2)",
+    [STMT_SPECIALISTS_FORGET] = "DELETE FROM specialists WHERE last_seen < ? AND NOT EXISTS ("
+                                "  SELECT 1 FROM tasks WHERE tasks.specialist = specialists.name"
+                                "  AND state IN ('queued', 'running'))",
 };
 
 /* WAL frames after which the checkpointer is woken (fewer when the WAL limit is small). */
@@ -134,19 +141,31 @@ static const char *s_sql[STMT_COUNT] = {
  * frame's header. */
 #define STORE_FRAME_BYTES (4096 + 24)
 
+/* How long a connection waits for a lock another connection holds (the broker's own two). */
+#define STORE_BUSY_TIMEOUT_MS 5000
+/* After an outside reader kept the WAL from being reset, the loop tries again this much
+ * later (each try costs it a passive copy up to that reader's snapshot). */
+#define STORE_READER_RETRY_MS 1000
+
 /* Checkpoints run on a thread of their own, over a second connection, so the broker's loop
  * never pays for copying the WAL back into the database (PASSIVE: writers never wait).
  * Under a sustained stream of commits a PASSIVE checkpoint never catches up (the WAL can
  * only start over once every frame in it was copied), so when the WAL passes its limit the
  * loop itself runs a TRUNCATE checkpoint right after the commit that crossed it: it pays a
- * copy of at most the limit, and the file shrinks to nothing. */
+ * copy of at most the limit, and the file shrinks to nothing.
+ *
+ * That TRUNCATE never waits: any other connection reading from the WAL (an admin's sqlite3
+ * shell in a transaction, a backup) would make it wait out the busy timeout on every commit
+ * past the limit. With no busy handler it copies what it can and gives up; the WAL then
+ * grows past its limit while the reader lasts, which is said once, and the loop tries again
+ * a second later. */
 typedef struct {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
     /* Held while a checkpoint runs, by the thread or by the loop: SQLite refuses a second
      * checkpoint while one runs (BUSY, without waiting), so the loop's TRUNCATE waits for
-     * the thread's PASSIVE to end instead of failing. */
+     * the thread's PASSIVE (which never waits on anyone) to end instead of failing. */
     pthread_mutex_t busy;
     sqlite3 *db;
     int64_t limit_frames;    /* frames past which the loop truncates the WAL */
@@ -155,28 +174,56 @@ typedef struct {
     bool stop;
     bool running;
     bool warned;             /* a checkpoint that copied nothing was reported */
+    log_limit_t thread_warnings; /* the thread's failed checkpoints (a full disk) */
+    /* The loop's side (only the loop touches these): */
+    log_limit_t loop_warnings;   /* failed truncations */
+    int64_t reader_retry_at;     /* monotonic ms: no truncation before (a reader held it) */
+    bool reader_reported;        /* "a reader holds the WAL" was said for this episode */
+    int64_t largest_frames;      /* the WAL's size while a reader held it */
 } checkpointer_t;
 
 struct store_t {
     sqlite3 *db;
+    int lock_fd; /* the shared lock on <db>.lock (dblock.h), held while open */
     sqlite3_stmt *stmt[STMT_COUNT];
     bool in_transaction;
     /* A statement of the open transaction failed: the commit must not happen, even if
-     * SQLite kept the rest of the transaction (it only undoes the failing statement). */
+     * SQLite kept the rest of the transaction (it only undoes the failing statement), and
+     * no later write of it runs (SQLite may have rolled the transaction back already, and
+     * would then commit each one on its own). */
     bool failed;
+    int failed_code; /* FAILURE_STORE, or FAILURE_DISK_FULL */
     char failure[256];
     checkpointer_t checkpointer;
     /* events of the open transaction, written as one row by store_commit() */
     msgpack_sbuffer events;
     msgpack_packer events_packer;
     int64_t events_first, events_last;
+    /* The writes of the open transaction, so that a commit the disk had no room for can be
+     * done again once room is made (store_set_room_maker): redo_entry_t records (bind a
+     * value, run a statement), each text or blob right after its record. */
+    msgpack_sbuffer redo;
+    bool replaying;
+    bool (*make_room)(void *arg);
+    void *room_arg;
 };
+
+/* The last error of `db` means a full disk: SQLITE_FULL, or an I/O error whose cause was
+ * ENOSPC (growing the WAL index, for one). */
+static bool s_disk_full(sqlite3 *db)
+{
+    int code = sqlite3_errcode(db);
+    return code == SQLITE_FULL || (code == SQLITE_IOERR && sqlite3_system_errno(db) == ENOSPC);
+}
 
 static int s_fail(store_t *self, const char *what)
 {
-    int rc = failure_set(FAILURE_STORE, "%s: %s", what, sqlite3_errmsg(self->db));
-    if (!self->failed)
+    int code = s_disk_full(self->db) ? FAILURE_DISK_FULL : FAILURE_STORE;
+    int rc = failure_set(code, "%s: %s", what, sqlite3_errmsg(self->db));
+    if (!self->failed) {
         snprintf(self->failure, sizeof self->failure, "%s", failure_message());
+        self->failed_code = code;
+    }
     self->failed = true;
     return rc;
 }
@@ -231,7 +278,7 @@ static void s_checkpoint(checkpointer_t *cp)
                                        &copied);
     /* BUSY: the loop's commit was resetting the WAL; the next request copies. */
     if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-        log_warn("store: checkpoint: %s", sqlite3_errmsg(cp->db));
+        log_warn_limited(&cp->thread_warnings, "store: checkpoint: %s", sqlite3_errmsg(cp->db));
     } else if (rc == SQLITE_OK && log_frames < 0 && !cp->warned) {
         /* -1: this connection does not see the database in WAL mode; nothing was copied. */
         log_warn("store: the checkpoint copied nothing (log %d): the WAL will grow", log_frames);
@@ -259,26 +306,65 @@ static void *s_checkpointer_main(void *arg)
     return NULL;
 }
 
-/* Called by SQLite after each commit with the WAL's size in frames. */
+static void s_request_checkpoint(checkpointer_t *cp)
+{
+    pthread_mutex_lock(&cp->lock);
+    cp->requested = true;
+    pthread_cond_signal(&cp->wake);
+    pthread_mutex_unlock(&cp->lock);
+}
+
+/* The outcome of the loop's TRUNCATE of a WAL of `frames` frames: said once per episode of
+ * a reader holding the WAL, and once when it lets go. */
+static void s_truncated(checkpointer_t *cp, sqlite3 *db, int rc, int frames)
+{
+    int64_t mb = (int64_t)frames * STORE_FRAME_BYTES >> 20;
+    if (rc == SQLITE_OK) {
+        if (cp->reader_reported)
+            log_info("store: the WAL could be reset again (it had grown to %lld MB while a "
+                     "reader held it)",
+                     (long long)(cp->largest_frames * STORE_FRAME_BYTES >> 20));
+        cp->reader_reported = false;
+        cp->largest_frames = 0;
+        return;
+    }
+    if (rc != SQLITE_BUSY) {
+        log_warn_limited(&cp->loop_warnings, "store: truncating the WAL (%d frames): %s", frames,
+                         sqlite3_errmsg(db));
+        return;
+    }
+    /* Nothing else of ours reads while the loop holds `busy`: another process does. */
+    cp->reader_retry_at = clock_now_ms() + STORE_READER_RETRY_MS;
+    if (frames > cp->largest_frames)
+        cp->largest_frames = frames;
+    if (!cp->reader_reported)
+        log_warn("store: another connection holds a read transaction on %s (an sqlite3 shell, "
+                 "a backup?): the WAL cannot be reset while it lasts, so it grows past its "
+                 "limit (%lld MB now) and costs that disk and slower reads until the reader "
+                 "ends; the broker does not wait for it",
+                 sqlite3_db_filename(db, "main"), (long long)mb);
+    cp->reader_reported = true;
+}
+
+/* Called by SQLite after each commit with the WAL's size in frames. Past the limit, a
+ * TRUNCATE that never waits (no busy handler while it runs). */
 static int s_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
     (void)name;
     checkpointer_t *cp = arg;
-    if (frames > cp->limit_frames) {
+    if (frames > cp->limit_frames && clock_now_ms() >= cp->reader_retry_at) {
         int log_frames = 0, copied = 0;
         pthread_mutex_lock(&cp->busy);
-        if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log_frames,
-                                      &copied) != SQLITE_OK)
-            log_warn("store: truncating the WAL (%d frames): %s", frames, sqlite3_errmsg(db));
+        sqlite3_busy_timeout(db, 0);
+        int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log_frames,
+                                           &copied);
+        sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
         pthread_mutex_unlock(&cp->busy);
+        s_truncated(cp, db, rc, frames);
         return SQLITE_OK;
     }
-    if (frames >= cp->trigger_frames) {
-        pthread_mutex_lock(&cp->lock);
-        cp->requested = true;
-        pthread_cond_signal(&cp->wake);
-        pthread_mutex_unlock(&cp->lock);
-    }
+    if (frames >= cp->trigger_frames)
+        s_request_checkpoint(cp);
     return SQLITE_OK;
 }
 
@@ -298,7 +384,7 @@ static int s_checkpointer_start(store_t *self, const char *path)
     if (sqlite3_open_v2(path, &cp->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
         SQLITE_OK)
         return failure_set(FAILURE_STORE, "cannot open %s for checkpoints", path);
-    sqlite3_busy_timeout(cp->db, 5000);
+    sqlite3_busy_timeout(cp->db, STORE_BUSY_TIMEOUT_MS);
     /* A connection learns that the database is in WAL mode when it first reads it; until
      * then a checkpoint through it copies nothing. */
     if (sqlite3_exec(cp->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) != SQLITE_OK)
@@ -306,6 +392,8 @@ static int s_checkpointer_start(store_t *self, const char *path)
                            sqlite3_errmsg(cp->db));
     cp->limit_frames = STORE_DEFAULT_WAL_LIMIT / STORE_FRAME_BYTES;
     cp->trigger_frames = s_trigger_frames(STORE_DEFAULT_WAL_LIMIT);
+    cp->thread_warnings.every_ms = 10000;
+    cp->loop_warnings.every_ms = 10000;
     pthread_mutex_init(&cp->lock, NULL);
     pthread_mutex_init(&cp->busy, NULL);
     pthread_cond_init(&cp->wake, NULL);
@@ -398,6 +486,13 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
         return failure_set(FAILURE_MEMORY, "out of memory");
     msgpack_sbuffer_init(&self->events);
     msgpack_packer_init(&self->events_packer, &self->events, msgpack_sbuffer_write);
+    msgpack_sbuffer_init(&self->redo);
+    self->lock_fd = dblock_acquire(path, false);
+    if (self->lock_fd < 0) {
+        int rc = self->lock_fd;
+        store_close(&self);
+        return rc;
+    }
     /* No global memory statistics (they take a mutex on every allocation); refused, and
      * harmless, once SQLite is initialised. */
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
@@ -414,7 +509,7 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
     const char *sync_pragma = sync == STORE_SYNC_FULL     ? "PRAGMA synchronous=FULL"
                               : sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
                                                           : "PRAGMA synchronous=OFF";
-    sqlite3_busy_timeout(self->db, 5000);
+    sqlite3_busy_timeout(self->db, STORE_BUSY_TIMEOUT_MS);
     rc = s_incremental_vacuum(self, path);
     if (rc == 0)
         rc = s_exec(self, "PRAGMA journal_mode=WAL");
@@ -453,6 +548,8 @@ void store_close(store_t **self_p)
         sqlite3_finalize(self->stmt[i]);
     sqlite3_close(self->db);
     msgpack_sbuffer_destroy(&self->events);
+    msgpack_sbuffer_destroy(&self->redo);
+    dblock_release(self->lock_fd);
     free(self);
     *self_p = NULL;
 }
@@ -467,6 +564,12 @@ static int s_run(store_t *self, sqlite3_stmt *stmt, const char *what)
     return rc;
 }
 
+void store_set_room_maker(store_t *self, bool (*make_room)(void *arg), void *arg)
+{
+    self->make_room = make_room;
+    self->room_arg = arg;
+}
+
 int store_begin(store_t *self)
 {
     if (self->in_transaction)
@@ -478,6 +581,101 @@ int store_begin(store_t *self)
     return rc;
 }
 
+/* ---- the writes of a transaction, kept for a redo ---- */
+
+/* One entry of the redo log: bind a value (then `len` bytes of text or blob follow the
+ * record), or run the statement. */
+typedef enum { REDO_INT, REDO_TEXT, REDO_BLOB, REDO_NULL, REDO_RUN } redo_kind_t;
+
+typedef struct {
+    uint8_t kind;  /* redo_kind_t */
+    uint8_t stmt;
+    uint8_t index; /* the parameter */
+    uint32_t len;  /* TEXT, BLOB: the bytes that follow */
+    int64_t value; /* INT */
+} redo_entry_t;
+
+static void s_redo(store_t *self, redo_kind_t kind, int stmt, int index, int64_t value,
+                   const void *bytes, size_t len)
+{
+    if (self->replaying)
+        return;
+    redo_entry_t entry = {(uint8_t)kind, (uint8_t)stmt, (uint8_t)index, (uint32_t)len, value};
+    msgpack_sbuffer_write(&self->redo, (const char *)&entry, sizeof entry);
+    if (len > 0)
+        msgpack_sbuffer_write(&self->redo, bytes, len);
+}
+
+/* Binds parameter `index` of write statement `stmt`, and remembers it for a redo. */
+static void s_put_int(store_t *self, int stmt, int index, int64_t value)
+{
+    sqlite3_bind_int64(self->stmt[stmt], index, value);
+    s_redo(self, REDO_INT, stmt, index, value, NULL, 0);
+}
+
+static void s_put_text(store_t *self, int stmt, int index, const char *text)
+{
+    if (text == NULL) {
+        sqlite3_bind_null(self->stmt[stmt], index);
+        s_redo(self, REDO_NULL, stmt, index, 0, NULL, 0);
+        return;
+    }
+    size_t len = strlen(text);
+    sqlite3_bind_text(self->stmt[stmt], index, text, (int)len, SQLITE_STATIC);
+    s_redo(self, REDO_TEXT, stmt, index, 0, text, len);
+}
+
+static void s_put_blob(store_t *self, int stmt, int index, const void *blob, size_t len)
+{
+    if (blob == NULL || len == 0) {
+        sqlite3_bind_null(self->stmt[stmt], index);
+        s_redo(self, REDO_NULL, stmt, index, 0, NULL, 0);
+        return;
+    }
+    sqlite3_bind_blob(self->stmt[stmt], index, blob, (int)len, SQLITE_STATIC);
+    s_redo(self, REDO_BLOB, stmt, index, 0, blob, len);
+}
+
+/* Runs write statement `stmt` of the open transaction, and remembers that it ran. After a
+ * failed write nothing more is written: the transaction is rolled back at the commit. */
+static int s_write(store_t *self, int stmt, const char *what)
+{
+    s_redo(self, REDO_RUN, stmt, 0, 0, NULL, 0);
+    if (self->failed) {
+        sqlite3_clear_bindings(self->stmt[stmt]);
+        return failure_set(self->failed_code, "%s: not written after an earlier failure: %s",
+                           what, self->failure);
+    }
+    return s_run(self, self->stmt[stmt], what);
+}
+
+/* Writes the remembered statements again, in the transaction just begun. */
+static int s_replay(store_t *self)
+{
+    size_t offset = 0;
+    int rc = 0;
+    self->replaying = true;
+    while (rc == 0 && offset + sizeof(redo_entry_t) <= self->redo.size) {
+        redo_entry_t entry;
+        memcpy(&entry, self->redo.data + offset, sizeof entry);
+        const char *bytes = self->redo.data + offset + sizeof entry;
+        offset += sizeof entry + entry.len;
+        sqlite3_stmt *stmt = self->stmt[entry.stmt];
+        if (entry.kind == REDO_RUN)
+            rc = s_write(self, entry.stmt, "redoing a write");
+        else if (entry.kind == REDO_INT)
+            sqlite3_bind_int64(stmt, entry.index, entry.value);
+        else if (entry.kind == REDO_TEXT)
+            sqlite3_bind_text(stmt, entry.index, bytes, (int)entry.len, SQLITE_STATIC);
+        else if (entry.kind == REDO_BLOB)
+            sqlite3_bind_blob(stmt, entry.index, bytes, (int)entry.len, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(stmt, entry.index);
+    }
+    self->replaying = false;
+    return rc;
+}
+
 static int s_flush_events(store_t *self)
 {
     if (self->events.size == 0)
@@ -486,8 +684,31 @@ static int s_flush_events(store_t *self)
     sqlite3_bind_int64(stmt, 1, self->events_first);
     sqlite3_bind_int64(stmt, 2, self->events_last);
     sqlite3_bind_blob(stmt, 3, self->events.data, (int)self->events.size, SQLITE_STATIC);
-    int rc = s_run(self, stmt, "recording events");
-    msgpack_sbuffer_clear(&self->events);
+    return s_run(self, stmt, "recording events");
+}
+
+/* Writes the transaction's events and commits; on failure, nothing of it stays. */
+static int s_finish(store_t *self)
+{
+    int rc = self->failed ? failure_set(self->failed_code, "not committing: %s", self->failure)
+                          : s_flush_events(self);
+    if (rc == 0)
+        rc = s_run(self, self->stmt[STMT_COMMIT], "commit");
+    if (rc != 0 && !sqlite3_get_autocommit(self->db))
+        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* The transaction again, from its remembered writes, after room was made for it. */
+static int s_write_again(store_t *self)
+{
+    int rc = s_run(self, self->stmt[STMT_BEGIN], "begin");
+    if (rc == 0)
+        rc = s_replay(self);
+    if (rc == 0)
+        rc = s_finish(self);
+    else if (!sqlite3_get_autocommit(self->db))
+        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
@@ -495,18 +716,19 @@ int store_commit(store_t *self)
 {
     if (!self->in_transaction)
         return 0;
-    int rc = self->failed ? failure_set(FAILURE_STORE, "not committing: %s", self->failure)
-                          : s_flush_events(self);
-    if (rc != 0) {
-        msgpack_sbuffer_clear(&self->events);
-        self->in_transaction = false;
-        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
-        return rc;
+    bool wrote_all = !self->failed;
+    int rc = s_finish(self);
+    /* Only a transaction whose every write went through may be written again: after a
+     * failed one, the broker already acted on that failure. */
+    if (rc == FAILURE_DISK_FULL && wrote_all && self->make_room != NULL &&
+        self->make_room(self->room_arg)) {
+        self->failed = false;
+        rc = s_write_again(self);
     }
-    rc = s_run(self, self->stmt[STMT_COMMIT], "commit");
+    msgpack_sbuffer_clear(&self->events);
+    msgpack_sbuffer_clear(&self->redo);
     self->in_transaction = false;
-    if (rc != 0)
-        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
+    self->failed = false;
     return rc;
 }
 
@@ -523,43 +745,36 @@ static void s_bind_text(sqlite3_stmt *stmt, int index, const char *text)
         sqlite3_bind_null(stmt, index);
 }
 
-static void s_bind_blob(sqlite3_stmt *stmt, int index, const void *blob, size_t len)
-{
-    if (blob && len > 0)
-        sqlite3_bind_blob(stmt, index, blob, (int)len, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(stmt, index);
-}
-
 int store_task_insert(store_t *self, task_t *task, bool *inserted)
 {
+    *inserted = false;
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[STMT_TASK_INSERT];
-    s_bind_text(stmt, 1, task->id);
-    s_bind_text(stmt, 2, task->queue ? task->queue->name : task->specialist);
-    sqlite3_bind_int(stmt, 3, task->priority);
-    s_bind_text(stmt, 4, task_state_name(task->state));
-    sqlite3_bind_int64(stmt, 5, task->order);
-    sqlite3_bind_int(stmt, 6, task->attempt);
-    sqlite3_bind_int(stmt, 7, task->failures);
-    sqlite3_bind_int(stmt, 8, task->max_attempts);
-    sqlite3_bind_int(stmt, 9, task->timeout_s);
-    s_bind_text(stmt, 10, task->group);
-    sqlite3_bind_int64(stmt, 11, task->not_before);
-    s_bind_text(stmt, 12, task->title);
-    s_bind_text(stmt, 13, task->issue);
-    s_bind_text(stmt, 14, task->source);
-    s_bind_text(stmt, 15, task->parent);
-    s_bind_text(stmt, 16, task->worker_id);
-    s_bind_text(stmt, 17, task->error);
-    s_bind_blob(stmt, 18, task->payload, task->payload_len);
-    sqlite3_bind_null(stmt, 19);
-    sqlite3_bind_int64(stmt, 20, task->created);
-    sqlite3_bind_int64(stmt, 21, task->updated);
-    s_bind_text(stmt, 22, task->submitter_key);
-    rc = s_run(self, stmt, "inserting a task");
+    const int stmt = STMT_TASK_INSERT;
+    s_put_text(self, stmt, 1, task->id);
+    s_put_text(self, stmt, 2, task->queue ? task->queue->name : task->specialist);
+    s_put_int(self, stmt, 3, task->priority);
+    s_put_text(self, stmt, 4, task_state_name(task->state));
+    s_put_int(self, stmt, 5, task->order);
+    s_put_int(self, stmt, 6, task->attempt);
+    s_put_int(self, stmt, 7, task->failures);
+    s_put_int(self, stmt, 8, task->max_attempts);
+    s_put_int(self, stmt, 9, task->timeout_s);
+    s_put_text(self, stmt, 10, task->group);
+    s_put_int(self, stmt, 11, task->not_before);
+    s_put_text(self, stmt, 12, task->title);
+    s_put_text(self, stmt, 13, task->issue);
+    s_put_text(self, stmt, 14, task->source);
+    s_put_text(self, stmt, 15, task->parent);
+    s_put_text(self, stmt, 16, task->worker_id);
+    s_put_text(self, stmt, 17, task->error);
+    s_put_blob(self, stmt, 18, task->payload, task->payload_len);
+    s_put_blob(self, stmt, 19, NULL, 0);
+    s_put_int(self, stmt, 20, task->created);
+    s_put_int(self, stmt, 21, task->updated);
+    s_put_text(self, stmt, 22, task->submitter_key);
+    rc = s_write(self, stmt, "inserting a task");
     *inserted = rc == 0 && sqlite3_changes(self->db) == 1;
     if (*inserted)
         task->rowid = sqlite3_last_insert_rowid(self->db);
@@ -571,19 +786,19 @@ int store_task_update(store_t *self, const task_t *task, const void *result, siz
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[result ? STMT_TASK_UPDATE_RESULT : STMT_TASK_UPDATE];
-    sqlite3_bind_int64(stmt, 1, task->rowid);
-    s_bind_text(stmt, 2, task_state_name(task->state));
-    sqlite3_bind_int(stmt, 3, task->attempt);
-    sqlite3_bind_int(stmt, 4, task->failures);
-    s_bind_text(stmt, 5, task->worker_id);
-    s_bind_text(stmt, 6, task->error);
-    sqlite3_bind_int64(stmt, 7, task->not_before);
-    sqlite3_bind_int64(stmt, 8, task->updated);
-    sqlite3_bind_int(stmt, 9, task->max_attempts);
+    const int stmt = result ? STMT_TASK_UPDATE_RESULT : STMT_TASK_UPDATE;
+    s_put_int(self, stmt, 1, task->rowid);
+    s_put_text(self, stmt, 2, task_state_name(task->state));
+    s_put_int(self, stmt, 3, task->attempt);
+    s_put_int(self, stmt, 4, task->failures);
+    s_put_text(self, stmt, 5, task->worker_id);
+    s_put_text(self, stmt, 6, task->error);
+    s_put_int(self, stmt, 7, task->not_before);
+    s_put_int(self, stmt, 8, task->updated);
+    s_put_int(self, stmt, 9, task->max_attempts);
     if (result)
-        s_bind_blob(stmt, 10, result, result_len);
-    return s_run(self, stmt, "updating a task");
+        s_put_blob(self, stmt, 10, result, result_len);
+    return s_write(self, stmt, "updating a task");
 }
 
 int store_task_dispatched(store_t *self, const task_t *task)
@@ -591,14 +806,14 @@ int store_task_dispatched(store_t *self, const task_t *task)
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[STMT_TASK_DISPATCHED];
-    sqlite3_bind_int64(stmt, 1, task->rowid);
-    s_bind_text(stmt, 2, task_state_name(task->state));
-    sqlite3_bind_int(stmt, 3, task->attempt);
-    s_bind_text(stmt, 4, task->worker_id);
-    sqlite3_bind_int64(stmt, 5, task->updated);
-    s_bind_text(stmt, 6, task->worker_key);
-    return s_run(self, stmt, "updating a dispatched task");
+    const int stmt = STMT_TASK_DISPATCHED;
+    s_put_int(self, stmt, 1, task->rowid);
+    s_put_text(self, stmt, 2, task_state_name(task->state));
+    s_put_int(self, stmt, 3, task->attempt);
+    s_put_text(self, stmt, 4, task->worker_id);
+    s_put_int(self, stmt, 5, task->updated);
+    s_put_text(self, stmt, 6, task->worker_key);
+    return s_write(self, stmt, "updating a dispatched task");
 }
 
 static char *s_column_text(sqlite3_stmt *stmt, int column)
@@ -751,16 +966,16 @@ int store_attempt_insert(store_t *self, const task_t *task, const char *speciali
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[STMT_ATTEMPT_INSERT];
-    s_bind_text(stmt, 1, task->id);
-    sqlite3_bind_int(stmt, 2, task->attempt);
-    s_bind_text(stmt, 3, specialist);
-    s_bind_text(stmt, 4, task->issue);
-    s_bind_text(stmt, 5, task->worker_id);
-    s_bind_text(stmt, 6, outcome);
-    s_bind_text(stmt, 7, error);
-    sqlite3_bind_int64(stmt, 8, finished);
-    return s_run(self, stmt, "recording an attempt");
+    const int stmt = STMT_ATTEMPT_INSERT;
+    s_put_text(self, stmt, 1, task->id);
+    s_put_int(self, stmt, 2, task->attempt);
+    s_put_text(self, stmt, 3, specialist);
+    s_put_text(self, stmt, 4, task->issue);
+    s_put_text(self, stmt, 5, task->worker_id);
+    s_put_text(self, stmt, 6, outcome);
+    s_put_text(self, stmt, 7, error);
+    s_put_int(self, stmt, 8, finished);
+    return s_write(self, stmt, "recording an attempt");
 }
 
 int store_attempts_for_issue(store_t *self, const char *issue, const char *specialist, int limit,
@@ -806,11 +1021,11 @@ int store_prune_finished(store_t *self, int64_t before, int limit)
     if (rc != 0)
         return rc;
     int removed = 0;
-    sqlite3_stmt *stmts[] = {self->stmt[STMT_TASKS_PRUNE], self->stmt[STMT_ATTEMPTS_PRUNE]};
+    const int stmts[] = {STMT_TASKS_PRUNE, STMT_ATTEMPTS_PRUNE};
     for (size_t i = 0; i < 2; i++) {
-        sqlite3_bind_int64(stmts[i], 1, before);
-        sqlite3_bind_int(stmts[i], 2, limit);
-        rc = s_run(self, stmts[i], "pruning finished tasks");
+        s_put_int(self, stmts[i], 1, before);
+        s_put_int(self, stmts[i], 2, limit);
+        rc = s_write(self, stmts[i], "pruning finished tasks");
         if (rc != 0)
             return rc;
         removed += sqlite3_changes(self->db);
@@ -836,9 +1051,8 @@ int store_events_trim(store_t *self, int64_t upto)
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[STMT_EVENTS_TRIM];
-    sqlite3_bind_int64(stmt, 1, upto);
-    return s_run(self, stmt, "trimming events");
+    s_put_int(self, STMT_EVENTS_TRIM, 1, upto);
+    return s_write(self, STMT_EVENTS_TRIM, "trimming events");
 }
 
 /* Walks one stored batch; returns how many events it delivered. */
@@ -912,10 +1126,9 @@ int store_specialist_remember(store_t *self, const char *name, int64_t seen)
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = self->stmt[STMT_SPECIALIST_INSERT];
-    s_bind_text(stmt, 1, name);
-    sqlite3_bind_int64(stmt, 2, seen);
-    return s_run(self, stmt, "remembering a specialist");
+    s_put_text(self, STMT_SPECIALIST_INSERT, 1, name);
+    s_put_int(self, STMT_SPECIALIST_INSERT, 2, seen);
+    return s_write(self, STMT_SPECIALIST_INSERT, "remembering a specialist");
 }
 
 int store_specialists_forget(store_t *self, int64_t before)
@@ -923,18 +1136,9 @@ int store_specialists_forget(store_t *self, int64_t before)
     int rc = store_begin(self);
     if (rc != 0)
         return rc;
-    sqlite3_stmt *stmt = NULL;
-    if (sqlite3_prepare_v2(self->db,
-                           "DELETE FROM specialists WHERE last_seen < ? AND NOT EXISTS ("
-                           "  SELECT 1 FROM tasks WHERE tasks.specialist = specialists.name"
-                           "  AND state IN ('queued', 'running'))",
-                           -1, &stmt, NULL) != SQLITE_OK)
-        return s_fail(self, "forgetting specialists");
-    sqlite3_bind_int64(stmt, 1, before);
-    rc = s_run(self, stmt, "forgetting specialists");
-    int forgotten = rc == 0 ? sqlite3_changes(self->db) : rc;
-    sqlite3_finalize(stmt);
-    return forgotten;
+    s_put_int(self, STMT_SPECIALISTS_FORGET, 1, before);
+    rc = s_write(self, STMT_SPECIALISTS_FORGET, "forgetting specialists");
+    return rc == 0 ? sqlite3_changes(self->db) : rc;
 }
 
 int store_specialists_load(store_t *self, void (*fn)(const char *name, void *arg), void *arg)

@@ -21,7 +21,9 @@ typedef enum { STORE_SYNC_FULL, STORE_SYNC_NORMAL, STORE_SYNC_OFF } store_sync_t
 
 typedef struct store_t store_t;
 
-/* Opens (creating and migrating) the database at `path`. Returns 0 or FAILURE_STORE. */
+/* Opens (creating and migrating) the database at `path`, holding its lock shared
+ * (common/base/dblock.h) until store_close. Returns 0, FAILURE_STATE (`pan restore` is
+ * replacing it) or FAILURE_STORE. */
 int store_open(const char *path, store_sync_t sync, store_t **out);
 void store_close(store_t **self_p);
 
@@ -35,10 +37,20 @@ int store_set_wal_limit(store_t *self, int64_t bytes);
 int store_sync_parse(const char *text);
 
 /* Starts a transaction if none is open. Every write below starts one itself, so no change
- * is ever committed on its own (SQLite autocommit) apart from the rest of its iteration. */
+ * is ever committed on its own (SQLite autocommit) apart from the rest of its iteration.
+ * A write that fails makes every later write of the transaction fail too (without touching
+ * the database) and the commit roll it back: a write fails with FAILURE_DISK_FULL when the
+ * disk had no room for it, else FAILURE_STORE. */
 int store_begin(store_t *self);
-/* Commits the open transaction (no-op if none). */
+/* Commits the open transaction (no-op if none). A commit the disk has no room for is
+ * rolled back; if every write of the transaction had gone through, the store asks
+ * `make_room` (store_set_room_maker) and, when it made some, writes the transaction again
+ * from the writes it kept, and commits, once. Returns 0; FAILURE_DISK_FULL (nothing of the
+ * transaction is stored); or FAILURE_STORE. */
 int store_commit(store_t *self);
+/* What store_commit calls when the disk is full: returns true when it freed room (the
+ * broker gives up its reserve file). */
+void store_set_room_maker(store_t *self, bool (*make_room)(void *arg), void *arg);
 bool store_in_transaction(const store_t *self);
 
 /* Inserts a new task and sets its rowid; *inserted is false (and nothing changes) when a

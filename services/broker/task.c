@@ -98,6 +98,14 @@ void queue_remove(queue_t *self, task_t *task)
     self->depth[p]--;
 }
 
+void queue_clear(queue_t *self)
+{
+    for (int p = 0; p < PRIORITY_COUNT; p++) {
+        self->head[p] = self->tail[p] = NULL;
+        self->depth[p] = 0;
+    }
+}
+
 size_t queue_total(const queue_t *self)
 {
     size_t total = 0;

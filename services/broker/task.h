@@ -82,6 +82,8 @@ void queue_destroy(queue_t **self_p);
 void queue_insert(queue_t *self, task_t *task);
 /* Unlinks a task from its list. */
 void queue_remove(queue_t *self, task_t *task);
+/* Empties the queue without touching its tasks (their owner frees them). */
+void queue_clear(queue_t *self);
 size_t queue_total(const queue_t *self);
 
 #endif

@@ -142,6 +142,18 @@ static const help_t s_help[] = {
      "  init                  make the broker's and the default client's CURVE keys\n"
      "  add NAME              a key pair for another party (keys/clients/NAME_secret)\n"
      "  revoke NAME           remove it (then kill -HUP the broker)\n"},
+    {"backup",
+     "usage: pan backup FILE [--db DB]\n"
+     "Copies the broker's database to FILE while the broker runs: one consistent snapshot\n"
+     "(every task acknowledged when it began), read by pan itself with SQLite's online backup\n"
+     "API; the broker never waits for it. FILE appears only once the copy is complete and\n"
+     "checked.\n"
+     "  --db DB               the database (default $PANOPTICON_HOME/broker.db)\n"},
+    {"restore",
+     "usage: pan restore FILE [--db DB]\n"
+     "Replaces the broker's database with the backup FILE. Refused while a broker has it open\n"
+     "(stop the broker first); the previous database is kept as DB.before-restore.\n"
+     "  --db DB               the database (default $PANOPTICON_HOME/broker.db)\n"},
 };
 
 bool pan_help(const char *command)

@@ -46,6 +46,8 @@ static const char *const s_usage =
     "  doctor [--workspace DIR]... [--json]\n"
     "  keys init | add NAME | revoke NAME\n"
     "  web url                           (the dashboard's address with its token)\n"
+    "  backup FILE [--db DB]             (a consistent copy of the broker's database, live)\n"
+    "  restore FILE [--db DB]            (the broker stopped: DB replaced by FILE)\n"
     "\n"
     "Endpoints come from the flags, else CLOISTER_CONTROL / CLOISTER_EVENTS / CLOISTER_IN,\n"
     "else [broker] in $PANOPTICON_HOME/cloister.toml, else tcp://127.0.0.1:5562/5561/5560.\n"
@@ -150,7 +152,8 @@ int main(int argc, char **argv)
     /* The bus's keys (common/bus/curve.h); `pan keys` makes them, and the doctor reports. */
     const char *endpoints[] = {pan.control_ep, pan.events_ep, pan.in_ep, NULL};
     if (strcmp(command, "keys") != 0 && strcmp(command, "doctor") != 0 &&
-        strcmp(command, "web") != 0 &&
+        strcmp(command, "web") != 0 && strcmp(command, "backup") != 0 &&
+        strcmp(command, "restore") != 0 &&
         curve_client_init(config, endpoints) != 0) {
         config_destroy(&config);
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
@@ -187,6 +190,10 @@ int main(int argc, char **argv)
         code = cmd_keys(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "web") == 0)
         code = cmd_web(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "backup") == 0)
+        code = cmd_backup(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "restore") == 0)
+        code = cmd_restore(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "doctor") == 0)
         code = cmd_doctor(&pan, argc - 1, argv + 1, config_error[0] ? config_error : NULL);
     else {

@@ -1,20 +1,17 @@
-/* The broker stays up when the disk under its store fills (a 40 MB tmpfs here, so this
- * test needs root to mount it): below [broker] min_free_mb new submits are refused with
+/* The broker stays up when the disk under its store fills (a 40 MB tmpfs here, mounted in a
+ * namespace of the test's own: testenv_mount_tmpfs): below [broker] min_free_mb new submits are refused with
  * code disk_full, while reads, status and the result of a running task still go through
  * (the reserve file is given up for them); when the space comes back, submits are accepted
- * again without a restart. Not root, the test first enters a user and mount namespace of
- * its own, where it may mount (Debian allows unprivileged user namespaces). */
+ * again without a restart. test_broker_disk_zero fills the disk to its last byte. */
 #include "check.h"
 #include "failure.h"
 #include "fakeworker.h"
 #include "testbroker.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -62,51 +59,17 @@ static bool s_fill(const char *path, int64_t leave)
     return ok;
 }
 
-/* Writes `text` to the /proc file `path`. */
-static bool s_write_proc(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY);
-    bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-    if (fd >= 0)
-        close(fd);
-    return ok;
-}
-
-/* Unless root already: becomes root of a new user namespace with a mount namespace of its
- * own (before any thread or child exists), so mount() works and nobody else sees it. */
-static bool s_may_mount(void)
-{
-    if (geteuid() == 0)
-        return true;
-    uid_t uid = geteuid();
-    gid_t gid = getegid();
-    char map[64];
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
-        perror("unshare(CLONE_NEWUSER | CLONE_NEWNS)");
-        return false;
-    }
-    snprintf(map, sizeof map, "0 %u 1\n", (unsigned)uid);
-    bool ok = s_write_proc("/proc/self/setgroups", "deny") &&
-              s_write_proc("/proc/self/uid_map", map);
-    snprintf(map, sizeof map, "0 %u 1\n", (unsigned)gid);
-    return ok && s_write_proc("/proc/self/gid_map", map);
-}
-
 int main(void)
 {
-    CHECK(s_may_mount());
     testenv_t *env = testenv_new("broker-disk-full");
     if (env == NULL)
         return 1;
     /* The broker's home (its store and config) on a small file system of its own. */
-    bool mounted = mount("tmpfs", env->home, "tmpfs", 0, "size=40m") == 0;
-    if (!mounted)
-        perror("mount tmpfs (this test needs root)");
-    CHECK(mounted);
+    CHECK(testenv_mount_tmpfs(env, env->home, 40));
     char path[700];
     snprintf(path, sizeof path, "%s/cloister.toml", env->home);
     CHECK(testenv_write_file(path, "[broker]\nmin_free_mb = 16\nreserve_mb = 4\n") == 0);
-    pid_t broker = mounted ? testbroker_start(env, 200, "full") : -1;
+    pid_t broker = testbroker_start(env, 200, "full");
     CHECK(broker > 0);
     client_t *client = testbroker_client(env);
     snprintf(path, sizeof path, "%s/broker.db.reserve", env->home);
@@ -158,8 +121,6 @@ int main(void)
         testenv_signal(broker, SIGTERM);
         testenv_wait(env, broker, 5000);
     }
-    if (mounted)
-        CHECK(umount2(env->home, MNT_DETACH) == 0);
     testenv_destroy(&env);
     return check_exit_code("test_broker_disk_full");
 }

@@ -29,11 +29,8 @@ pid_t testbroker_spawn(testenv_t *env, int heartbeat_ms, const char *sync)
     return pid;
 }
 
-pid_t testbroker_start(testenv_t *env, int heartbeat_ms, const char *sync)
+bool testbroker_wait_ready(testenv_t *env)
 {
-    pid_t pid = testbroker_spawn(env, heartbeat_ms, sync);
-    if (pid < 0)
-        return -1;
     client_t *client = client_new(env->control_ep, 200);
     for (int i = 0; i < 50; i++) {
         wire_writer_t *w = wire_writer_new();
@@ -44,12 +41,20 @@ pid_t testbroker_start(testenv_t *env, int heartbeat_ms, const char *sync)
         wire_msg_destroy(&reply);
         if (rc == 0) {
             client_destroy(&client);
-            return pid;
+            return true;
         }
     }
     client_destroy(&client);
     fprintf(stderr, "testbroker: the broker did not answer within 10 s\n");
-    return -1;
+    return false;
+}
+
+pid_t testbroker_start(testenv_t *env, int heartbeat_ms, const char *sync)
+{
+    pid_t pid = testbroker_spawn(env, heartbeat_ms, sync);
+    if (pid < 0)
+        return -1;
+    return testbroker_wait_ready(env) ? pid : -1;
 }
 
 client_t *testbroker_client(testenv_t *env)

@@ -6,6 +6,7 @@
 #include "client.h"
 #include "testenv.h"
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* The one way tests start a broker: on the environment's endpoints and home, with
@@ -15,6 +16,10 @@
  * request. Both return the pid, or -1 (saying why on stderr). */
 pid_t testbroker_spawn(testenv_t *env, int heartbeat_ms, const char *sync);
 pid_t testbroker_start(testenv_t *env, int heartbeat_ms, const char *sync);
+
+/* Waits (up to 10 s) until the environment's broker answers a stats request; false, having
+ * said so, when it does not. */
+bool testbroker_wait_ready(testenv_t *env);
 
 /* A control client for the environment's broker (caller owns). */
 client_t *testbroker_client(testenv_t *env);

@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -107,12 +109,69 @@ void testenv_destroy(testenv_t **self_p)
             waitpid(self->procs[i], NULL, 0);
         }
     }
+    if (self->mounted[0] != '\0')
+        umount2(self->mounted, MNT_DETACH);
     if (getenv("CLOISTER_KEEP_TESTDIR") == NULL)
         nftw(self->dir, s_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     else
         fprintf(stderr, "testenv: kept %s\n", self->dir);
     free(self);
     *self_p = NULL;
+}
+
+/* Writes `text` to the /proc file `path`. */
+static bool s_write_proc(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY);
+    bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* Enters a mount namespace of its own (and, not root, a user namespace where it is root),
+ * whose mounts nobody else sees. */
+static bool s_private_mounts(void)
+{
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    int flags = CLONE_NEWNS | (uid == 0 ? 0 : CLONE_NEWUSER);
+    if (unshare(flags) != 0) {
+        perror("testenv: unshare (a test of a full disk mounts a tmpfs)");
+        return false;
+    }
+    if (uid != 0) {
+        char map[64];
+        snprintf(map, sizeof map, "0 %u 1\n", (unsigned)uid);
+        bool ok = s_write_proc("/proc/self/setgroups", "deny") &&
+                  s_write_proc("/proc/self/uid_map", map);
+        snprintf(map, sizeof map, "0 %u 1\n", (unsigned)gid);
+        if (!ok || !s_write_proc("/proc/self/gid_map", map)) {
+            fprintf(stderr, "testenv: cannot map this user into its namespace\n");
+            return false;
+        }
+    }
+    /* Mounts made from now on stay in this namespace. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        perror("testenv: making / private to the test");
+        return false;
+    }
+    return true;
+}
+
+bool testenv_mount_tmpfs(testenv_t *self, const char *dir, int mb)
+{
+    char options[64];
+    snprintf(options, sizeof options, "size=%dm", mb);
+    if (!s_private_mounts())
+        return false;
+    if (mount("tmpfs", dir, "tmpfs", 0, options) != 0) {
+        fprintf(stderr, "testenv: cannot mount a tmpfs on %s (%s): this test needs to, as root "
+                        "or in a user namespace\n", dir, strerror(errno));
+        return false;
+    }
+    snprintf(self->mounted, sizeof self->mounted, "%s", dir);
+    return true;
 }
 
 const char *testenv_bin(const char *name)

@@ -22,12 +22,20 @@ typedef struct {
     char control_ep[320];
     pid_t procs[TESTENV_MAX_PROCS];
     int nprocs;
+    char mounted[300];     /* a tmpfs mounted by testenv_mount_tmpfs, or "" */
 } testenv_t;
 
 /* Creates the directory and sets PANOPTICON_HOME, CLOISTER_IN, CLOISTER_EVENTS and
  * CLOISTER_CONTROL in this process's environment (children inherit them). Returns NULL
  * and prints why on failure. The caller owns the result; free it with testenv_destroy(). */
 testenv_t *testenv_new(const char *name);
+
+/* Mounts a tmpfs of `mb` MiB on `dir` (an empty directory inside the environment, e.g. its
+ * home), for tests of a full disk. The mount is made in a mount namespace of the test's own
+ * (entered first; not root, inside a user namespace of its own too, which Debian allows),
+ * so nobody else sees it and it goes when the test ends; testenv_destroy unmounts it. Call
+ * it before any thread or child exists. Returns true, or false having said why. */
+bool testenv_mount_tmpfs(testenv_t *self, const char *dir, int mb);
 
 /* Kills every spawned process still alive, reaps them, removes the directory, frees. */
 void testenv_destroy(testenv_t **self_p);

@@ -21,9 +21,9 @@
 static const struct {
     const char *table, *key;
 } s_restart_keys[] = {
-    {"broker", "in"},           {"broker", "events"},        {"broker", "control"},
-    {"broker", "sync"},         {"broker", "heartbeat_ms"},  {"broker", "heartbeat_misses"},
-    {"broker", "wal_limit_mb"}, {"broker", "min_free_mb"},   {"broker", "reserve_mb"},
+    {"broker", "in"},           {"broker", "events"},           {"broker", "control"},
+    {"broker", "sync"},         {"broker", "heartbeat_ms"},     {"broker", "heartbeat_misses"},
+    {"broker", "wal_limit_mb"}, {"broker", "min_free_mb"},      {"broker", "reserve_mb"},
     {"security", "curve"},      {"security", "allow_insecure"},
 };
 
@@ -66,7 +66,8 @@ static void s_apply_copies(broker_t *self, const config_t *fresh, broker_reload_
             s_add(report->applied, sizeof report->applied, "broker", numbers[i].key);
         }
     }
-    int backoff = (int)config_int(fresh, "broker", "retry_backoff_ms", self->config.retry_backoff_ms);
+    int backoff =
+        (int)config_int(fresh, "broker", "retry_backoff_ms", self->config.retry_backoff_ms);
     if (backoff != self->config.retry_backoff_ms) {
         self->config.retry_backoff_ms = backoff;
         s_add(report->applied, sizeof report->applied, "broker", "retry_backoff_ms");
@@ -127,7 +128,8 @@ int broker_reload(broker_t *self, broker_reload_t *report)
     self->config.config = fresh;
     if (self->auth != NULL && broker_load_authorized(self) == 0)
         s_add(report->applied, sizeof report->applied, "keys", "authorized");
-    log_info("reloaded cloister.toml: applied %s", report->applied[0] ? report->applied : "no change");
+    log_info("reloaded cloister.toml: applied %s",
+             report->applied[0] ? report->applied : "no change");
     if (report->restart[0])
         log_warn("changed in cloister.toml, applied only by a restart: %s", report->restart);
     log_info("workspaces accepted under: %s", workspace_roots_text(self->workspace_roots));

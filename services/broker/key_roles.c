@@ -59,13 +59,17 @@ static int s_role(key_roles_t *self, const char *public_key)
 static bool s_allows(curve_role_t role, key_action_t action)
 {
     switch (action) {
-    case KEY_ACTION_READ: return true;
-    case KEY_ACTION_SUBMIT: return role != CURVE_ROLE_WORKER;
-    case KEY_ACTION_WORK: return role != CURVE_ROLE_SUBMITTER;
+    case KEY_ACTION_READ:
+        return true;
+    case KEY_ACTION_SUBMIT:
+        return role != CURVE_ROLE_WORKER;
+    case KEY_ACTION_WORK:
+        return role != CURVE_ROLE_SUBMITTER;
     case KEY_ACTION_FORCE:
     case KEY_ACTION_OTHERS_TASKS:
     case KEY_ACTION_RETRY_DEAD:
-    case KEY_ACTION_RELOAD: return role == CURVE_ROLE_ADMIN;
+    case KEY_ACTION_RELOAD:
+        return role == CURVE_ROLE_ADMIN;
     }
     return false;
 }
@@ -73,13 +77,20 @@ static bool s_allows(curve_role_t role, key_action_t action)
 static const char *s_action_name(key_action_t action)
 {
     switch (action) {
-    case KEY_ACTION_READ: return "read";
-    case KEY_ACTION_SUBMIT: return "submit tasks";
-    case KEY_ACTION_WORK: return "act as a worker";
-    case KEY_ACTION_FORCE: return "force a merge past the review gate";
-    case KEY_ACTION_OTHERS_TASKS: return "cancel or retry a task another key submitted";
-    case KEY_ACTION_RETRY_DEAD: return "retry a dead task";
-    case KEY_ACTION_RELOAD: return "reload the broker's configuration";
+    case KEY_ACTION_READ:
+        return "read";
+    case KEY_ACTION_SUBMIT:
+        return "submit tasks";
+    case KEY_ACTION_WORK:
+        return "act as a worker";
+    case KEY_ACTION_FORCE:
+        return "force a merge past the review gate";
+    case KEY_ACTION_OTHERS_TASKS:
+        return "cancel or retry a task another key submitted";
+    case KEY_ACTION_RETRY_DEAD:
+        return "retry a dead task";
+    case KEY_ACTION_RELOAD:
+        return "reload the broker's configuration";
     }
     return "do that";
 }
@@ -87,9 +98,12 @@ static const char *s_action_name(key_action_t action)
 static const char *s_who_may(key_action_t action)
 {
     switch (action) {
-    case KEY_ACTION_SUBMIT: return "submitter or admin";
-    case KEY_ACTION_WORK: return "worker or admin";
-    default: return "admin";
+    case KEY_ACTION_SUBMIT:
+        return "submitter or admin";
+    case KEY_ACTION_WORK:
+        return "worker or admin";
+    default:
+        return "admin";
     }
 }
 
@@ -103,6 +117,6 @@ int key_roles_check(key_roles_t *self, const char *public_key, key_action_t acti
     if (s_allows((curve_role_t)role, action))
         return 0;
     return failure_set(FAILURE_DENIED, "a %s key may not %s (%s may)",
-                       curve_role_name((curve_role_t)role),
-                       s_action_name(action), s_who_may(action));
+                       curve_role_name((curve_role_t)role), s_action_name(action),
+                       s_who_may(action));
 }

@@ -11,13 +11,13 @@
 
 /* What a message or request asks to do. */
 typedef enum {
-    KEY_ACTION_READ,          /* status, lists, show, replay */
-    KEY_ACTION_SUBMIT,        /* a new task; cancelling or retrying one's own */
-    KEY_ACTION_WORK,          /* hello, heartbeat, progress, result, release, bye */
-    KEY_ACTION_FORCE,         /* payload.force: a merge past the review gate */
-    KEY_ACTION_OTHERS_TASKS,  /* cancelling or retrying a task another key submitted */
-    KEY_ACTION_RETRY_DEAD,    /* retrying a task that gave up */
-    KEY_ACTION_RELOAD,        /* reading cloister.toml again */
+    KEY_ACTION_READ,         /* status, lists, show, replay */
+    KEY_ACTION_SUBMIT,       /* a new task; cancelling or retrying one's own */
+    KEY_ACTION_WORK,         /* hello, heartbeat, progress, result, release, bye */
+    KEY_ACTION_FORCE,        /* payload.force: a merge past the review gate */
+    KEY_ACTION_OTHERS_TASKS, /* cancelling or retrying a task another key submitted */
+    KEY_ACTION_RETRY_DEAD,   /* retrying a task that gave up */
+    KEY_ACTION_RELOAD,       /* reading cloister.toml again */
 } key_action_t;
 
 typedef struct key_roles_t key_roles_t;

@@ -16,6 +16,7 @@
 #include "markers.h"
 #include "prompt.h"
 #include "repository.h"
+#include "run_network.h"
 #include "sandbox.h"
 #include "session.h"
 #include "testdetect.h"
@@ -326,17 +327,12 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
         return MERGE_TESTS_FAIL;
     }
     specialist_progressf(job->ctx, "info", "running tests: %s (%s)", detect.command, detect.reason);
+    run_network_t network = {.config = job->service->config, .sandbox = job->service->sandbox,
+                             .workspace = job->workspace, .target = job->target,
+                             .section = "tests", .result_key = "tests_network",
+                             .what = "tests"};
+    bool allowed = run_network_decide(job->ctx, &network);
     /* With the job attached, a cancel stops the tests. */
-    /* The network only when the target branch (or the service's settings) opted in, and
-     * the result says what the tests got. */
-    char opted_in[300], network[600];
-    bool allowed = repository_network_opt_in(job->service->config, job->workspace, job->target,
-                                              "tests", opted_in, sizeof opted_in);
-    if (!sandbox_network(job->service->sandbox, allowed ? opted_in : NULL, network,
-                         sizeof network) &&
-        !allowed)
-        specialist_progressf(job->ctx, "warning", "tests' network %s", network);
-    specialist_result_str(job->ctx, "tests_network", network);
     testrun_options_t options = {.command = detect.command,
                                  .dir = worktree,
                                  .timeout_ms = left,

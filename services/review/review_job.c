@@ -9,6 +9,7 @@
 #include "pipeline.h"
 #include "prompt.h"
 #include "repository.h"
+#include "run_network.h"
 #include "sandbox.h"
 #include "review_checks.h"
 #include "review_diff.h"
@@ -141,15 +142,13 @@ static int s_run_check(review_run_t *r, const review_check_t *check, int64_t tim
 {
     specialist_progressf(r->ctx, "info", "check %s: %s (on %.12s)", check->name, check->command,
                          r->diff->head);
-    /* The network only when the target branch (or the service's settings) opted in. */
-    char opted_in[300], network[600];
-    bool allowed = repository_network_opt_in(r->service->config, r->workspace, r->target,
-                                              "review", opted_in, sizeof opted_in);
-    if (!sandbox_network(r->service->sandbox, allowed ? opted_in : NULL, network,
-                         sizeof network) &&
-        !allowed)
-        specialist_progressf(r->ctx, "warning", "check %s: network %s", check->name, network);
-    specialist_result_str(r->ctx, "checks_network", network);
+    char what[200];
+    snprintf(what, sizeof what, "check %.150s", check->name);
+    run_network_t network = {.config = r->service->config, .sandbox = r->service->sandbox,
+                             .workspace = r->workspace, .target = r->target,
+                             .section = "review", .result_key = "checks_network",
+                             .what = what};
+    bool allowed = run_network_decide(r->ctx, &network);
     testrun_options_t options = {
         .command = check->command,
         .dir = r->tree_dir,

@@ -9,6 +9,7 @@
 #include "pipeline.h"
 #include "prompt.h"
 #include "repository.h"
+#include "run_network.h"
 #include "session.h"
 #include "template.h"
 #include "test_suite.h"
@@ -182,16 +183,11 @@ static const char *s_last_line(char *buf, size_t size, const char *output)
  * cannot be isolated says so loudly. */
 static void s_decide_network(test_job_t *job)
 {
-    const char *target = specialist_payload_str(job->ctx, "target");
-    char opted_in[300], network[600];
-    job->network = repository_network_opt_in(job->agent->config, job->workspace,
-                                              target && target[0] ? target : "main", "tests",
-                                              opted_in, sizeof opted_in);
-    bool isolated = sandbox_network(job->agent->sandbox, job->network ? opted_in : NULL,
-                                    network, sizeof network);
-    specialist_result_str(job->ctx, "network", network);
-    if (!isolated && !job->network)
-        specialist_progressf(job->ctx, "warning", "tests' network %s", network);
+    run_network_t network = {.config = job->agent->config, .sandbox = job->agent->sandbox,
+                             .workspace = job->workspace,
+                             .target = specialist_payload_str(job->ctx, "target"),
+                             .section = "tests", .result_key = "network", .what = "tests"};
+    job->network = run_network_decide(job->ctx, &network);
 }
 
 /* Runs the test command once, bounded by the job's deadline. Returns the result (the

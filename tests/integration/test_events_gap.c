@@ -57,8 +57,7 @@ int main(void)
     snprintf(out, sizeof out, "%s/follow.out", env->dir);
     snprintf(err, sizeof err, "%s/follow.err", env->dir);
     /* From the start of the store: what it prints does not depend on when it subscribed. */
-    const char *argv[] = {testenv_bin("pan"), "events", "--follow", "--since", "0", "--json",
-                          NULL};
+    const char *argv[] = {testenv_bin("pan"), "events", "--follow", "--since", "0", "--json", NULL};
     pid_t follower = testenv_start_io(env->dir, argv, NULL, out, err);
     CHECK(follower > 0);
     client_t *client = testbroker_client(env);

@@ -17,6 +17,7 @@
  *   bytes            a title that is not UTF-8 (msgpack bin) and ids holding a NUL are
  *                    refused at the edge; a non-ASCII title is kept as sent
  */
+#include "pan_harness.h"
 #include "testgit.h"
 #include "worker_harness.h"
 
@@ -45,28 +46,8 @@ static void s_teardown(void)
     harness_destroy(&s_h);
 }
 
-/* pan's output (s_pan). */
-static char s_pan_out[16384];
-
-/* Runs pan with the NULL-terminated arguments, stdout and stderr into s_pan_out. */
-static int s_pan(const char *first, ...)
-{
-    char *argv[32];
-    int argc = 0;
-    argv[argc++] = "/bin/sh";
-    argv[argc++] = "-c";
-    argv[argc++] = "exec \"$0\" \"$@\" 2>&1";
-    argv[argc++] = (char *)testenv_bin("pan");
-    argv[argc++] = (char *)first;
-    va_list args;
-    va_start(args, first);
-    char *arg;
-    while ((arg = va_arg(args, char *)) != NULL && argc < 31)
-        argv[argc++] = arg;
-    va_end(args);
-    argv[argc] = NULL;
-    return testenv_run(s_h->env, argv, s_pan_out, sizeof s_pan_out, 20000);
-}
+/* pan's last output, stdout and stderr (harness_pan_all). */
+static char s_pan_out[PAN_OUT_SIZE];
 
 /* The first task.queued or task.rejected event of `task` within timeout_ms, or NULL. */
 static json_t *s_admission(const char *task, int timeout_ms)
@@ -132,12 +113,13 @@ static void test_alias(void)
     harness_submit(s_h, "alias-in", "merge_agent", NULL, 0, 0, s_merge_payload(head, false));
     s_check_refused("alias-in", "issue PAN-1 has no finished review");
     /* The control socket, through pan. */
-    CHECK(s_pan("submit", "merge_agent", "--workspace", s_repos.user, "--branch", "feature/x",
-                "--issue", "PAN-1", "--id", "alias-pan", NULL) != 0);
+    CHECK(harness_pan_all(s_h->env, s_pan_out, "submit", "merge_agent", "--workspace", s_repos.user,
+                          "--branch", "feature/x", "--issue", "PAN-1", "--id", "alias-pan",
+                          NULL) != 0);
     if (strstr(s_pan_out, "issue PAN-1 has no finished review") == NULL)
         fprintf(stderr, "pan said: %s\n", s_pan_out);
     CHECK(strstr(s_pan_out, "issue PAN-1 has no finished review") != NULL);
-    CHECK(s_pan("task", "show", "alias-pan", NULL) != 0);
+    CHECK(harness_pan_all(s_h->env, s_pan_out, "task", "show", "alias-pan", NULL) != 0);
     /* The one name is the queue's: a plain merge-agent submit is refused the same way. */
     harness_submit(s_h, "plain", "merge-agent", NULL, 0, 0, s_merge_payload(head, false));
     s_check_refused("plain", "issue PAN-1 has no finished review");
@@ -224,8 +206,8 @@ static void test_forged_next(void)
 static void s_restart_broker(const char *review_mode)
 {
     char config[1024], path[700];
-    snprintf(config, sizeof config,
-             "[broker]\nretry_backoff_ms = 50\n\n[review]\nmode = \"%s\"\n", review_mode);
+    snprintf(config, sizeof config, "[broker]\nretry_backoff_ms = 50\n\n[review]\nmode = \"%s\"\n",
+             review_mode);
     snprintf(path, sizeof path, "%s/cloister.toml", s_h->env->home);
     CHECK(testenv_write_file(path, config) == 0);
     testenv_signal(s_h->broker, SIGKILL);
@@ -257,8 +239,9 @@ static void test_disabled_review(void)
     s_restart_broker("normal");
     /* Asked over control (pan pins the branch's head): the events of the first moments
      * after a restart may reach a subscriber still reconnecting. */
-    CHECK(s_pan("submit", "merge-agent", "--workspace", s_repos.user, "--branch", "feature/x",
-                "--issue", "PAN-1", "--id", "after-normal", NULL) != 0);
+    CHECK(harness_pan_all(s_h->env, s_pan_out, "submit", "merge-agent", "--workspace", s_repos.user,
+                          "--branch", "feature/x", "--issue", "PAN-1", "--id", "after-normal",
+                          NULL) != 0);
     if (strstr(s_pan_out, "issue PAN-1 has no finished review") == NULL)
         fprintf(stderr, "pan said: %s\n", s_pan_out);
     CHECK(strstr(s_pan_out, "issue PAN-1 has no finished review") != NULL);
@@ -267,10 +250,11 @@ static void test_disabled_review(void)
     CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
     testgit_commit(s_repos.user, ".cloister/config.toml", "[review]\nmode = \"disabled\"\n",
                    "no review here");
-    CHECK_INT(s_pan("submit", "merge-agent", "--workspace", s_repos.user, "--branch", "feature/x",
-                    "--issue", "PAN-1", "--id", "repo-disabled", NULL),
+    CHECK_INT(harness_pan_all(s_h->env, s_pan_out, "submit", "merge-agent", "--workspace",
+                              s_repos.user, "--branch", "feature/x", "--issue", "PAN-1", "--id",
+                              "repo-disabled", NULL),
               0);
-    CHECK_INT(s_pan("task", "show", "repo-disabled", NULL), 0);
+    CHECK_INT(harness_pan_all(s_h->env, s_pan_out, "task", "show", "repo-disabled", NULL), 0);
     s_teardown();
 }
 

@@ -18,8 +18,8 @@ static void s_write_config(testenv_t *env, const char *text)
 /* Submits a test-agent task for `workspace` through pan; its exit code. */
 static int s_submit(testenv_t *env, const char *id, const char *workspace)
 {
-    return harness_pan_all(env, s_out, "submit", "test-agent", "--id", id, "--workspace",
-                           workspace, NULL);
+    return harness_pan_all(env, s_out, "submit", "test-agent", "--id", id, "--workspace", workspace,
+                           NULL);
 }
 
 int main(void)

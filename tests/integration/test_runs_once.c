@@ -27,8 +27,17 @@ static pid_t s_start_worker(int i, const char *log)
              "echo \"$CLOISTER_TASK_ID $CLOISTER_TASK_ATTEMPT start\" >> '%s'; sleep 0.25; "
              "echo \"$CLOISTER_TASK_ID $CLOISTER_TASK_ATTEMPT end\" >> '%s'",
              log, log);
-    char *argv[] = {(char *)testenv_bin("cloister-worker"), "--specialist", "once-agent",
-                    "--heartbeat-ms", "100", "--worker-id", id, "--", "/bin/sh", "-c", command,
+    char *argv[] = {(char *)testenv_bin("cloister-worker"),
+                    "--specialist",
+                    "once-agent",
+                    "--heartbeat-ms",
+                    "100",
+                    "--worker-id",
+                    id,
+                    "--",
+                    "/bin/sh",
+                    "-c",
+                    command,
                     NULL};
     return testenv_spawn(s_env, name, argv);
 }

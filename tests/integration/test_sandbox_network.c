@@ -72,9 +72,8 @@ static void s_branch(const char *branch, const char *own_config)
 /* Runs the tests of `branch` (target main) as task `id`; returns the end event. */
 static json_t *s_test(const char *id, const char *branch)
 {
-    tsh_submit(s_h, id, 60,
-               "{\"workspace\": \"%s\", \"branch\": \"%s\", \"target\": \"main\"}", s_repos.user,
-               branch);
+    tsh_submit(s_h, id, 60, "{\"workspace\": \"%s\", \"branch\": \"%s\", \"target\": \"main\"}",
+               s_repos.user, branch);
     json_t *end = tsh_end(s_h, id, 30000);
     CHECK_STR(tsh_event(end), "task.done");
     return end;
@@ -86,8 +85,9 @@ static void s_check(const json_t *end, bool open, const char *network_says)
     const char *network = tsh_result_str(end, "network");
     const char *output = tsh_result_str(end, "output_tail");
     if (strcmp(tsh_result_str(end, "sandbox"), "bwrap") != 0) {
-        fprintf(stderr, "test_sandbox_network: NOT CHECKED -- bwrap does not work here (%s); "
-                        "the run must say so: network \"%s\"\n",
+        fprintf(stderr,
+                "test_sandbox_network: NOT CHECKED -- bwrap does not work here (%s); "
+                "the run must say so: network \"%s\"\n",
                 tsh_result_str(end, "sandbox"), network);
         CHECK(open || strstr(network, "NOT ISOLATED") != NULL);
         s_connections();
@@ -124,8 +124,7 @@ int main(void)
             "open: [tests] network = true in main:.cloister/config.toml");
 
     /* A review check running the probe: main's [tests] network does not open checks. */
-    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "feature/plain", "--", "probe.sh",
-                          NULL),
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "feature/plain", "--", "probe.sh", NULL),
               0);
     CHECK_INT(testgit_run(s_repos.user, "commit", "-q", "-m", "the probe on main", NULL), 0);
     snprintf(path, sizeof path, "%s/claude", s_h->env->dir);

@@ -159,11 +159,16 @@ static void test_plain_tcp(void)
 
 /* Runs pan status with CLOISTER_CURVE = `curve` (NULL: unset) and CLOISTER_CURVE_CERT =
  * `cert` (NULL: unset); its exit code, stdout and stderr in out. */
-static int s_pan_status(testenv_t *env, const char *curve, const char *cert, char *out,
-                        size_t size)
+static int s_pan_status(testenv_t *env, const char *curve, const char *cert, char *out, size_t size)
 {
-    char *argv[] = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", (char *)testenv_bin("pan"),
-                    "--timeout-ms", "1500", "status", NULL};
+    char *argv[] = {"/bin/sh",
+                    "-c",
+                    "exec \"$0\" \"$@\" 2>&1",
+                    (char *)testenv_bin("pan"),
+                    "--timeout-ms",
+                    "1500",
+                    "status",
+                    NULL};
     if (curve != NULL)
         setenv("CLOISTER_CURVE", curve, 1);
     if (cert != NULL)

@@ -253,6 +253,33 @@ static void s_check_workspace(doctor_t *d, const char *workspace)
              owner ? workspace : "");
 }
 
+/* Whether merges into the workspace can be pushed: `git push --dry-run` to [merge] remote
+ * authenticates and negotiates like a push (an SSH agent, a credential helper, GH_TOKEN
+ * through gh) but writes nothing. Never prompts: a check that would wait for a password is
+ * a failure saying so. */
+static void s_check_push(doctor_t *d, const config_t *config, const char *workspace)
+{
+    const char *remote = config_string(config, "merge", "remote", "origin");
+    char *has_remote[] = {"git", "-C", (char *)workspace, "remote", "get-url", (char *)remote, NULL};
+    char out[1200];
+    if (!proc_probe(has_remote, DOCTOR_COMMAND_TIMEOUT_MS, out, sizeof out)) {
+        s_report(d, "push", true, "%s has no remote '%s': merges there are not pushed", workspace,
+                 remote);
+        return;
+    }
+    setenv("GIT_TERMINAL_PROMPT", "0", 1);
+    setenv("GIT_SSH_COMMAND", "ssh -o BatchMode=yes", 0);
+    char *push[] = {"git", "-C", (char *)workspace, "push", "--dry-run", "--porcelain",
+                    (char *)remote, "HEAD:refs/heads/cloister-doctor-push-check", NULL};
+    char why[1200];
+    bool ok = proc_probe(push, DOCTOR_COMMAND_TIMEOUT_MS, why, sizeof why);
+    s_report(d, "push", ok,
+             ok ? "`git push --dry-run %s` from %s is accepted (credentials work)"
+                : "`git push --dry-run %s` from %s failed: %s — give the merge-agent push "
+                  "credentials (an SSH agent, or GH_TOKEN with gh; deploy/README.md)",
+             remote, workspace, why);
+}
+
 static void s_check_gh(doctor_t *d, const config_t *config)
 {
     if (!config_bool(config, "review", "post", false))
@@ -328,8 +355,10 @@ int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error
     s_check_broker(&d, pan);
     s_check_agent(&d, pan->config);
     s_check_git_identity(&d);
-    for (int i = 0; i < nworkspaces; i++)
+    for (int i = 0; i < nworkspaces; i++) {
         s_check_workspace(&d, workspaces[i]);
+        s_check_push(&d, pan->config, workspaces[i]);
+    }
     s_check_gh(&d, pan->config);
     s_check_sandbox(&d, pan->config);
     s_check_disk(&d);

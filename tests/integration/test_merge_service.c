@@ -726,6 +726,30 @@ static void test_approve_disabled(void)
     s_teardown();
 }
 
+/* pan doctor --workspace checks that merges there can be pushed: a dry-run push to the
+ * remote (nothing written); a remote that cannot be reached is a ✗ with git's reason. */
+static void test_doctor_push(void)
+{
+    s_setup("merge-svc-doctor-push", NULL);
+    CHECK(s_pan("doctor", "--workspace", s_repos.user, NULL) >= 0);
+    if (strstr(s_pan_out, "✓ push") == NULL)
+        fprintf(stderr, "pan doctor said: %s\n", s_pan_out);
+    CHECK(strstr(s_pan_out, "✓ push") != NULL);
+    char before[41], after[41];
+    testgit_rev(s_repos.remote, "refs/heads/main", before);
+    testgit_run(s_repos.remote, "for-each-ref", "--format=%(refname)", NULL);
+    CHECK(strstr(testgit_out(), "cloister-doctor") == NULL); /* a dry run writes nothing */
+    testgit_rev(s_repos.remote, "refs/heads/main", after);
+    CHECK_STR(after, before);
+    CHECK_INT(testgit_run(s_repos.user, "remote", "set-url", "origin", "/nonexistent/remote.git",
+                          NULL),
+              0);
+    CHECK(s_pan("doctor", "--workspace", s_repos.user, NULL) == 1);
+    CHECK(strstr(s_pan_out, "✗ push") != NULL &&
+          strstr(s_pan_out, "give the merge-agent push credentials") != NULL);
+    s_teardown();
+}
+
 /* The merge history's line of `task`, as text ("" when there is none; static). */
 static const char *s_history_line(const char *task)
 {
@@ -936,6 +960,7 @@ int main(int argc, char **argv)
         {"approve_override", test_approve_override},
         {"gate_same_commit", test_gate_same_commit},
         {"approve_disabled", test_approve_disabled},
+        {"doctor_push", test_doctor_push},
         {"stopped_worker_is_fenced", test_stopped_worker_is_fenced},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {

@@ -475,6 +475,19 @@ static int s_replay_all(client_events_t *self, client_t *control, volatile sig_a
     }
 }
 
+/* While following, the broker may be out of reach for a while (a partition, a restart): a
+ * replay that gets no answer is asked again until it is answered or *stop is set. The
+ * events are stored, so nothing is lost meanwhile. Returns as s_replay_all(). */
+static int s_replay_while_following(client_events_t *self, client_t *control,
+                                    volatile sig_atomic_t *stop, client_event_fn fn, void *arg)
+{
+    for (;;) {
+        int rc = s_replay_all(self, control, stop, fn, arg);
+        if (rc != FAILURE_TIMEOUT || s_stopped(stop))
+            return rc;
+    }
+}
+
 int client_events_run(client_events_t *self, client_t *control, int64_t since, bool follow,
                       volatile sig_atomic_t *stop, client_event_fn fn, void *arg)
 {
@@ -502,7 +515,7 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
         int ready = s_wait_readable(self->sub, deadline, stop);
         if (ready == 0 && (stop == NULL || !*stop) && catching_up) {
             catchups++;
-            int rc = s_replay_all(self, control, stop, fn, arg);
+            int rc = s_replay_while_following(self, control, stop, fn, arg);
             if (rc != 0)
                 return rc > 0 ? 0 : rc;
             continue;
@@ -531,7 +544,7 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
         if (!live) {
             live = true;
             if (replayed)
-                rc = s_replay_all(self, control, stop, fn, arg);
+                rc = s_replay_while_following(self, control, stop, fn, arg);
             else
                 self->last_seq = wire_msg_int(event, FIELD_SEQ, 0) - 1;
         }
@@ -542,7 +555,7 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
         int64_t seq = wire_msg_int(event, FIELD_SEQ, -1);
         bool everything = self->topic == NULL || self->topic[0] == '\0';
         if (rc == 0 && live && everything && seq > self->last_seq + 1)
-            rc = s_replay_all(self, control, stop, fn, arg);
+            rc = s_replay_while_following(self, control, stop, fn, arg);
         if (rc == 0)
             rc = s_deliver(self, event, raw, len, fn, arg);
         wire_msg_destroy(&event);

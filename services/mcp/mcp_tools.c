@@ -470,15 +470,27 @@ static json_t *s_apply_patch(const mcp_settings_t *settings, const json_t *args)
     return result;
 }
 
-/* The submit a handoff makes: the message is the task, the context comes along. */
+/* payload.handoff of a handoff: who hands off, why, and what the next one needs to know
+ * (the specialist running the task replaces `from` with its own name and `from_task`). */
+static json_t *s_handoff_record(const mcp_settings_t *settings, const json_t *args)
+{
+    const char *from = settings->parent_task ? settings->parent_task
+                       : settings->source    ? settings->source
+                                             : "an agent";
+    json_t *record = json_pack("{s:s, s:s, s:s}", "from", from, "reason",
+                               s_str(args, "reason") ? s_str(args, "reason") : "", "context",
+                               s_str(args, "context") ? s_str(args, "context") : "");
+    if (record != NULL && settings->parent_task != NULL)
+        json_object_set_new(record, "from_task", json_string(settings->parent_task));
+    return record;
+}
+
+/* The submit a handoff makes: the message is the task, the reason and context come along. */
 static json_t *s_handoff_submit(const mcp_settings_t *settings, const json_t *args, char *id)
 {
     client_new_id(id, CLIENT_ID_SIZE);
     json_t *payload = json_pack("{s:s}", "task", s_str(args, "message"));
-    json_object_set_new(payload, "handoff",
-                        json_pack("{s:s, s:s}", "from",
-                                  settings->parent_task ? settings->parent_task : "an agent",
-                                  "context", s_str(args, "context") ? s_str(args, "context") : ""));
+    json_object_set_new(payload, "handoff", s_handoff_record(settings, args));
     static const char *const copied[][2] = {
         {"workspace", "workspace"}, {"branch", "branch"}, {"target", "target"}, {"issue", "issueId"}};
     for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) {
@@ -503,8 +515,8 @@ static json_t *s_handoff_to(const mcp_settings_t *settings, const json_t *args)
 {
     if (settings->handoff_file == NULL) {
         /* Outside a task there is no result to chain to: submitted now. */
-        json_t *payload = json_pack("{s:s, s:{s:s}}", "task", s_str(args, "message"), "handoff",
-                                    "context", s_str(args, "context") ? s_str(args, "context") : "");
+        json_t *payload = json_pack("{s:s, s:o}", "task", s_str(args, "message"), "handoff",
+                                    s_handoff_record(settings, args));
         json_t *result = s_submit_with(settings, s_str(args, "specialist"), args, payload);
         json_decref(payload);
         return result;
@@ -566,12 +578,16 @@ static const tool_t s_tools[] = {
      "}, \"required\": [\"specialist\"], \"additionalProperties\": false}",
      s_submit_task},
     {"handoff_to", "Hand off to a specialist",
-     "Hands the current work to a specialist: `message` says what to do, `context` what it "
-     "needs to know. Inside a Cloister task the new task is that task's chained next task, "
-     "queued when it finishes; otherwise it is queued now. Returns the new task's id.",
+     "Hands the current work to a specialist: `message` says what to do, `reason` why it is "
+     "handed on, `context` what the specialist needs to know (what was done, found, tried). "
+     "The specialist's agent starts with \"[System] Handoff from <you> to <it>: <context>\", "
+     "the reason and the message. Inside a Cloister task the new task is that task's chained "
+     "next task, queued when it finishes; otherwise it is queued now. Returns the new task's "
+     "id.",
      "{\"type\": \"object\", \"properties\": {"
      "\"specialist\": " TEXT("who takes over: review-agent, test-agent, merge-agent, ...") ","
      "\"message\": {\"type\": \"string\", \"maxLength\": 65536, \"description\": \"what to do\"},"
+     "\"reason\": " TEXT("why the work is handed on") ","
      "\"context\": {\"type\": \"string\", \"maxLength\": 262144, \"description\": \"what the specialist needs to know\"},"
      "\"workspace\": " TEXT("the repository's directory") ","
      "\"branch\": " TEXT("the branch") ","

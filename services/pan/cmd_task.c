@@ -56,6 +56,42 @@ static void s_print_time_line(const char *label, const json_t *task, const char 
     }
 }
 
+/* Prints "  <label> <text>" with the text escaped, when there is text. */
+static void s_print_text_line(const char *label, const char *text)
+{
+    printf("  %-12s ", label);
+    pan_print_escaped(text);
+    putchar('\n');
+}
+
+/* The task's place in a chain of hand-offs: who handed it on (payload.handoff; its
+ * context is in the payload below) and to whom it handed on (result.handoffs), each with
+ * its reason. */
+static void s_print_handoffs(const json_t *task)
+{
+    const json_t *from = json_object_get(json_object_get(task, "payload"), "handoff");
+    char line[8192];
+    if (json_is_object(from)) {
+        const char *from_task = pan_json_str(from, "from_task", "");
+        const char *reason = pan_json_str(from, "reason", "");
+        snprintf(line, sizeof line, "%s%s%s%s%s", pan_json_str(from, "from", "an agent"),
+                 from_task[0] ? " (task " : "", from_task, from_task[0] ? ")" : "",
+                 reason[0] ? ": " : "");
+        size_t used = strlen(line);
+        snprintf(line + used, sizeof line - used, "%s", reason);
+        s_print_text_line("Handed from:", line);
+    }
+    size_t i;
+    const json_t *to;
+    json_array_foreach(json_object_get(json_object_get(task, "result"), "handoffs"), i, to)
+    {
+        const char *reason = pan_json_str(to, "reason", "");
+        snprintf(line, sizeof line, "%s as task %s%s%s", pan_json_str(to, "specialist", "?"),
+                 pan_json_str(to, "id", "?"), reason[0] ? ": " : "", reason);
+        s_print_text_line("Handed to:", line);
+    }
+}
+
 static void s_print_task(const json_t *task)
 {
     fputs("Task ", stdout);
@@ -81,6 +117,7 @@ static void s_print_task(const json_t *task)
             putchar('\n');
         }
     }
+    s_print_handoffs(task);
     s_print_time_line("Created:", task, "created");
     s_print_time_line("Updated:", task, "updated");
     s_print_time_line("Not before:", task, "not_before");

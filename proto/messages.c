@@ -133,6 +133,12 @@ static const wire_field_t s_list_tasks[] = {
     {FIELD_LIMIT, WIRE_INT, false, 0},
 };
 
+static const wire_field_t s_note_task[] = {
+    {FIELD_ID, WIRE_STR, true, MESSAGES_ID_CAP},
+    {FIELD_KIND, WIRE_STR, true, NAME_CAP},
+    {FIELD_TEXT, WIRE_STR, true, TEXT_CAP * 2},
+};
+
 static const wire_field_t s_reply[] = {
     {FIELD_OK, WIRE_BOOL, true, 0},
     {FIELD_TRUNCATED, WIRE_BOOL, false, 0},
@@ -189,6 +195,7 @@ const wire_spec_t messages_table[MSG_COUNT] = {
     [MSG_EVENT] = SPEC(MSG_EVENT, s_event),
     [MSG_LIST_TASKS] = SPEC(MSG_LIST_TASKS, s_list_tasks),
     [MSG_RELOAD] = SPEC(MSG_RELOAD, s_none),
+    [MSG_NOTE_TASK] = SPEC(MSG_NOTE_TASK, s_note_task),
 };
 
 const size_t messages_count = sizeof messages_table / sizeof messages_table[0];

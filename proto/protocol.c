@@ -26,6 +26,7 @@ static const char *const s_msg_names[MSG_COUNT] = {
     [MSG_EVENT] = "event",
     [MSG_LIST_TASKS] = "list_tasks",
     [MSG_RELOAD] = "reload",
+    [MSG_NOTE_TASK] = "note_task",
 };
 
 static const char *const s_field_names[FIELD_COUNT] = {
@@ -143,6 +144,7 @@ static const char *const s_event_names[EVENT_COUNT] = {
     [EVENT_TASK_FAILED] = "task.failed",
     [EVENT_TASK_DEAD] = "task.dead",
     [EVENT_TASK_CANCELLED] = "task.cancelled",
+    [EVENT_TASK_NOTE] = "task.note",
     [EVENT_WORKER_JOINED] = "worker.joined",
     [EVENT_WORKER_LEFT] = "worker.left",
     [EVENT_WORKER_LOST] = "worker.lost",

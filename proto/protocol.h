@@ -33,6 +33,7 @@ typedef enum {
     MSG_EVENT,
     MSG_LIST_TASKS,
     MSG_RELOAD,
+    MSG_NOTE_TASK,
     MSG_COUNT
 } msg_type_t;
 
@@ -160,6 +161,7 @@ typedef enum {
     EVENT_TASK_FAILED,
     EVENT_TASK_DEAD,
     EVENT_TASK_CANCELLED,
+    EVENT_TASK_NOTE,
     EVENT_WORKER_JOINED,
     EVENT_WORKER_LEFT,
     EVENT_WORKER_LOST,

@@ -149,6 +149,15 @@ static const schema_t s_schema[] = {
     {"web", "port", SCHEMA_INT, true, NULL, 7700, 0, NULL},
     {"web", "bind", SCHEMA_STRING, true, "127.0.0.1", 0, 0, NULL},
 
+    {"hooks", "after_review", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"hooks", "after_test", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"hooks", "after_merge", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"hooks", "timeout_s", SCHEMA_INT, true, NULL, 30, 1, NULL},
+    {"hooks", "webhook", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"hooks", "webhook_secret", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"hooks", "webhook_attempts", SCHEMA_INT, true, NULL, 5, 1, NULL},
+    {"hooks", "webhook_backoff_ms", SCHEMA_INT, true, NULL, 1000, 0, NULL},
+
     {"pipeline", "after_review", SCHEMA_STRING, true, "merge", 0, 0, "merge|test|none"},
     {"pipeline", "after_test", SCHEMA_STRING, true, "none", 0, 0, "merge|none"},
 

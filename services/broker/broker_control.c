@@ -674,6 +674,32 @@ static void s_reload(request_t *req)
     s_send(req);
 }
 
+/* note_task: a `task.note` event on a task (any state) with the request's kind and text,
+ * e.g. the delivery of a hook (cloister-hooks). An admin's only: the events are what
+ * everyone reads as the task's history. The reply is the task. */
+static void s_note(request_t *req, const wire_msg_t *msg)
+{
+    broker_t *self = req->broker;
+    if (key_roles_check(self->roles, req->peer_key, KEY_ACTION_NOTE) != 0) {
+        broker_count_rejected(self, "denied");
+        s_reply_error(req, FAILURE_DENIED, failure_message());
+        return;
+    }
+    bool loaded;
+    task_t *task = s_find(req, wire_msg_str(msg, FIELD_ID, ""), &loaded);
+    if (task == NULL)
+        return;
+    event_extra_t extra = {.kind = wire_msg_str(msg, FIELD_KIND, ""),
+                           .text = wire_msg_str(msg, FIELD_TEXT, "")};
+    int rc = broker_emit(self, EVENT_TASK_NOTE, task, &extra);
+    if (rc == 0)
+        s_reply_task(req, task);
+    else
+        s_reply_error(req, rc, failure_message());
+    if (loaded)
+        task_destroy(&task);
+}
+
 void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
                            const char *peer_key)
 {
@@ -699,6 +725,7 @@ void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, s
     case MSG_STATS: s_stats(&req); break;
     case MSG_REPLAY: s_replay(&req, msg); break;
     case MSG_RELOAD: s_reload(&req); break;
+    case MSG_NOTE_TASK: s_note(&req, msg); break;
     default: {
         char reason[128];
         snprintf(reason, sizeof reason, "'%s' is not a control request",

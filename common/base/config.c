@@ -124,6 +124,10 @@ static const schema_t s_schema[] = {
     {"review.checks.*", "severity", SCHEMA_STRING, false, NULL, 0, 0, "error|warning|info"},
     {"review.checks.*", "timeout_s", SCHEMA_INT, false, NULL, 0, 1, NULL},
     {"review.checks.*", "threshold", SCHEMA_FLOAT, false, NULL, 0, 0, NULL},
+    {"review.checks.*", "report", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"review", "user_facing_paths", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
+    {"review", "e2e_test_paths", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
+    {"review", "e2e_severity", SCHEMA_STRING, false, NULL, 0, 0, "error|warning|info"},
 
     {"context", "custom_instructions", SCHEMA_STRING, true, "", 0, 0, NULL},
     {"context", "relevant_files_limit", SCHEMA_INT, true, NULL, 10, 0, NULL},

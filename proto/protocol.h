@@ -99,6 +99,8 @@ typedef enum {
     FIELD_P99,
     FIELD_PARENT,
     FIELD_PAYLOAD,
+    FIELD_PHASE,
+    FIELD_PHASES,
     FIELD_PID,
     FIELD_PRIOR,
     FIELD_PRIORITY,

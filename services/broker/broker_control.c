@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "cancelled by a user: " and a cancel_task's reason (at most 4096 bytes). */
+#define TEXT_REASON_MAX (4096 + 64)
 #define REPLAY_DEFAULT_LIMIT 1000
 #define REPLAY_MAX_LIMIT 10000
 #define LIST_TASKS_DEFAULT_LIMIT 50
@@ -147,15 +149,19 @@ static void s_cancel(request_t *req, const wire_msg_t *msg)
         s_reply_error(req, FAILURE_DENIED, failure_message());
         return;
     }
+    /* The request's reason, when it gives one, goes with "cancelled by a user". */
+    const char *why = wire_msg_str(msg, FIELD_REASON, "");
+    char reason[TEXT_REASON_MAX];
+    snprintf(reason, sizeof reason, "cancelled by a user%s%s", why[0] ? ": " : "", why);
     if (task->worker != NULL)
-        broker_send_cancel(self, task->worker, task, "cancelled by a user");
+        broker_send_cancel(self, task->worker, task, reason);
     /* The reply is the task as show_task gives it from now on (state, error, updated):
      * read back from the store, since finishing frees the active record. */
     char id[MESSAGES_ID_CAP + 1];
     snprintf(id, sizeof id, "%s", task->id);
     int rc = store_begin(self->store);
     if (rc == 0)
-        rc = broker_task_finish(self, task, TASK_CANCELLED, "cancelled by a user", NULL, 0);
+        rc = broker_task_finish(self, task, TASK_CANCELLED, reason, NULL, 0);
     task_t *ended = NULL;
     if (rc == 0)
         rc = store_task_load(self->store, id, &ended);
@@ -495,6 +501,17 @@ static void s_list_specialists(request_t *req)
              worker = zhashx_next(self->workers)) {
             if (worker->queue == queue)
                 wire_elem_str(w, worker->id);
+        }
+        wire_close(w);
+        /* What its running tasks said they are doing ("resolving conflicts in 2 files"). */
+        wire_open_array(w, FIELD_PHASES);
+        for (task_t *task = self->running; task; task = task->next) {
+            if (task->queue != queue || broker_task_phase(task) == NULL)
+                continue;
+            wire_open_map_key(w, NULL);
+            wire_put_str(w, FIELD_TASK, task->id);
+            wire_put_str(w, FIELD_PHASE, broker_task_phase(task));
+            wire_close(w);
         }
         wire_close(w);
         wire_close(w);

@@ -119,6 +119,7 @@ static bool s_cancelled(void *arg)
 static int s_before_push(void *arg)
 {
     merge_job_t *job = arg;
+    specialist_progressf(job->ctx, "phase", "pushing to %s/%s", job->remote, job->target);
     int rc = fence_check(job->ctx, job->service->control_endpoint, FENCE_DEFAULT_WAIT_MS);
     if (rc == 0)
         specialist_progress(job->ctx, "info", "the broker confirms this attempt holds the task");
@@ -234,6 +235,9 @@ static int s_resolve(const char *worktree, const char *const *files, size_t n, c
                      void *arg)
 {
     merge_job_t *job = arg;
+    /* The phase pan status, pan specialists list and the dashboard show while it lasts. */
+    specialist_progressf(job->ctx, "phase", "resolving conflicts in %zu file%s", n,
+                         n == 1 ? "" : "s");
     char *prompt = NULL;
     int rc = s_render_prompt(job, worktree, files, n, &prompt);
     if (rc != 0) {
@@ -328,6 +332,7 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
             *summary_out = NULL;
         return MERGE_TESTS_FAIL;
     }
+    specialist_progress(job->ctx, "phase", "running the tests on the merge");
     specialist_progressf(job->ctx, "info", "running tests: %s (%s)", detect.command, detect.reason);
     run_network_t network = {.config = job->service->config, .sandbox = job->service->sandbox,
                              .workspace = job->workspace, .target = job->target,
@@ -598,6 +603,7 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
                                 "warning: this task has no group; merges into the same target "
                                 "may race (submit with group merge:<repository>:<target>)");
         s_report_override(ctx);
+        specialist_progressf(ctx, "phase", "merging '%s' into '%s'", job.source, job.target);
         specialist_progressf(ctx, "info", "merging '%s' into '%s' of %s", job.source, job.target,
                              job.workspace);
         merge_request_t request;

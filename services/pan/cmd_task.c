@@ -107,7 +107,7 @@ static void s_print_task(const json_t *task)
            (long long)pan_json_int(task, "max_attempts", 0));
     static const char *const text_fields[][2] = {
         {"Title:", "title"},   {"Issue:", "issue"},   {"Source:", "source"}, {"Group:", "group"},
-        {"Worker:", "worker"}, {"Parent:", "parent"}, {"Error:", "error"},
+        {"Worker:", "worker"}, {"Phase:", "phase"},   {"Parent:", "parent"}, {"Error:", "error"},
     };
     for (size_t i = 0; i < sizeof text_fields / sizeof text_fields[0]; i++) {
         const char *value = pan_json_str(task, text_fields[i][1], NULL);
@@ -280,6 +280,21 @@ static void s_print_stats(const pan_t *pan, const json_t *stats, const json_t *s
     printf("\nRunning: %lld   Dead: %lld   Workers: %lld\n",
            (long long)pan_json_int(stats, "running", 0), (long long)pan_json_int(stats, "dead", 0),
            (long long)pan_json_int(stats, "workers", 0));
+    /* What the running tasks said they are doing ("resolving conflicts in 2 files"). */
+    size_t k;
+    const json_t *specialist, *phase;
+    json_array_foreach(specialists, k, specialist)
+    {
+        size_t p;
+        json_array_foreach(json_object_get(specialist, "phases"), p, phase)
+        {
+            printf("  %s: ", pan_json_str(specialist, "name", "?"));
+            pan_print_escaped(pan_json_str(phase, "phase", "?"));
+            printf(" (task ");
+            pan_print_escaped(pan_json_str(phase, "task", "?"));
+            printf(")\n");
+        }
+    }
     /* Outcomes since the broker started, summed over the specialists. */
     int64_t done = 0, failed = 0, dead = 0;
     size_t i;

@@ -117,7 +117,7 @@ int main(void)
     CHECK(last != NULL);
     json_t *report = json_loads(last, JSON_DISABLE_EOF_CHECK, NULL);
     CHECK(report != NULL);
-    CHECK_INT((int)json_array_size(json_object_get(report, "tools")), 10);
+    CHECK_INT((int)json_array_size(json_object_get(report, "tools")), 12);
     json_decref(report);
 
     char path[PATH_MAX];

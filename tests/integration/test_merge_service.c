@@ -690,6 +690,70 @@ static int s_pan(const char *first, ...)
     return testenv_run(s_h->env, argv, s_pan_out, sizeof s_pan_out, 20000);
 }
 
+/* True when task `id` said it is in phase `text` (a task.progress of kind "phase"). */
+static bool s_phase_said(const char *id, const char *text)
+{
+    for (int i = 0; (i = harness_find(s_h, i, "task.progress", id)) >= 0; i++)
+        if (strcmp(harness_field(s_h->events[i], "kind"), "phase") == 0 &&
+            strcmp(harness_field(s_h->events[i], "text"), text) == 0)
+            return true;
+    return false;
+}
+
+/* A merge resolving conflicts shows that phase in pan status, pan specialists list and pan
+ * task show; a reset of the busy merge-agent is refused, and with --force cancels the task
+ * (saying why) and then resets the session; waking a specialist no worker serves says so. */
+static void test_conflict_phase_and_reset(void)
+{
+    s_setup("merge-svc-phase", NULL);
+    s_actions("sleep 20000\nresolve-all theirs\nsay MERGE_RESULT: SUCCESS");
+    testgit_push_branch(s_repos.user, "feature/x", "a.c", s_conflict_feature);
+    testgit_push_main(s_repos.dev, "a.c", s_conflict_main);
+    s_start_merge("merge-1");
+    s_submit("phase-1", "feature/x", s_group(), 60, "PAN-5");
+    for (int waited = 0; waited < 20000 && !s_phase_said("phase-1", "resolving conflicts in 1 file");
+         waited += 20)
+        harness_pump(s_h, 20);
+    CHECK(s_phase_said("phase-1", "merging 'feature/x' into 'main'"));
+    CHECK(s_phase_said("phase-1", "resolving conflicts in 1 file"));
+
+    CHECK_INT(s_pan("status", NULL), 0);
+    CHECK(strstr(s_pan_out, "merge-agent: resolving conflicts in 1 file (task phase-1)") != NULL);
+    CHECK_INT(s_pan("specialists", "list", NULL), 0);
+    CHECK(strstr(s_pan_out, "Now: resolving conflicts in 1 file (task phase-1)") != NULL);
+    CHECK_INT(s_pan("task", "show", "phase-1", NULL), 0);
+    CHECK(strstr(s_pan_out, "Phase:       resolving conflicts in 1 file") != NULL);
+    if (strstr(s_pan_out, "Phase:") == NULL)
+        fprintf(stderr, "pan task show:\n%s\n", s_pan_out);
+
+    /* The agent's session is in use: a plain reset is refused and changes nothing. */
+    char session[700];
+    snprintf(session, sizeof session, "%s/specialists/merge-agent.session", s_h->env->home);
+    CHECK(access(session, F_OK) == 0);
+    CHECK_INT(s_pan("specialists", "reset", "merge-agent", NULL), 1);
+    CHECK(strstr(s_pan_out, "merge-agent is running task phase-1") != NULL);
+    CHECK(access(session, F_OK) == 0);
+    /* --force: the task is cancelled with the reason, then the session goes. */
+    CHECK_INT(s_pan("specialists", "reset", "merge-agent", "--force", NULL), 0);
+    CHECK(strstr(s_pan_out, "merge-agent: cancelled its running task phase-1") != NULL);
+    CHECK(strstr(s_pan_out, "has been reset") != NULL);
+    CHECK(access(session, F_OK) != 0);
+    json_t *cancelled = harness_wait(s_h, "task.cancelled", "phase-1", 5000);
+    CHECK(cancelled != NULL &&
+          strstr(harness_field(cancelled, "error"),
+                 "cancelled by a user: pan specialists reset --force") != NULL);
+    CHECK_INT(s_pan("task", "show", "phase-1", NULL), 0);
+    CHECK(strstr(s_pan_out, "Phase:") == NULL);
+
+    /* No test-agent worker: wake queues, and says nothing will take it yet. */
+    CHECK_INT(s_pan("specialists", "wake", "test-agent", "--workspace", s_repos.user, "--task",
+                    "run the suite", NULL),
+              0);
+    CHECK(strstr(s_pan_out, "no test-agent worker is running") != NULL);
+    CHECK(strstr(s_pan_out, "woken up successfully") == NULL);
+    s_teardown();
+}
+
 /* Submits a review-agent task for `issue` and waits until it is done. */
 static void s_review(const char *id, const char *issue, const char *branch)
 {
@@ -1001,6 +1065,7 @@ int main(int argc, char **argv)
     } scenarios[] = {
         {"fast_forward", test_fast_forward},
         {"local_target", test_local_target},
+        {"conflict_phase_and_reset", test_conflict_phase_and_reset},
         {"conflict_resolved", test_conflict_resolved},
         {"conflict_unresolved", test_conflict_unresolved},
         {"tests_fail", test_tests_fail},

@@ -115,11 +115,12 @@ function renderSpecialists(specialists, running) {
   const rows = (specialists || []).map((s) => {
     const task = running.find((t) => t.specialist === s.name);
     const busy = (s.running || 0) > 0;
-    const status = busy ? "busy" : (s.workers || 0) > 0 ? "idle" : "offline";
+    const phase = (s.phases || [])[0];
+    const status = busy ? (phase ? "busy: " + phase.phase : "busy") : (s.workers || 0) > 0 ? "idle" : "offline";
     const session = s.session;
     return el("tr", task ? { "data-task": task.id } : {},
       el("td", {}, s.name),
-      el("td", { class: "state-" + status }, status),
+      el("td", { class: "state-" + (busy ? "busy" : status) }, status),
       el("td", {}, s.workers || 0),
       el("td", {}, s.queued || 0),
       el("td", {}, s.running || 0),

@@ -307,7 +307,8 @@ static int s_take_handoff(const json_t *submit, void *arg)
         json_decref(stamped);
         return 0;
     }
-    specialist_progressf(ctx, "handoff", "handed off to %s as task %s (queued with this result)%s%s",
+    specialist_progressf(ctx, "handoff",
+                         "handed off to %s as task %s (queued with this result)%s%s",
                          to ? to : "?", id ? id : "?", reason && reason[0] ? ": " : "",
                          reason ? reason : "");
     json_array_append_new(handoffs->made, json_pack("{s:s?, s:s?, s:s?}", "id", id, "specialist",

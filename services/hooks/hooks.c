@@ -139,7 +139,8 @@ static int s_cursor_start(s_hooks_t *self)
     if (rc != 0)
         return rc;
     const msgpack_object *last = wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_LAST_SEQ);
-    int64_t seq = last && last->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)last->via.u64 : 0;
+    int64_t seq =
+        last && last->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)last->via.u64 : 0;
     wire_msg_destroy(&reply);
     rc = s_cursor_save(self, seq);
     if (rc == 0) {

@@ -34,7 +34,12 @@
 #include <stdint.h>
 
 /* The three command hooks, by specialist. */
-typedef enum { HOOKS_AFTER_REVIEW = 0, HOOKS_AFTER_TEST, HOOKS_AFTER_MERGE, HOOKS_COUNT } hooks_kind_t;
+typedef enum {
+    HOOKS_AFTER_REVIEW = 0,
+    HOOKS_AFTER_TEST,
+    HOOKS_AFTER_MERGE,
+    HOOKS_COUNT
+} hooks_kind_t;
 
 #define HOOKS_DEFAULT_TIMEOUT_S 30
 #define HOOKS_DEFAULT_WEBHOOK_ATTEMPTS 5

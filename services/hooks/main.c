@@ -134,8 +134,9 @@ int main(int argc, char **argv)
             sigsuspend(&unblocked);
         sigprocmask(SIG_SETMASK, &unblocked, NULL);
     } else {
+        const char *url = settings.webhook_url;
         log_info("delivering ended tasks (broker %s)%s%s", settings.control_ep,
-                 settings.webhook_url ? " to " : "", settings.webhook_url ? settings.webhook_url : "");
+                 url ? " to " : "", url ? url : "");
         rc = hooks_run(&settings, &s_stop);
         if (rc != 0)
             fprintf(stderr, "cloister-hooks: %s\n", failure_message());

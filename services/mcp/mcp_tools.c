@@ -799,8 +799,10 @@ static const tool_t s_tools[] = {
      "\"description\": " TEXT("what the change is for") ","
      "\"pr_url\": " TEXT("the pull request") ","
      "\"priority\": " PRIORITY_SCHEMA ","
-     "\"wait\": {\"type\": \"boolean\", \"description\": \"wait for the review's end and return it with its verdict (gate_open, gate_blocked, ...)\"},"
-     "\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3600, \"description\": \"with wait: how long (default 300)\"}"
+     "\"wait\": {\"type\": \"boolean\", \"description\": \"wait for the review's end and "
+     "return it with its verdict (gate_open, gate_blocked, ...)\"},"
+     "\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3600, "
+     "\"description\": \"with wait: how long (default 300)\"}"
      "}, \"required\": [\"workspace\", \"branch\"], \"additionalProperties\": false}",
      s_request_review},
     {"cancel_task", "Cancel a task",

@@ -87,7 +87,8 @@ static int s_parse_lcov(s_report_t *report, const char *text)
         } else if (file != NULL && strncmp(line, "DA:", 3) == 0) {
             unsigned number;
             unsigned long hits;
-            if (sscanf(line + 3, "%u,%lu", &number, &hits) == 2 && s_add_line(file, number, hits) != 0)
+            if (sscanf(line + 3, "%u,%lu", &number, &hits) == 2 &&
+                s_add_line(file, number, hits) != 0)
                 return FAILURE_MEMORY;
         }
         line += len;
@@ -156,7 +157,8 @@ static int s_parse_cobertura(s_report_t *report, const char *text)
              line++) {
             const char *line_end = strchr(line, '>');
             size_t number_len, hits_len;
-            const char *number = line_end ? s_attribute(line, line_end, "number", &number_len) : NULL;
+            const char *number =
+                line_end ? s_attribute(line, line_end, "number", &number_len) : NULL;
             const char *hits = line_end ? s_attribute(line, line_end, "hits", &hits_len) : NULL;
             if (number != NULL && hits != NULL &&
                 s_add_line(file, (unsigned)strtoul(number, NULL, 10), strtoul(hits, NULL, 10)) != 0)

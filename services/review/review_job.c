@@ -271,7 +271,8 @@ static int s_run_check(review_run_t *r, const review_check_t *check, int64_t tim
     if (entry != NULL && with_report && report_error[0] == '\0') {
         json_object_set_new(entry, "diff_coverage",
                             diff_coverage.diff >= 0 ? json_real(diff_coverage.diff) : json_null());
-        json_object_set_new(entry, "diff_lines", json_integer((json_int_t)diff_coverage.diff_lines));
+        json_object_set_new(entry, "diff_lines",
+                            json_integer((json_int_t)diff_coverage.diff_lines));
         json_object_set_new(entry, "diff_covered",
                             json_integer((json_int_t)diff_coverage.diff_covered));
     }
@@ -315,8 +316,9 @@ static void s_e2e_rule(review_run_t *r, FILE *f)
     if (config_array_len(config, "review", "user_facing_paths") == 0 ||
         config_array_len(config, "review", "e2e_test_paths") == 0)
         return;
-    json_t *entry = json_pack("{s:I, s:I, s:s}", "user_facing", (json_int_t)e2e.user_facing,
-                              "e2e_tests", (json_int_t)e2e.e2e, "verdict", broken ? "FAIL" : "PASS");
+    json_t *entry =
+        json_pack("{s:I, s:I, s:s}", "user_facing", (json_int_t)e2e.user_facing, "e2e_tests",
+                  (json_int_t)e2e.e2e, "verdict", broken ? "FAIL" : "PASS");
     specialist_result_json(r->ctx, "e2e", entry);
     json_decref(entry);
     if (!broken) {

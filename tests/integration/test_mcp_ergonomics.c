@@ -221,7 +221,8 @@ int main(void)
     patched = s_result(13);
     CHECK(patched != NULL && !s_is_error(patched));
     json_decref(patched);
-    char *a = s_file(repo, "a.txt"), *fresh = s_file(repo, "new.txt"), *c = s_file(repo, "sub/c.txt");
+    char *a = s_file(repo, "a.txt"), *fresh = s_file(repo, "new.txt");
+    char *c = s_file(repo, "sub/c.txt");
     CHECK(a != NULL && strcmp(a, "one\ntwo again\nthree\n") == 0);
     CHECK(fresh != NULL && strcmp(fresh, "fresh\n") == 0);
     CHECK(c != NULL && strcmp(c, "+++ x\nselect 1;\n") == 0);

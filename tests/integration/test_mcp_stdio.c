@@ -210,7 +210,8 @@ static void test_no_broker(testenv_t *env, const char *input)
                                     "\"params\":{\"name\":\"task_status\",\"arguments\":"
                                     "{\"id\":\"t1\"}}}\n"
                                     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
-                                    "\"params\":{\"name\":\"list_tasks\",\"arguments\":{}}}\n") == 0);
+                                    "\"params\":{\"name\":\"list_tasks\","
+                                    "\"arguments\":{}}}\n") == 0);
     static const char *const flags[] = {"", "--control tcp://127.0.0.1:1"};
     for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++) {
         int64_t start = clock_now_ms();

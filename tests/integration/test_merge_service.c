@@ -711,8 +711,8 @@ static void test_conflict_phase_and_reset(void)
     testgit_push_main(s_repos.dev, "a.c", s_conflict_main);
     s_start_merge("merge-1");
     s_submit("phase-1", "feature/x", s_group(), 60, "PAN-5");
-    for (int waited = 0; waited < 20000 && !s_phase_said("phase-1", "resolving conflicts in 1 file");
-         waited += 20)
+    for (int waited = 0;
+         waited < 20000 && !s_phase_said("phase-1", "resolving conflicts in 1 file"); waited += 20)
         harness_pump(s_h, 20);
     CHECK(s_phase_said("phase-1", "merging 'feature/x' into 'main'"));
     CHECK(s_phase_said("phase-1", "resolving conflicts in 1 file"));

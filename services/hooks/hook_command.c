@@ -108,6 +108,8 @@ bool hook_command_run(const char *hook, const char *command, const json_t *event
         for (char *c = tail; *c != '\0'; c++)
             if ((unsigned char)*c < 0x20)
                 *c = ' ';
+        for (size_t n = strlen(tail); n > 0 && tail[n - 1] == ' '; n--)
+            tail[n - 1] = '\0';
         if (status->stopped_by == PROC_STOP_TIMEOUT)
             snprintf(outcome, size, "killed after the %ld s limit", timeout_ms / 1000);
         else if (!status->exited)

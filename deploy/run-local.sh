@@ -9,8 +9,8 @@
 # ./build), refuses if a broker already answers on the control endpoint, then starts
 # cloister-broker, waits until it has bound its endpoints and `pan status` answers, and
 # starts N (default 1) each of cloister-review, cloister-test and cloister-merge, except
-# those cloister.toml disables ([specialists.<name>] enabled = false), and the dashboard
-# (cloister-web, on [web] port, loopback by default). It stays in the
+# those cloister.toml disables ([specialists.<name>] enabled = false), the dashboard
+# (cloister-web, on [web] port, loopback by default) and cloister-hooks ([hooks]). It stays in the
 # foreground supervising them: a child that exits is restarted after a short backoff (1 s,
 # doubling up to 30 s while it keeps dying young). Ctrl-C / SIGTERM stops the specialists,
 # then the broker (SIGTERM, wait, then SIGKILL) and exits 0. --detach starts the supervisor
@@ -133,7 +133,7 @@ usage: deploy/run-local.sh [--workers N] [--detach] [--no-setup]
        deploy/run-local.sh install | uninstall
 Starts cloister-broker and N (default 1) each of cloister-review, cloister-test and
 cloister-merge (not those cloister.toml disables with [specialists.<name>] enabled = false)
-and the dashboard (cloister-web; pan web url prints its address) under $PANOPTICON_HOME (default ~/.panopticon), restarts any that dies, and stops them all
+the dashboard (cloister-web; pan web url prints its address) and cloister-hooks ([hooks] in cloister.toml) under $PANOPTICON_HOME (default ~/.panopticon), restarts any that dies, and stops them all
 on Ctrl-C / SIGTERM. --detach runs the supervisor in the background. status exits 0 only
 if everything runs. restart stops everything (the specialists first, handing their running
 tasks back to the queue, then the broker) and starts it again in the background, without
@@ -187,6 +187,7 @@ read_program() {
         test-agent*) program="$BIN/cloister-test" ;;
         merge-agent*) program="$BIN/cloister-merge" ;;
         web) program="$BIN/cloister-web" ;;
+        hooks) program="$BIN/cloister-hooks" ;;
         esac
     fi
     printf '%s\n' "$program"
@@ -421,6 +422,8 @@ supervise() {
     done
     add_child web cloister-web
     start_child $((${#names[@]} - 1))
+    add_child hooks cloister-hooks
+    start_child $((${#names[@]} - 1))
     : >"$RUN_DIR/ready"
     print_next_steps foreground
 
@@ -593,7 +596,7 @@ cmd_start() {
         "$ROOT/deploy/setup.sh" || die "deploy/setup.sh failed"
         [ "${CLOISTER_NO_INSTALL:-0}" = 1 ] || install_programs
     fi
-    for prog in cloister-broker cloister-review cloister-test cloister-merge cloister-web pan; do
+    for prog in cloister-broker cloister-review cloister-test cloister-merge cloister-web cloister-hooks pan; do
         [ -x "$BIN/$prog" ] || die "$BIN/$prog is missing (run deploy/setup.sh, or set CLOISTER_BIN_DIR)"
     done
     if endpoint=$(answering_endpoint); then

@@ -110,6 +110,11 @@ static const wire_field_t s_task_ref[] = {
     {FIELD_ID, WIRE_STR, true, MESSAGES_ID_CAP},
 };
 
+static const wire_field_t s_cancel_task[] = {
+    {FIELD_ID, WIRE_STR, true, MESSAGES_ID_CAP},
+    {FIELD_REASON, WIRE_STR, false, TEXT_CAP},
+};
+
 static const wire_field_t s_specialist_ref[] = {
     {FIELD_SPECIALIST, WIRE_STR, true, NAME_CAP},
 };
@@ -131,6 +136,12 @@ static const wire_field_t s_list_tasks[] = {
     {FIELD_CREATED_AFTER, WIRE_INT, false, 0},
     {FIELD_BEFORE, WIRE_STR, false, MESSAGES_ID_CAP},
     {FIELD_LIMIT, WIRE_INT, false, 0},
+};
+
+static const wire_field_t s_note_task[] = {
+    {FIELD_ID, WIRE_STR, true, MESSAGES_ID_CAP},
+    {FIELD_KIND, WIRE_STR, true, NAME_CAP},
+    {FIELD_TEXT, WIRE_STR, true, TEXT_CAP * 2},
 };
 
 static const wire_field_t s_reply[] = {
@@ -179,7 +190,7 @@ const wire_spec_t messages_table[MSG_COUNT] = {
     [MSG_CANCEL] = SPEC(MSG_CANCEL, s_cancel),
     [MSG_PING] = SPEC(MSG_PING, s_ping),
     [MSG_SHOW_TASK] = SPEC(MSG_SHOW_TASK, s_task_ref),
-    [MSG_CANCEL_TASK] = SPEC(MSG_CANCEL_TASK, s_task_ref),
+    [MSG_CANCEL_TASK] = SPEC(MSG_CANCEL_TASK, s_cancel_task),
     [MSG_RETRY_TASK] = SPEC(MSG_RETRY_TASK, s_task_ref),
     [MSG_LIST_QUEUE] = SPEC(MSG_LIST_QUEUE, s_specialist_ref),
     [MSG_LIST_SPECIALISTS] = SPEC(MSG_LIST_SPECIALISTS, s_none),
@@ -189,6 +200,7 @@ const wire_spec_t messages_table[MSG_COUNT] = {
     [MSG_EVENT] = SPEC(MSG_EVENT, s_event),
     [MSG_LIST_TASKS] = SPEC(MSG_LIST_TASKS, s_list_tasks),
     [MSG_RELOAD] = SPEC(MSG_RELOAD, s_none),
+    [MSG_NOTE_TASK] = SPEC(MSG_NOTE_TASK, s_note_task),
 };
 
 const size_t messages_count = sizeof messages_table / sizeof messages_table[0];

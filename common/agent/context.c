@@ -520,6 +520,45 @@ int context_active_tasks(char **out, const json_t *context, size_t limit)
     return s_finish(out, f, &buf, "list of other active tasks");
 }
 
+/* What a prior attempt left behind, under its line: its notes, the files it changed and
+ * its findings (each on one line). */
+static void s_put_left_behind(FILE *f, const json_t *attempt)
+{
+    if (s_str(attempt, "notes")[0]) {
+        fputs("  notes: ", f);
+        s_put_line_text(f, s_str(attempt, "notes"));
+        fputc('\n', f);
+    }
+    const json_t *files = json_object_get(attempt, "files");
+    if (json_array_size(files) > 0) {
+        fputs("  files:", f);
+        size_t i;
+        const json_t *file;
+        json_array_foreach(files, i, file)
+        {
+            fputs(i ? ", " : " ", f);
+            s_put_line_text(f, json_string_value(file) ? json_string_value(file) : "?");
+        }
+        fputc('\n', f);
+    }
+    const json_t *findings = json_object_get(attempt, "findings");
+    if (json_array_size(findings) == 0)
+        return;
+    json_int_t total = json_integer_value(json_object_get(attempt, "findings_total"));
+    if (total > (json_int_t)json_array_size(findings))
+        fprintf(f, "  findings (%zu of %lld):\n", json_array_size(findings), (long long)total);
+    else
+        fputs("  findings:\n", f);
+    size_t i;
+    const json_t *finding;
+    json_array_foreach(findings, i, finding)
+    {
+        fputs("  - ", f);
+        s_put_line_text(f, json_string_value(finding) ? json_string_value(finding) : "?");
+        fputc('\n', f);
+    }
+}
+
 int context_prior_attempts(char **out, const json_t *context, size_t limit)
 {
     const json_t *prior = json_is_object(context) ? json_object_get(context, "prior") : NULL;
@@ -559,6 +598,7 @@ int context_prior_attempts(char **out, const json_t *context, size_t limit)
                 fprintf(f, " (finished %s)", when);
         }
         fputc('\n', f);
+        s_put_left_behind(f, attempt);
     }
     return s_finish(out, f, &buf, "list of prior attempts");
 }

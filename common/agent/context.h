@@ -77,8 +77,10 @@ int context_relevant_files(char **out, const char *root, const char *text, size_
 int context_active_tasks(char **out, const json_t *context, size_t limit);
 
 /* The broker's context["prior"] as "- attempt N of <task>: <outcome> — <error>
- * (finished <time>)", the last `limit` entries, fenced as data; "(no prior attempts)"
- * when empty. Returns 0 or FAILURE_MEMORY. */
+ * (finished <time>)", each followed by what it left behind when the broker sent it
+ * ("  notes: ...", "  files: a.c, b.c", "  findings:" and one "  - ..." line each), the last
+ * `limit` entries, fenced as data; "(no prior attempts)" when empty. Returns 0 or
+ * FAILURE_MEMORY. */
 int context_prior_attempts(char **out, const json_t *context, size_t limit);
 
 /* The project's instructions: [context] custom_instructions from `config` (may be NULL),

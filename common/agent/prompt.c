@@ -98,6 +98,75 @@ static int s_set_title(template_vars_t *vars, const char *title)
     return s_set(vars, "task_title", line);
 }
 
+/* Writes `text` on one line: control characters become spaces, at most `max` bytes (cut
+ * between characters). */
+static void s_put_line(FILE *f, const char *text, size_t max)
+{
+    size_t n = strlen(text);
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+            n--;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        fputc(c < 0x20 || c == 0x7f ? ' ' : c, f);
+    }
+}
+
+/* The hand-off a chained task's prompt starts with (payload.handoff, made by handoff_to):
+ *   [System] Handoff from <from> (task <from_task>) to <specialist>: <the context, fenced
+ *   as data>
+ *   Reason: <reason, one line>
+ *   <the request (payload.task), fenced as data>
+ * Sets *out to NULL when the payload carries no hand-off. Returns 0 or FAILURE_MEMORY. */
+static int s_handoff_block(char **out, const json_t *payload, const char *specialist)
+{
+    *out = NULL;
+    const json_t *handoff = json_object_get(payload, "handoff");
+    if (!json_is_object(handoff))
+        return 0;
+    char *context = template_fence_data("hand-off context (from the agent handing off)",
+                                        s_str(handoff, "context")[0] ? s_str(handoff, "context")
+                                                                     : "(none given)");
+    char *request = s_str(payload, "task")[0]
+                        ? template_fence_data("request (from the agent handing off)",
+                                              s_str(payload, "task"))
+                        : NULL;
+    size_t len = 0;
+    FILE *f = context ? open_memstream(out, &len) : NULL;
+    if (f != NULL) {
+        fputs("[System] Handoff from ", f);
+        s_put_line(f, s_str(handoff, "from")[0] ? s_str(handoff, "from") : "an agent", 200);
+        if (s_str(handoff, "from_task")[0]) {
+            fputs(" (task ", f);
+            s_put_line(f, s_str(handoff, "from_task"), 200);
+            fputc(')', f);
+        }
+        fputs(" to ", f);
+        s_put_line(f, specialist, 200);
+        fputs(": ", f);
+        fputs(context, f);
+        if (s_str(handoff, "reason")[0]) {
+            fputs("Reason: ", f);
+            s_put_line(f, s_str(handoff, "reason"), 4096);
+            fputc('\n', f);
+        }
+        if (request != NULL)
+            fputs(request, f);
+        fputc('\n', f);
+    }
+    int closed = f ? fclose(f) : EOF;
+    free(context);
+    free(request);
+    if (closed != 0 || *out == NULL) {
+        free(*out);
+        *out = NULL;
+        return failure_set(FAILURE_MEMORY, "out of memory");
+    }
+    return 0;
+}
+
 /* The text keywords are taken from: title, description, acceptance, free-text task. */
 static char *s_keyword_text(const json_t *task, const json_t *payload)
 {
@@ -194,8 +263,10 @@ static int s_fill_vars(template_vars_t *vars, const config_t *config, const char
         (rc = s_set(vars, "priority", s_str(task, "priority"))) != 0 ||
         (rc = s_set_fenced(vars, "description", "task description (from the submitter)",
                            description, "(no description given)")) != 0 ||
-        (rc = s_set_fenced(vars, "task_text", "request (from the submitter)",
-                           s_str(payload, "task"), "(none)")) != 0 ||
+        (rc = json_is_object(json_object_get(payload, "handoff"))
+                  ? s_set(vars, "task_text", "(the hand-off's request, at the top)")
+                  : s_set_fenced(vars, "task_text", "request (from the submitter)",
+                                 s_str(payload, "task"), "(none)")) != 0 ||
         (rc = s_set(vars, "workspace", repo ? repo : "(not given)")) != 0 ||
         (rc = s_set(vars, "branch", s_str(payload, "branch"))) != 0 ||
         (rc = s_set(vars, "target", target[0] ? target : "main")) != 0 ||
@@ -308,6 +379,9 @@ int prompt_render(char **out, const config_t *config, const char *template_text,
     if (vars == NULL && (vars = own = template_vars_new()) == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
     int rc = s_fill_vars(vars, config, specialist, task_json);
+    char *handoff = NULL;
+    if (rc == 0)
+        rc = s_handoff_block(&handoff, json_object_get(task_json, "payload"), specialist);
     if (rc == 0) {
         const char *body = s_skip_header(template_text);
         rc = template_render(body, vars, out);
@@ -321,6 +395,16 @@ int prompt_render(char **out, const config_t *config, const char *template_text,
         else if (rc != 0)
             rc = failure_set(rc, "%s: %s", origin, reason);
     }
+    if (rc == 0 && handoff != NULL) {
+        char *joined = NULL;
+        if (asprintf(&joined, "%s\n%s", handoff, *out) < 0) {
+            joined = NULL;
+            rc = failure_set(FAILURE_MEMORY, "out of memory");
+        }
+        free(*out);
+        *out = joined;
+    }
+    free(handoff);
     template_vars_destroy(&own);
     return rc;
 }

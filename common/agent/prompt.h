@@ -15,7 +15,13 @@
  *   task_id, task_title, issue, specialist, priority
  *   description       payload.description, or "(no description given)"
  *   acceptance        payload.acceptance as a "- [ ] item" checklist
- *   task_text         payload.task (free text, e.g. from `pan specialists wake --task`)
+ *   task_text         payload.task (free text, e.g. from `pan specialists wake --task`);
+ *                     for a hand-off, a pointer to the hand-off at the top
+ * A task handed off (payload.handoff {from, from_task, reason, context}, made by the MCP
+ * tool handoff_to) gets a prompt that starts, whatever its template, with
+ *   [System] Handoff from <from> (task <from_task>) to <specialist>: <context>
+ *   Reason: <reason>
+ * and the request (payload.task), the context and the request fenced as data.
  *   role              the role section (roles.h)
  *   workspace, branch, target (default "main"), pr_url, files_changed
  *   repo_tree         the repository tree (fenced data, [context] tree_budget_chars)

@@ -124,6 +124,10 @@ static const schema_t s_schema[] = {
     {"review.checks.*", "severity", SCHEMA_STRING, false, NULL, 0, 0, "error|warning|info"},
     {"review.checks.*", "timeout_s", SCHEMA_INT, false, NULL, 0, 1, NULL},
     {"review.checks.*", "threshold", SCHEMA_FLOAT, false, NULL, 0, 0, NULL},
+    {"review.checks.*", "report", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"review", "user_facing_paths", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
+    {"review", "e2e_test_paths", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
+    {"review", "e2e_severity", SCHEMA_STRING, false, NULL, 0, 0, "error|warning|info"},
 
     {"context", "custom_instructions", SCHEMA_STRING, true, "", 0, 0, NULL},
     {"context", "relevant_files_limit", SCHEMA_INT, true, NULL, 10, 0, NULL},
@@ -133,6 +137,7 @@ static const schema_t s_schema[] = {
 
     {"merge", "remote", SCHEMA_STRING, true, "origin", 0, 0, NULL},
     {"merge", "push_retries", SCHEMA_INT, true, NULL, 3, 0, NULL},
+    {"merge", "push", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
 
     {"tests", "command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {"tests", "timeout_s", SCHEMA_INT, false, NULL, 0, 1, NULL},
@@ -147,6 +152,15 @@ static const schema_t s_schema[] = {
 
     {"web", "port", SCHEMA_INT, true, NULL, 7700, 0, NULL},
     {"web", "bind", SCHEMA_STRING, true, "127.0.0.1", 0, 0, NULL},
+
+    {"hooks", "after_review", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"hooks", "after_test", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"hooks", "after_merge", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"hooks", "timeout_s", SCHEMA_INT, true, NULL, 30, 1, NULL},
+    {"hooks", "webhook", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"hooks", "webhook_secret", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"hooks", "webhook_attempts", SCHEMA_INT, true, NULL, 5, 1, NULL},
+    {"hooks", "webhook_backoff_ms", SCHEMA_INT, true, NULL, 1000, 0, NULL},
 
     {"pipeline", "after_review", SCHEMA_STRING, true, "merge", 0, 0, "merge|test|none"},
     {"pipeline", "after_test", SCHEMA_STRING, true, "none", 0, 0, "merge|none"},

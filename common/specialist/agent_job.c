@@ -279,27 +279,54 @@ static bool s_mcp_begin(const agent_job_settings_t *settings, const char *task_i
     return true;
 }
 
-/* Takes one handoff as a next task of the result. */
+/* The handoffs of one run, as they become next tasks. */
+typedef struct {
+    specialist_ctx_t *ctx;
+    json_t *made; /* [{id, specialist, reason}] for the result's `handoffs` */
+} job_handoffs_t;
+
+/* Takes one handoff as a next task of the result. Who hands off is this task and its
+ * specialist, whatever the agent's server wrote. */
 static int s_take_handoff(const json_t *submit, void *arg)
 {
-    specialist_ctx_t *ctx = arg;
-    const char *id = json_string_value(json_object_get(submit, "id"));
-    const char *to = json_string_value(json_object_get(submit, "specialist"));
-    if (specialist_result_next(ctx, submit) != 0) {
+    job_handoffs_t *handoffs = arg;
+    specialist_ctx_t *ctx = handoffs->ctx;
+    const specialist_task_t *task = specialist_task(ctx);
+    json_t *stamped = json_deep_copy(submit);
+    json_t *record = json_object_get(json_object_get(stamped, "payload"), "handoff");
+    if (json_is_object(record)) {
+        json_object_set_new(record, "from", json_string(task->specialist));
+        json_object_set_new(record, "from_task", json_string(task->id));
+    }
+    const char *id = json_string_value(json_object_get(stamped, "id"));
+    const char *to = json_string_value(json_object_get(stamped, "specialist"));
+    const char *reason = json_string_value(json_object_get(record, "reason"));
+    if (stamped == NULL || specialist_result_next(ctx, stamped) != 0) {
         specialist_progressf(ctx, "handoff", "handoff to %s refused: %s", to ? to : "?",
-                             failure_message());
+                             stamped ? failure_message() : "out of memory");
+        json_decref(stamped);
         return 0;
     }
-    specialist_progressf(ctx, "handoff", "handed off to %s as task %s (queued with this result)",
-                         to ? to : "?", id ? id : "?");
+    specialist_progressf(ctx, "handoff",
+                         "handed off to %s as task %s (queued with this result)%s%s",
+                         to ? to : "?", id ? id : "?", reason && reason[0] ? ": " : "",
+                         reason ? reason : "");
+    json_array_append_new(handoffs->made, json_pack("{s:s?, s:s?, s:s?}", "id", id, "specialist",
+                                                    to, "reason", reason));
+    json_decref(stamped);
     return 0;
 }
 
-/* After the run: the handoffs become next tasks; the config goes. */
+/* After the run: the handoffs become next tasks (listed in the result's `handoffs`); the
+ * config goes. */
 static void s_mcp_end(specialist_ctx_t *ctx, job_mcp_t *mcp)
 {
-    if (handoff_take(mcp->handoff, s_take_handoff, ctx) != 0)
+    job_handoffs_t handoffs = {.ctx = ctx, .made = json_array()};
+    if (handoff_take(mcp->handoff, s_take_handoff, &handoffs) != 0)
         specialist_progressf(ctx, "handoff", "the handoffs were lost: %s", failure_message());
+    if (json_array_size(handoffs.made) > 0)
+        specialist_result_json(ctx, "handoffs", handoffs.made);
+    json_decref(handoffs.made);
     unlink(mcp->config);
 }
 

@@ -1,6 +1,7 @@
 /* broker: the loop, timers, dispatch, events and the outbox (see broker.h); task
  * transitions and submits are in broker_task.c. */
 #include "broker_internal.h"
+#include "broker_prior.h"
 
 #include "clock.h"
 #include "fd_reserve.h"
@@ -17,9 +18,8 @@
 /* How many messages one socket may deliver per iteration: bounds the latency of one
  * group commit while letting a burst share a single fsync. */
 #define BATCH_LIMIT 2048
-/* Running tasks listed in a dispatched task's session context, and prior attempts. */
+/* Running tasks listed in a dispatched task's session context. */
 #define CONTEXT_ACTIVE_LIMIT 10
-#define CONTEXT_PRIOR_LIMIT 5
 
 static const char *const s_builtin_specialists[] = {"review-agent", "test-agent", "merge-agent", NULL};
 
@@ -380,23 +380,6 @@ static task_t *s_pick(broker_t *self, queue_t *queue, int64_t now_wall)
     return NULL;
 }
 
-typedef struct {
-    wire_writer_t *w;
-} prior_writer_t;
-
-static void s_write_prior(int attempt, const char *task, const char *outcome, const char *error,
-                          int64_t finished, void *arg)
-{
-    prior_writer_t *pw = arg;
-    wire_open_map_key(pw->w, NULL);
-    wire_put_str(pw->w, FIELD_TASK, task);
-    wire_put_int(pw->w, FIELD_ATTEMPT, attempt);
-    wire_put_str(pw->w, FIELD_OUTCOME, outcome);
-    wire_put_str(pw->w, FIELD_ERROR, error);
-    wire_put_int(pw->w, FIELD_FINISHED, finished);
-    wire_close(pw->w);
-}
-
 /* Encodes the task's entry for other tasks' session context (see task_t.context_entry).
  * Uses the broker's scratch writer, so it must run before a message is built in it. */
 static void s_encode_context_entry(broker_t *self, task_t *task)
@@ -429,13 +412,7 @@ static void s_write_context(broker_t *self, wire_writer_t *w, const task_t *task
         listed++;
     }
     wire_close(w);
-    wire_open_array(w, FIELD_PRIOR);
-    if (task->issue != NULL) {
-        prior_writer_t pw = {w};
-        store_attempts_for_issue(self->store, task->issue, task->queue->name, CONTEXT_PRIOR_LIMIT,
-                                 s_write_prior, &pw);
-    }
-    wire_close(w);
+    broker_prior_write(self, w, task);
     wire_close(w);
 }
 

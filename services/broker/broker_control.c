@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "cancelled by a user: " and a cancel_task's reason (at most 4096 bytes). */
+#define TEXT_REASON_MAX (4096 + 64)
 #define REPLAY_DEFAULT_LIMIT 1000
 #define REPLAY_MAX_LIMIT 10000
 #define LIST_TASKS_DEFAULT_LIMIT 50
@@ -147,15 +149,19 @@ static void s_cancel(request_t *req, const wire_msg_t *msg)
         s_reply_error(req, FAILURE_DENIED, failure_message());
         return;
     }
+    /* The request's reason, when it gives one, goes with "cancelled by a user". */
+    const char *why = wire_msg_str(msg, FIELD_REASON, "");
+    char reason[TEXT_REASON_MAX];
+    snprintf(reason, sizeof reason, "cancelled by a user%s%s", why[0] ? ": " : "", why);
     if (task->worker != NULL)
-        broker_send_cancel(self, task->worker, task, "cancelled by a user");
+        broker_send_cancel(self, task->worker, task, reason);
     /* The reply is the task as show_task gives it from now on (state, error, updated):
      * read back from the store, since finishing frees the active record. */
     char id[MESSAGES_ID_CAP + 1];
     snprintf(id, sizeof id, "%s", task->id);
     int rc = store_begin(self->store);
     if (rc == 0)
-        rc = broker_task_finish(self, task, TASK_CANCELLED, "cancelled by a user", NULL, 0);
+        rc = broker_task_finish(self, task, TASK_CANCELLED, reason, NULL, 0);
     task_t *ended = NULL;
     if (rc == 0)
         rc = store_task_load(self->store, id, &ended);
@@ -497,6 +503,17 @@ static void s_list_specialists(request_t *req)
                 wire_elem_str(w, worker->id);
         }
         wire_close(w);
+        /* What its running tasks said they are doing ("resolving conflicts in 2 files"). */
+        wire_open_array(w, FIELD_PHASES);
+        for (task_t *task = self->running; task; task = task->next) {
+            if (task->queue != queue || broker_task_phase(task) == NULL)
+                continue;
+            wire_open_map_key(w, NULL);
+            wire_put_str(w, FIELD_TASK, task->id);
+            wire_put_str(w, FIELD_PHASE, broker_task_phase(task));
+            wire_close(w);
+        }
+        wire_close(w);
         wire_close(w);
     }
     wire_close(w);
@@ -674,6 +691,32 @@ static void s_reload(request_t *req)
     s_send(req);
 }
 
+/* note_task: a `task.note` event on a task (any state) with the request's kind and text,
+ * e.g. the delivery of a hook (cloister-hooks). An admin's only: the events are what
+ * everyone reads as the task's history. The reply is the task. */
+static void s_note(request_t *req, const wire_msg_t *msg)
+{
+    broker_t *self = req->broker;
+    if (key_roles_check(self->roles, req->peer_key, KEY_ACTION_NOTE) != 0) {
+        broker_count_rejected(self, "denied");
+        s_reply_error(req, FAILURE_DENIED, failure_message());
+        return;
+    }
+    bool loaded;
+    task_t *task = s_find(req, wire_msg_str(msg, FIELD_ID, ""), &loaded);
+    if (task == NULL)
+        return;
+    event_extra_t extra = {.kind = wire_msg_str(msg, FIELD_KIND, ""),
+                           .text = wire_msg_str(msg, FIELD_TEXT, "")};
+    int rc = broker_emit(self, EVENT_TASK_NOTE, task, &extra);
+    if (rc == 0)
+        s_reply_task(req, task);
+    else
+        s_reply_error(req, rc, failure_message());
+    if (loaded)
+        task_destroy(&task);
+}
+
 void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
                            const char *peer_key)
 {
@@ -699,6 +742,7 @@ void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, s
     case MSG_STATS: s_stats(&req); break;
     case MSG_REPLAY: s_replay(&req, msg); break;
     case MSG_RELOAD: s_reload(&req); break;
+    case MSG_NOTE_TASK: s_note(&req, msg); break;
     default: {
         char reason[128];
         snprintf(reason, sizeof reason, "'%s' is not a control request",

@@ -278,6 +278,14 @@ static void s_handle_progress(broker_t *self, const wire_msg_t *msg)
         task->attempt != wire_msg_int(msg, FIELD_ATTEMPT, 0) || task->worker_id == NULL ||
         strcmp(task->worker_id, wire_msg_str(msg, FIELD_WORKER, "")) != 0)
         return; /* progress of an attempt that is over, or not from its worker */
+    if (strcmp(wire_msg_str(msg, FIELD_KIND, ""), "phase") == 0) {
+        char *phase = strdup(wire_msg_str(msg, FIELD_TEXT, ""));
+        if (phase != NULL) {
+            free(task->phase);
+            task->phase = phase;
+            task->phase_attempt = task->attempt;
+        }
+    }
     /* One chatty task (a worker streaming `yes`) must not flood the store and push every
      * other event out of the replay window: a window of one second holds at most
      * BROKER_PROGRESS_PER_SECOND events per task, and what does not fit is counted into

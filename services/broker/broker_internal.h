@@ -212,6 +212,9 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent,
  * under the message cap (`result_omitted` says it did not). */
 void broker_write_task(wire_writer_t *w, const task_t *task, bool with_result);
 
+/* The phase a running task's attempt is in (a progress of kind "phase"), or NULL. */
+const char *broker_task_phase(const task_t *task);
+
 /* broker_gate.c: refuses a merge-agent submit (not a chained `next` task) unless it names
  * its issue and the commit it merges and that commit passed the issue's review (see
  * broker_gate.c), or payload.force is true, or the configuration lifts the check. Returns

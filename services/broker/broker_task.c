@@ -349,6 +349,14 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent,
     return broker_emit(self, EVENT_TASK_QUEUED, task, NULL);
 }
 
+const char *broker_task_phase(const task_t *task)
+{
+    return task->state == TASK_RUNNING && task->phase != NULL &&
+                   task->phase_attempt == task->attempt
+               ? task->phase
+               : NULL;
+}
+
 void broker_write_task(wire_writer_t *w, const task_t *task, bool with_result)
 {
     wire_put_str(w, FIELD_ID, task->id);
@@ -366,6 +374,7 @@ void broker_write_task(wire_writer_t *w, const task_t *task, bool with_result)
     wire_put_str(w, FIELD_PARENT, task->parent);
     wire_put_str(w, FIELD_WORKER, task->worker ? task->worker->id : task->worker_id);
     wire_put_str(w, FIELD_ERROR, task->error);
+    wire_put_str(w, FIELD_PHASE, broker_task_phase(task));
     wire_put_int(w, FIELD_CREATED, task->created);
     wire_put_int(w, FIELD_UPDATED, task->updated);
     if (task->not_before > 0)

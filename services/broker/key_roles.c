@@ -69,6 +69,7 @@ static bool s_allows(curve_role_t role, key_action_t action)
     case KEY_ACTION_OTHERS_TASKS:
     case KEY_ACTION_RETRY_DEAD:
     case KEY_ACTION_RELOAD:
+    case KEY_ACTION_NOTE:
         return role == CURVE_ROLE_ADMIN;
     }
     return false;
@@ -91,6 +92,8 @@ static const char *s_action_name(key_action_t action)
         return "retry a dead task";
     case KEY_ACTION_RELOAD:
         return "reload the broker's configuration";
+    case KEY_ACTION_NOTE:
+        return "add a note to a task's events";
     }
     return "do that";
 }

@@ -18,6 +18,7 @@ typedef enum {
     KEY_ACTION_OTHERS_TASKS, /* cancelling or retrying a task another key submitted */
     KEY_ACTION_RETRY_DEAD,   /* retrying a task that gave up */
     KEY_ACTION_RELOAD,       /* reading cloister.toml again */
+    KEY_ACTION_NOTE,         /* adding a note to a task's events (note_task) */
 } key_action_t;
 
 typedef struct key_roles_t key_roles_t;

@@ -32,6 +32,7 @@ void task_destroy(task_t **self_p)
     free(self->context_entry);
     free(self->specialist);
     free(self->result);
+    free(self->phase);
     free(self);
     *self_p = NULL;
 }

@@ -55,6 +55,10 @@ typedef struct task_t {
     int64_t progress_window; /* monotonic ms when it began */
     int progress_sent;
     int64_t progress_folded;
+    /* the phase the running attempt said it is in (a progress of kind "phase", e.g.
+     * "resolving conflicts in 2 files"), shown while `phase_attempt` is the attempt */
+    char *phase;
+    int phase_attempt;
     /* queue links (queued) or running-list links (running) */
     struct task_t *prev, *next;
 } task_t;

@@ -6,6 +6,7 @@
 #include <git2.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -96,18 +97,191 @@ static int s_check_files(git_repository *repo, git_diff *diff, json_t *files)
     return failing;
 }
 
+/* ---- plain `diff -u` patches ---- */
+
+/* True when a line of `text` (`len` bytes) starts with `prefix`. */
+static bool s_has_line(const char *text, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (size_t at = 0; at + n <= len;) {
+        if (memcmp(text + at, prefix, n) == 0)
+            return true;
+        const char *next = memchr(text + at, '\n', len - at);
+        if (next == NULL)
+            break;
+        at = (size_t)(next - text) + 1;
+    }
+    return false;
+}
+
+/* The file a plain header line names ("--- a.c\t2024-01-01 10:00" gives "a.c"): after the
+ * 4-byte "--- " or "+++ ", up to a TAB or the line's end. */
+static void s_header_name(const char *line, size_t len, char *buf, size_t size)
+{
+    size_t n = len > 4 ? len - 4 : 0;
+    const char *name = line + 4;
+    const char *tab = memchr(name, '\t', n);
+    if (tab != NULL)
+        n = (size_t)(tab - name);
+    while (n > 0 && (name[n - 1] == '\r' || name[n - 1] == ' '))
+        n--;
+    snprintf(buf, size, "%.*s", (int)n, name);
+}
+
+/* `name` without its first `level` directories, or NULL when it has fewer. */
+static const char *s_strip(const char *name, int level)
+{
+    for (int i = 0; i < level && name != NULL; i++) {
+        const char *slash = strchr(name, '/');
+        name = slash ? slash + 1 : NULL;
+    }
+    return name;
+}
+
+static bool s_in_tree(const char *workdir, const char *name)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    return name != NULL && snprintf(path, sizeof path, "%s%s", workdir, name) < (int)sizeof path &&
+           lstat(path, &st) == 0;
+}
+
+/* How many leading directories a plain patch's names carry beyond the repository's (patch's
+ * -p): the first level at which a file both of whose sides are real is in the work tree;
+ * -1 when no such file tells. */
+static int s_strip_level(const char *workdir, const char *text, size_t len)
+{
+    for (size_t at = 0; at < len;) {
+        const char *line = text + at;
+        size_t line_len = strcspn(line, "\n");
+        const char *after = line + line_len + (line[line_len] == '\n');
+        if (strncmp(line, "--- ", 4) == 0 && strncmp(after, "+++ ", 4) == 0) {
+            char old_name[PATH_MAX], new_name[PATH_MAX];
+            s_header_name(line, line_len, old_name, sizeof old_name);
+            s_header_name(after, strcspn(after, "\n"), new_name, sizeof new_name);
+            for (int level = 0; strcmp(old_name, "/dev/null") != 0 &&
+                                strcmp(new_name, "/dev/null") != 0 && level < 8;
+                 level++)
+                if (s_in_tree(workdir, s_strip(new_name, level)))
+                    return level;
+        }
+        at += line_len + (line[line_len] == '\n');
+    }
+    return -1;
+}
+
+/* The repository path of a plain diff's file `name`: a file the patch changes or deletes
+ * loses the leading directories that make it one in the work tree; one it creates loses
+ * `level` of them (what the others lost: s_strip_level), else a git-style "a/" or "b/". */
+static void s_repository_path(const char *workdir, const char *name, bool creates, int level,
+                              char *out, size_t size)
+{
+    for (int l = 0; !creates && l < 8; l++) {
+        if (s_in_tree(workdir, s_strip(name, l))) {
+            snprintf(out, size, "%s", s_strip(name, l));
+            return;
+        }
+    }
+    const char *path = level >= 0 ? s_strip(name, level) : NULL;
+    if (path == NULL)
+        path = strncmp(name, "a/", 2) == 0 || strncmp(name, "b/", 2) == 0 ? name + 2 : name;
+    snprintf(out, size, "%s", path);
+}
+
+/* How many lines a hunk range "a,b" (or "a": one line) spans, from `text` on. */
+static long s_range_lines(const char *text)
+{
+    char *end = NULL;
+    strtol(text, &end, 10);
+    return *end == ',' ? strtol(end + 1, NULL, 10) : 1;
+}
+
+/* How many old and new lines a hunk header "@@ -a,b +c,d @@" announces. */
+static void s_hunk_counts(const char *line, long *old_lines, long *new_lines)
+{
+    const char *plus = strstr(line + 3, " +");
+    *old_lines = strncmp(line, "@@ -", 4) == 0 ? s_range_lines(line + 4) : 0;
+    *new_lines = plus != NULL ? s_range_lines(plus + 2) : 0;
+}
+
+/* A plain `diff -u` (or `diff -ruN`) patch written as the git diff libgit2 reads: each
+ * file's "--- old" / "+++ new" header (outside a hunk, where "--- " may be a removed line)
+ * becomes "diff --git a/P b/P" with "new file" / "deleted file" for /dev/null sides and
+ * a/ b/ names; `diff` command lines are dropped; hunks are kept as they are. Returns a new
+ * string (caller frees; *out_len its length) or NULL when out of memory. */
+static char *s_git_form(const char *workdir, const char *text, size_t len, size_t *out_len)
+{
+    char *out = NULL;
+    FILE *f = open_memstream(&out, out_len);
+    if (f == NULL)
+        return NULL;
+    int level = s_strip_level(workdir, text, len);
+    long old_left = 0, new_left = 0;
+    for (size_t at = 0; at < len;) {
+        const char *line = text + at;
+        const char *end = memchr(line, '\n', len - at);
+        size_t line_len = end ? (size_t)(end - line) : len - at;
+        size_t next = at + line_len + (end ? 1 : 0);
+        const char *after = text + next;
+        size_t after_len = next < len ? strcspn(after, "\n") : 0;
+        bool in_hunk = old_left > 0 || new_left > 0;
+        if (in_hunk) {
+            if (line[0] == ' ' || line_len == 0) {
+                old_left--;
+                new_left--;
+            } else if (line[0] == '-') {
+                old_left--;
+            } else if (line[0] == '+') {
+                new_left--;
+            }
+            fwrite(line, 1, next - at, f);
+        } else if (line_len >= 4 && strncmp(line, "--- ", 4) == 0 && next < len &&
+                   strncmp(after, "+++ ", 4) == 0) {
+            char old_name[PATH_MAX], new_name[PATH_MAX], path[PATH_MAX];
+            s_header_name(line, line_len, old_name, sizeof old_name);
+            s_header_name(after, after_len, new_name, sizeof new_name);
+            bool creates = strcmp(old_name, "/dev/null") == 0;
+            bool deletes = strcmp(new_name, "/dev/null") == 0;
+            s_repository_path(workdir, deletes ? old_name : new_name, creates, level, path,
+                              sizeof path);
+            fprintf(f, "diff --git a/%s b/%s\n%s", path, path,
+                    creates   ? "new file mode 100644\n"
+                    : deletes ? "deleted file mode 100644\n"
+                              : "");
+            fprintf(f, "--- %s%s\n+++ %s%s\n", creates ? "" : "a/", creates ? "/dev/null" : path,
+                    deletes ? "" : "b/", deletes ? "/dev/null" : path);
+            next += after_len + (next + after_len < len ? 1 : 0);
+        } else if (line_len >= 3 && strncmp(line, "@@ ", 3) == 0) {
+            s_hunk_counts(line, &old_left, &new_left);
+            fwrite(line, 1, next - at, f);
+        } else if (!(line_len >= 5 && strncmp(line, "diff ", 5) == 0)) {
+            fwrite(line, 1, next - at, f);
+        }
+        at = next;
+    }
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 int mcp_patch_apply(const char *workspace, const char *text, size_t len, bool check_only,
                     json_t *files)
 {
     git_libgit2_init();
     git_repository *repo = NULL;
     git_diff *diff = NULL;
+    char *git_form = NULL;
     int rc = 0;
     if (git_repository_open_ext(&repo, workspace, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0 ||
         git_repository_is_bare(repo)) {
         rc = failure_set(FAILURE_NOT_FOUND, "%s is not the root of a git work tree: %s",
                          workspace, repo ? "the repository is bare" : s_git_error());
-    } else if (git_diff_from_buffer(&diff, text, len) != 0) {
+    } else if (!s_has_line(text, len, "diff --git ") &&
+               (git_form = s_git_form(git_repository_workdir(repo), text, len, &len)) == NULL) {
+        rc = failure_set(FAILURE_MEMORY, "out of memory");
+    } else if (git_diff_from_buffer(&diff, git_form ? git_form : text, len) != 0) {
         rc = failure_set(FAILURE_INVALID, "not a unified diff: %s", s_git_error());
     } else if (git_diff_num_deltas(diff) == 0) {
         rc = failure_set(FAILURE_INVALID, "the diff names no file (expected `--- a/…` and "
@@ -123,6 +297,7 @@ int mcp_patch_apply(const char *workspace, const char *text, size_t len, bool ch
             rc = failure_set(FAILURE_STATE, "applying the patch: %s", s_git_error());
     }
     git_diff_free(diff);
+    free(git_form);
     git_repository_free(repo);
     git_libgit2_shutdown();
     return rc;

@@ -4,7 +4,14 @@
  * Every file of the diff is checked on its own first (GIT_APPLY_CHECK), so the report says
  * which files apply and which do not and why; the work tree is written only when every
  * file applies (all or nothing: a half-applied patch is worse than none). A path that is
- * absolute, climbs out with `..`, or reaches into `.git` refuses the whole patch. */
+ * absolute, climbs out with `..`, or reaches into `.git` refuses the whole patch.
+ *
+ * Both kinds of unified diff are taken: git's (`diff --git` headers) and a plain `diff -u`
+ * or `diff -ruN` (only `--- old` / `+++ new` headers, maybe with time stamps). Its file
+ * names lose as many leading directories as patch's -p would need: the number that makes
+ * the first changed file's name one in the work tree (0 for `diff -u a.c.orig a.c`, 1 for
+ * `diff -ruN old new`), else a git-style "a/" or "b/"; /dev/null on a side creates or
+ * deletes. */
 #ifndef CLOISTER_MCP_PATCH_H
 #define CLOISTER_MCP_PATCH_H
 

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "failure.h"
 #include "handoff.h"
+#include "listener.h"
 #include "msgjson.h"
 #include "verdict.h"
 
@@ -46,6 +47,30 @@ static json_t *s_ok(json_t *structured, const char *fmt, ...)
                      "structuredContent", structured ? structured : json_object(), "isError", 0);
 }
 
+/* Longest JSON put in a result's text; the rest is in structuredContent only. */
+#define DATA_TEXT_MAX (256 * 1024)
+
+/* A successful result whose text is `summary` then `data` as JSON (cut at DATA_TEXT_MAX,
+ * saying so), so a client that reads only the text has the data too; `structured` is
+ * stolen. */
+static json_t *s_ok_data(json_t *structured, const char *summary, const json_t *data)
+{
+    char *json = json_dumps(data, JSON_COMPACT);
+    char *text = NULL;
+    size_t len = json ? strlen(json) : 0;
+    if (len > DATA_TEXT_MAX)
+        len = msgjson_utf8_cut(json, DATA_TEXT_MAX);
+    if (asprintf(&text, "%s\n%.*s%s", summary, (int)len, json ? json : "[]",
+                 json && len < strlen(json) ? "\n(cut: structuredContent has all of it)" : "") < 0)
+        text = NULL;
+    json_t *result = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text",
+                               text ? text : summary, "structuredContent",
+                               structured ? structured : json_object(), "isError", 0);
+    free(text);
+    free(json);
+    return result;
+}
+
 /* A tool error: the reason as text, isError true. */
 static json_t *s_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static json_t *s_error(const char *fmt, ...)
@@ -62,6 +87,50 @@ static json_t *s_error(const char *fmt, ...)
 static const char *s_str(const json_t *object, const char *key)
 {
     return json_string_value(json_object_get(object, key));
+}
+
+/* pan's complaint as a tool's: its "pan: " prefixes and usage lines dropped, and its flags
+ * named as the tool's arguments ("--force" is `force: true`). */
+static json_t *s_tool_error(const char *pan_error)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return s_error("%s", pan_error);
+    bool usage = false, first = true;
+    for (const char *line = pan_error; *line != '\0';) {
+        size_t n = strcspn(line, "\n");
+        /* A usage text and its indented continuation lines say how to run pan, not MCP. */
+        if (strncmp(line, "usage:", 6) == 0)
+            usage = true;
+        else if (line[0] != ' ')
+            usage = false;
+        if (!usage && n > 0) {
+            const char *at = line;
+            size_t left = n;
+            if (left >= 5 && strncmp(at, "pan: ", 5) == 0) {
+                at += 5;
+                left -= 5;
+            }
+            fputs(first ? "" : "\n", f);
+            first = false;
+            for (size_t i = 0; i < left; i++) {
+                if (left - i >= 7 && strncmp(at + i, "--force", 7) == 0) {
+                    fputs("`force: true`", f);
+                    i += 6;
+                } else {
+                    fputc(at[i], f);
+                }
+            }
+        }
+        line += n;
+        line += *line == '\n';
+    }
+    json_t *error = fclose(f) == 0 ? s_error("%s", text && text[0] ? text : pan_error)
+                                   : s_error("%s", pan_error);
+    free(text);
+    return error;
 }
 
 static json_int_t s_int(const json_t *object, const char *key, json_int_t fallback)
@@ -175,12 +244,12 @@ static json_t *s_pan(const mcp_settings_t *settings, const char **argv, int time
     *exit_code = run.exit_code;
     *error = NULL;
     if (rc != 0)
-        *error = s_error("%s", run.error);
+        *error = s_tool_error(run.error);
     else if (answer == NULL || run.exit_code == VERDICT_EXIT_USAGE ||
              run.exit_code == VERDICT_EXIT_UNREACHABLE)
-        *error = s_error("%s", run.error[0] ? run.error : "pan gave no answer");
+        *error = s_tool_error(run.error[0] ? run.error : "pan gave no answer");
     else if (run.exit_code == 1 && !json_is_object(answer))
-        *error = s_error("%s", run.error);
+        *error = s_tool_error(run.error);
     json_incref(*error ? NULL : answer);
     pan_run_clear(&run);
     return *error ? NULL : answer;
@@ -232,9 +301,38 @@ static json_t *s_submit_task(const mcp_settings_t *settings, const json_t *args)
                          json_object_get(args, "payload"));
 }
 
+static json_t *s_pan_wait(const mcp_settings_t *settings, const char **argv, const char *id,
+                          int timeout_s);
+
+/* request_review: queued, or with `wait` followed to its end (as run_tests). */
 static json_t *s_request_review(const mcp_settings_t *settings, const json_t *args)
 {
-    return s_submit_with(settings, "review-agent", args, NULL);
+    if (!json_is_true(json_object_get(args, "wait")))
+        return s_submit_with(settings, "review-agent", args, NULL);
+    int timeout_s = (int)s_int(args, "timeout_s", WAIT_DEFAULT_S);
+    char timeout[32], id[CLIENT_ID_SIZE];
+    snprintf(timeout, sizeof timeout, "%d", timeout_s);
+    client_new_id(id, sizeof id);
+    const char *argv[40];
+    size_t n = 0;
+    argv[n++] = "submit";
+    argv[n++] = "review-agent";
+    argv[n++] = "--id";
+    argv[n++] = id;
+    s_flag(argv, &n, "--source", settings->source);
+    static const char *const flags[][2] = {
+        {"workspace", "--workspace"}, {"branch", "--branch"},     {"target", "--target"},
+        {"issue", "--issue"},         {"title", "--title"},       {"description", "--description"},
+        {"pr_url", "--pr-url"},       {"priority", "--priority"},
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        s_flag(argv, &n, flags[i][1], s_str(args, flags[i][0]));
+    argv[n++] = "--wait";
+    argv[n++] = "--wait-timeout";
+    argv[n++] = timeout;
+    argv[n++] = "--json";
+    argv[n] = NULL;
+    return s_pan_wait(settings, argv, id, timeout_s);
 }
 
 /* How a waited-for task ended: the task, and its verdict (common/bus/verdict.h) as the
@@ -276,6 +374,9 @@ static json_t *s_pan_wait(const mcp_settings_t *settings, const char **argv, con
 
 static json_t *s_wait_task(const mcp_settings_t *settings, const json_t *args)
 {
+    /* pan reads it as an argument: one that starts with '-' would be one of its options. */
+    if (s_str(args, "id")[0] == '-')
+        return s_error("'id' must be a task id, not '%s'", s_str(args, "id"));
     int timeout_s = (int)s_int(args, "timeout_s", WAIT_DEFAULT_S);
     char timeout[32];
     snprintf(timeout, sizeof timeout, "%d", timeout_s);
@@ -318,6 +419,9 @@ static json_t *s_run_tests(const mcp_settings_t *settings, const json_t *args)
 
 static json_t *s_request_merge(const mcp_settings_t *settings, const json_t *args)
 {
+    /* pan reads it as an argument: one that starts with '-' would be one of its options. */
+    if (s_str(args, "review")[0] == '-')
+        return s_error("'review' must be an issue or task id, not '%s'", s_str(args, "review"));
     const char *argv[12];
     size_t n = 0;
     argv[n++] = "approve";
@@ -359,13 +463,14 @@ static json_t *s_recent_events(const mcp_settings_t *settings, const json_t *arg
     pan_run_t run;
     int rc = s_run_pan(settings, argv, PAN_SLACK_S, &run);
     if (rc != 0 || run.exit_code != 0) {
-        json_t *error = s_error("%s", run.error[0] ? run.error : "pan events failed");
+        json_t *error = s_tool_error(run.error[0] ? run.error : "pan events failed");
         pan_run_clear(&run);
         return error;
     }
     size_t count = json_array_size(run.values);
-    json_t *result = s_ok(json_pack("{s:O}", "events", run.values), "%zu event(s)%s", count,
-                          count ? ", oldest first" : "");
+    char summary[64];
+    snprintf(summary, sizeof summary, "%zu event(s)%s", count, count ? ", oldest first:" : "");
+    json_t *result = s_ok_data(json_pack("{s:O}", "events", run.values), summary, run.values);
     pan_run_clear(&run);
     return result;
 }
@@ -433,20 +538,43 @@ static json_t *s_list_tasks(const mcp_settings_t *settings, const json_t *args)
     wire_writer_destroy(&w);
     if (tasks == NULL)
         return error;
-    char text[4096] = "";
-    size_t used = 0, i;
-    const json_t *task;
-    json_array_foreach(tasks, i, task)
-    {
-        int wrote = snprintf(text + used, sizeof text - used, "%s %s %s %s\n", s_str(task, "id"),
-                             s_str(task, "state"), s_str(task, "specialist"),
-                             s_str(task, "title") ? s_str(task, "title") : "");
-        used = wrote > 0 && used + (size_t)wrote < sizeof text ? used + (size_t)wrote : used;
-    }
-    json_t *result = s_ok(json_pack("{s:O, s:b}", "tasks", tasks, "truncated", truncated),
-                          "%zu task(s), newest first\n%s", json_array_size(tasks), text);
+    char summary[96];
+    snprintf(summary, sizeof summary, "%zu task(s), newest first%s", json_array_size(tasks),
+             truncated ? " (cut to fit the reply: ask again with before)" : ":");
+    json_t *result = s_ok_data(json_pack("{s:O, s:b}", "tasks", tasks, "truncated", truncated),
+                               summary, tasks);
     json_decref(tasks);
     return result;
+}
+
+/* cancel_task / retry_task: one control request on a task; the task as it is now. */
+static json_t *s_change_task(const mcp_settings_t *settings, const json_t *args, msg_type_t type,
+                             const char *verb)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, type);
+    wire_put_str(w, FIELD_ID, s_str(args, "id"));
+    if (type == MSG_CANCEL_TASK)
+        wire_put_str(w, FIELD_REASON, s_str(args, "reason"));
+    json_t *error = NULL;
+    json_t *task = s_control(settings, w, NULL, &error);
+    wire_writer_destroy(&w);
+    if (task == NULL)
+        return error;
+    json_t *result = s_ok(json_pack("{s:O}", "task", task), "Task %s %s (state %s)",
+                          s_str(task, "id"), verb, s_str(task, "state"));
+    json_decref(task);
+    return result;
+}
+
+static json_t *s_cancel_task(const mcp_settings_t *settings, const json_t *args)
+{
+    return s_change_task(settings, args, MSG_CANCEL_TASK, "cancelled");
+}
+
+static json_t *s_retry_task(const mcp_settings_t *settings, const json_t *args)
+{
+    return s_change_task(settings, args, MSG_RETRY_TASK, "requeued");
 }
 
 /* ---- in this process ---- */
@@ -470,15 +598,27 @@ static json_t *s_apply_patch(const mcp_settings_t *settings, const json_t *args)
     return result;
 }
 
-/* The submit a handoff makes: the message is the task, the context comes along. */
+/* payload.handoff of a handoff: who hands off, why, and what the next one needs to know
+ * (the specialist running the task replaces `from` with its own name and `from_task`). */
+static json_t *s_handoff_record(const mcp_settings_t *settings, const json_t *args)
+{
+    const char *from = settings->parent_task ? settings->parent_task
+                       : settings->source    ? settings->source
+                                             : "an agent";
+    json_t *record = json_pack("{s:s, s:s, s:s}", "from", from, "reason",
+                               s_str(args, "reason") ? s_str(args, "reason") : "", "context",
+                               s_str(args, "context") ? s_str(args, "context") : "");
+    if (record != NULL && settings->parent_task != NULL)
+        json_object_set_new(record, "from_task", json_string(settings->parent_task));
+    return record;
+}
+
+/* The submit a handoff makes: the message is the task, the reason and context come along. */
 static json_t *s_handoff_submit(const mcp_settings_t *settings, const json_t *args, char *id)
 {
     client_new_id(id, CLIENT_ID_SIZE);
     json_t *payload = json_pack("{s:s}", "task", s_str(args, "message"));
-    json_object_set_new(payload, "handoff",
-                        json_pack("{s:s, s:s}", "from",
-                                  settings->parent_task ? settings->parent_task : "an agent",
-                                  "context", s_str(args, "context") ? s_str(args, "context") : ""));
+    json_object_set_new(payload, "handoff", s_handoff_record(settings, args));
     static const char *const copied[][2] = {
         {"workspace", "workspace"}, {"branch", "branch"}, {"target", "target"}, {"issue", "issueId"}};
     for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) {
@@ -503,8 +643,8 @@ static json_t *s_handoff_to(const mcp_settings_t *settings, const json_t *args)
 {
     if (settings->handoff_file == NULL) {
         /* Outside a task there is no result to chain to: submitted now. */
-        json_t *payload = json_pack("{s:s, s:{s:s}}", "task", s_str(args, "message"), "handoff",
-                                    "context", s_str(args, "context") ? s_str(args, "context") : "");
+        json_t *payload = json_pack("{s:s, s:o}", "task", s_str(args, "message"), "handoff",
+                                    s_handoff_record(settings, args));
         json_t *result = s_submit_with(settings, s_str(args, "specialist"), args, payload);
         json_decref(payload);
         return result;
@@ -566,12 +706,16 @@ static const tool_t s_tools[] = {
      "}, \"required\": [\"specialist\"], \"additionalProperties\": false}",
      s_submit_task},
     {"handoff_to", "Hand off to a specialist",
-     "Hands the current work to a specialist: `message` says what to do, `context` what it "
-     "needs to know. Inside a Cloister task the new task is that task's chained next task, "
-     "queued when it finishes; otherwise it is queued now. Returns the new task's id.",
+     "Hands the current work to a specialist: `message` says what to do, `reason` why it is "
+     "handed on, `context` what the specialist needs to know (what was done, found, tried). "
+     "The specialist's agent starts with \"[System] Handoff from <you> to <it>: <context>\", "
+     "the reason and the message. Inside a Cloister task the new task is that task's chained "
+     "next task, queued when it finishes; otherwise it is queued now. Returns the new task's "
+     "id.",
      "{\"type\": \"object\", \"properties\": {"
      "\"specialist\": " TEXT("who takes over: review-agent, test-agent, merge-agent, ...") ","
      "\"message\": {\"type\": \"string\", \"maxLength\": 65536, \"description\": \"what to do\"},"
+     "\"reason\": " TEXT("why the work is handed on") ","
      "\"context\": {\"type\": \"string\", \"maxLength\": 262144, \"description\": \"what the specialist needs to know\"},"
      "\"workspace\": " TEXT("the repository's directory") ","
      "\"branch\": " TEXT("the branch") ","
@@ -644,7 +788,8 @@ static const tool_t s_tools[] = {
      s_recent_events},
     {"request_review", "Request a review",
      "Queues a review-agent review of a branch against its target; its result carries the "
-     "merge GATE and the FINDINGS.",
+     "merge GATE and the FINDINGS. With `wait`, returns once the review ends (at most "
+     "timeout_s), with its result and its `verdict`.",
      "{\"type\": \"object\", \"properties\": {"
      "\"workspace\": " TEXT("the repository's directory") ","
      "\"branch\": " TEXT("the branch to review") ","
@@ -653,9 +798,26 @@ static const tool_t s_tools[] = {
      "\"title\": " TEXT("one line for people") ","
      "\"description\": " TEXT("what the change is for") ","
      "\"pr_url\": " TEXT("the pull request") ","
-     "\"priority\": " PRIORITY_SCHEMA
+     "\"priority\": " PRIORITY_SCHEMA ","
+     "\"wait\": {\"type\": \"boolean\", \"description\": \"wait for the review's end and "
+     "return it with its verdict (gate_open, gate_blocked, ...)\"},"
+     "\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3600, "
+     "\"description\": \"with wait: how long (default 300)\"}"
      "}, \"required\": [\"workspace\", \"branch\"], \"additionalProperties\": false}",
      s_request_review},
+    {"cancel_task", "Cancel a task",
+     "Cancels a queued or running task (a running one's worker is told to stop); `reason` is "
+     "kept in its error. Your own tasks, or any with an admin key.",
+     "{\"type\": \"object\", \"properties\": {\"id\": " ID_SCHEMA ","
+     "\"reason\": " TEXT("why, for the task's error and events")
+     "}, \"required\": [\"id\"], \"additionalProperties\": false}",
+     s_cancel_task},
+    {"retry_task", "Retry a task",
+     "Puts a failed or cancelled task (a dead one with an admin key) back in its queue with a "
+     "fresh count of failures; returns it.",
+     "{\"type\": \"object\", \"properties\": {\"id\": " ID_SCHEMA
+     "}, \"required\": [\"id\"], \"additionalProperties\": false}",
+     s_retry_task},
     {"request_merge", "Request the merge",
      "Queues the merge of a reviewed issue or review task (as `pan approve`): refused with "
      "the blocking findings when the review's gate is blocked, unless force is set (the "
@@ -707,6 +869,13 @@ json_t *mcp_tool_call(const mcp_settings_t *settings, const char *name, const js
     json_decref(schema);
     if (refused != NULL)
         return refused;
+    /* Every tool but apply_patch needs the broker: with nothing listening, say so now
+     * rather than after a request's deadline. */
+    if (tool->call != s_apply_patch && listener_absent(settings->control_ep))
+        return s_error("Cloister is not running (nothing listens on %s): start it with "
+                       "`deploy/run-local.sh --detach` from Cloister's source tree (or run "
+                       "cloister-broker and the specialists), then call %s again",
+                       settings->control_ep, name);
     json_t *result = tool->call(settings, arguments);
     return result ? result : s_error("tool %s: out of memory", name);
 }

@@ -9,9 +9,10 @@
  * branches, the temporary ref a push is made from) is removed before the run returns, so a
  * failure leaves the user's refs, index, HEAD and working tree as they were. Only the
  * remote-tracking refs move (fetch), and, after a successful push, the remote target and
- * (under the rule in merge_engine.h) the local target. */
+ * (under the rule in merge_engine.h) the local target and a clean checkout of it. */
 #include "merge_engine.h"
 
+#include "merge_checkout.h"
 #include "merge_locks.h"
 #include "merge_verify.h"
 #include "worktree.h"
@@ -301,6 +302,10 @@ static int s_open_repository(s_job_t *job)
     } else {
         job->repo = opened;
     }
+    if (!job->req->push) {
+        s_progress(job, "push = false: merging into the local '%s'", job->target);
+        return 0;
+    }
     int rc = git_remote_lookup(&job->remote, job->repo, job->remote_name);
     if (rc == GIT_ENOTFOUND) {
         job->remote = NULL;
@@ -500,19 +505,37 @@ static int s_resolve_tips(s_job_t *job)
     return rc;
 }
 
-/* 1 if the local target branch is checked out in some worktree of the repository, 0 if
- * not (or absent), or a failure. */
-static int s_local_target_checked_out(s_job_t *job)
+/* The user's checkout of the target, when it has uncommitted changes: a failure saying
+ * so (without a remote the merge lands on the target itself, and so under that checkout).
+ * 0 when the target is checked out nowhere or clean. */
+static int s_refuse_dirty_checkout(s_job_t *job, merge_checkout_t *checkout)
 {
-    git_reference *ref = NULL;
-    int rc = git_branch_lookup(&ref, job->repo, job->target, GIT_BRANCH_LOCAL);
-    if (rc == GIT_ENOTFOUND)
+    if (checkout == NULL)
         return 0;
-    if (rc < 0)
-        return s_git_fail(job, "cannot read the local target");
-    rc = git_branch_is_checked_out(ref);
-    git_reference_free(ref);
-    return rc < 0 ? s_git_fail(job, "cannot inspect worktrees") : rc;
+    char first[512];
+    int dirty = merge_checkout_dirty(checkout, first, sizeof first);
+    if (dirty < 0)
+        return s_fail_from_module(job, dirty);
+    if (dirty == 0)
+        return 0;
+    return s_fail(job, FAILURE_STATE,
+                  "your checkout of %s at %s has uncommitted changes (%s): commit or stash "
+                  "them, then merge again (with no remote the merge lands on %s itself, under "
+                  "that checkout)",
+                  job->target, merge_checkout_path(checkout), first, job->target);
+}
+
+/* No remote: a checkout of the target with uncommitted changes stops the merge before
+ * any work is done. */
+static int s_check_local_checkout(s_job_t *job)
+{
+    merge_checkout_t *checkout = NULL;
+    int rc = merge_checkout_find(&checkout, job->repo, job->target);
+    if (rc != 0)
+        return s_fail_from_module(job, rc);
+    rc = s_refuse_dirty_checkout(job, checkout);
+    merge_checkout_destroy(&checkout);
+    return rc;
 }
 
 static int s_preflight(s_job_t *job)
@@ -523,14 +546,8 @@ static int s_preflight(s_job_t *job)
     rc = s_check_locks(job);
     if (rc == 0 && job->remote != NULL)
         rc = s_fetch(job);
-    if (rc == 0 && job->remote == NULL) {
-        rc = s_local_target_checked_out(job);
-        if (rc == 1)
-            rc = s_fail(job, FAILURE_STATE,
-                        "target branch '%s' is checked out and there is no remote '%s': "
-                        "merging would move it under the user's working tree",
-                        job->target, job->remote_name);
-    }
+    if (rc == 0 && job->remote == NULL)
+        rc = s_check_local_checkout(job);
     if (rc == 0)
         rc = s_resolve_tips(job);
     return rc;
@@ -932,11 +949,27 @@ static int s_push_update_reference(const char *refname, const char *status, void
     return 0;
 }
 
-/* After a successful push: moves refs/heads/<target> only if it is checked out nowhere and
- * the move is a fast-forward (compare-and-swap); otherwise says why it stayed. */
+/* Records what became of the local target: result->local, its note, a progress line. */
+static void s_local(s_job_t *job, merge_local_t local, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void s_local(s_job_t *job, merge_local_t local, const char *fmt, ...)
+{
+    char note[1024];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(note, sizeof note, fmt, args);
+    va_end(args);
+    job->result->local = local;
+    free(job->result->local_note);
+    job->result->local_note = strdup(note);
+    s_add_note(job, note);
+    s_progress(job, "%s", note);
+}
+
+/* After a successful push: moves refs/heads/<target> when that is a fast-forward, and the
+ * user's checkout of it with it when that checkout is clean; otherwise says why not. */
 static void s_update_local_target(s_job_t *job)
 {
-    char note[512];
     git_reference *ref = NULL;
     if (git_branch_lookup(&ref, job->repo, job->target, GIT_BRANCH_LOCAL) < 0) {
         git_error_clear();
@@ -944,56 +977,107 @@ static void s_update_local_target(s_job_t *job)
     }
     git_oid local;
     git_oid_cpy(&local, git_reference_target(ref) ? git_reference_target(ref) : &job->merge_oid);
-    if (git_oid_equal(&local, &job->merge_oid)) {
-        git_reference_free(ref);
+    git_reference_free(ref);
+    if (git_oid_equal(&local, &job->merge_oid))
+        return;
+    if (git_graph_descendant_of(job->repo, &job->merge_oid, &local) != 1) {
+        s_local(job, MERGE_LOCAL_DIVERGED, "local '%s' has diverged from %s/%s: left unchanged",
+                job->target, job->remote_name, job->target);
         return;
     }
-    if (git_branch_is_checked_out(ref) == 1) {
-        snprintf(note, sizeof note,
-                 "local '%s' is checked out in a working tree: left unchanged (%s/%s is "
-                 "updated; pull to bring the merge in)",
-                 job->target, job->remote_name, job->target);
-    } else if (git_graph_descendant_of(job->repo, &job->merge_oid, &local) != 1) {
-        snprintf(note, sizeof note, "local '%s' has diverged from %s/%s: left unchanged",
-                 job->target, job->remote_name, job->target);
-    } else {
-        git_reference *moved = NULL;
-        char *ref_name = s_strdupf("refs/heads/%s", job->target);
-        if (ref_name != NULL &&
-            git_reference_create_matching(&moved, job->repo, ref_name, &job->merge_oid, 1,
-                                          &local, "cloister merge-agent: fast-forward") == 0)
-            snprintf(note, sizeof note, "local '%s' fast-forwarded", job->target);
-        else
-            snprintf(note, sizeof note, "local '%s' moved meanwhile: left unchanged",
-                     job->target);
-        git_reference_free(moved);
-        free(ref_name);
+    merge_checkout_t *checkout = NULL;
+    if (merge_checkout_find(&checkout, job->repo, job->target) != 0) {
+        s_local(job, MERGE_LOCAL_BEHIND, "your checkout of %s is behind: git pull (%s)",
+                job->target, failure_message());
+        return;
     }
-    git_reference_free(ref);
-    s_add_note(job, note);
-    s_progress(job, "%s", note);
+    const char *message = "cloister merge-agent: fast-forward";
+    if (checkout == NULL) {
+        char ref_name[1024];
+        git_reference *moved = NULL;
+        snprintf(ref_name, sizeof ref_name, "refs/heads/%s", job->target);
+        int rc = git_reference_create_matching(&moved, job->repo, ref_name, &job->merge_oid, 1,
+                                               &local, message);
+        git_reference_free(moved);
+        git_error_clear();
+        if (rc == 0)
+            s_local(job, MERGE_LOCAL_UPDATED, "local '%s' fast-forwarded", job->target);
+        else
+            s_local(job, MERGE_LOCAL_DIVERGED, "local '%s' moved meanwhile: left unchanged",
+                    job->target);
+        return;
+    }
+    char first[512];
+    int dirty = merge_checkout_dirty(checkout, first, sizeof first);
+    int rc = dirty == 0 ? merge_checkout_advance(checkout, &local, &job->merge_oid, message) : 0;
+    if (dirty == 1)
+        s_local(job, MERGE_LOCAL_BEHIND,
+                "your checkout of %s is behind: git pull (%s has uncommitted changes: %s; left "
+                "alone)",
+                job->target, merge_checkout_path(checkout), first);
+    else if (dirty < 0 || rc < 0)
+        s_local(job, MERGE_LOCAL_BEHIND, "your checkout of %s is behind: git pull (%s)",
+                job->target, failure_message());
+    else if (rc == 1)
+        s_local(job, MERGE_LOCAL_DIVERGED, "local '%s' moved meanwhile: left unchanged",
+                job->target);
+    else
+        s_local(job, MERGE_LOCAL_CHECKOUT_UPDATED,
+                "local '%s' and your checkout at %s fast-forwarded", job->target,
+                merge_checkout_path(checkout));
+    merge_checkout_destroy(&checkout);
 }
 
-/* No remote: compare-and-swap the local target from the tip we merged onto. */
+/* No remote: compare-and-swap the local target from the tip we merged onto, and the
+ * user's clean checkout of it with it. */
 static int s_push_local(s_job_t *job)
 {
+    merge_checkout_t *checkout = NULL;
+    int rc = merge_checkout_find(&checkout, job->repo, job->target);
+    if (rc != 0)
+        return s_fail_from_module(job, rc);
+    rc = s_refuse_dirty_checkout(job, checkout);
+    if (rc != 0) {
+        merge_checkout_destroy(&checkout);
+        return rc;
+    }
+    const char *message = "cloister merge-agent: merge";
     char *name = s_strdupf("refs/heads/%s", job->target);
-    if (name == NULL)
+    if (name == NULL) {
+        merge_checkout_destroy(&checkout);
         return s_fail(job, FAILURE_MEMORY, "out of memory");
-    git_reference *moved = NULL;
-    int rc = git_reference_create_matching(&moved, job->repo, name, &job->merge_oid, 1,
-                                           &job->target_oid, "cloister merge-agent: merge");
+    }
+    if (checkout != NULL) {
+        rc = merge_checkout_advance(checkout, &job->target_oid, &job->merge_oid, message);
+        if (rc < 0)
+            rc = s_fail(job, rc, "cannot update your checkout of %s at %s: %s", job->target,
+                        merge_checkout_path(checkout), failure_message());
+        else if (rc == 1)
+            rc = GIT_EMODIFIED;
+    } else {
+        git_reference *moved = NULL;
+        rc = git_reference_create_matching(&moved, job->repo, name, &job->merge_oid, 1,
+                                           &job->target_oid, message);
+        git_reference_free(moved);
+        if (rc < 0 && rc != GIT_EMODIFIED)
+            rc = s_git_fail(job, "cannot update the target branch");
+    }
     free(name);
-    git_reference_free(moved);
     if (rc == GIT_EMODIFIED) {
         free(job->push_message);
         job->push_message = s_strdupf("local '%s' moved during the merge", job->target);
-        return S_RETRY;
+        rc = S_RETRY;
+    } else if (rc == 0) {
+        job->result->pushed = true;
+        if (checkout != NULL)
+            s_local(job, MERGE_LOCAL_CHECKOUT_UPDATED,
+                    "local '%s' and your checkout at %s moved to the merge", job->target,
+                    merge_checkout_path(checkout));
+        else
+            s_local(job, MERGE_LOCAL_UPDATED, "local '%s' moved to the merge", job->target);
     }
-    if (rc < 0)
-        return s_git_fail(job, "cannot update the target branch");
-    job->result->pushed = true;
-    return 0;
+    merge_checkout_destroy(&checkout);
+    return rc;
 }
 
 /* A push the remote rejected: a fresh fetch tells whether the target moved since the
@@ -1136,6 +1220,7 @@ void merge_request_init(merge_request_t *request)
     memset(request, 0, sizeof *request);
     request->target_branch = MERGE_ENGINE_DEFAULT_TARGET;
     request->remote_name = MERGE_ENGINE_DEFAULT_REMOTE;
+    request->push = true;
     request->push_retries = MERGE_ENGINE_DEFAULT_PUSH_RETRIES;
     request->lock_stale_ms = MERGE_ENGINE_DEFAULT_LOCK_STALE_MS;
     request->author_name = MERGE_ENGINE_DEFAULT_NAME;
@@ -1165,6 +1250,9 @@ int merge_engine_run(const merge_request_t *request, merge_result_t *result)
         result->strategy = MERGE_STRATEGY_NONE;
         result->tests = MERGE_TESTS_SKIP;
         result->merge_commit[0] = '\0';
+        result->local = MERGE_LOCAL_NONE;
+        free(result->local_note);
+        result->local_note = NULL;
         memset(&job.merge_oid, 0, sizeof job.merge_oid);
         rc = s_attempt(&job);
         if (rc != S_RETRY)
@@ -1220,6 +1308,7 @@ void merge_result_clear(merge_result_t *result)
     s_list_free(&result->resolved_files, &result->resolved_count);
     s_list_free(&result->failed_files, &result->failed_count);
     free(result->notes);
+    free(result->local_note);
     free(result->reason);
     memset(result, 0, sizeof *result);
 }
@@ -1286,6 +1375,17 @@ const char *merge_strategy_name(merge_strategy_t strategy)
     case MERGE_STRATEGY_FAST_FORWARD: return "fast-forward";
     case MERGE_STRATEGY_CLEAN: return "clean";
     case MERGE_STRATEGY_RESOLVED: return "resolved";
+    default: return "none";
+    }
+}
+
+const char *merge_local_name(merge_local_t local)
+{
+    switch (local) {
+    case MERGE_LOCAL_UPDATED: return "updated";
+    case MERGE_LOCAL_CHECKOUT_UPDATED: return "checkout_updated";
+    case MERGE_LOCAL_BEHIND: return "behind";
+    case MERGE_LOCAL_DIVERGED: return "diverged";
     default: return "none";
     }
 }

@@ -20,11 +20,15 @@
  * On failure, cancellation or the deadline every service worktree and temporary ref is
  * removed and the repository is left exactly as it was; the result names the files.
  *
- * Local target branch rule (after a successful push): refs/heads/<target> is moved, with a
- * compare-and-swap, only when it is not checked out in any worktree of the repository and
- * the move is a fast-forward; otherwise only the remote-tracking ref moves and a note says
- * so. Without a remote, "push" is that compare-and-swap on refs/heads/<target>, and a target
- * that is checked out is refused in pre-flight (moving it would change the user's checkout).
+ * The local target branch (refs/heads/<target>) and the user's checkout of it
+ * (merge_checkout.h): with a remote, after a successful push the local target is moved
+ * with a compare-and-swap when the move is a fast-forward -- and when it is checked out
+ * in a working tree that is clean, that tree is fast-forwarded with it; a dirty tree is
+ * left alone ("your checkout of <target> is behind: git pull"). Without a remote, or with
+ * `push` false, nothing is fetched or pushed: the local target is the target, the merge
+ * lands on it by the same compare-and-swap, and a clean checkout of it moves with it; a
+ * checkout with uncommitted changes stops the merge in pre-flight (and again at the end,
+ * if it became dirty meanwhile), since landing would change the files under them.
  *
  * Branch names only ever reach libgit2 as reference names; no shell and no git program is
  * run. Time comes from clock_now_ms(). */
@@ -43,6 +47,16 @@
 #define MERGE_ENGINE_DEFAULT_EMAIL "merge-agent@cloister.local"
 
 typedef enum { MERGE_TESTS_SKIP = 0, MERGE_TESTS_PASS, MERGE_TESTS_FAIL } merge_tests_t;
+
+/* What became of the local target branch. */
+typedef enum {
+    MERGE_LOCAL_NONE = 0,         /* no local target branch, or it was already there */
+    MERGE_LOCAL_UPDATED,          /* moved; checked out nowhere */
+    MERGE_LOCAL_CHECKOUT_UPDATED, /* moved, and the clean checkout of it with it */
+    MERGE_LOCAL_BEHIND,           /* checked out in a dirty tree (or a file was in the way):
+                                     left alone, behind the remote's */
+    MERGE_LOCAL_DIVERGED          /* has commits the merge does not: left alone */
+} merge_local_t;
 
 typedef enum {
     MERGE_STRATEGY_NONE = 0, /* failed before a strategy was chosen */
@@ -86,6 +100,8 @@ typedef struct {
                                   was reviewed); a source elsewhere fails the merge */
     const char *target_branch; /* default "main" */
     const char *remote_name;   /* default "origin"; a repository without it merges locally */
+    bool push;                 /* default true; false: never fetch or push, merge onto the
+                                  local target as when there is no remote */
     int push_retries;          /* extra attempts after a push rejected because the
                                   target moved; default 3 */
     int64_t deadline_ms;       /* absolute, on clock_now_ms(); 0 = none */
@@ -114,6 +130,9 @@ typedef struct {
     char *notes;            /* resolver notes, test summary, local-ref note; may be NULL */
     char *reason;           /* why it failed, NULL on success */
     bool pushed;            /* the remote target (or the local target) was moved */
+    merge_local_t local;    /* what became of the local target (and its checkout) */
+    char *local_note;       /* that, in words ("local 'main' and your checkout at /x
+                               fast-forwarded"); NULL when nothing was said */
     int attempts;           /* pre-flight-to-push rounds run */
     int64_t preflight_ms, analysis_ms, resolve_ms, tests_ms, push_ms, total_ms;
 } merge_result_t;
@@ -152,6 +171,9 @@ char *merge_result_render(const merge_result_t *result);
 
 /* "up-to-date", "fast-forward", "clean", "resolved" or "none". */
 const char *merge_strategy_name(merge_strategy_t strategy);
+
+/* "none", "updated", "checkout_updated", "behind" or "diverged". */
+const char *merge_local_name(merge_local_t local);
 
 /* "PASS", "FAIL" or "SKIP". */
 const char *merge_tests_name(merge_tests_t tests);

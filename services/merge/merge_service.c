@@ -38,6 +38,7 @@ struct merge_service_t {
     char worktree_dir[AGENT_JOB_WORKDIR_SIZE + 16];
     const char *remote;       /* [merge] remote (owned by the config) */
     int push_retries;         /* [merge] push_retries */
+    bool push;                /* [merge] push: false merges onto the local target only */
     const char *test_command; /* configured test command, or NULL to detect */
     const char *control_endpoint; /* the broker's, for the fence before a push */
 };
@@ -70,6 +71,7 @@ int merge_service_new(merge_service_t **out, const config_t *config)
     self->remote = config_string(config, "merge", "remote", MERGE_ENGINE_DEFAULT_REMOTE);
     self->push_retries =
         (int)config_int(config, "merge", "push_retries", MERGE_ENGINE_DEFAULT_PUSH_RETRIES);
+    self->push = config_bool(config, "merge", "push", true);
     self->control_endpoint = config_string(config, "broker", "control", "tcp://127.0.0.1:5562");
     self->test_command = config_specialist_test_command(config, MERGE_SERVICE_SPECIALIST);
     if (self->test_command == NULL || self->test_command[0] == '\0')
@@ -117,6 +119,7 @@ static bool s_cancelled(void *arg)
 static int s_before_push(void *arg)
 {
     merge_job_t *job = arg;
+    specialist_progressf(job->ctx, "phase", "pushing to %s/%s", job->remote, job->target);
     int rc = fence_check(job->ctx, job->service->control_endpoint, FENCE_DEFAULT_WAIT_MS);
     if (rc == 0)
         specialist_progress(job->ctx, "info", "the broker confirms this attempt holds the task");
@@ -232,6 +235,9 @@ static int s_resolve(const char *worktree, const char *const *files, size_t n, c
                      void *arg)
 {
     merge_job_t *job = arg;
+    /* The phase pan status, pan specialists list and the dashboard show while it lasts. */
+    specialist_progressf(job->ctx, "phase", "resolving conflicts in %zu file%s", n,
+                         n == 1 ? "" : "s");
     char *prompt = NULL;
     int rc = s_render_prompt(job, worktree, files, n, &prompt);
     if (rc != 0) {
@@ -326,6 +332,7 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
             *summary_out = NULL;
         return MERGE_TESTS_FAIL;
     }
+    specialist_progress(job->ctx, "phase", "running the tests on the merge");
     specialist_progressf(job->ctx, "info", "running tests: %s (%s)", detect.command, detect.reason);
     run_network_t network = {.config = job->service->config, .sandbox = job->service->sandbox,
                              .workspace = job->workspace, .target = job->target,
@@ -355,8 +362,8 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
 /* ---- did the merge reach the remote anyway? -------------------------------------------- */
 
 /* 1 when the target branch of the repository at `repo_path` -- on `remote_name` (fetched
- * now), or the local branch when there is no such remote -- is `commit_hex` or contains
- * it; 0 when not; a negative FAILURE_* when it cannot be told. */
+ * now), or the local branch when there is no such remote or `remote_name` is NULL -- is
+ * `commit_hex` or contains it; 0 when not; a negative FAILURE_* when it cannot be told. */
 static int s_target_contains(const char *repo_path, const char *remote_name, const char *target,
                              const char *commit_hex)
 {
@@ -369,7 +376,7 @@ static int s_target_contains(const char *repo_path, const char *remote_name, con
     if (git_oid_fromstr(&commit, commit_hex) < 0 ||
         git_repository_open_ext(&repo, repo_path, 0, NULL) < 0)
         goto out;
-    int found = git_remote_lookup(&remote, repo, remote_name);
+    int found = remote_name ? git_remote_lookup(&remote, repo, remote_name) : GIT_ENOTFOUND;
     if (found == 0) {
         if (asprintf(&spec, "+refs/heads/%s:refs/remotes/%s/%s", target, remote_name, target) < 0 ||
             asprintf(&ref, "refs/remotes/%s/%s", remote_name, target) < 0)
@@ -471,6 +478,9 @@ static void s_report(merge_job_t *job, const merge_result_t *result)
     specialist_result_str(ctx, "merge_commit", result->merge_commit);
     specialist_result_str(ctx, "strategy", merge_strategy_name(result->strategy));
     specialist_result_bool(ctx, "pushed", result->pushed);
+    specialist_result_str(ctx, "local_target", merge_local_name(result->local));
+    if (result->local_note != NULL)
+        specialist_result_str(ctx, "local_note", result->local_note);
     specialist_result_int(ctx, "attempts", result->attempts);
     specialist_result_str(ctx, "repository", job->workspace);
     specialist_result_str(ctx, "source", job->source);
@@ -593,6 +603,7 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
                                 "warning: this task has no group; merges into the same target "
                                 "may race (submit with group merge:<repository>:<target>)");
         s_report_override(ctx);
+        specialist_progressf(ctx, "phase", "merging '%s' into '%s'", job.source, job.target);
         specialist_progressf(ctx, "info", "merging '%s' into '%s' of %s", job.source, job.target,
                              job.workspace);
         merge_request_t request;
@@ -602,6 +613,7 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
         request.source_commit = job.commit;
         request.target_branch = job.target;
         request.remote_name = job.remote;
+        request.push = job.service->push;
         request.push_retries = job.service->push_retries;
         request.deadline_ms = job.deadline_ms;
         request.worktree_dir = job.service->worktree_dir;
@@ -617,8 +629,8 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
     /* A merge that did happen is never reported as failed. */
     if (rc != 0 && !result.pushed && result.merge_commit[0] != '\0' &&
         (rc == FAILURE_TIMEOUT || rc == FAILURE_GIT || specialist_cancelled(ctx))) {
-        int contains =
-            s_target_contains(job.workspace, job.remote, job.target, result.merge_commit);
+        int contains = s_target_contains(job.workspace, job.service->push ? job.remote : NULL,
+                                         job.target, result.merge_commit);
         if (contains == 1) {
             specialist_progressf(ctx, "info", "%s/%s already contains %s: the merge happened",
                                  job.remote, job.target, result.merge_commit);

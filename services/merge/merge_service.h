@@ -6,7 +6,8 @@
  *   branch     required: SOURCE, the branch to merge
  *   target     TARGET, default "main"
  *   issueId    the issue, for the prompt and history (else the task's `issue`)
- *   remote     the remote to fetch from and push to, default [merge] remote ("origin")
+ *   remote     the remote to fetch from and push to, default [merge] remote ("origin");
+ *              with [merge] push = false none is used: the merge lands on the local target
  *
  * What the job does, per task:
  *  - deadline: the task's timeout_s (the lease the skeleton enforces) minus a margin
@@ -32,7 +33,9 @@
  *  - one JSON line per merge ("kind": "merge") in specialists/merge-agent/history.jsonl.
  *
  * Result fields: MERGE_RESULT (SUCCESS|FAILURE), RESOLVED_FILES, FAILED_FILES (arrays),
- * TESTS (PASS|FAIL|SKIP), NOTES, merge_commit, strategy, pushed, attempts (engine rounds),
+ * TESTS (PASS|FAIL|SKIP), NOTES, merge_commit, strategy, pushed, local_target (none |
+ * updated | checkout_updated | behind | diverged: merge_engine.h) and local_note (what it
+ * means, e.g. "your checkout of main is behind: git pull"), attempts (engine rounds),
  * source, target, repository, preflight_ms, analysis_ms, resolve_ms, tests_ms, push_ms,
  * total_ms, and agent_job's fields (cost_usd, session_id, ...) when the agent ran.
  *

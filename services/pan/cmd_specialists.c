@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #define PAN_MAX_SPECIALISTS 64
+/* How long reset --force waits for a cancelled task's run to let go of the session. */
+#define S_RESET_WAIT_MS 30000
 
 static const char *const s_defaults[] = {"merge-agent", "review-agent", "test-agent"};
 
@@ -271,6 +273,10 @@ static json_t *s_status_json(const pan_t *pan, const known_t *known, const char 
                   (json_int_t)pan_json_int(entry, "dead", 0));
     if (status != NULL)
         json_object_set_new(status, "agent", json_string(config_specialist_cli(pan->config, name)));
+    /* What its running tasks are doing ("resolving conflicts in 2 files"). */
+    const json_t *phases = json_object_get(entry, "phases");
+    if (status != NULL && json_array_size(phases) > 0)
+        json_object_set(status, "phases", (json_t *)phases);
     session_state_t session;
     if (status != NULL && session_load(name, &session) == 0) {
         json_object_set_new(status, "sessionId",
@@ -313,6 +319,16 @@ static void s_print_status(const json_t *status, bool color)
            pan_json_str(status, "displayName", "?"), enabled ? "enabled" : "disabled");
     printf("  %s\n", pan_json_str(status, "description", ""));
     printf("  Status: %s\n", state);
+    size_t i;
+    const json_t *phase;
+    json_array_foreach(json_object_get(status, "phases"), i, phase)
+    {
+        printf("  Now: ");
+        pan_print_escaped(pan_json_str(phase, "phase", "?"));
+        printf(" (task ");
+        pan_print_escaped(pan_json_str(phase, "task", "?"));
+        printf(")\n");
+    }
     printf("  Queue: %lld queued, %lld running, %lld done, %lld failed, %lld dead\n",
            (long long)pan_json_int(status, "queued", 0),
            (long long)pan_json_int(status, "running", 0),
@@ -606,14 +622,23 @@ static int s_wake(const pan_t *pan, int argc, char **argv)
     json_t *task = NULL;
     code = pan_call(pan, writer, &task);
     wire_writer_destroy(&writer);
-    if (code == PAN_EXIT_OK) {
+    if (code == PAN_EXIT_OK && workers > 0) {
         printf("✓ Specialist %s woken up successfully\n", name);
         printf("  Queued %s task %s\n", priority, pan_json_str(task, "id", id));
+    } else if (code == PAN_EXIT_OK) {
+        /* Queued, but nothing will take it: not "woken up". */
+        printf("Queued %s task %s for %s\n", priority, pan_json_str(task, "id", id), name);
+        fprintf(stderr,
+                "pan: no %s worker is running, so nothing wakes up: the task waits in the "
+                "queue until one starts (deploy/run-local.sh starts the specialists%s)\n",
+                name,
+                config_specialist_enabled(pan->config, name)
+                    ? ""
+                    : "; this one is disabled in cloister.toml: set enabled = true");
+    }
+    if (code == PAN_EXIT_OK) {
         if (text != NULL)
             printf("  Task: %s\n", text);
-        if (workers == 0)
-            printf("  No %s worker is connected: the task waits in the queue until one starts\n",
-                   name);
         printf("  Follow with: pan events --follow --topic task.\n");
     }
     json_decref(task);
@@ -634,8 +659,10 @@ static bool s_confirm(const char *question)
     return answer[0] == 'y' || answer[0] == 'Y';
 }
 
-/* Resets the specialist's session and those of its replicas (replica.h). */
-static int s_reset_one(const char *name)
+/* Resets the specialist's session and those of its replicas (replica.h). A session in use
+ * by a run (its lock held) is waited for until `deadline_ms` (clock_now_ms(); 0: not at
+ * all) -- the run of a task just cancelled, stopping. */
+static int s_reset_one(const char *name, int64_t deadline_ms)
 {
     for (int k = 0; k < REPLICA_MAX; k++) {
         char key[SESSION_NAME_MAX + 8];
@@ -643,10 +670,92 @@ static int s_reset_one(const char *name)
         session_state_t session;
         if (k > 0 && session_load(key, &session) == FAILURE_NOT_FOUND)
             continue;
-        if (session_reset(key) != 0)
+        int rc;
+        while ((rc = session_reset(key)) == FAILURE_STATE && clock_now_ms() < deadline_ms) {
+            struct timespec pause = {0, 100 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+        }
+        if (rc != 0)
             return pan_fail(PAN_EXIT_ERROR, "cannot reset %s: %s", key, failure_message());
     }
     return PAN_EXIT_OK;
+}
+
+/* The tasks `name` runs now, as the broker lists them (caller owns; an empty array when
+ * the broker does not answer: then nothing is known to run). */
+static json_t *s_running(const pan_t *pan, const char *name)
+{
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, MSG_LIST_TASKS);
+    wire_put_str(writer, FIELD_STATE, "running");
+    wire_put_str(writer, FIELD_SPECIALIST, name);
+    client_t *client = client_new(pan->control_ep, pan->timeout_ms);
+    wire_msg_t *reply = NULL;
+    json_t *tasks = NULL;
+    if (client != NULL && client_call(client, writer, &reply) == 0) {
+        const msgpack_object *object = wire_msg_object(reply, FIELD_DATA);
+        tasks = object ? msgjson_from_object(object) : NULL;
+    }
+    wire_msg_destroy(&reply);
+    client_destroy(&client);
+    wire_writer_destroy(&writer);
+    if (!json_is_array(tasks)) {
+        json_decref(tasks);
+        tasks = json_array();
+    }
+    return tasks;
+}
+
+/* --force on a busy specialist: each running task is cancelled, with the reason. */
+static int s_cancel_running(const pan_t *pan, const char *name, const json_t *tasks)
+{
+    size_t i;
+    const json_t *task;
+    json_array_foreach(tasks, i, task)
+    {
+        const char *id = pan_json_str(task, "id", "?");
+        wire_writer_t *writer = wire_writer_new();
+        wire_writer_start(writer, MSG_CANCEL_TASK);
+        wire_put_str(writer, FIELD_ID, id);
+        wire_put_str(writer, FIELD_REASON, "pan specialists reset --force: the specialist's "
+                                           "session is being reset");
+        json_t *cancelled = NULL;
+        int code = pan_call(pan, writer, &cancelled);
+        wire_writer_destroy(&writer);
+        json_decref(cancelled);
+        if (code != PAN_EXIT_OK)
+            return code;
+        printf("%s: cancelled its running task %s\n", name, id);
+    }
+    return PAN_EXIT_OK;
+}
+
+/* Without --force, a specialist that runs a task is not reset: PAN_EXIT_ERROR saying so,
+ * or PAN_EXIT_OK when it runs none. */
+static int s_refuse_busy(const char *name, const json_t *tasks)
+{
+    if (json_array_size(tasks) == 0)
+        return PAN_EXIT_OK;
+    return pan_fail(PAN_EXIT_ERROR,
+                    "%s is running task %s: resetting its session under it would lose the "
+                    "run; `pan specialists reset %s --force` cancels the task first",
+                    name, pan_json_str(json_array_get(tasks, 0), "id", "?"), name);
+}
+
+/* Resets one specialist: refused while it runs a task unless `force`, which cancels the
+ * task first and waits for its run to let go of the session. */
+static int s_reset_busy_aware(const pan_t *pan, const char *name, bool force)
+{
+    json_t *tasks = s_running(pan, name);
+    int code = PAN_EXIT_OK;
+    if (!force)
+        code = s_refuse_busy(name, tasks);
+    else if (json_array_size(tasks) > 0)
+        code = s_cancel_running(pan, name, tasks);
+    if (code == PAN_EXIT_OK)
+        code = s_reset_one(name, force ? clock_now_ms() + S_RESET_WAIT_MS : 0);
+    json_decref(tasks);
+    return code;
 }
 
 static int s_reset(const pan_t *pan, int argc, char **argv)
@@ -668,7 +777,7 @@ static int s_reset(const pan_t *pan, int argc, char **argv)
         return pan_usage(usage, all ? "give a name or --all, not both" : "which specialist?");
     known_t known;
     /* Resetting works on local files: a broker that does not answer only means fewer
-     * known names. */
+     * known names (and no running task known to cancel). */
     int code = s_known_load(pan, &known, BROKER_OPTIONAL);
     if (code != PAN_EXIT_OK)
         return code;
@@ -688,9 +797,14 @@ static int s_reset(const pan_t *pan, int argc, char **argv)
         char question[160];
         snprintf(question, sizeof question, "Reset %s (its next wake starts a fresh session)?",
                  name);
-        if (!force && !s_confirm(question)) {
+        /* A busy one is refused before the question is asked. */
+        json_t *tasks = force ? NULL : s_running(pan, name);
+        code = s_refuse_busy(name, tasks);
+        json_decref(tasks);
+        if (code == PAN_EXIT_OK && !force && !s_confirm(question)) {
             printf("Cancelled\n");
-        } else if ((code = s_reset_one(name)) == PAN_EXIT_OK) {
+        } else if (code == PAN_EXIT_OK &&
+                   (code = s_reset_busy_aware(pan, name, force)) == PAN_EXIT_OK) {
             printf("✓ Specialist %s has been reset\n", name);
             printf("  Next wake will start a fresh session\n");
         }
@@ -699,7 +813,7 @@ static int s_reset(const pan_t *pan, int argc, char **argv)
     } else {
         size_t done = 0;
         for (size_t i = 0; i < known.count; i++) {
-            int one = s_reset_one(known.names[i]);
+            int one = s_reset_busy_aware(pan, known.names[i], force);
             if (one == PAN_EXIT_OK)
                 done++;
             else

@@ -56,6 +56,42 @@ static void s_print_time_line(const char *label, const json_t *task, const char 
     }
 }
 
+/* Prints "  <label> <text>" with the text escaped, when there is text. */
+static void s_print_text_line(const char *label, const char *text)
+{
+    printf("  %-12s ", label);
+    pan_print_escaped(text);
+    putchar('\n');
+}
+
+/* The task's place in a chain of hand-offs: who handed it on (payload.handoff; its
+ * context is in the payload below) and to whom it handed on (result.handoffs), each with
+ * its reason. */
+static void s_print_handoffs(const json_t *task)
+{
+    const json_t *from = json_object_get(json_object_get(task, "payload"), "handoff");
+    char line[8192];
+    if (json_is_object(from)) {
+        const char *from_task = pan_json_str(from, "from_task", "");
+        const char *reason = pan_json_str(from, "reason", "");
+        snprintf(line, sizeof line, "%s%s%s%s%s", pan_json_str(from, "from", "an agent"),
+                 from_task[0] ? " (task " : "", from_task, from_task[0] ? ")" : "",
+                 reason[0] ? ": " : "");
+        size_t used = strlen(line);
+        snprintf(line + used, sizeof line - used, "%s", reason);
+        s_print_text_line("Handed from:", line);
+    }
+    size_t i;
+    const json_t *to;
+    json_array_foreach(json_object_get(json_object_get(task, "result"), "handoffs"), i, to)
+    {
+        const char *reason = pan_json_str(to, "reason", "");
+        snprintf(line, sizeof line, "%s as task %s%s%s", pan_json_str(to, "specialist", "?"),
+                 pan_json_str(to, "id", "?"), reason[0] ? ": " : "", reason);
+        s_print_text_line("Handed to:", line);
+    }
+}
+
 static void s_print_task(const json_t *task)
 {
     fputs("Task ", stdout);
@@ -71,7 +107,7 @@ static void s_print_task(const json_t *task)
            (long long)pan_json_int(task, "max_attempts", 0));
     static const char *const text_fields[][2] = {
         {"Title:", "title"},   {"Issue:", "issue"},   {"Source:", "source"}, {"Group:", "group"},
-        {"Worker:", "worker"}, {"Parent:", "parent"}, {"Error:", "error"},
+        {"Worker:", "worker"}, {"Phase:", "phase"},   {"Parent:", "parent"}, {"Error:", "error"},
     };
     for (size_t i = 0; i < sizeof text_fields / sizeof text_fields[0]; i++) {
         const char *value = pan_json_str(task, text_fields[i][1], NULL);
@@ -81,6 +117,7 @@ static void s_print_task(const json_t *task)
             putchar('\n');
         }
     }
+    s_print_handoffs(task);
     s_print_time_line("Created:", task, "created");
     s_print_time_line("Updated:", task, "updated");
     s_print_time_line("Not before:", task, "not_before");
@@ -243,6 +280,21 @@ static void s_print_stats(const pan_t *pan, const json_t *stats, const json_t *s
     printf("\nRunning: %lld   Dead: %lld   Workers: %lld\n",
            (long long)pan_json_int(stats, "running", 0), (long long)pan_json_int(stats, "dead", 0),
            (long long)pan_json_int(stats, "workers", 0));
+    /* What the running tasks said they are doing ("resolving conflicts in 2 files"). */
+    size_t k;
+    const json_t *specialist, *phase;
+    json_array_foreach(specialists, k, specialist)
+    {
+        size_t p;
+        json_array_foreach(json_object_get(specialist, "phases"), p, phase)
+        {
+            printf("  %s: ", pan_json_str(specialist, "name", "?"));
+            pan_print_escaped(pan_json_str(phase, "phase", "?"));
+            printf(" (task ");
+            pan_print_escaped(pan_json_str(phase, "task", "?"));
+            printf(")\n");
+        }
+    }
     /* Outcomes since the broker started, summed over the specialists. */
     int64_t done = 0, failed = 0, dead = 0;
     size_t i;

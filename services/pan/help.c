@@ -107,7 +107,8 @@ static const help_t s_help[] = {
      "  queue <name>          its queued tasks in dispatch order\n"
      "  wake <name>           queue a task for it: --task TEXT, --priority P, --workspace DIR,\n"
      "                        --branch B\n"
-     "  reset <name>|--all    forget its agent session (--force: even while it works)\n"
+     "  reset <name>|--all    forget its agent session; refused while it runs a task\n"
+     "                        (--force: no question, and its running task is cancelled first)\n"
      "  alive <worker-id>     exit 0 when that worker is registered (for health checks)\n"
      "  --json                the raw objects\n"},
     {"approve",

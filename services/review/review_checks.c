@@ -1,6 +1,7 @@
 /* review_checks: the review's checks and coverage figures (see review_checks.h). */
 #include "review_checks.h"
 
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +43,40 @@ size_t review_checks_list(const config_t *config, review_check_t *out)
             .threshold = config_has(config, table, "threshold")
                              ? config_double(config, table, "threshold", -1)
                              : -1,
+            .report = config_string(config, table, "report", NULL),
         };
         snprintf(check->name, sizeof check->name, "%s", table + strlen(NAMED_PREFIX));
     }
     return n;
+}
+
+/* True when `path` matches one of the globs of [review] `key` (`*` crosses '/'). */
+static bool s_matches(const config_t *config, const char *key, const char *path)
+{
+    size_t n = config_array_len(config, "review", key);
+    for (size_t i = 0; i < n; i++) {
+        const char *glob = config_array_string(config, "review", key, i);
+        if (glob != NULL && glob[0] != '\0' && fnmatch(glob, path, 0) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool review_checks_e2e(const config_t *config, char *const *paths, size_t n, review_e2e_t *out)
+{
+    *out = (review_e2e_t){.severity = config_string(config, "review", "e2e_severity", "warning")};
+    if (config_array_len(config, "review", "user_facing_paths") == 0 ||
+        config_array_len(config, "review", "e2e_test_paths") == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (s_matches(config, "e2e_test_paths", paths[i])) {
+            out->e2e++;
+        } else if (s_matches(config, "user_facing_paths", paths[i])) {
+            if (out->user_facing++ == 0)
+                out->first = paths[i];
+        }
+    }
+    return out->user_facing > 0 && out->e2e == 0;
 }
 
 /* The number right before a '%' at or after `from` on the same line, or -1. */

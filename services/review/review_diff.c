@@ -56,12 +56,53 @@ void review_diff_destroy(review_diff_t **self_p)
     for (size_t i = 0; i < self->nfiles; i++) {
         free(self->files[i]);
         free(self->paths[i]);
+        free(self->added[i]);
     }
     free(self->files);
     free(self->paths);
+    free(self->added);
+    free(self->nadded);
     free(self->patch);
     free(self);
     *self_p = NULL;
+}
+
+/* git_diff_foreach's state while the added lines are collected. */
+typedef struct {
+    review_diff_t *diff;
+    size_t file; /* the delta being walked, +1 (0 before the first) */
+    bool out_of_memory;
+} s_added_walk_t;
+
+static int s_added_file(const git_diff_delta *delta, float progress, void *arg)
+{
+    (void)delta;
+    (void)progress;
+    ((s_added_walk_t *)arg)->file++;
+    return 0;
+}
+
+static int s_added_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
+                        const git_diff_line *line, void *arg)
+{
+    (void)delta;
+    (void)hunk;
+    s_added_walk_t *walk = arg;
+    if (line->origin != GIT_DIFF_LINE_ADDITION || line->new_lineno <= 0 || walk->file == 0)
+        return 0;
+    review_diff_t *self = walk->diff;
+    size_t i = walk->file - 1, count = self->nadded[i];
+    /* The array's room doubles each time its count reaches a power of two. */
+    if ((count & (count - 1)) == 0) {
+        unsigned *grown = realloc(self->added[i], (count ? 2 * count : 1) * sizeof *grown);
+        if (grown == NULL) {
+            walk->out_of_memory = true;
+            return -1;
+        }
+        self->added[i] = grown;
+    }
+    self->added[i][self->nadded[i]++] = (unsigned)line->new_lineno;
+    return 0;
 }
 
 static int s_fill(review_diff_t *self, git_diff *diff, size_t budget)
@@ -69,7 +110,9 @@ static int s_fill(review_diff_t *self, git_diff *diff, size_t budget)
     size_t n = git_diff_num_deltas(diff);
     self->files = calloc(n ? n : 1, sizeof *self->files);
     self->paths = calloc(n ? n : 1, sizeof *self->paths);
-    if (self->files == NULL || self->paths == NULL)
+    self->added = calloc(n ? n : 1, sizeof *self->added);
+    self->nadded = calloc(n ? n : 1, sizeof *self->nadded);
+    if (self->files == NULL || self->paths == NULL || self->added == NULL || self->nadded == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const git_diff_delta *delta = git_diff_get_delta(diff, i);
@@ -84,6 +127,10 @@ static int s_fill(review_diff_t *self, git_diff *diff, size_t budget)
         self->paths[i] = copy;
         self->nfiles++;
     }
+    s_added_walk_t walk = {.diff = self};
+    if (git_diff_foreach(diff, s_added_file, NULL, NULL, s_added_line, &walk) != 0)
+        return walk.out_of_memory ? failure_set(FAILURE_MEMORY, "out of memory")
+                                  : s_git_failure("reading the added lines");
     git_buf buf = {0};
     if (git_diff_to_buf(&buf, diff, GIT_DIFF_FORMAT_PATCH) != 0)
         return s_git_failure("formatting the diff");

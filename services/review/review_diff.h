@@ -15,6 +15,10 @@ typedef struct {
     char **files; /* "M src/a.c" */
     char **paths; /* "src/a.c" (the new path) */
     size_t nfiles;
+    /* The lines each file gains, by paths[] index: added[i] holds nadded[i] line numbers of
+     * the new side, ascending (none for a deleted or a binary file). */
+    unsigned **added;
+    size_t *nadded;
     char *patch; /* the unified patch, at most `budget` bytes */
     bool patch_truncated;
     size_t patch_full_len;

@@ -12,6 +12,7 @@
 #include "run_network.h"
 #include "sandbox.h"
 #include "review_checks.h"
+#include "review_coverage.h"
 #include "review_diff.h"
 #include "review_loop.h"
 #include "review_post.h"
@@ -88,9 +89,12 @@ static const char *s_tail(const char *text, size_t max)
 
 /* Whether a check that ran passed; *state says how it went ("PASS", "FAIL (exit code 2)",
  * "FAIL (coverage 71.0% is below the threshold 80.0%)", ...) and *coverage the figure a
- * coverage check printed (-1 when none). */
+ * coverage check printed, else the total of its report (`report_total`, -1 when none), or
+ * -1. `report_error` says why its report could not be read ("" when it could, or it has
+ * none). */
 static bool s_check_passed(const review_check_t *check, const testrun_result_t *result,
-                           char *state, size_t size, double *coverage)
+                           double report_total, const char *report_error, char *state,
+                           size_t size, double *coverage)
 {
     *coverage = -1;
     if (!result->started || result->timed_out || result->cancelled) {
@@ -104,7 +108,13 @@ static bool s_check_passed(const review_check_t *check, const testrun_result_t *
         return false;
     }
     if (strcmp(check->kind, "coverage") == 0) {
+        if (report_error[0] != '\0') {
+            snprintf(state, size, "FAIL (coverage report: %s)", report_error);
+            return false;
+        }
         *coverage = review_coverage_percent(result->output);
+        if (*coverage < 0)
+            *coverage = report_total;
         if (*coverage < 0) {
             snprintf(state, size, "FAIL (no coverage figure in its output)");
             return false;
@@ -123,7 +133,7 @@ static bool s_check_passed(const review_check_t *check, const testrun_result_t *
 static void s_check_finding(review_run_t *r, const review_check_t *check, const char *state,
                             const char *output)
 {
-    char text[800];
+    char text[1200];
     snprintf(text, sizeof text, "%s: check `%.400s` failed: %s", check->severity, check->name,
              state);
     json_t *finding = review_finding_parse(text, "check", &r->counts);
@@ -134,6 +144,58 @@ static void s_check_finding(review_run_t *r, const review_check_t *check, const 
     if (detail != NULL)
         json_object_set_new(finding, "detail", detail);
     json_array_append_new(r->findings, finding);
+}
+
+/* A coverage check's report: read from the reviewed tree (a relative path that stays in
+ * it) and held against the diff's added lines. Returns 0 with *coverage filled, or a
+ * failure saying why not (missing, outside the tree, not a coverage report). */
+static int s_read_report(review_run_t *r, const review_check_t *check,
+                         review_diff_coverage_t *coverage)
+{
+    const char *report = check->report;
+    if (report[0] == '/' || strcmp(report, "..") == 0 || strncmp(report, "../", 3) == 0 ||
+        strstr(report, "/../") != NULL ||
+        (strlen(report) >= 3 && strcmp(report + strlen(report) - 3, "/..") == 0))
+        return failure_set(FAILURE_INVALID, "'%s' is not a path inside the repository", report);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", r->tree_dir, report);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return failure_set(FAILURE_NOT_FOUND, "no %s after the check ran", report);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *copy = open_memstream(&text, &len);
+    char buf[65536];
+    size_t got;
+    while (copy != NULL && (got = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, got, copy);
+    fclose(f);
+    if (copy == NULL || fclose(copy) != 0) {
+        free(text);
+        return failure_set(FAILURE_MEMORY, "out of memory reading %s", report);
+    }
+    int rc = review_coverage_of_diff(coverage, text, r->tree_dir, r->diff);
+    free(text);
+    return rc;
+}
+
+/* The diff's added lines no test ran, one finding per file at the check's severity. */
+static void s_uncovered_findings(review_run_t *r, const review_check_t *check,
+                                 const review_diff_coverage_t *coverage)
+{
+    for (size_t i = 0; i < coverage->nuncovered; i++) {
+        const review_uncovered_t *u = &coverage->uncovered[i];
+        char text[1200];
+        snprintf(text, sizeof text, "%s: %s:%u %zu added line%s no test runs: %.800s",
+                 check->severity, u->path, u->first, u->count, u->count == 1 ? "" : "s",
+                 u->ranges);
+        json_t *finding = review_finding_parse(text, "check", &r->counts);
+        if (finding == NULL)
+            continue;
+        json_object_set_new(finding, "check", json_string(check->name));
+        json_object_set_new(finding, "lines", json_string(u->ranges));
+        json_array_append_new(r->findings, finding);
+    }
 }
 
 /* Runs one check; writes its line (and a failure's output) to f. Returns 0 or
@@ -162,12 +224,33 @@ static int s_run_check(review_run_t *r, const review_check_t *check, int64_t tim
     testrun_run(&result, &options);
     if (result == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory running a check");
-    char state[200];
+    /* A coverage check that ran to its end and names its report: the diff's coverage. */
+    review_diff_coverage_t diff_coverage = {.total = -1, .diff = -1};
+    char report_error[300] = "";
+    bool with_report = strcmp(check->kind, "coverage") == 0 && check->report != NULL &&
+                       check->report[0] != '\0' && result->started && !result->timed_out &&
+                       !result->cancelled && result->exit_code == 0;
+    if (with_report && s_read_report(r, check, &diff_coverage) != 0)
+        snprintf(report_error, sizeof report_error, "%s", failure_message());
+    char state[400];
     double coverage;
-    bool passed = s_check_passed(check, result, state, sizeof state, &coverage);
+    bool passed = s_check_passed(check, result, diff_coverage.total, report_error, state,
+                                 sizeof state, &coverage);
     const char *output = result->started ? result->output : result->error;
     fprintf(f, "- `%s`: %s (%s check, %lld ms, on commit %.12s)\n", check->command, state,
             check->kind, (long long)result->duration_ms, r->diff->head);
+    if (with_report && report_error[0] == '\0') {
+        if (diff_coverage.diff >= 0)
+            fprintf(f, "  coverage %.1f%% in all; %.1f%% of the %zu added lines the report "
+                       "instruments (%zu not run by any test)\n",
+                    diff_coverage.total, diff_coverage.diff, diff_coverage.diff_lines,
+                    diff_coverage.diff_lines - diff_coverage.diff_covered);
+        else
+            fprintf(f, "  coverage %.1f%% in all; the report instruments none of the added "
+                       "lines\n",
+                    diff_coverage.total);
+        s_uncovered_findings(r, check, &diff_coverage);
+    }
     specialist_progressf(r->ctx, "info", "check %s: %s", check->name, state);
     if (!passed) {
         char label[512];
@@ -185,6 +268,15 @@ static int s_run_check(review_run_t *r, const review_check_t *check, int64_t tim
                               "commit", r->diff->head);
     if (entry != NULL && coverage >= 0)
         json_object_set_new(entry, "coverage", json_real(coverage));
+    if (entry != NULL && with_report && report_error[0] == '\0') {
+        json_object_set_new(entry, "diff_coverage",
+                            diff_coverage.diff >= 0 ? json_real(diff_coverage.diff) : json_null());
+        json_object_set_new(entry, "diff_lines",
+                            json_integer((json_int_t)diff_coverage.diff_lines));
+        json_object_set_new(entry, "diff_covered",
+                            json_integer((json_int_t)diff_coverage.diff_covered));
+    }
+    review_diff_coverage_clear(&diff_coverage);
     if (entry != NULL)
         json_array_append_new(r->checks, entry);
     testrun_result_destroy(&result);
@@ -209,6 +301,43 @@ static int s_open_tree(review_run_t *r)
     specialist_progressf(r->ctx, "info", "reviewing commit %.12s, checked out in %s",
                          r->diff->head, r->tree_dir);
     return 0;
+}
+
+/* The E2E rule (review_checks.h): with the target branch's globs if it sets them, else the
+ * service's; a broken rule is a finding and the result's `e2e` says how it went. */
+static void s_e2e_rule(review_run_t *r, FILE *f)
+{
+    const config_t *config =
+        r->repo_config && config_array_len(r->repo_config, "review", "user_facing_paths") > 0
+            ? r->repo_config
+            : r->service->config;
+    review_e2e_t e2e;
+    bool broken = review_checks_e2e(config, r->diff->paths, r->diff->nfiles, &e2e);
+    if (config_array_len(config, "review", "user_facing_paths") == 0 ||
+        config_array_len(config, "review", "e2e_test_paths") == 0)
+        return;
+    json_t *entry =
+        json_pack("{s:I, s:I, s:s}", "user_facing", (json_int_t)e2e.user_facing, "e2e_tests",
+                  (json_int_t)e2e.e2e, "verdict", broken ? "FAIL" : "PASS");
+    specialist_result_json(r->ctx, "e2e", entry);
+    json_decref(entry);
+    if (!broken) {
+        fprintf(f, "- E2E: %zu user-facing file(s) changed, %zu E2E test file(s) changed\n",
+                e2e.user_facing, e2e.e2e);
+        return;
+    }
+    fprintf(f, "- E2E: %zu user-facing file(s) changed (%s ...) and no E2E test: a %s\n",
+            e2e.user_facing, e2e.first, e2e.severity);
+    char text[1200];
+    snprintf(text, sizeof text,
+             "%s: %.600s changes user-facing code (%zu file%s under [review] "
+             "user_facing_paths) without an E2E test (no file under [review] e2e_test_paths)",
+             e2e.severity, e2e.first, e2e.user_facing, e2e.user_facing == 1 ? "" : "s");
+    json_t *finding = review_finding_parse(text, "check", &r->counts);
+    if (finding != NULL) {
+        json_object_set_new(finding, "check", json_string("e2e"));
+        json_array_append_new(r->findings, finding);
+    }
 }
 
 /* Runs the review's checks (review_checks.h); fills r->checks, r->checks_text and the
@@ -238,6 +367,7 @@ static int s_run_checks(review_run_t *r)
     }
     if (n == 0)
         fputs("(no checks configured)\n", f);
+    s_e2e_rule(r, f);
     if (fclose(f) != 0 && rc == 0)
         rc = failure_set(FAILURE_MEMORY, "out of memory");
     if (rc != 0) {

@@ -237,7 +237,7 @@ static void s_leftovers(void)
 static int s_dying_merge_bin(const guard_t *t, char *bin, size_t size)
 {
     static const char *const real[] = {"cloister-broker", "cloister-review", "cloister-test",
-                                       "cloister-web", "pan"};
+                                       "cloister-web", "cloister-hooks", "pan"};
     snprintf(bin, size, "%s/bin", t->env->dir);
     char path[500];
     snprintf(path, sizeof path, "%s/cloister-merge", bin);
@@ -326,7 +326,7 @@ static void s_other_broker_wins_race(void)
     CHECK(other > 0);
     CHECK(testenv_wait_until(s_other_answers, t, 10000));
     static const char *const real[] = {"cloister-broker", "cloister-review", "cloister-test",
-                                       "cloister-merge", "cloister-web"};
+                                       "cloister-merge", "cloister-web", "cloister-hooks"};
     char bin[300], path[500], script[1200], in[400];
     snprintf(bin, sizeof bin, "%s/bin", t->env->dir);
     snprintf(path, sizeof path, "%s/pan", bin);

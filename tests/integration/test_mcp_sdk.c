@@ -74,7 +74,8 @@ static void test_handoff_from_a_task(review_env_t *r, pid_t *reviewer)
     json_t *task = json_loads(s_out, 0, NULL);
     const json_t *payload = json_object_get(task, "payload");
     CHECK_STR(harness_field(payload, "task"), "run the tests of this branch");
-    CHECK_STR(harness_field(json_object_get(payload, "handoff"), "from"), "handing-off");
+    CHECK_STR(harness_field(json_object_get(payload, "handoff"), "from"), "review-agent");
+    CHECK_STR(harness_field(json_object_get(payload, "handoff"), "from_task"), "handing-off");
     CHECK_STR(harness_field(json_object_get(payload, "handoff"), "context"), "the query changed");
     json_decref(task);
 
@@ -116,7 +117,7 @@ int main(void)
     CHECK(last != NULL);
     json_t *report = json_loads(last, JSON_DISABLE_EOF_CHECK, NULL);
     CHECK(report != NULL);
-    CHECK_INT((int)json_array_size(json_object_get(report, "tools")), 10);
+    CHECK_INT((int)json_array_size(json_object_get(report, "tools")), 12);
     json_decref(report);
 
     char path[PATH_MAX];

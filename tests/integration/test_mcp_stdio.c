@@ -6,6 +6,7 @@
  * is refused at once), and a tool whose broker does not answer is a tool error, not a
  * hang. */
 #include "check.h"
+#include "clock.h"
 #include "testbroker.h"
 #include "testenv.h"
 
@@ -128,7 +129,7 @@ static void test_garbage(testenv_t *env, const char *input)
     json_decref(after);
     json_t *page = s_response(12);
     const json_t *tools = json_object_get(json_object_get(page, "result"), "tools");
-    CHECK_INT((int)json_array_size(tools), 2); /* tools 8 and 9 of 10 */
+    CHECK_INT((int)json_array_size(tools), 4); /* tools 8 to 11 of 12 */
     json_decref(page);
     s_expect_error(13, -32602, "8");
     json_t *again = s_response(14);
@@ -201,20 +202,32 @@ static void test_handoff_in_task(testenv_t *env, const char *input)
     free(lines);
 }
 
-/* No broker: a tool that needs it says so within the control deadline. */
+/* No broker: a tool that needs it says so at once (not after the control deadline), and
+ * how to start Cloister; over tcp too (a port nothing listens on). */
 static void test_no_broker(testenv_t *env, const char *input)
 {
     CHECK(testenv_write_file(input, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
                                     "\"params\":{\"name\":\"task_status\",\"arguments\":"
-                                    "{\"id\":\"t1\"}}}\n") == 0);
-    CHECK_INT(s_serve(env, input, ""), 0);
-    json_t *response = s_response(0);
-    const json_t *result = json_object_get(response, "result");
-    CHECK(json_is_true(json_object_get(result, "isError")));
-    const char *text = json_string_value(
-        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
-    CHECK(text != NULL && strstr(text, "no reply from broker") != NULL);
-    json_decref(response);
+                                    "{\"id\":\"t1\"}}}\n"
+                                    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                                    "\"params\":{\"name\":\"list_tasks\","
+                                    "\"arguments\":{}}}\n") == 0);
+    static const char *const flags[] = {"", "--control tcp://127.0.0.1:1"};
+    for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++) {
+        int64_t start = clock_now_ms();
+        CHECK_INT(s_serve(env, input, flags[f]), 0);
+        CHECK(clock_now_ms() - start < 2000); /* two calls, each far below the 3 s deadline */
+        for (int n = 0; n < 2; n++) {
+            json_t *response = s_response(n);
+            const json_t *result = json_object_get(response, "result");
+            CHECK(json_is_true(json_object_get(result, "isError")));
+            const char *text = json_string_value(
+                json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+            CHECK(text != NULL && strncmp(text, "Cloister is not running", 23) == 0 &&
+                  strstr(text, "deploy/run-local.sh") != NULL);
+            json_decref(response);
+        }
+    }
 }
 
 int main(void)

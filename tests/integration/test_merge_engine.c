@@ -32,6 +32,13 @@ static void s_write(const char *dir, const char *file, const char *text)
     testenv_write_file(path, text);
 }
 
+static void s_unlink(const char *dir, const char *file)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    unlink(path);
+}
+
 static char *s_read(const char *dir, const char *file)
 {
     char path[1024];
@@ -203,11 +210,15 @@ static void test_fast_forward(void)
     char remote_main[41];
     testgit_rev(s_repos.remote, "main", remote_main);
     CHECK_STR(remote_main, feature);
-    /* main is checked out in the user's clone: their branch and tree stay as they were. */
+    /* main is checked out in the user's clone, which is clean: it moves with the merge. */
     char local_main[41];
     testgit_rev(s_repos.user, "main", local_main);
-    CHECK_STR(local_main, user_head);
-    CHECK(res.notes && strstr(res.notes, "checked out"));
+    CHECK_STR(local_main, feature);
+    CHECK_INT(res.local, MERGE_LOCAL_CHECKOUT_UPDATED);
+    CHECK(res.local_note && strstr(res.local_note, "your checkout at"));
+    char *a = s_read(s_repos.user, "a.c");
+    CHECK(a && strstr(a, "return 10;") != NULL);
+    free(a);
     CHECK(s_repo_left_clean());
     char *text = merge_result_render(&res);
     CHECK(text && strstr(text, "MERGE_RESULT: SUCCESS\n") && strstr(text, "TESTS: PASS\n"));
@@ -243,12 +254,17 @@ static void test_clean_merge_and_idempotence(void)
     CHECK(strstr(testgit_out(), "return 10") != NULL);
     testgit_run(s_repos.remote, "show", "main:b.c", NULL);
     CHECK(strstr(testgit_out(), "return 20") != NULL);
+    /* The user's clean checkout of main, behind the remote's, is fast-forwarded to the merge. */
     char after[41];
     testgit_rev(s_repos.user, "HEAD", after);
-    CHECK_STR(after, user_head);
+    CHECK(strcmp(after, user_head) != 0);
+    CHECK_STR(after, res.merge_commit);
     char *a = s_read(s_repos.user, "a.c");
-    CHECK(a && strstr(a, "return 1;") != NULL);
+    CHECK(a && strstr(a, "return 10;") != NULL);
     free(a);
+    char *b = s_read(s_repos.user, "b.c");
+    CHECK(b && strstr(b, "return 20;") != NULL);
+    free(b);
     CHECK(s_repo_left_clean());
     merge_result_clear(&res);
 
@@ -776,24 +792,58 @@ static void test_branch_names(void)
     s_teardown();
 }
 
-/* No remote: "push" is a compare-and-swap of the local target, refused while it is the
- * user's checked-out branch; the repository path may also be a linked worktree. */
+/* No remote: the merge lands on the local main, and the user's clean checkout of it moves
+ * with it; a checkout with uncommitted changes stops the merge before anything is done; the
+ * repository path may also be a linked worktree. */
 static void test_local_and_worktree(void)
 {
     s_fixture("merge-local");
     testgit_run(s_repos.user, "remote", "remove", "origin", NULL);
     testgit_run(s_repos.user, "checkout", "-q", "-b", "feature", NULL);
     testgit_commit(s_repos.user, "a.c", "int a(void) { return 5; }\n", "feature");
-    s_calls_t calls = {.tests = MERGE_TESTS_SKIP};
+    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    testgit_commit(s_repos.user, "b.c", "int b(void) { return 6; }\n", "main moves on");
+    char main_before[41];
+    testgit_rev(s_repos.user, "main", main_before);
+
+    /* Dirty: refused in pre-flight, the user's change and main untouched. */
+    s_write(s_repos.user, "c.txt", "my own edit\n");
+    s_calls_t calls = {.tests = MERGE_TESTS_PASS};
     merge_request_t req;
     merge_result_t res;
-    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
     s_request(&req, "feature", &calls);
     CHECK_INT(merge_engine_run(&req, &res), FAILURE_STATE);
-    CHECK(res.reason && strstr(res.reason, "is checked out"));
+    CHECK(res.reason && strstr(res.reason, "your checkout of main at") &&
+          strstr(res.reason, "has uncommitted changes (c.txt)"));
+    CHECK_INT(calls.tests_calls, 0);
+    char main_now[41];
+    testgit_rev(s_repos.user, "main", main_now);
+    CHECK_STR(main_now, main_before);
+    char *mine = s_read(s_repos.user, "c.txt");
+    CHECK(mine && strcmp(mine, "my own edit\n") == 0);
+    free(mine);
     merge_result_clear(&res);
 
+    /* Clean (an untracked file does not count): merged onto main, the checkout with it. */
+    testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL);
+    s_write(s_repos.user, "notes.txt", "untracked\n");
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK(res.pushed);
+    CHECK_INT(res.strategy, MERGE_STRATEGY_CLEAN);
+    CHECK_INT(res.local, MERGE_LOCAL_CHECKOUT_UPDATED);
+    testgit_rev(s_repos.user, "main", main_now);
+    CHECK_STR(main_now, res.merge_commit);
+    CHECK_INT(s_parent_count(s_repos.user, "main"), 2);
+    char *a = s_read(s_repos.user, "a.c");
+    CHECK(a && strcmp(a, "int a(void) { return 5; }\n") == 0);
+    free(a);
+    testgit_run(s_repos.user, "status", "--porcelain", NULL);
+    CHECK_STR(testgit_out(), "?? notes.txt");
+    merge_result_clear(&res);
+
+    /* From a linked worktree, main checked out nowhere: main moves alone. */
     testgit_run(s_repos.user, "checkout", "-q", "feature", NULL);
+    testgit_commit(s_repos.user, "a.c", "int a(void) { return 7; }\n", "feature again");
     char wt[700], feature[41];
     snprintf(wt, sizeof wt, "%s/user-wt", s_env->dir);
     testgit_run(s_repos.user, "worktree", "add", "-q", "--detach", wt, "feature", NULL);
@@ -801,10 +851,78 @@ static void test_local_and_worktree(void)
     req.repo_path = wt;
     CHECK_INT(merge_engine_run(&req, &res), 0);
     CHECK(res.pushed);
-    CHECK_INT(res.strategy, MERGE_STRATEGY_FAST_FORWARD);
-    char main_now[41];
+    CHECK_INT(res.strategy, MERGE_STRATEGY_CLEAN);
+    CHECK_INT(res.local, MERGE_LOCAL_UPDATED);
     testgit_rev(s_repos.user, "main", main_now);
-    CHECK_STR(main_now, feature);
+    CHECK_STR(main_now, res.merge_commit);
+    CHECK_INT(testgit_run(s_repos.user, "merge-base", "--is-ancestor", feature, "main", NULL), 0);
+    merge_result_clear(&res);
+    s_teardown();
+}
+
+/* With a remote: the user's checkout of main with uncommitted changes (or an untracked file
+ * the merge would overwrite) is left alone after the push, and the result says so;
+ * `push = false` merges onto the local main and leaves the remote alone. */
+static void test_local_target_behind(void)
+{
+    s_fixture("merge-behind");
+    testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
+    testgit_push_main(s_repos.dev, "d.c", "int d;\n");
+    char user_head[41];
+    testgit_rev(s_repos.user, "HEAD", user_head);
+    s_write(s_repos.user, "c.txt", "my own edit\n");
+    s_calls_t calls = {.tests = MERGE_TESTS_PASS};
+    merge_request_t req;
+    merge_result_t res;
+    s_request(&req, "feature", &calls);
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK(res.pushed);
+    char remote_main[41], local_main[41];
+    testgit_rev(s_repos.remote, "main", remote_main);
+    CHECK_STR(remote_main, res.merge_commit);
+    testgit_rev(s_repos.user, "main", local_main);
+    CHECK_STR(local_main, user_head);
+    CHECK_INT(res.local, MERGE_LOCAL_BEHIND);
+    CHECK(res.local_note && strstr(res.local_note, "your checkout of main is behind: git pull"));
+    CHECK(res.notes && strstr(res.notes, "your checkout of main is behind: git pull"));
+    char *mine = s_read(s_repos.user, "c.txt");
+    CHECK(mine && strcmp(mine, "my own edit\n") == 0);
+    free(mine);
+    merge_result_clear(&res);
+
+    /* Clean but for an untracked file where the merge puts one: left alone too. */
+    testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL);
+    testgit_push_branch(s_repos.dev, "feature2", "e.c", "int e;\n");
+    s_write(s_repos.user, "e.c", "mine, untracked\n");
+    s_request(&req, "feature2", &calls);
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK_INT(res.local, MERGE_LOCAL_BEHIND);
+    testgit_rev(s_repos.user, "main", local_main);
+    CHECK_STR(local_main, user_head);
+    mine = s_read(s_repos.user, "e.c");
+    CHECK(mine && strcmp(mine, "mine, untracked\n") == 0);
+    free(mine);
+    merge_result_clear(&res);
+    s_unlink(s_repos.user, "e.c");
+
+    /* push = false: main (and the clean checkout) take the merge, the remote does not. */
+    testgit_run(s_repos.user, "checkout", "-q", "-b", "feature3", "main", NULL);
+    testgit_commit(s_repos.user, "c.txt", "local only\n", "feature3");
+    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    testgit_rev(s_repos.remote, "main", remote_main);
+    s_request(&req, "feature3", &calls);
+    req.push = false;
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK(res.pushed);
+    CHECK_INT(res.local, MERGE_LOCAL_CHECKOUT_UPDATED);
+    char remote_after[41];
+    testgit_rev(s_repos.remote, "main", remote_after);
+    CHECK_STR(remote_after, remote_main);
+    testgit_rev(s_repos.user, "main", local_main);
+    CHECK_STR(local_main, res.merge_commit);
+    mine = s_read(s_repos.user, "c.txt");
+    CHECK(mine && strcmp(mine, "local only\n") == 0);
+    free(mine);
     merge_result_clear(&res);
     s_teardown();
 }
@@ -825,5 +943,6 @@ int main(void)
     test_stale_lock();
     test_branch_names();
     test_local_and_worktree();
+    test_local_target_behind();
     return check_exit_code("test_merge_engine");
 }

@@ -287,7 +287,9 @@ static void test_fast_forward(void)
     CHECK_STR(main_after, feature);
     CHECK(s_progress_has("ff-1", "fetching"));
     CHECK(s_progress_has("ff-1", "pushing"));
-    CHECK(s_user_clean(head));
+    /* The user's clone is clean on main: it is fast-forwarded with the merge. */
+    CHECK_STR(s_result_str(end, "local_target"), "checkout_updated");
+    CHECK(s_user_clean(main_after));
     CHECK_INT(s_history_lines("ff-1"), 1);
 
     /* Submitting the same merge again under a new id: already merged, nothing pushed. */
@@ -297,6 +299,52 @@ static void test_fast_forward(void)
     CHECK_STR(s_result_str(end, "strategy"), "up-to-date");
     CHECK(json_is_false(json_object_get(json_object_get(end, "result"), "pushed")));
     CHECK_INT(s_history_lines(NULL), 3); /* ff-0, ff-1, ff-2 */
+    s_teardown();
+}
+
+/* [merge] push = false (as with no remote): the merge lands on the local main, and the
+ * user's clean checkout of it moves with it; with uncommitted changes in that checkout the
+ * merge fails at once and nothing moves. The remote is never touched. */
+static void test_local_target(void)
+{
+    s_setup("merge-svc-local", "[merge]\npush = false\n");
+    testgit_run(s_repos.user, "checkout", "-q", "-b", "feature/local", NULL);
+    testgit_commit(s_repos.user, "d.c", "int d;\n", "local work");
+    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    char head[41], remote_before[41], remote_after[41], feature[41];
+    testgit_rev(s_repos.user, "HEAD", head);
+    testgit_rev(s_repos.user, "feature/local", feature);
+    s_remote_main(remote_before);
+    char path[700];
+    snprintf(path, sizeof path, "%s/c.txt", s_repos.user);
+    testenv_write_file(path, "an edit of my own\n");
+    s_start_merge("merge-1");
+
+    s_submit("local-1", "feature/local", s_group(), 0, NULL);
+    json_t *end = s_wait_end("local-1", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    CHECK(strstr(harness_field(end, "error"), "your checkout of main at") != NULL &&
+          strstr(harness_field(end, "error"), "has uncommitted changes (c.txt)") != NULL);
+    char now[41];
+    testgit_rev(s_repos.user, "main", now);
+    CHECK_STR(now, head);
+
+    testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL);
+    s_submit("local-2", "feature/local", s_group(), 0, NULL);
+    end = s_wait_end("local-2", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
+    CHECK_STR(s_result_str(end, "MERGE_RESULT"), "SUCCESS");
+    CHECK_STR(s_result_str(end, "local_target"), "checkout_updated");
+    CHECK(!s_progress_has("local-2", "fetching"));
+    testgit_rev(s_repos.user, "main", now);
+    CHECK_STR(now, feature);
+    s_remote_main(remote_after);
+    CHECK_STR(remote_after, remote_before);
+    snprintf(path, sizeof path, "%s/d.c", s_repos.user);
+    char *d = testenv_read_file(path);
+    CHECK(d != NULL && strcmp(d, "int d;\n") == 0);
+    free(d);
+    CHECK(s_user_clean(feature));
     s_teardown();
 }
 
@@ -334,7 +382,7 @@ static void test_conflict_resolved(void)
     CHECK_INT(s_remote_merges(), 1);
     testgit_run(s_repos.remote, "show", "refs/heads/main:a.c", NULL);
     CHECK(strstr(testgit_out(), "return 20;") != NULL && strstr(testgit_out(), "<<<<<<<") == NULL);
-    CHECK(s_user_clean(head));
+    CHECK(s_user_clean(after));
 
     /* The agent ran in the fixed workdir with the worktree granted and named. */
     char *log = s_fake_log();
@@ -573,7 +621,9 @@ static void test_serialised_by_group(void)
                           "refs/heads/main", NULL),
               0);
     CHECK_INT(s_remote_merges(), 2);
-    CHECK(s_user_clean(head));
+    char main_after[41];
+    s_remote_main(main_after);
+    CHECK(s_user_clean(main_after));
     CHECK_INT(s_history_lines(NULL), 2);
     s_teardown();
 }
@@ -611,7 +661,9 @@ static void test_killed_mid_merge(void)
     CHECK_INT(s_remote_merges(), 1);
     testgit_run(s_repos.remote, "show", "refs/heads/main:a.c", NULL);
     CHECK(strstr(testgit_out(), "return 20;") != NULL);
-    CHECK(s_user_clean(head));
+    char main_after[41];
+    s_remote_main(main_after);
+    CHECK(s_user_clean(main_after));
     s_teardown();
 }
 
@@ -636,6 +688,70 @@ static int s_pan(const char *first, ...)
     va_end(args);
     argv[argc] = NULL;
     return testenv_run(s_h->env, argv, s_pan_out, sizeof s_pan_out, 20000);
+}
+
+/* True when task `id` said it is in phase `text` (a task.progress of kind "phase"). */
+static bool s_phase_said(const char *id, const char *text)
+{
+    for (int i = 0; (i = harness_find(s_h, i, "task.progress", id)) >= 0; i++)
+        if (strcmp(harness_field(s_h->events[i], "kind"), "phase") == 0 &&
+            strcmp(harness_field(s_h->events[i], "text"), text) == 0)
+            return true;
+    return false;
+}
+
+/* A merge resolving conflicts shows that phase in pan status, pan specialists list and pan
+ * task show; a reset of the busy merge-agent is refused, and with --force cancels the task
+ * (saying why) and then resets the session; waking a specialist no worker serves says so. */
+static void test_conflict_phase_and_reset(void)
+{
+    s_setup("merge-svc-phase", NULL);
+    s_actions("sleep 20000\nresolve-all theirs\nsay MERGE_RESULT: SUCCESS");
+    testgit_push_branch(s_repos.user, "feature/x", "a.c", s_conflict_feature);
+    testgit_push_main(s_repos.dev, "a.c", s_conflict_main);
+    s_start_merge("merge-1");
+    s_submit("phase-1", "feature/x", s_group(), 60, "PAN-5");
+    for (int waited = 0;
+         waited < 20000 && !s_phase_said("phase-1", "resolving conflicts in 1 file"); waited += 20)
+        harness_pump(s_h, 20);
+    CHECK(s_phase_said("phase-1", "merging 'feature/x' into 'main'"));
+    CHECK(s_phase_said("phase-1", "resolving conflicts in 1 file"));
+
+    CHECK_INT(s_pan("status", NULL), 0);
+    CHECK(strstr(s_pan_out, "merge-agent: resolving conflicts in 1 file (task phase-1)") != NULL);
+    CHECK_INT(s_pan("specialists", "list", NULL), 0);
+    CHECK(strstr(s_pan_out, "Now: resolving conflicts in 1 file (task phase-1)") != NULL);
+    CHECK_INT(s_pan("task", "show", "phase-1", NULL), 0);
+    CHECK(strstr(s_pan_out, "Phase:       resolving conflicts in 1 file") != NULL);
+    if (strstr(s_pan_out, "Phase:") == NULL)
+        fprintf(stderr, "pan task show:\n%s\n", s_pan_out);
+
+    /* The agent's session is in use: a plain reset is refused and changes nothing. */
+    char session[700];
+    snprintf(session, sizeof session, "%s/specialists/merge-agent.session", s_h->env->home);
+    CHECK(access(session, F_OK) == 0);
+    CHECK_INT(s_pan("specialists", "reset", "merge-agent", NULL), 1);
+    CHECK(strstr(s_pan_out, "merge-agent is running task phase-1") != NULL);
+    CHECK(access(session, F_OK) == 0);
+    /* --force: the task is cancelled with the reason, then the session goes. */
+    CHECK_INT(s_pan("specialists", "reset", "merge-agent", "--force", NULL), 0);
+    CHECK(strstr(s_pan_out, "merge-agent: cancelled its running task phase-1") != NULL);
+    CHECK(strstr(s_pan_out, "has been reset") != NULL);
+    CHECK(access(session, F_OK) != 0);
+    json_t *cancelled = harness_wait(s_h, "task.cancelled", "phase-1", 5000);
+    CHECK(cancelled != NULL &&
+          strstr(harness_field(cancelled, "error"),
+                 "cancelled by a user: pan specialists reset --force") != NULL);
+    CHECK_INT(s_pan("task", "show", "phase-1", NULL), 0);
+    CHECK(strstr(s_pan_out, "Phase:") == NULL);
+
+    /* No test-agent worker: wake queues, and says nothing will take it yet. */
+    CHECK_INT(s_pan("specialists", "wake", "test-agent", "--workspace", s_repos.user, "--task",
+                    "run the suite", NULL),
+              0);
+    CHECK(strstr(s_pan_out, "no test-agent worker is running") != NULL);
+    CHECK(strstr(s_pan_out, "woken up successfully") == NULL);
+    s_teardown();
 }
 
 /* Submits a review-agent task for `issue` and waits until it is done. */
@@ -948,6 +1064,8 @@ int main(int argc, char **argv)
         void (*run)(void);
     } scenarios[] = {
         {"fast_forward", test_fast_forward},
+        {"local_target", test_local_target},
+        {"conflict_phase_and_reset", test_conflict_phase_and_reset},
         {"conflict_resolved", test_conflict_resolved},
         {"conflict_unresolved", test_conflict_unresolved},
         {"tests_fail", test_tests_fail},

@@ -129,10 +129,13 @@ static void test_queue_order(testenv_t *env)
 
 static void test_wake(testenv_t *env)
 {
-    CHECK_INT(harness_pan(env, s_out, "specialists", "wake", "review-agent", "--task",
-                          "look at the auth module", "--workspace", env->dir, NULL),
+    /* No review-agent worker runs here: queued, and said that nothing wakes up. */
+    CHECK_INT(harness_pan_all(env, s_out, "specialists", "wake", "review-agent", "--task",
+                              "look at the auth module", "--workspace", env->dir, NULL),
               0);
-    CHECK(strstr(s_out, "✓ Specialist review-agent woken up successfully") != NULL);
+    CHECK(strstr(s_out, "Queued urgent task") != NULL);
+    CHECK(strstr(s_out, "no review-agent worker is running, so nothing wakes up") != NULL);
+    CHECK(strstr(s_out, "woken up successfully") == NULL);
     CHECK_INT(harness_pan(env, s_out, "specialists", "queue", "review-agent", "--json", NULL), 0);
     json_t *queue = harness_json(s_out);
     json_t *items = json_object_get(queue, "items");

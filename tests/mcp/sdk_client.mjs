@@ -27,8 +27,9 @@ await client.ping();
 
 const listed = await client.listTools();
 report.tools = listed.tools.map((t) => t.name).sort();
-assert.deepEqual(report.tools, ['apply_patch', 'handoff_to', 'list_tasks', 'recent_events',
-  'request_merge', 'request_review', 'run_tests', 'submit_task', 'task_status', 'wait_task']);
+assert.deepEqual(report.tools, ['apply_patch', 'cancel_task', 'handoff_to', 'list_tasks',
+  'recent_events', 'request_merge', 'request_review', 'retry_task', 'run_tests', 'submit_task',
+  'task_status', 'wait_task']);
 for (const tool of listed.tools) {
   assert.equal(tool.inputSchema.type, 'object', `${tool.name} has an object schema`);
   assert.ok(tool.description.length > 20, `${tool.name} says what it does`);
@@ -67,12 +68,15 @@ assert.equal(tests.structuredContent.verdict, 'passed');
 
 const listing = await call('list_tasks', { issue: 'MCP-1' });
 assert.deepEqual(listing.structuredContent.tasks.map((t) => t.id), [reviewId]);
+// The data is in the text too, for a client that reads only the text.
+assert.deepEqual(JSON.parse(listing.content[0].text.split('\n')[1]).map((t) => t.id), [reviewId]);
 const done = await call('list_tasks', { state: 'done', limit: 5 });
 assert.ok(done.structuredContent.tasks.length >= 2);
 
 const events = await call('recent_events', { task: reviewId });
 const names = events.structuredContent.events.map((e) => e.event);
 assert.ok(names.includes('task.queued') && names.includes('task.done'), names.join(' '));
+assert.deepEqual(JSON.parse(events.content[0].text.split('\n')[1]).map((e) => e.event), names);
 
 // The merge of the reviewed issue: the gate is open, so it is queued.
 const merge = await call('request_merge', { review: 'MCP-1' });

@@ -115,11 +115,12 @@ function renderSpecialists(specialists, running) {
   const rows = (specialists || []).map((s) => {
     const task = running.find((t) => t.specialist === s.name);
     const busy = (s.running || 0) > 0;
-    const status = busy ? "busy" : (s.workers || 0) > 0 ? "idle" : "offline";
+    const phase = (s.phases || [])[0];
+    const status = busy ? (phase ? "busy: " + phase.phase : "busy") : (s.workers || 0) > 0 ? "idle" : "offline";
     const session = s.session;
     return el("tr", task ? { "data-task": task.id } : {},
       el("td", {}, s.name),
-      el("td", { class: "state-" + status }, status),
+      el("td", { class: "state-" + (busy ? "busy" : status) }, status),
       el("td", {}, s.workers || 0),
       el("td", {}, s.queued || 0),
       el("td", {}, s.running || 0),
@@ -277,6 +278,16 @@ async function showTask(id) {
     el("p", {}, task.title || ""),
   ];
   if (task.error) parts.push(el("p", { class: "result refused" }, task.error));
+  const handoff = (task.payload || {}).handoff;
+  if (handoff && typeof handoff === "object") {
+    parts.push(el("p", { class: "handoff" }, "Handed off from " + (handoff.from || "an agent") +
+      (handoff.from_task ? " (task " + handoff.from_task + ")" : "") + (handoff.reason ? ": " + handoff.reason : "")));
+    if (handoff.context) parts.push(el("pre", {}, handoff.context));
+  }
+  for (const to of Array.isArray(result.handoffs) ? result.handoffs : []) {
+    parts.push(el("p", { class: "handoff" }, "Handed off to " + (to.specialist || "?") + " as task " + (to.id || "?") +
+      (to.reason ? ": " + to.reason : "")));
+  }
   if (Array.isArray(result.FINDINGS) && result.FINDINGS.length) parts.push(el("h3", {}, "Findings"), findingsTable(result.FINDINGS));
   if (result.GATE) parts.push(el("p", {}, "Gate: ", el("b", {}, result.GATE), result.REVIEW_RESULT ? " (" + result.REVIEW_RESULT + ")" : ""));
   for (const key of ["TEST_RESULT", "TESTS", "MERGE_RESULT"]) if (result[key]) parts.push(el("p", {}, key + ": ", el("b", {}, String(result[key]))));

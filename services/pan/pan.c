@@ -109,6 +109,11 @@ bool pan_parse_int(const char *text, int64_t min, int64_t max, int64_t *out)
     return true;
 }
 
+const char *pan_plural(int64_t n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
 void pan_format_age(char *buf, size_t size, int64_t age_ms)
 {
     int64_t minutes = age_ms / 60000;

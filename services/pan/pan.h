@@ -63,9 +63,21 @@ void pan_print_escaped(const char *text);
 /* Prints a task's result or payload for a person, each line starting with `indent`:
  * FINDINGS as a table (severity, file:line, message, whether it blocks the gate), arrays of
  * strings (FAILURES, filesChanged, RESOLVED_FILES) one item a line, multi-line strings
- * (output_tail, NOTES) as an indented block, other values as `KEY: value` (objects as
- * compact JSON). Every text is escaped as pan_print_escaped() does. */
+ * (output_tail, NOTES) as an indented block, objects and other arrays as their fields
+ * (items [1], [2], ...) indented one level more, other values as `KEY: value` (costs in
+ * dollars to the cent, other reals to two places, yes/no, none). Every text is escaped as
+ * pan_print_escaped() does. */
 void pan_print_fields(const json_t *object, const char *indent);
+
+/* `one` when n is 1, else `many` ("task" / "tasks", or "" / "s" after a word). */
+const char *pan_plural(int64_t n, const char *one, const char *many);
+
+/* Prints the line a task's view leads with: its verdict in words and what to do next --
+ * "gate blocked by 1 error — fix src/a.c:12, then `pan submit review-agent ...`", "gate
+ * open — run `pan approve PAN-42`", "tests failed: 2 failing tests (...)", "merged feat
+ * into main as 1a2b3c4d5e6f", "failed: <error> — `pan retry ID` runs it again", or for a
+ * task that has not ended, where it is. Untrusted text escaped as pan_print_escaped(). */
+void pan_print_verdict(const json_t *task);
 
 /* Parses a whole decimal integer in [min, max] from `text`; returns false otherwise. */
 bool pan_parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
@@ -90,6 +102,13 @@ int pan_absolute_path(const char *path, char *out, size_t size);
  * name), at (UTC ISO 8601), reason, review (when given)}. New object (caller owns), or NULL
  * when memory runs out. */
 json_t *pan_override_new(const char *reason, const char *review);
+
+/* Resolves `text`, a whole task id or a unique prefix of one (as git, docker and gh
+ * accept), into out (`size` bytes). A whole id that exists is itself, even when it starts
+ * another id too. Returns PAN_EXIT_OK; PAN_EXIT_USAGE when the prefix is ambiguous (the
+ * candidates listed on stderr); PAN_EXIT_ERROR when no task matches; PAN_EXIT_UNREACHABLE
+ * when the broker does not answer -- each after printing why. */
+int pan_task_id_resolve(const pan_t *pan, const char *text, char *out, size_t size);
 
 /* Prints `command`'s help (usage and every option) on stdout; false when there is none. */
 bool pan_help(const char *command);

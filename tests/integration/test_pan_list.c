@@ -104,10 +104,10 @@ int main(void)
     CHECK_INT(harness_pan_all(h->env, s_out, "dead", "--state", "done", NULL), 2);
     /* pan status: failed and dead beside done, the counters labelled as since the start. */
     CHECK_INT(harness_pan_all(h->env, s_out, "status", NULL), 0);
-    CHECK(strstr(s_out, "Since the broker started: done 3, failed 0, died 2\n") != NULL);
     if (strstr(s_out, "submitted 6,") == NULL)
         fprintf(stderr, "%s\n", s_out);
     CHECK(strstr(s_out, "Since the broker started: submitted 6, completed ") != NULL);
+    CHECK(strstr(s_out, " (done 3, failed 0, died 2), ") != NULL);
     CHECK_INT(harness_pan_all(h->env, s_out, "retry", "--all-dead", "--specialist", "echo-agent", NULL), 0);
     CHECK(strstr(s_out, "Requeued 0 dead tasks") != NULL);
     CHECK_INT(harness_pan_all(h->env, s_out, "retry", "--specialist", "broken-agent", "--all-dead", "--json", NULL), 0);

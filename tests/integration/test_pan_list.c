@@ -45,7 +45,7 @@ int main(void)
         CHECK(kill(worker, SIGKILL) == 0);
         CHECK(harness_wait(h, "task.dead", bad[i], 10000) != NULL);
     }
-    CHECK_INT(harness_pan_all(h->env, s_out, "submit", "review-agent", "--id", "waiting-1", "--issue", "ISS-7", "--title",
+    CHECK_INT(harness_pan_all(h->env, s_out, "submit", "review-agent", "--workspace", h->env->dir, "--id", "waiting-1", "--issue", "ISS-7", "--title",
                     "two\nlines <b>", NULL),
               0);
 
@@ -131,7 +131,7 @@ int main(void)
                                {"q-3", "test-agent", "high"},    {"q-4", "test-agent", "low"},
                                {"q-5", "review-agent", "normal"}};
     for (size_t i = 0; i < sizeof queued / sizeof queued[0]; i++) {
-        CHECK_INT(harness_pan_all(h->env, s_out, "submit", queued[i][1], "--id", queued[i][0],
+        CHECK_INT(harness_pan_all(h->env, s_out, "submit", queued[i][1], "--workspace", h->env->dir, "--id", queued[i][0],
                                   "--priority", queued[i][2], "--issue", "ISS-Q", NULL),
                   0);
         testenv_sleep_ms(5); /* a distinct creation time each */

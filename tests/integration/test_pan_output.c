@@ -39,7 +39,7 @@ static bool s_late_agent_accepted(void *arg)
 
 static void test_specialist_names(testenv_t *env)
 {
-    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--id", "n-builtin", NULL), 0);
+    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--workspace", env->dir, "--id", "n-builtin", NULL), 0);
     CHECK_INT(harness_pan(env, s_out, "submit", "docs-agent", "--id", "n-declared", NULL), 0);
     CHECK_INT(harness_pan_all(env, s_out, "submit", "nobody-agent", "--id", "n-unknown", NULL), 1);
     CHECK(strstr(s_out, "unknown specialist 'nobody-agent'") != NULL);

@@ -2,7 +2,8 @@
  * `pan task list` and taken back as a unique prefix (an ambiguous one refused with the
  * candidates, exit 2); `pan task show` and `pan task wait` lead with the verdict and what
  * to do next, then the result as indented fields with costs rounded; `pan status` says
- * each thing once. The results come from a worker played by the test (fakeworker). */
+ * each thing once; a review or test submit without --workspace takes the repository pan
+ * runs in or is refused, and a submit no connected worker can take says so. The results come from a worker played by the test (fakeworker). */
 #include "pan_harness.h"
 
 #include "fakeworker.h"
@@ -10,7 +11,7 @@
 
 static char s_out[PAN_OUT_SIZE];
 
-/* Runs `sh -c script` with pan's path as $0; stdout and stderr into s_out. */
+/* Runs `sh -c script` with pan's path as $0; its stdout into s_out. */
 static int s_shell(testenv_t *env, const char *script)
 {
     char *argv[] = {"/bin/sh", "-c", (char *)script, (char *)testenv_bin("pan"), NULL};
@@ -72,9 +73,10 @@ static void test_ids(testenv_t *env)
 static void s_run(testenv_t *env, fakeworker_t *worker, const char *specialist, const char *id,
                   const char *result, int expected_exit)
 {
-    CHECK_INT(harness_pan(env, s_out, "submit", specialist, "--id", id, "--issue", "PAN-42",
-                          "--workspace", env->dir, NULL),
+    CHECK_INT(harness_pan_all(env, s_out, "submit", specialist, "--id", id, "--issue", "PAN-42",
+                              "--workspace", env->dir, NULL),
               0);
+    CHECK(strstr(s_out, "worker is connected") == NULL); /* one is */
     wire_msg_t *task = fakeworker_expect(worker, MSG_TASK, 5000, NULL, 0);
     CHECK(task != NULL);
     int attempt = (int)wire_msg_int(task, FIELD_ATTEMPT, 1);
@@ -164,6 +166,33 @@ static void test_status_once(testenv_t *env)
     CHECK(strstr(s_out, "Since the broker started: submitted ") != NULL);
 }
 
+/* A review or test without --workspace works on the repository pan runs in, or is refused
+ * outside one; a submit nobody can take yet says so. */
+static void test_submit_checks(testenv_t *env)
+{
+    char script[1200];
+    snprintf(script, sizeof script,
+             "cd '%s' && exec \"$0\" submit test-agent --id ws-none 2>&1", env->dir);
+    CHECK_INT(s_shell(env, script), 2);
+    CHECK(strstr(s_out, "a test-agent task needs a repository: give --workspace DIR") != NULL);
+
+    snprintf(script, sizeof script,
+             "cd '%s' && git init -q repo && mkdir repo/sub && cd repo/sub && "
+             "exec \"$0\" submit review-agent --id ws-default --json 2>&1",
+             env->dir);
+    CHECK_INT(s_shell(env, script), 0);
+    char repo[600];
+    snprintf(repo, sizeof repo, "pan: --workspace %s/repo (the repository here)\n", env->dir);
+    CHECK(strstr(s_out, repo) != NULL);
+    CHECK(strstr(s_out, "pan: queued; no review-agent worker is connected") != NULL);
+    CHECK_INT(harness_pan(env, s_out, "task", "show", "ws-default", "--json", NULL), 0);
+    json_t *task = harness_json(s_out);
+    snprintf(repo, sizeof repo, "%s/repo", env->dir);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(task, "payload"), "workspace")),
+              repo);
+    json_decref(task);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("pan-readable");
@@ -173,11 +202,11 @@ int main(void)
     snprintf(config, sizeof config, "%s/cloister.toml", env->home);
     CHECK(testenv_write_file(config, "[specialists.docs-agent]\nenabled = true\n"
                                      "[security]\nrequire_review = false\n") == 0);
-    (void)s_shell;
     if (harness_start_broker(env) > 0) {
         test_ids(env);
         test_verdicts(env);
         test_status_once(env);
+        test_submit_checks(env);
     } else {
         CHECK(!"broker started");
     }

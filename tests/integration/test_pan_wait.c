@@ -55,7 +55,7 @@ int main(void)
     json_decref(task);
 
     /* Nobody takes it: the wait times out. */
-    CHECK_INT(s_pan(h, "submit", "review-agent", "--id", "wait-3", NULL), 0); /* no worker */
+    CHECK_INT(s_pan(h, "submit", "review-agent", "--workspace", h->env->dir, "--id", "wait-3", NULL), 0); /* no worker */
     CHECK_INT(s_pan(h, "task", "wait", "wait-3", "--timeout", "1", NULL), 4);
     CHECK(strstr(s_out, "1 of 1 task still running after 1 s") != NULL);
 

@@ -185,7 +185,7 @@ int cmd_events(const pan_t *pan, int argc, char **argv)
         if (found < 0)
             return pan_usage(usage, "%s needs a value", argv[i]);
         if (found == 0)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
     }
     int64_t since = 0;
     if (since_text != NULL && !pan_parse_int(since_text, 0, INT64_MAX, &since))

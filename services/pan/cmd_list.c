@@ -72,7 +72,7 @@ static int s_parse(int argc, char **argv, const char *usage, const char *const *
                 return pan_usage(usage, "%s needs a value", options[k].name);
         }
         if (found == 0)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
     }
     return PAN_EXIT_OK;
 }

@@ -134,13 +134,13 @@ int cmd_prompt(const pan_t *pan, int argc, char **argv)
         else if (is_reviewer > 0)
             reviewer = value;
         else if (argv[i][0] == '-')
-            return pan_usage(s_usage, "unknown option '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
         else if (specialist == NULL)
             specialist = argv[i];
         else if (id == NULL)
             id = argv[i];
         else
-            return pan_usage(s_usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
     }
     if (specialist == NULL || id == NULL)
         return pan_usage(s_usage, "which specialist and task id?");

@@ -83,9 +83,9 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
         if (found)
             continue;
         if (argv[i][0] == '-')
-            return pan_usage(s_usage, "unknown option '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
         if (args->specialist != NULL)
-            return pan_usage(s_usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
         args->specialist = argv[i];
     }
     if (args->specialist == NULL)

@@ -20,9 +20,9 @@ static int s_parse_id(const pan_t *pan, int argc, char **argv, const char *usage
         if (json != NULL && strcmp(argv[i], "--json") == 0)
             *json = true;
         else if (argv[i][0] == '-')
-            return pan_usage(usage, "unknown option '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
         else if (given != NULL)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
         else
             given = argv[i];
     }
@@ -119,7 +119,7 @@ static int s_wait(const pan_t *pan, int argc, char **argv)
         else if (strcmp(argv[i], "--chain") == 0)
             options.chain = true;
         else if (argv[i][0] == '-')
-            return pan_usage(usage, "unknown option '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
         else if (n < 64)
             ids[n++] = argv[i];
         else
@@ -185,8 +185,9 @@ int cmd_task(const pan_t *pan, int argc, char **argv)
         return s_wait(pan, argc - 1, argv + 1);
     if (strcmp(argv[0], "fence") == 0)
         return s_fence(pan, argc - 1, argv + 1, usage);
+    static const char *const commands[] = {"list", "show", "wait", "fence", NULL};
     if (strcmp(argv[0], "show") != 0)
-        return pan_usage(usage, "unknown task command '%s'", argv[0]);
+        return pan_usage_unknown_command(usage, "task ", argv[0], commands);
     char id[256];
     bool json = false;
     int code = s_parse_id(pan, argc - 1, argv + 1, usage, id, sizeof id, &json);
@@ -315,7 +316,7 @@ int cmd_status(const pan_t *pan, int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
     }
     wire_writer_t *writer = wire_writer_new();
     wire_writer_start(writer, MSG_STATS);
@@ -349,7 +350,7 @@ int cmd_reload(const pan_t *pan, int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
     }
     wire_writer_t *writer = wire_writer_new();
     wire_writer_start(writer, MSG_RELOAD);

@@ -44,6 +44,21 @@ int pan_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* Prints `pan: <message>` and `usage: <usage>` on stderr; returns PAN_EXIT_USAGE. */
 int pan_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The candidate (NULL-terminated list) `word` most likely misspells -- a start of it, or
+ * one or two edits away (swapped neighbours count one) -- or NULL when none is near. */
+const char *pan_suggest(const char *word, const char *const *candidates);
+
+/* A usage error for an argument no option matched: "unknown option '--stat'; did you mean
+ * --state?" (the candidates are the options `usage` names), or for a word that is no
+ * option "unexpected argument 'x'". Returns PAN_EXIT_USAGE. */
+int pan_usage_unknown(const char *usage, const char *arg);
+
+/* A usage error for a word that is none of `commands` (NULL-terminated): "unknown
+ * <what>command 'stauts'; did you mean 'status'?" (`what`: "" or e.g. "task "). Returns
+ * PAN_EXIT_USAGE. */
+int pan_usage_unknown_command(const char *usage, const char *what, const char *word,
+                              const char *const *commands);
+
 /* Matches argv[*i] against the option `name` taking a value, written `name VALUE` or
  * `name=VALUE`. Returns 1 and sets *value (borrowed from argv; *i moves past the value),
  * 0 when argv[*i] is another argument, or -1 when the value is missing. */

@@ -3,7 +3,8 @@
  * candidates, exit 2); `pan task show` and `pan task wait` lead with the verdict and what
  * to do next, then the result as indented fields with costs rounded; `pan status` says
  * each thing once; a review or test submit without --workspace takes the repository pan
- * runs in or is refused, and a submit no connected worker can take says so. The results come from a worker played by the test (fakeworker). */
+ * runs in or is refused, and a submit no connected worker can take says so; misspelt
+ * commands and options get a "did you mean". The results come from a worker played by the test (fakeworker). */
 #include "pan_harness.h"
 
 #include "fakeworker.h"
@@ -193,6 +194,26 @@ static void test_submit_checks(testenv_t *env)
     json_decref(task);
 }
 
+/* Misspelt commands, subcommands and options get a suggestion; usage errors exit 2. */
+static void test_did_you_mean(testenv_t *env)
+{
+    CHECK_INT(harness_pan_all(env, s_out, "stauts", NULL), 2);
+    CHECK(strncmp(s_out, "pan: unknown command 'stauts'; did you mean 'status'?\n", 53) == 0);
+    CHECK_INT(harness_pan_all(env, s_out, "task", "lsit", NULL), 2);
+    CHECK(strstr(s_out, "pan: unknown task command 'lsit'; did you mean 'list'?\n") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "specialists", "wkae", "x", NULL), 2);
+    CHECK(strstr(s_out, "did you mean 'wake'?\n") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "task", "list", "--stat", "queued", NULL), 2);
+    CHECK(strstr(s_out, "pan: unknown option '--stat'; did you mean --state?\n") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "submit", "test-agent", "--prioirty=high", NULL), 2);
+    CHECK(strstr(s_out, "unknown option '--prioirty=high'; did you mean --priority?\n") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "events", "--folow", NULL), 2);
+    CHECK(strstr(s_out, "did you mean --follow?\n") != NULL);
+    /* Nothing near: no guess. */
+    CHECK_INT(harness_pan_all(env, s_out, "task", "list", "--zebra", NULL), 2);
+    CHECK(strstr(s_out, "pan: unknown option '--zebra'\n") != NULL);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("pan-readable");
@@ -207,6 +228,7 @@ int main(void)
         test_verdicts(env);
         test_status_once(env);
         test_submit_checks(env);
+        test_did_you_mean(env);
     } else {
         CHECK(!"broker started");
     }

@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PAN_EXIT_OK 0
 #define PAN_EXIT_ERROR 1
@@ -74,6 +75,9 @@ int pan_print_json(const json_t *value);
  * characters (C0, DEL, and C1 such as the CSI U+009B) and bytes that are not UTF-8 as \xNN
  * or \u00NN; other characters as they are. */
 void pan_print_escaped(const char *text);
+
+/* pan_print_escaped() to `out`. */
+void pan_fprint_escaped(FILE *out, const char *text);
 
 /* Prints a task's result or payload for a person, each line starting with `indent`:
  * FINDINGS as a table (severity, file:line, message, whether it blocks the gate), arrays of

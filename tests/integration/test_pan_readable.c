@@ -4,7 +4,8 @@
  * to do next, then the result as indented fields with costs rounded; `pan status` says
  * each thing once; a review or test submit without --workspace takes the repository pan
  * runs in or is refused, and a submit no connected worker can take says so; misspelt
- * commands and options get a "did you mean". The results come from a worker played by the test (fakeworker). */
+ * commands and options get a "did you mean"; `pan events` follows from now unless given
+ * --since, one line an event under the terminal's width. The results come from a worker played by the test (fakeworker). */
 #include "pan_harness.h"
 
 #include "fakeworker.h"
@@ -214,6 +215,50 @@ static void test_did_you_mean(testenv_t *env)
     CHECK(strstr(s_out, "pan: unknown option '--zebra'\n") != NULL);
 }
 
+/* The characters (UTF-8 code points) of the longest line of s_out. */
+static size_t s_widest_line(void)
+{
+    size_t widest = 0, chars = 0;
+    for (const unsigned char *c = (const unsigned char *)s_out; *c; c++) {
+        if (*c == '\n') {
+            widest = chars > widest ? chars : widest;
+            chars = 0;
+        } else if ((*c & 0xC0) != 0x80) {
+            chars++;
+        }
+    }
+    return chars > widest ? chars : widest;
+}
+
+/* `pan events` without --since follows from now; a line an event, under the terminal's
+ * width, the verdict instead of the result (which -v adds). */
+static void test_events(testenv_t *env)
+{
+    char script[1200];
+    snprintf(script, sizeof script,
+             "\"$0\" events --topic task.queued/docs-agent --limit 1 > '%s/now.txt' & "
+             "sleep 1; \"$0\" submit docs-agent --id ev-now >/dev/null; wait",
+             env->dir);
+    CHECK_INT(s_shell(env, script), 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/now.txt", env->dir);
+    char *now = testenv_read_file(path);
+    CHECK(now != NULL && strstr(now, " ev-now") != NULL && strstr(now, "pfx-") == NULL);
+    free(now);
+
+    CHECK_INT(s_shell(env, "COLUMNS=60 exec \"$0\" events --since 0 --topic task.queued/"), 0);
+    CHECK(s_widest_line() <= 60);
+    CHECK(strstr(s_out, "…\n") != NULL);
+    CHECK_INT(harness_pan(env, s_out, "events", "--since", "0", "--task", "v-blocked", "--topic",
+                          "task.done/", NULL),
+              0);
+    CHECK(strstr(s_out, " verdict=gate_blocked") != NULL && strstr(s_out, "result=") == NULL);
+    CHECK_INT(harness_pan(env, s_out, "events", "--since", "0", "--task", "v-blocked", "--topic",
+                          "task.done/", "-v", NULL),
+              0);
+    CHECK(strstr(s_out, " result={") != NULL);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("pan-readable");
@@ -229,6 +274,7 @@ int main(void)
         test_status_once(env);
         test_submit_checks(env);
         test_did_you_mean(env);
+        test_events(env);
     } else {
         CHECK(!"broker started");
     }

@@ -28,7 +28,7 @@ static const char *const s_usage =
     "  specialists reset <name>|--all [--force]\n"
     "  specialists alive <worker-id>\n"
     "  events [--since SEQ] [--follow] [--topic PREFIX] [--task ID] [--issue I]\n"
-    "         [--specialist S] [--limit N] [--json]   (--follow starts now; --since 0 replays)\n"
+    "         [--specialist S] [--limit N] [--json] [-v]   (from now on; --since 0 replays)\n"
     "  task list [--state S] [--specialist S] [--issue I] [--since DURATION] [--limit N]\n"
     "            [--before ID] [--json]   (newest first; S: queued running done failed dead\n"
     "            cancelled; DURATION: 90s 15m 2h 7d)\n"
@@ -54,7 +54,8 @@ static const char *const s_usage =
     "Exit codes: 0 ok, 1 refused or failed, 2 usage, 3 the broker did not answer; waits\n"
     "(submit --wait, task wait) exit with the verdict: 0 passed / gate open / merged,\n"
     "1 task failed or dead, 4 timeout, 5 tests failed, 6 gate blocked, 7 merge failed.\n"
-    "`pan <command> --help` explains every option of a command.\n";
+    "A task <id> may be any unique start of one. `pan <command> --help` explains every\n"
+    "option of a command.\n";
 
 /* Removes the global options from argv (wherever they are) into *pan. Returns the new
  * argc, or -1 after printing a usage error. */

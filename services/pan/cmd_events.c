@@ -28,10 +28,10 @@ static void s_on_signal(int signal_number)
 
 typedef struct {
     bool json;
-    bool verbose; /* the whole line, with the result */
-    int width;    /* cut lines to this many characters (0: never) */
+    bool verbose;                          /* the whole line, with the result */
+    int width;                             /* cut lines to this many characters (0: never) */
     const char *task, *issue, *specialist; /* filters (NULL: any) */
-    int64_t limit; /* 0: no limit */
+    int64_t limit;                         /* 0: no limit */
     int64_t printed;
     int64_t failed_seq; /* the event that could not be written as JSON, or 0 */
 } events_out_t;
@@ -84,8 +84,7 @@ static void s_put_cut(const char *line, size_t len, int width)
  * NULL for other events. */
 static const char *s_event_verdict(const wire_msg_t *event)
 {
-    static const char *const ends[] = {"task.done", "task.failed", "task.dead",
-                                       "task.cancelled"};
+    static const char *const ends[] = {"task.done", "task.failed", "task.dead", "task.cancelled"};
     const char *name = wire_msg_str(event, FIELD_EVENT, "");
     bool ended = false;
     for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)

@@ -199,9 +199,9 @@ int main(int argc, char **argv)
         code = cmd_doctor(&pan, argc - 1, argv + 1, config_error[0] ? config_error : NULL);
     else {
         static const char *const commands[] = {
-            "submit", "specialists", "events", "task",   "cancel", "dead",    "retry",
-            "top",    "status",      "reload", "tests",  "approve", "prompt", "keys",
-            "web",    "backup",      "restore", "doctor", "help",   "version", NULL};
+            "submit", "specialists", "events",  "task",   "cancel",  "dead",    "retry",
+            "top",    "status",      "reload",  "tests",  "approve", "prompt",  "keys",
+            "web",    "backup",      "restore", "doctor", "help",    "version", NULL};
         const char *near = pan_suggest(command, commands);
         if (near != NULL)
             fprintf(stderr, "pan: unknown command '%s'; did you mean '%s'?\n\n%s", command, near,

@@ -5,7 +5,8 @@
  * each thing once; a review or test submit without --workspace takes the repository pan
  * runs in or is refused, and a submit no connected worker can take says so; misspelt
  * commands and options get a "did you mean"; `pan events` follows from now unless given
- * --since, one line an event under the terminal's width. The results come from a worker played by the test (fakeworker). */
+ * --since, one line an event under the terminal's width. The results come from a worker played by
+ * the test (fakeworker). */
 #include "pan_harness.h"
 
 #include "fakeworker.h"
@@ -128,8 +129,8 @@ static void test_verdicts(testenv_t *env)
     CHECK(strstr(s_out, "{\"") == NULL); /* no escaped JSON */
     CHECK_STR(s_first_line(), expected + strlen("v-blocked: "));
 
-    s_run(env, review, "review-agent", "v-open", "{\"REVIEW_RESULT\": \"APPROVED\", \"GATE\": \"open\"}",
-          0);
+    s_run(env, review, "review-agent", "v-open",
+          "{\"REVIEW_RESULT\": \"APPROVED\", \"GATE\": \"open\"}", 0);
     CHECK_STR(s_first_line(), "v-open: gate open — run `pan approve PAN-42`");
     fakeworker_bye(review);
     fakeworker_destroy(&review);
@@ -173,8 +174,8 @@ static void test_status_once(testenv_t *env)
 static void test_submit_checks(testenv_t *env)
 {
     char script[1200];
-    snprintf(script, sizeof script,
-             "cd '%s' && exec \"$0\" submit test-agent --id ws-none 2>&1", env->dir);
+    snprintf(script, sizeof script, "cd '%s' && exec \"$0\" submit test-agent --id ws-none 2>&1",
+             env->dir);
     CHECK_INT(s_shell(env, script), 2);
     CHECK(strstr(s_out, "a test-agent task needs a repository: give --workspace DIR") != NULL);
 

@@ -35,6 +35,26 @@ int repository_root(const char *path, char *out, size_t size)
     return 0;
 }
 
+int repository_worktree(const char *path, char *out, size_t size)
+{
+    git_libgit2_init();
+    git_repository *repo = NULL;
+    int rc = 0;
+    if (git_repository_open_ext(&repo, path, 0, NULL) != 0 || git_repository_workdir(repo) == NULL) {
+        rc = failure_set(FAILURE_NOT_FOUND, "%s is not inside a git working tree", path);
+    } else {
+        char root[PATH_MAX];
+        snprintf(root, sizeof root, "%s", git_repository_workdir(repo));
+        size_t len = strlen(root);
+        while (len > 1 && root[len - 1] == '/')
+            root[--len] = '\0';
+        snprintf(out, size, "%s", root);
+    }
+    git_repository_free(repo);
+    git_libgit2_shutdown();
+    return rc;
+}
+
 int repository_merge_group(const char *path, const char *target, char *out, size_t size)
 {
     char root[PATH_MAX];

@@ -16,6 +16,11 @@
  * inside a git repository. */
 int repository_root(const char *path, char *out, size_t size);
 
+/* Writes the root of the working tree `path` is in into `out`: a linked worktree's own
+ * directory (where repository_root() names its main repository). Returns 0, or
+ * FAILURE_NOT_FOUND when `path` is in no working tree (not in a repository, or a bare one). */
+int repository_worktree(const char *path, char *out, size_t size);
+
 /* Writes "merge:<repository root of path>:<target>" into `out` (the group every merge of
  * that repository into `target` must carry). Returns as repository_root(). */
 int repository_merge_group(const char *path, const char *target, char *out, size_t size);

@@ -281,9 +281,9 @@ static int s_parse(int argc, char **argv, approve_args_t *args)
         if (flag != NULL)
             *flag = true;
         else if (argv[i][0] == '-')
-            return pan_usage(s_usage, "unknown option '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
         else if (args->what != NULL)
-            return pan_usage(s_usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
         else
             args->what = argv[i];
     }

@@ -49,7 +49,7 @@ static int s_arguments(int argc, char **argv, const char *usage, const char **fi
         if (found > 0)
             continue;
         if (*file != NULL || argv[i][0] == '-')
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
         *file = argv[i];
     }
     if (*file == NULL)

@@ -348,7 +348,7 @@ int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error
         else if (found == 0 && strcmp(argv[i], "--json") == 0)
             d.json = true;
         else if (found == 0)
-            return pan_usage(s_usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
     }
     git_libgit2_init();
     s_check_config(&d, config_error);

@@ -1,17 +1,22 @@
-/* pan events: the broker's stored events, then (with --follow) the live stream until
- * SIGINT or SIGTERM. --follow alone starts at the present (like tail -f); --since SEQ
- * (0: everything stored) replays first. --task, --issue, --specialist filter. The subscription is made before the replay and events are
- * deduplicated by seq (client_events_run), so nothing is missed or printed twice. */
+/* pan events: the live stream from now on (like tail -f) until SIGINT or SIGTERM; with
+ * --since SEQ (0: everything stored) the stored events after SEQ, then with --follow the
+ * live stream. --task, --issue, --specialist filter. The subscription is made before the
+ * replay and events are deduplicated by seq (client_events_run), so nothing is missed or
+ * printed twice. One line an event, cut to the terminal's width; -v: whole, with the
+ * result; --json: one JSON object an event. */
 #include "pan.h"
 
 #include "failure.h"
 #include "msgjson.h"
+#include "verdict.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t s_stop;
 
@@ -23,8 +28,10 @@ static void s_on_signal(int signal_number)
 
 typedef struct {
     bool json;
+    bool verbose;                          /* the whole line, with the result */
+    int width;                             /* cut lines to this many characters (0: never) */
     const char *task, *issue, *specialist; /* filters (NULL: any) */
-    int64_t limit; /* 0: no limit */
+    int64_t limit;                         /* 0: no limit */
     int64_t printed;
     int64_t failed_seq; /* the event that could not be written as JSON, or 0 */
 } events_out_t;
@@ -48,55 +55,114 @@ static bool s_print_json(const void *raw, size_t len)
     return text != NULL;
 }
 
-/* One event as one readable line, whatever its text holds (pan_print_escaped):
- * `#12 14:03:22 task.done merge-agent t-1 attempt=1 worker=w-1 ... result={...}`. Returns
- * false when its result cannot be written as JSON (the line is still ended). */
-static bool s_print_line(const wire_msg_t *event)
+/* Writes `line` (escaped, so one line) cut to `width` characters with "…" at the cut
+ * (width 0: whole), then a newline. */
+static void s_put_cut(const char *line, size_t len, int width)
 {
+    size_t chars = 0, at = 0;
+    while (at < len && (width <= 0 || chars < (size_t)width)) {
+        size_t step = msgjson_utf8_char(line + at, len - at);
+        at += step ? step : 1;
+        chars++;
+    }
+    if (at < len) {
+        /* One character less, for the ellipsis. */
+        while (at > 0 && ((unsigned char)line[at - 1] & 0xC0) == 0x80)
+            at--;
+        at = at > 0 ? at - 1 : 0;
+        while (at > 0 && ((unsigned char)line[at] & 0xC0) == 0x80)
+            at--;
+        fwrite(line, 1, at, stdout);
+        fputs("…\n", stdout);
+        return;
+    }
+    fwrite(line, 1, len, stdout);
+    putchar('\n');
+}
+
+/* The verdict an ended task's event says (task.done / task.failed with its result), or
+ * NULL for other events. */
+static const char *s_event_verdict(const wire_msg_t *event)
+{
+    static const char *const ends[] = {"task.done", "task.failed", "task.dead", "task.cancelled"};
+    const char *name = wire_msg_str(event, FIELD_EVENT, "");
+    bool ended = false;
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        ended = ended || strcmp(name, ends[i]) == 0;
+    if (!ended)
+        return NULL;
+    const msgpack_object *result = wire_msg_object(event, FIELD_RESULT);
+    json_t *task = json_pack("{s:s}", "state", name + 5);
+    if (task != NULL && result != NULL)
+        json_object_set_new(task, "result", msgjson_from_object(result));
+    const char *verdict = task != NULL ? verdict_name(verdict_of_task(task)) : NULL;
+    json_decref(task);
+    return verdict;
+}
+
+/* One event as one readable line, whatever its text holds (pan_print_escaped):
+ * `#12 14:03:22 task.done merge-agent t-1 attempt=1 worker=w-1 ... verdict=merged`, cut to
+ * `width` characters (0: whole). With `verbose` the whole line, with the result as JSON.
+ * Returns false when the line cannot be built or its result written as JSON. */
+static bool s_print_line(const wire_msg_t *event, int width, bool verbose)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (out == NULL)
+        return false;
     time_t seconds = (time_t)(wire_msg_int(event, FIELD_TIME, 0) / 1000);
     struct tm tm;
     char clock_text[16] = "--:--:--";
     if (localtime_r(&seconds, &tm) != NULL)
         strftime(clock_text, sizeof clock_text, "%H:%M:%S", &tm);
-    printf("#%lld %s ", (long long)wire_msg_int(event, FIELD_SEQ, 0), clock_text);
-    pan_print_escaped(wire_msg_str(event, FIELD_EVENT, "?"));
-    putchar(' ');
-    pan_print_escaped(wire_msg_str(event, FIELD_SPECIALIST, "-"));
-    putchar(' ');
-    pan_print_escaped(wire_msg_str(event, FIELD_TASK, "-"));
+    fprintf(out, "#%lld %s ", (long long)wire_msg_int(event, FIELD_SEQ, 0), clock_text);
+    pan_fprint_escaped(out, wire_msg_str(event, FIELD_EVENT, "?"));
+    fputc(' ', out);
+    pan_fprint_escaped(out, wire_msg_str(event, FIELD_SPECIALIST, "-"));
+    fputc(' ', out);
+    pan_fprint_escaped(out, wire_msg_str(event, FIELD_TASK, "-"));
+    const char *verdict = s_event_verdict(event);
+    if (verdict != NULL)
+        fprintf(out, " verdict=%s", verdict);
     static const field_t strings[] = {FIELD_PRIORITY, FIELD_STATE, FIELD_WORKER, FIELD_KIND,
                                       FIELD_ISSUE,    FIELD_GROUP, FIELD_PARENT};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         if (wire_msg_has(event, strings[i])) {
-            printf(" %s=", field_name(strings[i]));
-            pan_print_escaped(wire_msg_str(event, strings[i], ""));
+            fprintf(out, " %s=", field_name(strings[i]));
+            pan_fprint_escaped(out, wire_msg_str(event, strings[i], ""));
         }
     }
     if (wire_msg_has(event, FIELD_ATTEMPT))
-        printf(" attempt=%lld", (long long)wire_msg_int(event, FIELD_ATTEMPT, 0));
+        fprintf(out, " attempt=%lld", (long long)wire_msg_int(event, FIELD_ATTEMPT, 0));
     static const struct {
         field_t field;
         const char *label;
     } quoted[] = {{FIELD_TITLE, ""}, {FIELD_TEXT, "text="}, {FIELD_ERROR, "error="}};
     for (size_t i = 0; i < sizeof quoted / sizeof quoted[0]; i++) {
         if (wire_msg_has(event, quoted[i].field)) {
-            printf(" %s\"", quoted[i].label);
-            pan_print_escaped(wire_msg_str(event, quoted[i].field, ""));
-            putchar('"');
+            fprintf(out, " %s\"", quoted[i].label);
+            pan_fprint_escaped(out, wire_msg_str(event, quoted[i].field, ""));
+            fputc('"', out);
         }
     }
     bool ok = true;
-    const msgpack_object *result = wire_msg_object(event, FIELD_RESULT);
+    const msgpack_object *result = verbose ? wire_msg_object(event, FIELD_RESULT) : NULL;
     if (result != NULL) {
         json_t *object = msgjson_from_object(result);
         char *text = object ? json_dumps(object, JSON_COMPACT) : NULL;
         if (text != NULL)
-            printf(" result=%s", text);
+            fprintf(out, " result=%s", text);
         ok = text != NULL;
         free(text);
         json_decref(object);
     }
-    putchar('\n');
+    if (fclose(out) != 0 || buf == NULL) {
+        free(buf);
+        return false;
+    }
+    s_put_cut(buf, len, verbose ? 0 : width);
+    free(buf);
     return ok;
 }
 
@@ -108,7 +174,7 @@ static int s_on_event(const wire_msg_t *event, const void *raw, size_t len, void
         (out->specialist != NULL &&
          strcmp(wire_msg_str(event, FIELD_SPECIALIST, ""), out->specialist) != 0))
         return 0;
-    bool ok = out->json ? s_print_json(raw, len) : s_print_line(event);
+    bool ok = out->json ? s_print_json(raw, len) : s_print_line(event, out->width, out->verbose);
     fflush(stdout);
     if (!ok) {
         out->failed_seq = wire_msg_int(event, FIELD_SEQ, -1);
@@ -158,11 +224,24 @@ static void s_warn_since_beyond(client_t *control, int64_t since, bool follow)
                 (long long)since, (long long)newest);
 }
 
+/* The terminal's width when stdout is one, else $COLUMNS, else 0 (lines are not cut). */
+static int s_terminal_width(void)
+{
+    struct winsize size;
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
+        return size.ws_col;
+    int64_t columns = 0;
+    const char *text = getenv("COLUMNS");
+    if (text != NULL && pan_parse_int(text, 20, 10000, &columns))
+        return (int)columns;
+    return 0;
+}
+
 int cmd_events(const pan_t *pan, int argc, char **argv)
 {
     static const char *const usage =
         "pan events [--since SEQ] [--follow] [--topic PREFIX] [--task ID] [--issue I]\n"
-        "           [--specialist S] [--limit N] [--json]";
+        "           [--specialist S] [--limit N] [--json] [--verbose]";
     const char *since_text = NULL, *topic = "", *limit_text = NULL;
     bool follow = false;
     events_out_t out = {0};
@@ -176,6 +255,10 @@ int cmd_events(const pan_t *pan, int argc, char **argv)
             follow = true;
             continue;
         }
+        if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0) {
+            out.verbose = true;
+            continue;
+        }
         if ((found = pan_option(argc, argv, &i, "--since", &since_text)) == 0 &&
             (found = pan_option(argc, argv, &i, "--topic", &topic)) == 0 &&
             (found = pan_option(argc, argv, &i, "--task", &out.task)) == 0 &&
@@ -185,8 +268,12 @@ int cmd_events(const pan_t *pan, int argc, char **argv)
         if (found < 0)
             return pan_usage(usage, "%s needs a value", argv[i]);
         if (found == 0)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
     }
+    /* Without --since, events are followed from now on, as `tail -f` does. */
+    if (since_text == NULL)
+        follow = true;
+    out.width = s_terminal_width();
     int64_t since = 0;
     if (since_text != NULL && !pan_parse_int(since_text, 0, INT64_MAX, &since))
         return pan_usage(usage, "--since takes an event number, not '%s'", since_text);

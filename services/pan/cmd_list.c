@@ -72,7 +72,7 @@ static int s_parse(int argc, char **argv, const char *usage, const char *const *
                 return pan_usage(usage, "%s needs a value", options[k].name);
         }
         if (found == 0)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
     }
     return PAN_EXIT_OK;
 }
@@ -104,18 +104,6 @@ static int s_request(const pan_t *pan, const list_args_t *args, const char *befo
     return code;
 }
 
-/* Writes `text` (untrusted) cut to `width` characters' worth of bytes, padded. */
-static void s_print_cell(const char *text, int width)
-{
-    char cell[128];
-    snprintf(cell, sizeof cell, "%.*s", width, text);
-    for (char *c = cell; *c; c++) {
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = ' ';
-    }
-    printf("%-*s ", width, cell);
-}
-
 static void s_print_table(const json_t *tasks)
 {
     if (json_array_size(tasks) == 0) {
@@ -134,7 +122,10 @@ static void s_print_table(const json_t *tasks)
         pan_format_age(age, sizeof age, created > 0 && now > created ? now - created : 0);
         snprintf(tries, sizeof tries, "%lld/%lld", (long long)pan_json_int(task, "attempt", 0),
                  (long long)pan_json_int(task, "max_attempts", 0));
-        s_print_cell(pan_json_str(task, "id", "?"), 36);
+        /* The whole id, never cut: it is what the other commands take back. */
+        const char *id = pan_json_str(task, "id", "?");
+        pan_print_escaped(id);
+        printf("%*s ", strlen(id) < 36 ? (int)(36 - strlen(id)) : 0, "");
         printf("%-9s %-14s %-7s %-8s %-7s ", pan_json_str(task, "state", "?"),
                pan_json_str(task, "specialist", "?"), pan_json_str(task, "priority", "normal"),
                age, tries);

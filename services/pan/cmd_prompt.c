@@ -134,13 +134,13 @@ int cmd_prompt(const pan_t *pan, int argc, char **argv)
         else if (is_reviewer > 0)
             reviewer = value;
         else if (argv[i][0] == '-')
-            return pan_usage(s_usage, "unknown option '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
         else if (specialist == NULL)
             specialist = argv[i];
         else if (id == NULL)
             id = argv[i];
         else
-            return pan_usage(s_usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
     }
     if (specialist == NULL || id == NULL)
         return pan_usage(s_usage, "which specialist and task id?");
@@ -151,12 +151,17 @@ int cmd_prompt(const pan_t *pan, int argc, char **argv)
         snprintf(dir, sizeof dir, "%s", dir_flag);
     else if (prompt_dir(dir, sizeof dir, pan->config, CLOISTER_PROMPTS_DIR) != 0)
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
+    char resolved[256];
+    int code = pan_task_id_resolve(pan, id, resolved, sizeof resolved);
+    if (code != PAN_EXIT_OK)
+        return code;
+    id = resolved;
 
     wire_writer_t *writer = wire_writer_new();
     wire_writer_start(writer, MSG_SHOW_TASK);
     wire_put_str(writer, FIELD_ID, id);
     json_t *task = NULL;
-    int code = pan_call(pan, writer, &task);
+    code = pan_call(pan, writer, &task);
     wire_writer_destroy(&writer);
     if (code != PAN_EXIT_OK)
         return code;

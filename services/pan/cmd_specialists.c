@@ -377,7 +377,7 @@ static int s_list(const pan_t *pan, int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
     }
     known_t known;
     int code = s_known_load(pan, &known, BROKER_REQUIRED);
@@ -460,7 +460,7 @@ static int s_queue(const pan_t *pan, int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else if (argv[i][0] == '-' || name != NULL)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
         else
             name = argv[i];
     }
@@ -580,7 +580,7 @@ static int s_wake(const pan_t *pan, int argc, char **argv)
         if (found > 0)
             continue;
         if (argv[i][0] == '-' || name != NULL)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
         name = argv[i];
     }
     if (name == NULL)
@@ -769,7 +769,7 @@ static int s_reset(const pan_t *pan, int argc, char **argv)
         else if (strcmp(argv[i], "--force") == 0 || strcmp(argv[i], "-f") == 0)
             force = true;
         else if (argv[i][0] == '-' || name != NULL)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
         else
             name = argv[i];
     }
@@ -873,5 +873,6 @@ int cmd_specialists(const pan_t *pan, int argc, char **argv)
         return s_reset(pan, argc - 1, argv + 1);
     if (strcmp(sub, "alive") == 0)
         return s_alive(pan, argc - 1, argv + 1);
-    return pan_usage(usage, "unknown specialists command '%s'", sub);
+    static const char *const commands[] = {"list", "queue", "wake", "reset", "alive", NULL};
+    return pan_usage_unknown_command(usage, "specialists ", sub, commands);
 }

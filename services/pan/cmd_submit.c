@@ -83,9 +83,9 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
         if (found)
             continue;
         if (argv[i][0] == '-')
-            return pan_usage(s_usage, "unknown option '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
         if (args->specialist != NULL)
-            return pan_usage(s_usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(s_usage, argv[i]);
         args->specialist = argv[i];
     }
     if (args->specialist == NULL)
@@ -97,10 +97,9 @@ static int s_parse(int argc, char **argv, submit_args_t *args)
 /* Refuses what would only fail later in a specialist: a workspace that is not a directory
  * here, a branch given for a workspace that is no git repository, or a branch its
  * repository has neither locally nor on a remote (a workspace without --branch need not be
- * a repository: a generic specialist may work on any directory). Returns 0 or
- * FAILURE_NOT_FOUND with the reason. */
-/* Checks --workspace and --branch, writing the commit the branch names into head ("" when
- * there is no branch). */
+ * a repository: a generic specialist may work on any directory). Writes the commit the
+ * branch names into head ("" when there is no branch). Returns 0 or FAILURE_NOT_FOUND with
+ * the reason. */
 static int s_check_workspace(const char *workspace, const char *branch, char *head, size_t size)
 {
     head[0] = '\0';
@@ -118,6 +117,71 @@ static int s_check_workspace(const char *workspace, const char *branch, char *he
         return failure_set(FAILURE_NOT_FOUND, "--branch %s: %s is not in a git repository",
                            branch, workspace);
     return 0;
+}
+
+/* True when `specialist` works on a repository it must be given: the review-agent and
+ * the test-agent (the merge-agent names its repository by its group or payload). */
+static bool s_needs_repository(const char *specialist)
+{
+    return strcmp(specialist, "review-agent") == 0 || strcmp(specialist, "test-agent") == 0;
+}
+
+/* True when --payload (may be NULL) names the workspace itself. */
+static bool s_payload_has_workspace(const char *payload_text)
+{
+    json_t *payload = payload_text ? json_loads(payload_text, 0, NULL) : NULL;
+    bool has = json_is_string(json_object_get(payload, "workspace"));
+    json_decref(payload);
+    return has;
+}
+
+/* A review or test without --workspace works on the git repository pan runs in, as gh
+ * does: writes its root into workspace. Returns PAN_EXIT_OK, or a usage error when the
+ * current directory is in no repository. */
+static int s_default_workspace(const char *specialist, char *workspace, size_t size)
+{
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd) == NULL || repository_worktree(cwd, workspace, size) != 0) {
+        workspace[0] = '\0';
+        return pan_usage(s_usage,
+                         "a %s task needs a repository: give --workspace DIR, or run pan inside "
+                         "the repository",
+                         specialist);
+    }
+    fprintf(stderr, "pan: --workspace %s (the repository here)\n", workspace);
+    return PAN_EXIT_OK;
+}
+
+/* Says on stderr when no worker of the task's specialist is connected: the task waits in
+ * its queue until one comes. A listing that cannot be read says nothing. */
+static void s_warn_no_worker(const pan_t *pan, const json_t *task)
+{
+    if (strcmp(pan_json_str(task, "state", ""), "queued") != 0)
+        return;
+    const char *specialist = pan_json_str(task, "specialist", "");
+    client_t *client = client_new(pan->control_ep, pan->timeout_ms);
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, MSG_LIST_SPECIALISTS);
+    wire_msg_t *reply = NULL;
+    int rc = client != NULL ? client_call(client, writer, &reply) : FAILURE_IO;
+    wire_writer_destroy(&writer);
+    client_destroy(&client);
+    const msgpack_object *data = rc == 0 ? wire_msg_object(reply, FIELD_DATA) : NULL;
+    json_t *specialists = data ? msgjson_from_object(data) : NULL;
+    wire_msg_destroy(&reply);
+    /* A specialist the broker does not list has no worker either. */
+    int64_t workers = json_is_array(specialists) ? 0 : -1;
+    size_t i;
+    const json_t *entry;
+    json_array_foreach(specialists, i, entry)
+    {
+        if (strcmp(pan_json_str(entry, "name", ""), specialist) == 0)
+            workers = pan_json_int(entry, "workers", 0);
+    }
+    json_decref(specialists);
+    if (workers == 0)
+        fprintf(stderr, "pan: queued; no %s worker is connected (it waits until one comes)\n",
+                specialist);
 }
 
 /* payload.force = true, and payload.override unless the payload has one. Returns 0, or -1
@@ -202,6 +266,12 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     char workspace[PATH_MAX] = "";
     if (args.workspace != NULL && pan_absolute_path(args.workspace, workspace, sizeof workspace) != 0)
         return pan_fail(PAN_EXIT_ERROR, "--workspace: %s", failure_message());
+    if (args.workspace == NULL && s_needs_repository(args.specialist) &&
+        !s_payload_has_workspace(args.payload)) {
+        code = s_default_workspace(args.specialist, workspace, sizeof workspace);
+        if (code != PAN_EXIT_OK)
+            return code;
+    }
     char head[64] = "";
     if (workspace[0] != '\0' && s_check_workspace(workspace, args.branch, head, sizeof head) != 0)
         return pan_usage(s_usage, "%s", failure_message());
@@ -267,6 +337,7 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
         return code;
     }
     const char *task_id = pan_json_str(task, "id", args.id ? args.id : id);
+    s_warn_no_worker(pan, task);
     if (watch != NULL) {
         fprintf(stderr, "pan: submitted %s, waiting for it to end\n", task_id);
         pan_wait_options_t options = {

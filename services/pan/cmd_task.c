@@ -10,23 +10,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parses `<id> [--json]` (json may be NULL when --json is not accepted). */
-static int s_parse_id(int argc, char **argv, const char *usage, const char **id, bool *json)
+/* Parses `<id> [--json]` (json may be NULL when --json is not accepted) and resolves the
+ * id, whole or a unique prefix, into `id` (`size` bytes). */
+static int s_parse_id(const pan_t *pan, int argc, char **argv, const char *usage, char *id,
+                      size_t size, bool *json)
 {
-    *id = NULL;
+    const char *given = NULL;
     for (int i = 0; i < argc; i++) {
         if (json != NULL && strcmp(argv[i], "--json") == 0)
             *json = true;
         else if (argv[i][0] == '-')
-            return pan_usage(usage, "unknown option '%s'", argv[i]);
-        else if (*id != NULL)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
+        else if (given != NULL)
+            return pan_usage_unknown(usage, argv[i]);
         else
-            *id = argv[i];
+            given = argv[i];
     }
-    if (*id == NULL)
+    if (given == NULL)
         return pan_usage(usage, "which task id?");
-    return PAN_EXIT_OK;
+    return pan_task_id_resolve(pan, given, id, size);
 }
 
 /* Sends `<type> {id}` and returns the exit code; *task gets the reply's task. */
@@ -94,7 +96,8 @@ static void s_print_handoffs(const json_t *task)
 
 static void s_print_task(const json_t *task)
 {
-    fputs("Task ", stdout);
+    pan_print_verdict(task);
+    fputs("\nTask ", stdout);
     pan_print_escaped(pan_json_str(task, "id", "?"));
     putchar('\n');
     printf("  %-12s %s\n", "Specialist:", pan_json_str(task, "specialist", "?"));
@@ -137,6 +140,7 @@ static int s_wait(const pan_t *pan, int argc, char **argv)
     static const char *const usage =
         "pan task wait <id>... [--timeout SECONDS] [--chain] [--json]";
     const char *ids[64];
+    char resolved[64][256];
     int n = 0;
     pan_wait_options_t options = {0};
     int64_t timeout_s = 0;
@@ -152,7 +156,7 @@ static int s_wait(const pan_t *pan, int argc, char **argv)
         else if (strcmp(argv[i], "--chain") == 0)
             options.chain = true;
         else if (argv[i][0] == '-')
-            return pan_usage(usage, "unknown option '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
         else if (n < 64)
             ids[n++] = argv[i];
         else
@@ -160,6 +164,12 @@ static int s_wait(const pan_t *pan, int argc, char **argv)
     }
     if (n == 0)
         return pan_usage(usage, "wait for which task?");
+    for (int i = 0; i < n; i++) {
+        int code = pan_task_id_resolve(pan, ids[i], resolved[i], sizeof resolved[i]);
+        if (code != PAN_EXIT_OK)
+            return code;
+        ids[i] = resolved[i];
+    }
     int code = PAN_EXIT_OK;
     pan_watch_t *watch = pan_watch_start(pan, &code);
     if (watch == NULL)
@@ -178,19 +188,23 @@ static int s_fence(const pan_t *pan, int argc, char **argv, const char *usage)
     int64_t attempt = 0;
     if (argc != 2 || !pan_parse_int(argv[1], 1, INT32_MAX, &attempt))
         return pan_usage(usage, "fence takes a task id and its attempt number");
+    char id[256];
+    int code = pan_task_id_resolve(pan, argv[0], id, sizeof id);
+    if (code != PAN_EXIT_OK)
+        return code;
     json_t *task = NULL;
-    int code = s_task_request(pan, MSG_SHOW_TASK, argv[0], &task);
+    code = s_task_request(pan, MSG_SHOW_TASK, id, &task);
     if (code != PAN_EXIT_OK)
         return code;
     const char *state = pan_json_str(task, "state", "?");
     int64_t running = pan_json_int(task, "attempt", 0);
     bool holds = strcmp(state, "running") == 0 && running == attempt;
     if (holds)
-        printf("attempt %lld of %s holds the task\n", (long long)attempt, argv[0]);
+        printf("attempt %lld of %s holds the task\n", (long long)attempt, id);
     else
         fprintf(stderr, "pan: attempt %lld of %s no longer holds the task: it is %s, at "
                         "attempt %lld\n",
-                (long long)attempt, argv[0], state, (long long)running);
+                (long long)attempt, id, state, (long long)running);
     json_decref(task);
     return holds ? PAN_EXIT_OK : PAN_EXIT_ERROR;
 }
@@ -208,11 +222,12 @@ int cmd_task(const pan_t *pan, int argc, char **argv)
         return s_wait(pan, argc - 1, argv + 1);
     if (strcmp(argv[0], "fence") == 0)
         return s_fence(pan, argc - 1, argv + 1, usage);
+    static const char *const commands[] = {"list", "show", "wait", "fence", NULL};
     if (strcmp(argv[0], "show") != 0)
-        return pan_usage(usage, "unknown task command '%s'", argv[0]);
-    const char *id = NULL;
+        return pan_usage_unknown_command(usage, "task ", argv[0], commands);
+    char id[256];
     bool json = false;
-    int code = s_parse_id(argc - 1, argv + 1, usage, &id, &json);
+    int code = s_parse_id(pan, argc - 1, argv + 1, usage, id, sizeof id, &json);
     if (code != PAN_EXIT_OK)
         return code;
     json_t *task = NULL;
@@ -231,8 +246,8 @@ int cmd_task(const pan_t *pan, int argc, char **argv)
 static int s_change(const pan_t *pan, int argc, char **argv, const char *usage, msg_type_t request,
                     const char *verb)
 {
-    const char *id = NULL;
-    int code = s_parse_id(argc, argv, usage, &id, NULL);
+    char id[256];
+    int code = s_parse_id(pan, argc, argv, usage, id, sizeof id, NULL);
     if (code != PAN_EXIT_OK)
         return code;
     json_t *task = NULL;
@@ -305,16 +320,15 @@ static void s_print_stats(const pan_t *pan, const json_t *stats, const json_t *s
         failed += pan_json_int(entry, "failed", 0);
         dead += pan_json_int(entry, "dead", 0);
     }
-    printf("Since the broker started: done %lld, failed %lld, died %lld\n", (long long)done,
-           (long long)failed, (long long)dead);
+    json_t *throughput = json_object_get(stats, "throughput_per_s");
+    printf("Since the broker started: submitted %lld, completed %lld (done %lld, failed %lld, "
+           "died %lld), %.2f a second\n",
+           (long long)pan_json_int(stats, "submitted", 0),
+           (long long)pan_json_int(stats, "completed", 0), (long long)done, (long long)failed,
+           (long long)dead, json_is_number(throughput) ? json_number_value(throughput) : 0.0);
     int64_t oldest = pan_json_int(stats, "oldest_queued_age_ms", -1);
     if (oldest >= 0)
         printf("Oldest queued: %.1f s\n", (double)oldest / 1000.0);
-    json_t *throughput = json_object_get(stats, "throughput_per_s");
-    printf("Since the broker started: submitted %lld, completed %lld   Throughput: %.2f/s\n",
-           (long long)pan_json_int(stats, "submitted", 0),
-           (long long)pan_json_int(stats, "completed", 0),
-           json_is_number(throughput) ? json_number_value(throughput) : 0.0);
     json_t *latency = json_object_get(stats, "commit_latency_ms");
     if (json_is_object(latency)) {
         json_t *p50 = json_object_get(latency, "p50"), *p99 = json_object_get(latency, "p99");
@@ -354,7 +368,7 @@ int cmd_status(const pan_t *pan, int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
     }
     wire_writer_t *writer = wire_writer_new();
     wire_writer_start(writer, MSG_STATS);
@@ -388,7 +402,7 @@ int cmd_reload(const pan_t *pan, int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
     }
     wire_writer_t *writer = wire_writer_new();
     wire_writer_start(writer, MSG_RELOAD);

@@ -22,7 +22,7 @@ int cmd_tests(const pan_t *pan, int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else if (argv[i][0] == '-' || dir != NULL)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
         else
             dir = argv[i];
     }

@@ -312,7 +312,7 @@ int cmd_top(const pan_t *pan, int argc, char **argv)
         if (found < 0)
             return pan_usage(usage, "%s needs a value", argv[i]);
         if (found == 0 && strcmp(argv[i], "--watch") != 0)
-            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+            return pan_usage_unknown(usage, argv[i]);
     }
     top_t top = {.pan = pan, .progress = json_object(), .costs = json_object(), .width = 120,
                  .tty = isatty(STDOUT_FILENO)};

@@ -12,11 +12,13 @@ typedef struct {
 static const help_t s_help[] = {
     {"submit",
      "usage: pan submit <specialist> [options]\n"
-     "Queues one task and prints its id once the broker committed it.\n"
+     "Queues one task and prints its id once the broker committed it; says on stderr when\n"
+     "no worker of the specialist is connected (the task waits for one).\n"
      "  --priority P          urgent, high, normal (default) or low\n"
      "  --issue ID            the issue; prior attempts of it reach the specialist\n"
      "  --pr-url URL          the pull request (payload.prUrl)\n"
-     "  --workspace DIR       the repository (must exist here; made absolute)\n"
+     "  --workspace DIR       the repository (must exist here; made absolute); review-agent\n"
+     "                        and test-agent: default the git repository pan runs in\n"
      "  --branch B            the branch (must exist in the workspace, locally or on a remote)\n"
      "  --target T            the branch it goes into (merge-agent; default main)\n"
      "  --title TEXT          one line for people\n"
@@ -46,14 +48,17 @@ static const help_t s_help[] = {
      "  --limit N             at most N tasks (1..1000, default 50)\n"
      "  --before ID           the page after task ID (the last of the page before)\n"
      "  --json                the tasks as a JSON array\n"
-     "task show <id>: the task, its payload and result; --json: the raw object\n"
+     "task show <id>: the verdict and what to do next, then the task, its payload and result\n"
+     "  (nested fields indented); --json: the raw object\n"
      "task wait <id>...: waits until every task ended (progress on stderr, results on stdout)\n"
      "  --timeout SECONDS     give up after this long (exit 4)\n"
      "  --chain               follow each task's hand-offs ([pipeline]) to the last task\n"
      "  --json                each ended task as one JSON line, with its \"verdict\"\n"
      "  exit: the first verdict that is not 0 (with --chain, of the last tasks): 0 passed,\n"
      "  gate open or merged, 1 failed/dead/cancelled, 3 broker unreachable, 4 timed out,\n"
-     "  5 tests failed, 6 gate blocked, 7 merge failed\n"},
+     "  5 tests failed, 6 gate blocked, 7 merge failed\n"
+     "An <id> may be any unique start of a task id (`task list` shows them whole); an\n"
+     "ambiguous one is refused with the ids it starts (exit 2).\n"},
     {"dead",
      "usage: pan dead [--specialist S] [--issue I] [--since DURATION] [--limit N] [--before ID]\n"
      "                [--json]\n"
@@ -62,21 +67,25 @@ static const help_t s_help[] = {
     {"retry",
      "usage: pan retry <id> | pan retry --all-dead [--specialist S] [--issue I] [--json]\n"
      "Moves a failed, dead or cancelled task back to its queue with a fresh failure count.\n"
+     "<id>: the whole id or a unique start of it.\n"
      "  --all-dead            every dead task (of one specialist or issue, when given)\n"
      "  --json                with --all-dead: {retried, failed} as JSON\n"},
     {"cancel",
      "usage: pan cancel <id>\n"
-     "Cancels a queued or running task (a running one is stopped by its worker).\n"},
+     "Cancels a queued or running task (a running one is stopped by its worker).\n"
+     "<id>: the whole id or a unique start of it.\n"},
     {"events",
      "usage: pan events [--since SEQ] [--follow] [--topic PREFIX] [--task ID] [--issue I]\n"
-     "                  [--specialist S] [--limit N] [--json]\n"
-     "The broker's events, one per line.\n"
-     "  --follow              keep printing new events (starts now, as tail -f)\n"
-     "  --since SEQ           replay the stored events after SEQ first (0: all stored)\n"
+     "                  [--specialist S] [--limit N] [--json] [--verbose]\n"
+     "The broker's events, one a line cut to the terminal's width (an ended task's with its\n"
+     "verdict). Without --since: from now on, until Ctrl-C (as tail -f).\n"
+     "  --since SEQ           the stored events after SEQ (0: all stored), then stop\n"
+     "  --follow              with --since: then keep printing new events\n"
      "  --topic PREFIX        only topics starting with it (task.done/, task.failed/review-agent)\n"
      "  --task ID, --issue I, --specialist S   only events of that task, issue or specialist\n"
      "  --limit N             only the newest N of the replay\n"
-     "  --json                one JSON object per event\n"},
+     "  --json                one JSON object per event\n"
+     "  -v, --verbose         each line whole, with the task's result as JSON\n"},
     {"status",
      "usage: pan status [--json] | pan status --watch [--interval S] [--frames N]\n"
      "The broker's numbers: queues by priority, running, dead, workers, throughput, commit\n"

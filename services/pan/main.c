@@ -28,7 +28,7 @@ static const char *const s_usage =
     "  specialists reset <name>|--all [--force]\n"
     "  specialists alive <worker-id>\n"
     "  events [--since SEQ] [--follow] [--topic PREFIX] [--task ID] [--issue I]\n"
-    "         [--specialist S] [--limit N] [--json]   (--follow starts now; --since 0 replays)\n"
+    "         [--specialist S] [--limit N] [--json] [-v]   (from now on; --since 0 replays)\n"
     "  task list [--state S] [--specialist S] [--issue I] [--since DURATION] [--limit N]\n"
     "            [--before ID] [--json]   (newest first; S: queued running done failed dead\n"
     "            cancelled; DURATION: 90s 15m 2h 7d)\n"
@@ -54,7 +54,8 @@ static const char *const s_usage =
     "Exit codes: 0 ok, 1 refused or failed, 2 usage, 3 the broker did not answer; waits\n"
     "(submit --wait, task wait) exit with the verdict: 0 passed / gate open / merged,\n"
     "1 task failed or dead, 4 timeout, 5 tests failed, 6 gate blocked, 7 merge failed.\n"
-    "`pan <command> --help` explains every option of a command.\n";
+    "A task <id> may be any unique start of one. `pan <command> --help` explains every\n"
+    "option of a command.\n";
 
 /* Removes the global options from argv (wherever they are) into *pan. Returns the new
  * argc, or -1 after printing a usage error. */
@@ -197,7 +198,16 @@ int main(int argc, char **argv)
     else if (strcmp(command, "doctor") == 0)
         code = cmd_doctor(&pan, argc - 1, argv + 1, config_error[0] ? config_error : NULL);
     else {
-        fprintf(stderr, "pan: unknown command '%s'\n\n%s", command, s_usage);
+        static const char *const commands[] = {
+            "submit", "specialists", "events",  "task",   "cancel",  "dead",    "retry",
+            "top",    "status",      "reload",  "tests",  "approve", "prompt",  "keys",
+            "web",    "backup",      "restore", "doctor", "help",    "version", NULL};
+        const char *near = pan_suggest(command, commands);
+        if (near != NULL)
+            fprintf(stderr, "pan: unknown command '%s'; did you mean '%s'?\n\n%s", command, near,
+                    s_usage);
+        else
+            fprintf(stderr, "pan: unknown command '%s'\n\n%s", command, s_usage);
         code = PAN_EXIT_USAGE;
     }
     config_destroy(&config);

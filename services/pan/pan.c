@@ -109,6 +109,11 @@ bool pan_parse_int(const char *text, int64_t min, int64_t max, int64_t *out)
     return true;
 }
 
+const char *pan_plural(int64_t n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
 void pan_format_age(char *buf, size_t size, int64_t age_ms)
 {
     int64_t minutes = age_ms / 60000;
@@ -180,26 +185,31 @@ int64_t pan_json_int(const json_t *object, const char *key, int64_t fallback)
     return fallback;
 }
 
-void pan_print_escaped(const char *text)
+void pan_fprint_escaped(FILE *out, const char *text)
 {
     size_t len = strlen(text);
     for (size_t at = 0; at < len;) {
         unsigned char c = (unsigned char)text[at];
         size_t step = msgjson_utf8_char(text + at, len - at);
         if (c == '\n')
-            fputs("\\n", stdout);
+            fputs("\\n", out);
         else if (c == '\r')
-            fputs("\\r", stdout);
+            fputs("\\r", out);
         else if (c == '\t')
-            fputs("\\t", stdout);
+            fputs("\\t", out);
         else if (c == '"' || c == '\\')
-            printf("\\%c", c);
+            fprintf(out, "\\%c", c);
         else if (c < 0x20 || c == 0x7f || step == 0)
-            printf("\\x%02x", c);
+            fprintf(out, "\\x%02x", c);
         else if (c == 0xC2 && (unsigned char)text[at + 1] < 0xA0)
-            printf("\\u%04x", (unsigned char)text[at + 1]); /* C1: U+0080..U+009F */
+            fprintf(out, "\\u%04x", (unsigned char)text[at + 1]); /* C1: U+0080..U+009F */
         else
-            fwrite(text + at, 1, step, stdout);
+            fwrite(text + at, 1, step, out);
         at += step ? step : 1;
     }
+}
+
+void pan_print_escaped(const char *text)
+{
+    pan_fprint_escaped(stdout, text);
 }

@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PAN_EXIT_OK 0
 #define PAN_EXIT_ERROR 1
@@ -44,6 +45,21 @@ int pan_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* Prints `pan: <message>` and `usage: <usage>` on stderr; returns PAN_EXIT_USAGE. */
 int pan_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The candidate (NULL-terminated list) `word` most likely misspells -- a start of it, or
+ * one or two edits away (swapped neighbours count one) -- or NULL when none is near. */
+const char *pan_suggest(const char *word, const char *const *candidates);
+
+/* A usage error for an argument no option matched: "unknown option '--stat'; did you mean
+ * --state?" (the candidates are the options `usage` names), or for a word that is no
+ * option "unexpected argument 'x'". Returns PAN_EXIT_USAGE. */
+int pan_usage_unknown(const char *usage, const char *arg);
+
+/* A usage error for a word that is none of `commands` (NULL-terminated): "unknown
+ * <what>command 'stauts'; did you mean 'status'?" (`what`: "" or e.g. "task "). Returns
+ * PAN_EXIT_USAGE. */
+int pan_usage_unknown_command(const char *usage, const char *what, const char *word,
+                              const char *const *commands);
+
 /* Matches argv[*i] against the option `name` taking a value, written `name VALUE` or
  * `name=VALUE`. Returns 1 and sets *value (borrowed from argv; *i moves past the value),
  * 0 when argv[*i] is another argument, or -1 when the value is missing. */
@@ -60,12 +76,27 @@ int pan_print_json(const json_t *value);
  * or \u00NN; other characters as they are. */
 void pan_print_escaped(const char *text);
 
+/* pan_print_escaped() to `out`. */
+void pan_fprint_escaped(FILE *out, const char *text);
+
 /* Prints a task's result or payload for a person, each line starting with `indent`:
  * FINDINGS as a table (severity, file:line, message, whether it blocks the gate), arrays of
  * strings (FAILURES, filesChanged, RESOLVED_FILES) one item a line, multi-line strings
- * (output_tail, NOTES) as an indented block, other values as `KEY: value` (objects as
- * compact JSON). Every text is escaped as pan_print_escaped() does. */
+ * (output_tail, NOTES) as an indented block, objects and other arrays as their fields
+ * (items [1], [2], ...) indented one level more, other values as `KEY: value` (costs in
+ * dollars to the cent, other reals to two places, yes/no, none). Every text is escaped as
+ * pan_print_escaped() does. */
 void pan_print_fields(const json_t *object, const char *indent);
+
+/* `one` when n is 1, else `many` ("task" / "tasks", or "" / "s" after a word). */
+const char *pan_plural(int64_t n, const char *one, const char *many);
+
+/* Prints the line a task's view leads with: its verdict in words and what to do next --
+ * "gate blocked by 1 error — fix src/a.c:12, then `pan submit review-agent ...`", "gate
+ * open — run `pan approve PAN-42`", "tests failed: 2 failing tests (...)", "merged feat
+ * into main as 1a2b3c4d5e6f", "failed: <error> — `pan retry ID` runs it again", or for a
+ * task that has not ended, where it is. Untrusted text escaped as pan_print_escaped(). */
+void pan_print_verdict(const json_t *task);
 
 /* Parses a whole decimal integer in [min, max] from `text`; returns false otherwise. */
 bool pan_parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
@@ -90,6 +121,13 @@ int pan_absolute_path(const char *path, char *out, size_t size);
  * name), at (UTC ISO 8601), reason, review (when given)}. New object (caller owns), or NULL
  * when memory runs out. */
 json_t *pan_override_new(const char *reason, const char *review);
+
+/* Resolves `text`, a whole task id or a unique prefix of one (as git, docker and gh
+ * accept), into out (`size` bytes). A whole id that exists is itself, even when it starts
+ * another id too. Returns PAN_EXIT_OK; PAN_EXIT_USAGE when the prefix is ambiguous (the
+ * candidates listed on stderr); PAN_EXIT_ERROR when no task matches; PAN_EXIT_UNREACHABLE
+ * when the broker does not answer -- each after printing why. */
+int pan_task_id_resolve(const pan_t *pan, const char *text, char *out, size_t size);
 
 /* Prints `command`'s help (usage and every option) on stdout; false when there is none. */
 bool pan_help(const char *command);

@@ -68,6 +68,42 @@ static bool s_strings(const json_t *array)
     return true;
 }
 
+/* A number for a person: a cost in dollars rounded to the cent, other reals to two
+ * places, integers as they are. */
+static void s_number(const char *key, const json_t *value)
+{
+    double number = json_number_value(value);
+    if (strstr(key, "cost") != NULL && number > 0 && number < 0.005)
+        fputs("< $0.01", stdout);
+    else if (strstr(key, "cost") != NULL)
+        printf("$%.2f", number);
+    else if (json_is_integer(value))
+        printf("%lld", (long long)json_integer_value(value));
+    else
+        printf("%.2f", number);
+}
+
+static void s_field(const char *indent, const char *key, const json_t *value);
+
+/* An object's fields, or an array's items ("[1]", "[2]", ...), one level deeper. */
+static void s_nested(const char *indent, const json_t *value)
+{
+    char deeper[128];
+    snprintf(deeper, sizeof deeper, "%s    ", indent);
+    if (json_is_object(value)) {
+        pan_print_fields(value, deeper);
+        return;
+    }
+    size_t i;
+    const json_t *item;
+    json_array_foreach(value, i, item)
+    {
+        char label[32];
+        snprintf(label, sizeof label, "[%zu]", i + 1);
+        s_field(deeper, label, item);
+    }
+}
+
 static void s_field(const char *indent, const char *key, const json_t *value)
 {
     if (strcmp(key, "FINDINGS") == 0 && json_is_array(value) && json_array_size(value) > 0) {
@@ -88,12 +124,19 @@ static void s_field(const char *indent, const char *key, const json_t *value)
             pan_print_escaped(json_string_value(item));
             putchar('\n');
         }
+    } else if (json_is_array(value) && json_array_size(value) > 0) {
+        printf("%s%s (%zu):\n", indent, key, json_array_size(value));
+        s_nested(indent, value);
+    } else if (json_is_object(value) && json_object_size(value) > 0) {
+        printf("%s%s:\n", indent, key);
+        s_nested(indent, value);
     } else {
-        char *text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
         printf("%s%s: ", indent, key);
-        pan_print_escaped(text ? text : "?");
+        if (json_is_number(value))
+            s_number(key, value);
+        else
+            fputs(json_is_true(value) ? "yes" : json_is_false(value) ? "no" : "none", stdout);
         putchar('\n');
-        free(text);
     }
 }
 

@@ -201,11 +201,14 @@ static verdict_t s_print_result(client_t *control, const waited_t *task, bool js
         puts(text ? text : "null");
         free(text);
     } else {
-        printf("%s %s\n", task->id, task->state);
-        const char *error = pan_json_str(data, "error", "");
-        if (error[0] != '\0')
-            fputs("error: ", stdout), pan_print_escaped(error), putchar('\n');
-        pan_print_fields(json_object_get(data, "result"), "");
+        /* The verdict and what to do next first (it names the error), then the result. */
+        pan_print_escaped(task->id);
+        fputs(": ", stdout);
+        if (data != NULL)
+            pan_print_verdict(data);
+        else
+            printf("%s\n", task->state);
+        pan_print_fields(json_object_get(data, "result"), "    ");
         printf("verdict: %s\n", verdict_name(verdict));
     }
     json_decref(data);
@@ -239,11 +242,12 @@ int pan_watch_wait(pan_watch_t **watch_p, const char *const *ids, int n,
     if (rc != 0 && wait.open > 0)
         code = pan_fail(VERDICT_EXIT_UNREACHABLE, "%s", failure_message());
     else if (wait.open > 0 && options->timeout_s > 0)
-        code = pan_fail(VERDICT_EXIT_TIMEOUT, "%d of %d task(s) still running after %d s",
-                        wait.open, wait.n, options->timeout_s);
+        code = pan_fail(VERDICT_EXIT_TIMEOUT, "%d of %d %s still running after %d s",
+                        wait.open, wait.n, pan_plural(wait.n, "task", "tasks"),
+                        options->timeout_s);
     else if (wait.open > 0)
-        code = pan_fail(VERDICT_EXIT_TIMEOUT, "interrupted: %d of %d task(s) still running",
-                        wait.open, wait.n);
+        code = pan_fail(VERDICT_EXIT_TIMEOUT, "interrupted: %d of %d %s still running",
+                        wait.open, wait.n, pan_plural(wait.n, "task", "tasks"));
     for (int i = 0; i < wait.n; i++) {
         if (wait.tasks[i].state[0] == '\0')
             continue;

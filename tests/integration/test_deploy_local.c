@@ -64,7 +64,7 @@ static bool s_all_have_workers(void *arg)
 static bool s_task_done(void *arg)
 {
     deploy_t *t = arg;
-    if (harness_pan(t->env, t->out, "events", "--json", "--topic", "task.done/test-agent", NULL) !=
+    if (harness_pan(t->env, t->out, "events", "--since", "0", "--json", "--topic", "task.done/test-agent", NULL) !=
         0)
         return false;
     return strstr(t->out, "\"task\":\"deploy-make-test\"") != NULL;
@@ -77,7 +77,7 @@ static bool s_worker_joined(void *arg)
     if (pid <= 0 || pid == t->killed)
         return false;
     snprintf(t->worker_tag, sizeof t->worker_tag, "-%ld-", (long)pid);
-    if (harness_pan(t->env, t->out, "events", "--json", "--topic", "worker.joined/test-agent",
+    if (harness_pan(t->env, t->out, "events", "--since", "0", "--json", "--topic", "worker.joined/test-agent",
                     NULL) != 0)
         return false;
     return strstr(t->out, t->worker_tag) != NULL;

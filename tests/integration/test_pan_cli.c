@@ -30,7 +30,7 @@ static void test_no_broker(testenv_t *env)
 
 static void test_submit_and_show(testenv_t *env)
 {
-    CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--title", "Review PR 7", "--issue",
+    CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--workspace", env->dir, "--title", "Review PR 7", "--issue",
                           "PAN-7", "--pr-url", "https://example/pr/7", NULL),
               0);
     harness_chomp(s_out);
@@ -55,10 +55,10 @@ static void test_submit_and_show(testenv_t *env)
 static void test_duplicate_id(testenv_t *env)
 {
     CHECK_INT(
-        harness_pan(env, s_out, "submit", "test-agent", "--id", "dup-1", "--title", "first", NULL),
+        harness_pan(env, s_out, "submit", "test-agent", "--workspace", env->dir, "--id", "dup-1", "--title", "first", NULL),
         0);
     CHECK_STR(s_out, "dup-1\n");
-    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--id", "dup-1", "--title", "second",
+    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--workspace", env->dir, "--id", "dup-1", "--title", "second",
                           "--json", NULL),
               0);
     json_t *task = harness_json(s_out);
@@ -154,7 +154,7 @@ static void test_wake(testenv_t *env)
 
 static void test_cancel_retry(testenv_t *env)
 {
-    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--id", "c-1", NULL), 0);
+    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--workspace", env->dir, "--id", "c-1", NULL), 0);
     CHECK_INT(harness_pan(env, s_out, "cancel", "c-1", NULL), 0);
     CHECK(strstr(s_out, "state: cancelled") != NULL);
     CHECK_INT(harness_pan(env, s_out, "task", "show", "c-1", "--json", NULL), 0);

@@ -82,7 +82,7 @@ static void test_events_json(testenv_t *env)
               0);
     CHECK(s_work_one_task(env));
     CHECK(testenv_wait_until(s_task_done, env, 5000));
-    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--id", "ev-cancel", NULL), 0);
+    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--workspace", env->dir, "--id", "ev-cancel", NULL), 0);
     CHECK_INT(harness_pan(env, s_out, "cancel", "ev-cancel", NULL), 0);
 
     CHECK_INT(harness_pan(env, s_out, "events", "--json", "--since", "0", NULL), 0);
@@ -125,7 +125,7 @@ static void test_events_json(testenv_t *env)
     CHECK_INT(harness_pan(env, s_out, "events", "--since", "2", "--limit", "2", NULL), 0);
     CHECK(strncmp(s_out, "#3 ", 3) == 0);
     CHECK(strstr(s_out, "\n#4 ") != NULL && strstr(s_out, "#5 ") == NULL);
-    CHECK_INT(harness_pan(env, s_out, "events", "--json", "--topic", "task.cancelled/", NULL), 0);
+    CHECK_INT(harness_pan(env, s_out, "events", "--since", "0", "--json", "--topic", "task.cancelled/", NULL), 0);
     CHECK(strstr(s_out, "\"type\":\"task.cancelled\"") != NULL);
     CHECK(strstr(s_out, "task.queued") == NULL);
     CHECK_INT(harness_pan(env, s_out, "events", "--since", "x", NULL), 2);
@@ -170,7 +170,7 @@ static void test_follow(testenv_t *env)
     pid_t pid = testenv_spawn(env, "follow", argv);
     CHECK(pid > 0);
     CHECK(testenv_wait_until(s_follow_started, NULL, 5000));
-    CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--id", "later-1", NULL), 0);
+    CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--workspace", env->dir, "--id", "later-1", NULL), 0);
     CHECK(testenv_wait_until(s_follow_saw_later, NULL, 5000));
     testenv_signal(pid, SIGTERM);
     int status = testenv_wait(env, pid, 3000);
@@ -198,7 +198,7 @@ static void test_follow(testenv_t *env)
     char *now_argv[] = {(char *)testenv_bin("pan"), "events", "--follow", "--json", NULL};
     pid = testenv_spawn(env, "follow-now", now_argv);
     testenv_sleep_ms(1000); /* it has asked where "now" is */
-    CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--id", "later-2", NULL), 0);
+    CHECK_INT(harness_pan(env, s_out, "submit", "review-agent", "--workspace", env->dir, "--id", "later-2", NULL), 0);
     CHECK_INT(harness_pan(env, s_out, "cancel", "later-2", NULL), 0);
     s_follow_log = log_path;
     CHECK(testenv_wait_until(s_follow_saw_later_2, NULL, 5000));

@@ -39,7 +39,7 @@ static bool s_late_agent_accepted(void *arg)
 
 static void test_specialist_names(testenv_t *env)
 {
-    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--id", "n-builtin", NULL), 0);
+    CHECK_INT(harness_pan(env, s_out, "submit", "test-agent", "--workspace", env->dir, "--id", "n-builtin", NULL), 0);
     CHECK_INT(harness_pan(env, s_out, "submit", "docs-agent", "--id", "n-declared", NULL), 0);
     CHECK_INT(harness_pan_all(env, s_out, "submit", "nobody-agent", "--id", "n-unknown", NULL), 1);
     CHECK(strstr(s_out, "unknown specialist 'nobody-agent'") != NULL);
@@ -102,7 +102,7 @@ static void test_invalid_utf8(testenv_t *env)
     CHECK(listed);
     json_decref(queue);
 
-    CHECK_INT(harness_pan(env, s_out, "events", "--json", "--topic", "task.queued/test-agent",
+    CHECK_INT(harness_pan(env, s_out, "events", "--since", "0", "--json", "--topic", "task.queued/test-agent",
                           NULL),
               0);
     bool seen = false;
@@ -208,7 +208,7 @@ static void test_events_escaped(testenv_t *env)
     CHECK_INT(harness_pan(env, s_out, "submit", "docs-agent", "--id", "ctl-1", "--title", title,
                           NULL),
               0);
-    CHECK_INT(harness_pan(env, s_out, "events", "--topic", "task.queued/docs-agent", NULL), 0);
+    CHECK_INT(harness_pan(env, s_out, "events", "--since", "0", "--topic", "task.queued/docs-agent", NULL), 0);
     /* Two events of docs-agent (n-declared and ctl-1): two lines, no raw control byte. */
     int lines = 0;
     for (const char *p = s_out; *p; p++)

@@ -38,13 +38,14 @@ int main(void)
 
     CHECK_INT(s_pan(h, "submit", "echo-agent", "--id", "wait-1", "--wait", NULL), 0);
     CHECK(strstr(s_out, "[wait-1] ") != NULL && strstr(s_out, "working on it") != NULL);
-    CHECK(strstr(s_out, "wait-1 done") != NULL);
+    CHECK(strstr(s_out, "wait-1: done\n") != NULL);
     CHECK(strstr(s_out, "VERDICT: fine") != NULL);
 
     CHECK_INT(s_pan(h, "submit", "broken-agent", "--id", "wait-2", "--max-attempts", "1", "--wait",
                     NULL),
               1);
-    CHECK(strstr(s_out, "wait-2 failed") != NULL || strstr(s_out, "wait-2 dead") != NULL);
+    CHECK(strstr(s_out, "wait-2: failed: ") != NULL || strstr(s_out, "wait-2: dead: ") != NULL);
+    CHECK(strstr(s_out, "`pan retry wait-2` runs it again") != NULL);
     CHECK(strstr(s_out, "exit code 3") != NULL);
 
     /* Over already: at once, as JSON with --json. */
@@ -54,9 +55,9 @@ int main(void)
     json_decref(task);
 
     /* Nobody takes it: the wait times out. */
-    CHECK_INT(s_pan(h, "submit", "review-agent", "--id", "wait-3", NULL), 0); /* no worker */
+    CHECK_INT(s_pan(h, "submit", "review-agent", "--workspace", h->env->dir, "--id", "wait-3", NULL), 0); /* no worker */
     CHECK_INT(s_pan(h, "task", "wait", "wait-3", "--timeout", "1", NULL), 4);
-    CHECK(strstr(s_out, "1 of 1 task(s) still running after 1 s") != NULL);
+    CHECK(strstr(s_out, "1 of 1 task still running after 1 s") != NULL);
 
     harness_destroy(&h);
     return check_exit_code("test_pan_wait");

@@ -431,7 +431,7 @@ static int s_run_pan(review_env_t *r, const row_t *row, char *out)
                            "--wait-timeout", "60", "--json", NULL);
     case ROW_TASK_WAIT: {
         char cancelled[4096];
-        CHECK_INT(harness_pan(r->h->env, out, "submit", "review-agent", "--id", row->name, NULL),
+        CHECK_INT(harness_pan(r->h->env, out, "submit", "review-agent", "--workspace", r->h->env->dir, "--id", row->name, NULL),
                   0); /* no review-agent runs now: nobody takes it */
         int code = harness_pan(r->h->env, out, "task", "wait", row->name, "--timeout", "1",
                                "--json", NULL);

@@ -130,6 +130,18 @@ void fakeworker_result(fakeworker_t *self, const char *task, int attempt, const 
     s_send(self);
 }
 
+void fakeworker_result_map(fakeworker_t *self, const char *task, int attempt, const char *outcome,
+                           const char *error, const void *result_raw, size_t result_len)
+{
+    s_start(self, MSG_RESULT);
+    wire_put_str(self->w, FIELD_TASK, task);
+    wire_put_int(self->w, FIELD_ATTEMPT, attempt);
+    wire_put_str(self->w, FIELD_OUTCOME, outcome);
+    wire_put_str(self->w, FIELD_ERROR, error);
+    wire_put_raw(self->w, FIELD_RESULT, result_raw, result_len);
+    s_send(self);
+}
+
 void fakeworker_release(fakeworker_t *self, const char *task, int attempt)
 {
     s_start(self, MSG_RELEASE);

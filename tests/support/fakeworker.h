@@ -30,6 +30,10 @@ void fakeworker_progress(fakeworker_t *self, const char *task, int attempt, cons
 /* result with `outcome`; `next_raw` is an encoded msgpack array of submit maps, or NULL. */
 void fakeworker_result(fakeworker_t *self, const char *task, int attempt, const char *outcome,
                        const char *error, const void *next_raw, size_t next_len);
+/* result with `outcome` and the result map `result_raw` (an encoded msgpack map, as a
+ * specialist reports REVIEW_RESULT, FINDINGS, ...). */
+void fakeworker_result_map(fakeworker_t *self, const char *task, int attempt, const char *outcome,
+                           const char *error, const void *result_raw, size_t result_len);
 void fakeworker_release(fakeworker_t *self, const char *task, int attempt);
 void fakeworker_bye(fakeworker_t *self);
 

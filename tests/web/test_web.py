@@ -149,7 +149,10 @@ def test_api(system):
           "GET /api/status")
     check(system.request("/api/nothing")[0] == 404, "an unknown API path is 404")
 
-    queued = system.pan("submit", "test-agent", "--title", "queued one").stdout.strip()
+    # A test run needs a workspace (pan would take the git tree it runs in, outside the
+    # test's workspace roots): the test directory is one.
+    queued = system.pan("submit", "test-agent", "--title", "queued one", "--workspace",
+                        system.dir).stdout.strip()
     status, body, _ = system.request("/api/tasks?state=queued")
     check(status == 200 and any(t["id"] == queued for t in body), "GET /api/tasks?state=queued")
     check(system.request("/api/tasks?limit=abc")[0] == 400, "a limit that is no number: 400")

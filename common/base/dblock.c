@@ -10,7 +10,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-int dblock_acquire(const char *db_path, bool exclusive)
+int dblock_acquire(const char *db_path)
 {
     char path[4200];
     if ((size_t)snprintf(path, sizeof path, "%s.lock", db_path) >= sizeof path)
@@ -18,15 +18,15 @@ int dblock_acquire(const char *db_path, bool exclusive)
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return failure_set(FAILURE_IO, "cannot open %s: %s", path, strerror(errno));
-    if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0)
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
         return fd;
     int err = errno;
     close(fd);
     if (err != EWOULDBLOCK)
         return failure_set(FAILURE_IO, "cannot lock %s: %s", path, strerror(err));
     return failure_set(FAILURE_STATE,
-                       exclusive ? "a broker has %s open (it holds %s): stop it first"
-                                 : "%s is being restored (pan restore holds %s)",
+                       "%s is in use by another process (a broker, or pan restore: it holds "
+                       "%s); stop it first",
                        db_path, path);
 }
 

@@ -487,7 +487,9 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
     msgpack_sbuffer_init(&self->events);
     msgpack_packer_init(&self->events_packer, &self->events, msgpack_sbuffer_write);
     msgpack_sbuffer_init(&self->redo);
-    self->lock_fd = dblock_acquire(path, false);
+    /* One broker per store: a second one appending events with the same sequence numbers
+     * would stop the first ("UNIQUE constraint failed: events.first_seq"). */
+    self->lock_fd = dblock_acquire(path);
     if (self->lock_fd < 0) {
         int rc = self->lock_fd;
         store_close(&self);

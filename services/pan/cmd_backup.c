@@ -222,7 +222,7 @@ int cmd_restore(const pan_t *pan, int argc, char **argv)
         return pan_fail(PAN_EXIT_ERROR, "cannot read %s: %s", file, strerror(errno));
     if (s_count_tasks(file) < 0)
         return pan_fail(PAN_EXIT_ERROR, "%s is not a Cloister broker database", file);
-    int lock = dblock_acquire(db, true);
+    int lock = dblock_acquire(db);
     if (lock < 0)
         return pan_fail(PAN_EXIT_ERROR, "not restoring: %s", failure_message());
     char restoring[4200];

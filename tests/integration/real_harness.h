@@ -1,0 +1,164 @@
+/* real_harness: what the test_real_* integration tests share (included by each, so every
+ * function is static): the pipeline's services driving the REAL agent CLI (the pinned
+ * Claude Code from <build>/real-clis) against the scripted model (tests/model), offline.
+ * On top of worker_harness.h (a real broker, events recorded from its PUB socket): the
+ * model server with its scenario and request log (testmodel.h), a cloister.toml whose
+ * [agent] command is the real CLI, git's environment pinned, and the usual fixture
+ * repositories (a bare remote, the user's clone, a dev clone: testgit.h). */
+#ifndef CLOISTER_REAL_HARNESS_H
+#define CLOISTER_REAL_HARNESS_H
+
+#include "testgit.h"
+#include "testmodel.h"
+#include "worker_harness.h"
+
+#include <dirent.h>
+#include <sys/wait.h>
+
+typedef struct {
+    harness_t *h;
+    testmodel_t model;
+    testgit_fixture_t repos;
+} real_env_t;
+
+/* Prints the events, the services' logs and the model's requests of a failing test. */
+static inline void real_dump(void *arg)
+{
+    real_env_t *r = arg;
+    for (int i = 0; i < r->h->nevents; i++) {
+        char *text = json_dumps(r->h->events[i], JSON_COMPACT);
+        fprintf(stderr, "event: %.2000s\n", text ? text : "?");
+        free(text);
+    }
+    char script[1200];
+    snprintf(script, sizeof script,
+             "cd '%s' && for f in *.log; do echo \"== $f\"; tail -n 60 \"$f\"; done >&2; "
+             "echo '== model requests' >&2; cut -c1-600 model-requests.jsonl >&2",
+             r->h->env->dir);
+    char *argv[] = {"/bin/sh", "-c", script, NULL};
+    testenv_run(r->h->env, argv, NULL, 0, 10000);
+}
+
+/* A broker whose cloister.toml runs the real Claude Code CLI, plus `extra` (more TOML, may
+ * be NULL); the scripted model with the scenario file `scenario`; the fixture
+ * repositories. */
+static inline real_env_t *real_env_new(const char *name, const char *scenario, const char *extra)
+{
+    real_env_t *r = calloc(1, sizeof *r);
+    CHECK(r != NULL);
+    char config[4096];
+    snprintf(config, sizeof config,
+             "[broker]\nretry_backoff_ms = 50\n\n[security]\nrequire_review = false\n\n"
+             "[agent]\ncli = \"claude\"\ncommand = \"%s\"\npermission_mode = \"acceptEdits\"\n"
+             "no_output_timeout = 60\nresult_grace_ms = 2000\n\n%s",
+             testmodel_cli("claude"), extra ? extra : "");
+    r->h = harness_new_config(name, config);
+    CHECK(r->h != NULL);
+    check_on_fail(real_dump, r);
+    char path[700];
+    snprintf(path, sizeof path, "%s/home", r->h->env->dir);
+    testgit_env(path);
+    unsetenv("CLOISTER_AGENT_COMMAND");
+    testmodel_start(&r->model, r->h->env);
+    testmodel_use(&r->model, scenario);
+    testgit_fixture(&r->repos, r->h->env->dir);
+    return r;
+}
+
+static inline void real_env_destroy(real_env_t **r_p)
+{
+    real_env_t *r = *r_p;
+    if (r == NULL)
+        return;
+    check_on_fail(NULL, NULL);
+    harness_destroy(&r->h);
+    free(r);
+    *r_p = NULL;
+}
+
+/* Waits for the end of task `id` (done, failed or dead); returns the event or NULL. */
+static inline json_t *real_wait_end(real_env_t *r, const char *id, int timeout_ms)
+{
+    static const char *const ends[] = {"task.done", "task.failed", "task.dead", NULL};
+    for (int waited = 0; waited <= timeout_ms; waited += 20) {
+        for (int k = 0; ends[k] != NULL; k++) {
+            int i = harness_find(r->h, 0, ends[k], id);
+            if (i >= 0)
+                return r->h->events[i];
+        }
+        harness_pump(r->h, 20);
+    }
+    fprintf(stderr, "task %s did not end within %d ms\n", id, timeout_ms);
+    return NULL;
+}
+
+static inline const char *real_result_str(const json_t *event, const char *key)
+{
+    const json_t *value = json_object_get(json_object_get(event, "result"), key);
+    return json_is_string(value) ? json_string_value(value) : "";
+}
+
+/* True when some progress event of task `id` contains `text`. */
+static inline bool real_progress_has(real_env_t *r, const char *id, const char *text)
+{
+    for (int i = 0; (i = harness_find(r->h, i, "task.progress", id)) >= 0; i++)
+        if (strstr(harness_field(r->h->events[i], "text"), text) != NULL)
+            return true;
+    return false;
+}
+
+/* The `served` object of request `i` of `requests` (a testmodel_requests() array). */
+static inline const json_t *real_served(const json_t *requests, size_t i)
+{
+    return json_object_get(json_array_get(requests, i), "served");
+}
+
+/* The tool request `i` of `requests` was answered with ("" for a text answer). */
+static inline const char *real_served_tool(const json_t *requests, size_t i)
+{
+    const char *tool = json_string_value(json_object_get(real_served(requests, i), "tool"));
+    return tool ? tool : "";
+}
+
+/* The result the CLI sent back for the tool call of request `i` (in request i + 1): its
+ * text, or NULL when there is none. Sets *is_error. */
+static inline const char *real_tool_result(const json_t *requests, size_t i, bool *is_error)
+{
+    const json_t *results = json_object_get(json_array_get(requests, i + 1), "results");
+    const json_t *first = json_array_get(results, 0);
+    *is_error = json_is_true(json_object_get(first, "is_error"));
+    return json_string_value(json_object_get(first, "content"));
+}
+
+/* Pids of live processes (not zombies) whose command line contains `needle`, other than
+ * this one: at most `max` into pids; returns how many. */
+static inline int real_processes(const char *needle, pid_t *pids, int max)
+{
+    int n = 0;
+    DIR *proc = opendir("/proc");
+    struct dirent *entry;
+    while (proc != NULL && (entry = readdir(proc)) != NULL) {
+        pid_t pid = (pid_t)atoi(entry->d_name);
+        if (pid <= 0 || pid == getpid() || harness_pid_gone(pid))
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+        FILE *f = fopen(path, "rb");
+        if (f == NULL)
+            continue;
+        char cmdline[4096];
+        size_t len = fread(cmdline, 1, sizeof cmdline - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < len; i++)
+            if (cmdline[i] == '\0')
+                cmdline[i] = ' ';
+        cmdline[len] = '\0';
+        if (strstr(cmdline, needle) != NULL && n < max)
+            pids[n++] = pid;
+    }
+    if (proc != NULL)
+        closedir(proc);
+    return n;
+}
+
+#endif

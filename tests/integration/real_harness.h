@@ -39,19 +39,34 @@ static inline void real_dump(void *arg)
     testenv_run(r->h->env, argv, NULL, 0, 10000);
 }
 
-/* A broker whose cloister.toml runs the real Claude Code CLI, plus `extra` (more TOML, may
- * be NULL); the scripted model with the scenario file `scenario`; the fixture
- * repositories. */
-static inline real_env_t *real_env_new(const char *name, const char *scenario, const char *extra)
+/* cloister.toml: the real Claude Code CLI as every specialist's agent, plus `extra` (more
+ * TOML, may be NULL). Services read it when they start. */
+static inline void real_config_text(char *buf, size_t size, const char *extra)
 {
-    real_env_t *r = calloc(1, sizeof *r);
-    CHECK(r != NULL);
-    char config[4096];
-    snprintf(config, sizeof config,
+    snprintf(buf, size,
              "[broker]\nretry_backoff_ms = 50\n\n[security]\nrequire_review = false\n\n"
              "[agent]\ncli = \"claude\"\ncommand = \"%s\"\npermission_mode = \"acceptEdits\"\n"
              "no_output_timeout = 60\nresult_grace_ms = 2000\n\n%s",
              testmodel_cli("claude"), extra ? extra : "");
+}
+
+/* Rewrites cloister.toml (real_config_text()) for the services started from now on. */
+static inline void real_config(real_env_t *r, const char *extra)
+{
+    char path[600], text[8192];
+    snprintf(path, sizeof path, "%s/cloister.toml", r->h->env->home);
+    real_config_text(text, sizeof text, extra);
+    CHECK(testenv_write_file(path, text) == 0);
+}
+
+/* A broker with real_config_text(extra) as its cloister.toml; the scripted model with the
+ * scenario file `scenario`; the fixture repositories. */
+static inline real_env_t *real_env_new(const char *name, const char *scenario, const char *extra)
+{
+    real_env_t *r = calloc(1, sizeof *r);
+    CHECK(r != NULL);
+    char config[8192];
+    real_config_text(config, sizeof config, extra);
     r->h = harness_new_config(name, config);
     CHECK(r->h != NULL);
     check_on_fail(real_dump, r);
@@ -63,6 +78,33 @@ static inline real_env_t *real_env_new(const char *name, const char *scenario, c
     testmodel_use(&r->model, scenario);
     testgit_fixture(&r->repos, r->h->env->dir);
     return r;
+}
+
+/* The session a specialist's agent keeps ($PANOPTICON_HOME/specialists/<name>.session), as
+ * JSON (the caller owns it). */
+static inline json_t *real_session(real_env_t *r, const char *specialist)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/specialists/%s.session", r->h->env->home, specialist);
+    char *text = testenv_read_file(path);
+    json_t *session = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    CHECK(session != NULL);
+    return session;
+}
+
+/* The lines of a specialist's history.jsonl as a JSON array (the caller owns it). */
+static inline json_t *real_history(real_env_t *r, const char *specialist)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/specialists/%s/history.jsonl", r->h->env->home, specialist);
+    char *text = testenv_read_file(path);
+    json_t *lines = json_array();
+    for (char *save = NULL, *line = text ? strtok_r(text, "\n", &save) : NULL; line != NULL;
+         line = strtok_r(NULL, "\n", &save))
+        json_array_append_new(lines, json_loads(line, 0, NULL));
+    free(text);
+    return lines;
 }
 
 static inline void real_env_destroy(real_env_t **r_p)

@@ -27,18 +27,6 @@ static const char *s_remote_file(real_env_t *r, const char *path)
     return testgit_out();
 }
 
-/* The session the merge-agent's agent keeps. */
-static json_t *s_session(real_env_t *r)
-{
-    char path[700];
-    snprintf(path, sizeof path, "%s/specialists/merge-agent.session", r->h->env->home);
-    char *text = testenv_read_file(path);
-    json_t *session = text ? json_loads(text, 0, NULL) : NULL;
-    free(text);
-    CHECK(session != NULL);
-    return session;
-}
-
 int main(void)
 {
     real_env_t *r = real_env_new(
@@ -78,7 +66,7 @@ int main(void)
     CHECK(tools != NULL && strstr(tools, "\"Edit\"") != NULL && strstr(tools, "\"Write\"") != NULL);
     free(tools);
     json_decref(requests);
-    json_t *session = s_session(r);
+    json_t *session = real_session(r, "merge-agent");
     char first_session[64];
     snprintf(first_session, sizeof first_session, "%s", harness_field(session, "session_id"));
     json_decref(session);

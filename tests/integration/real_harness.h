@@ -203,4 +203,46 @@ static inline int real_processes(const char *needle, pid_t *pids, int max)
     return n;
 }
 
+/* Live processes (not zombies) whose environment has this test's PANOPTICON_HOME, other
+ * than the `keep` ones (n of them) and the model: what the services under test left
+ * behind. Each is printed. */
+static inline int real_leftovers(real_env_t *r, const pid_t *keep, int n)
+{
+    char needle[700];
+    int needle_len = snprintf(needle, sizeof needle, "PANOPTICON_HOME=%s", r->h->env->home);
+    int found = 0;
+    DIR *proc = opendir("/proc");
+    struct dirent *entry;
+    while (proc != NULL && (entry = readdir(proc)) != NULL) {
+        pid_t pid = (pid_t)atoi(entry->d_name);
+        bool kept = pid <= 0 || pid == getpid() || pid == r->model.pid || pid == r->h->broker;
+        for (int i = 0; i < n && !kept; i++)
+            kept = pid == keep[i];
+        if (kept || harness_pid_gone(pid))
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+        FILE *f = fopen(path, "rb");
+        if (f == NULL)
+            continue;
+        static char env[1 << 16];
+        size_t len = fread(env, 1, sizeof env - 1, f);
+        fclose(f);
+        env[len] = '\0';
+        for (size_t i = 0; i + (size_t)needle_len <= len; i += strlen(env + i) + 1) {
+            if (strncmp(env + i, needle, (size_t)needle_len) == 0 && env[i + needle_len] == '\0') {
+                snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+                char *cmdline = testenv_read_file(path);
+                fprintf(stderr, "leftover process %d: %s\n", (int)pid, cmdline ? cmdline : "?");
+                free(cmdline);
+                found++;
+                break;
+            }
+        }
+    }
+    if (proc != NULL)
+        closedir(proc);
+    return found;
+}
+
 #endif

@@ -3,16 +3,15 @@
  * needing its service or its credentials), and the run must end classified — "not logged
  * in" with what to do, or a lost session recovered with a fresh one.
  *
- * Optional, since it downloads ~150 MB: runs when CLOISTER_REAL_CLIS=1, installing
- * @openai/codex@CODEX_VERSION and @google/gemini-cli@GEMINI_VERSION with npm into
- * <build>/real-clis (kept for the next run); skipped (exit 77) with the reason otherwise,
- * or when npm cannot reach the registry. */
+ * The CLIs are the pinned ones (tests/model/package.json) that the CTest fixture
+ * integration.real_clis_install puts into <build>/real-clis; without them the test fails. */
 #include "agent.h"
 #include "check.h"
 #include "clock.h"
 #include "failure.h"
 #include "session.h"
 #include "testenv.h"
+#include "testmodel.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -20,10 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define CODEX_VERSION "0.169.0"
-#define GEMINI_VERSION "0.61.0"
-#define INSTALL_TIMEOUT_MS (15 * 60 * 1000)
 
 static testenv_t *env;
 static char workdir[PATH_MAX];
@@ -198,43 +193,10 @@ static void test_codex(const char *codex)
     unsetenv("CODEX_API_KEY");
 }
 
-/* Installs the pinned CLIs under <build>/real-clis; returns its node_modules/.bin. */
-static bool s_install(char *bin, size_t size)
-{
-    char prefix[PATH_MAX / 2];
-    snprintf(prefix, sizeof prefix, "%s/../real-clis", CLOISTER_BIN_DIR);
-    snprintf(bin, size, "%s/node_modules/.bin", prefix);
-    char codex[PATH_MAX + 16], gemini[PATH_MAX + 16];
-    snprintf(codex, sizeof codex, "%s/codex", bin);
-    snprintf(gemini, sizeof gemini, "%s/gemini", bin);
-    if (access(codex, X_OK) == 0 && access(gemini, X_OK) == 0)
-        return true;
-    mkdir(prefix, 0755);
-    char *const argv[] = {"npm", "install", "--no-audit", "--no-fund", "--prefix", prefix,
-                          "@openai/codex@" CODEX_VERSION, "@google/gemini-cli@" GEMINI_VERSION,
-                          NULL};
-    char out[4096];
-    int rc = testenv_run(env, argv, out, sizeof out, INSTALL_TIMEOUT_MS);
-    return rc == 0 && access(codex, X_OK) == 0 && access(gemini, X_OK) == 0;
-}
-
 int main(void)
 {
-    const char *wanted = getenv("CLOISTER_REAL_CLIS");
-    if (wanted == NULL || strcmp(wanted, "1") != 0) {
-        printf("skipped: set CLOISTER_REAL_CLIS=1 to install the real Codex and Gemini CLIs "
-               "(~150 MB from the npm registry) and check the adapters against them\n");
-        return 77;
-    }
     env = testenv_new("agent-real-clis");
-    if (env == NULL)
-        return 1;
-    char bin[PATH_MAX];
-    if (!s_install(bin, sizeof bin)) {
-        printf("skipped: npm could not install the CLIs (is the registry reachable?)\n");
-        testenv_destroy(&env);
-        return 77;
-    }
+    CHECK(env != NULL);
     char home[PATH_MAX];
     snprintf(home, sizeof home, "%s/user", env->dir);
     snprintf(workdir, sizeof workdir, "%s/work", env->dir);
@@ -244,11 +206,8 @@ int main(void)
     unsetenv("GEMINI_API_KEY");
     unsetenv("GOOGLE_API_KEY");
 
-    char codex[PATH_MAX + 16], gemini[PATH_MAX + 16];
-    snprintf(codex, sizeof codex, "%s/codex", bin);
-    snprintf(gemini, sizeof gemini, "%s/gemini", bin);
-    test_gemini(gemini);
-    test_codex(codex);
+    test_gemini(testmodel_cli("gemini"));
+    test_codex(testmodel_cli("codex"));
 
     testenv_destroy(&env);
     return check_exit_code("test_agent_real_clis");

@@ -67,7 +67,8 @@ struct agent_run_t {
     /* The current attempt. */
     proc_t *proc;
     bool use_session_id; /* --session-id (new id) rather than --resume */
-    bool retried_lost, retried_in_use_new, retried_in_use_resume;
+    bool retried_lost, retried_in_use_new, retried_in_use_resume, retried_too_long;
+    bool api_stop_sent; /* stopped because the model API refused the key */
     agent_stream_t stream; /* this attempt's output as read so far */
     int64_t result_at_ms;  /* when its result arrived; 0 = not yet */
     bool result_stop_sent;
@@ -148,6 +149,13 @@ static int s_on_line(void *arg, const char *line, size_t len)
     }
     if (agent_stream_read(&run->stream, line, len) == AGENT_STREAM_RESULT)
         run->result_at_ms = clock_now_ms();
+    /* A refused key is refused again on every retry: the CLI is stopped at its first. */
+    if (run->stream.api_stop && !run->api_stop_sent && run->proc != NULL) {
+        log_warn("agent %s: the model API refused the key; stopping the agent",
+                 run->settings->specialist);
+        proc_stop(run->proc, PROC_STOP_REQUESTED);
+        run->api_stop_sent = true;
+    }
     if (run->cli->names_sessions && run->state.session_id[0] == '\0' &&
         run->stream.session_id[0] != '\0')
         s_named_by_cli(run);
@@ -340,6 +348,7 @@ static int s_spawn(agent_run_t *run)
     agent_stream_reset(&run->stream);
     run->result_at_ms = 0;
     run->result_stop_sent = false;
+    run->api_stop_sent = false;
     run->outcome.attempts++;
     int rc = input != NULL ? s_start_process(run, &args, input)
                            : failure_set(FAILURE_MEMORY, "out of memory");
@@ -446,6 +455,68 @@ static void s_usage_of_this_run(agent_run_t *run)
     o->context_tokens = run_in;
 }
 
+/* The model API failure the attempt ended with, if any: the one the CLI reported, or a
+ * deadline that passed while the agent waited for the model. */
+static void s_fill_api_error(agent_run_t *run)
+{
+    agent_outcome_t *o = &run->outcome;
+    const agent_stream_t *st = &run->stream;
+    o->api_error = AGENT_API_OK;
+    o->api_status = st->api_status;
+    o->api_retries = st->api_retries;
+    o->retry_after_ms = st->api_retry_delay_ms;
+    if (o->ok || run->cancelled)
+        return;
+    const proc_status_t *ps = run->proc ? proc_status(run->proc) : NULL;
+    bool deadline = ps != NULL &&
+                    (ps->stopped_by == PROC_STOP_TIMEOUT || ps->stopped_by == PROC_STOP_NO_OUTPUT);
+    o->api_error = st->api_error;
+    /* Out of time while retrying an overloaded or unreachable API: that failure, still. */
+    if (deadline && st->awaiting_model && st->api_error != AGENT_API_OVERLOADED &&
+        st->api_error != AGENT_API_UNREACHABLE)
+        o->api_error = AGENT_API_TOO_SLOW;
+}
+
+/* The error of a run that a model API failure ended, into buf. */
+static void s_api_error_message(const agent_run_t *run, char *buf, size_t size,
+                                const char *stderr_line)
+{
+    const agent_outcome_t *o = &run->outcome;
+    const char *said = run->result_text && run->result_text[0] ? run->result_text : stderr_line;
+    char status[32] = "";
+    if (o->api_status > 0)
+        snprintf(status, sizeof status, "HTTP %d", o->api_status);
+    switch (o->api_error) {
+    case AGENT_API_KEY_REFUSED:
+        snprintf(buf, size, "the model API refused the key (%s%s%.300s): %s",
+                 status[0] ? status : "refused", said[0] ? ": " : "", said, run->cli->login_hint);
+        break;
+    case AGENT_API_OVERLOADED:
+        snprintf(buf, size, "the model API stayed %s (%s) through %d retries%s%.300s",
+                 agent_stream_api_error_name(o->api_error, o->api_status), status,
+                 o->api_retries, said[0] ? ": " : "", said);
+        break;
+    case AGENT_API_PROMPT_TOO_LONG:
+        snprintf(buf, size, "the prompt is too long for the model, even in a fresh session: %.600s",
+                 said);
+        break;
+    case AGENT_API_UNREACHABLE:
+        snprintf(buf, size,
+                 "the model API could not be reached or broke off mid-answer (%s) after %d "
+                 "retries%s%.300s",
+                 status[0] ? status : "no HTTP status", o->api_retries, said[0] ? ": " : "", said);
+        break;
+    case AGENT_API_TOO_SLOW:
+        snprintf(buf, size, "the model did not answer within the run's %d s: the agent was "
+                            "waiting for it when it was stopped",
+                 run->settings->timeout_s);
+        break;
+    case AGENT_API_OK:
+        buf[0] = '\0';
+        break;
+    }
+}
+
 /* Fills the outcome from the last attempt (its proc status and result). */
 static void s_fill_outcome(agent_run_t *run)
 {
@@ -488,7 +559,8 @@ static void s_fill_outcome(agent_run_t *run)
     s_last_line(stderr_line, sizeof stderr_line, run->stderr_tail ? run->stderr_tail : "");
 
     o->ok = o->got_result && !o->is_error && !run->cancelled;
-    o->not_logged_in = !o->ok && !run->cancelled &&
+    s_fill_api_error(run);
+    o->not_logged_in = !o->ok && !run->cancelled && o->api_error == AGENT_API_OK &&
                        (run->stream.not_logged_in ||
                         run->cli->classify(run->stderr_tail, run->result_text) ==
                             AGENT_FAILURE_NOT_LOGGED_IN);
@@ -496,6 +568,8 @@ static void s_fill_outcome(agent_run_t *run)
         message[0] = '\0';
     } else if (run->cancelled) {
         snprintf(message, sizeof message, "agent run cancelled");
+    } else if (o->api_error != AGENT_API_OK) {
+        s_api_error_message(run, message, sizeof message, stderr_line);
     } else if (o->not_logged_in) {
         snprintf(message, sizeof message, "%s is not logged in (%.600s): %s", run->cli->name,
                  run->result_text && run->result_text[0] ? run->result_text : stderr_line,
@@ -654,6 +728,7 @@ static bool s_recover(agent_run_t *run)
     free(errors);
     bool lost = failure == AGENT_FAILURE_SESSION_LOST;
     bool in_use = failure == AGENT_FAILURE_SESSION_IN_USE;
+    bool too_long = run->stream.api_error == AGENT_API_PROMPT_TOO_LONG;
     const char *name = run->settings->specialist;
     const char *reason = NULL;
 
@@ -662,6 +737,10 @@ static bool s_recover(agent_run_t *run)
     if (lost && resumed && !run->retried_lost) {
         run->retried_lost = true;
         reason = "context lost";
+    } else if (too_long && !run->retried_too_long) {
+        /* The conversation outgrew the model: a fresh session, with the prompt alone. */
+        run->retried_too_long = true;
+        reason = "prompt too long";
     } else if (in_use && run->use_session_id && !forked && !run->retried_in_use_resume) {
         run->retried_in_use_resume = true;
         log_info("agent %s: session %s already exists; resuming it", name, run->state.session_id);

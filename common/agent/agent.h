@@ -106,10 +106,28 @@ typedef struct {
 } agent_settings_t;
 
 typedef enum {
-    AGENT_PROGRESS_TEXT,   /* an assistant text block: text */
-    AGENT_PROGRESS_TOOL,   /* a tool call: text = tool name, detail = short input summary */
-    AGENT_PROGRESS_SESSION /* a fresh session: text = reason, detail = the new session id */
+    AGENT_PROGRESS_TEXT,    /* an assistant text block: text */
+    AGENT_PROGRESS_TOOL,    /* a tool call: text = tool name, detail = short input summary */
+    AGENT_PROGRESS_SESSION, /* a fresh session: text = reason, detail = the new session id */
+    AGENT_PROGRESS_API      /* the CLI retries a failed model API call: text says so
+                               ("model API overloaded (HTTP 529): retry 3 of 10 in 12 s") */
 } agent_progress_kind_t;
+
+/* What went wrong with the model API, as the CLI reported it: its retry events and its
+ * final error (docs/agent-cli.md §3.3). A failed run's outcome names the last one. */
+typedef enum {
+    AGENT_API_OK = 0,
+    AGENT_API_KEY_REFUSED,     /* 401, 403 or a billing error: the key does not work. The
+                                  run stops at the CLI's first retry of it */
+    AGENT_API_OVERLOADED,      /* 429 rate limited or 529 overloaded: worth another try
+                                  after the CLI's last retry delay */
+    AGENT_API_PROMPT_TOO_LONG, /* the conversation no longer fits the model: the run
+                                  rotates the session and tries once more */
+    AGENT_API_UNREACHABLE,     /* no answer: the connection failed or broke off mid-answer,
+                                  or the API failed (5xx) */
+    AGENT_API_TOO_SLOW         /* the run's time ran out while the agent waited for the
+                                  model */
+} agent_api_error_t;
 
 typedef struct {
     agent_progress_kind_t kind;
@@ -145,6 +163,10 @@ typedef struct {
     int attempts;             /* agent processes started (1, or 2-3 after recoveries) */
     bool timed_out;           /* the wall clock or the no-output watchdog stopped it */
     bool not_logged_in;       /* the CLI has no credentials (error says what to do) */
+    agent_api_error_t api_error; /* the model API failure that ended the run, if any */
+    int api_status;              /* its HTTP status; 0 when none was said */
+    int api_retries;             /* API retries the CLI announced during the last attempt */
+    int64_t retry_after_ms;      /* the delay of its last retry: when another try may work */
     bool cancelled;           /* agent_run_cancel() stopped it */
     bool exited;              /* the last agent process exited: exit_code valid */
     int exit_code;

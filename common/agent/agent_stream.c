@@ -65,12 +65,108 @@ int64_t agent_stream_input_tokens(const json_t *usage)
            s_usage_int(usage, "cache_read_input_tokens");
 }
 
+static bool s_is(const char *text, const char *expected)
+{
+    return text != NULL && strcmp(text, expected) == 0;
+}
+
+/* An HTTP status the CLI reported (a number), or 0. */
+static int s_status(const json_t *value)
+{
+    int64_t status = agent_stream_count(value);
+    return status < 1000 ? (int)status : 0;
+}
+
+/* The failure an HTTP status and the CLI's name for it mean (docs/agent-cli.md §3.3). */
+static agent_api_error_t s_api_error_kind(int status, const char *error)
+{
+    if (status == 401 || status == 402 || status == 403 || s_is(error, "authentication_failed") ||
+        s_is(error, "billing_error") || s_is(error, "permission_error"))
+        return AGENT_API_KEY_REFUSED;
+    if (status == 429 || status == 529 || s_is(error, "rate_limit") || s_is(error, "overloaded"))
+        return AGENT_API_OVERLOADED;
+    if (status >= 400 && status < 500)
+        return AGENT_API_OK; /* the request itself was refused: the run's error says why */
+    return AGENT_API_UNREACHABLE;
+}
+
+const char *agent_stream_api_error_name(agent_api_error_t error, int status)
+{
+    switch (error) {
+    case AGENT_API_KEY_REFUSED: return "refused the key";
+    case AGENT_API_OVERLOADED: return status == 429 ? "rate limited" : "overloaded";
+    case AGENT_API_PROMPT_TOO_LONG: return "says the prompt is too long";
+    case AGENT_API_UNREACHABLE: return "unreachable";
+    case AGENT_API_TOO_SLOW: return "too slow";
+    case AGENT_API_OK: break;
+    }
+    return "failing";
+}
+
+void agent_stream_api_failure(agent_stream_t *stream, int status, const char *error, int retry,
+                              int max_retries, int64_t delay_ms)
+{
+    agent_api_error_t kind = s_api_error_kind(status, error);
+    if (kind == AGENT_API_OK)
+        return;
+    stream->api_error = kind;
+    stream->api_status = status;
+    char why[96];
+    if (status > 0)
+        snprintf(why, sizeof why, "HTTP %d%s%.40s", status, error ? " " : "", error ? error : "");
+    else
+        snprintf(why, sizeof why, "%.60s", error && !s_is(error, "unknown") ? error : "no answer");
+    char text[256];
+    if (kind == AGENT_API_KEY_REFUSED) {
+        stream->api_stop = true;
+        snprintf(text, sizeof text, "model API refused the key (%s): stopping the agent", why);
+        agent_stream_progress(stream, AGENT_PROGRESS_API, text, "");
+    } else if (retry > 0) {
+        stream->api_retries = retry;
+        stream->api_retry_delay_ms = delay_ms;
+        stream->awaiting_model = true;
+        snprintf(text, sizeof text, "model API %s (%s): retry %d of %d in %lld s",
+                 agent_stream_api_error_name(kind, status), why, retry, max_retries,
+                 (long long)((delay_ms + 500) / 1000));
+        agent_stream_progress(stream, AGENT_PROGRESS_API, text, "");
+    }
+}
+
+/* The first text block of an assistant message, or NULL. */
+static const char *s_first_text(json_t *message)
+{
+    size_t i;
+    json_t *block;
+    json_array_foreach(json_object_get(message, "content"), i, block)
+    {
+        if (s_is(json_string_value(json_object_get(block, "type")), "text"))
+            return json_string_value(json_object_get(block, "text"));
+    }
+    return NULL;
+}
+
+/* A synthetic assistant message says why the API call did not happen (§2, §3.3): no
+ * credentials, a refused key, a conversation too long, the API's own failure. */
+static void s_on_api_error_message(agent_stream_t *stream, json_t *event, const char *error)
+{
+    int status = s_status(json_object_get(event, "api_error_status"));
+    const char *text = s_first_text(json_object_get(event, "message"));
+    if (s_is(error, "authentication_failed") && status == 0) {
+        stream->not_logged_in = true;
+    } else if (text != NULL && strncmp(text, "Prompt is too long", 18) == 0) {
+        stream->api_error = AGENT_API_PROMPT_TOO_LONG;
+        stream->api_status = status;
+    } else {
+        agent_stream_api_failure(stream, status, error, 0, 0, 0);
+    }
+}
+
 static void s_on_assistant(agent_stream_t *stream, json_t *event)
 {
-    /* A synthetic message says why the API call did not happen (docs/agent-cli.md §2). */
+    stream->awaiting_model = false;
     const char *error = json_string_value(json_object_get(event, "error"));
-    if (error != NULL && strcmp(error, "authentication_failed") == 0)
-        stream->not_logged_in = true;
+    if (error != NULL)
+        s_on_api_error_message(stream, event, error);
     json_t *message = json_object_get(event, "message");
     /* Each assistant message is one API call, and its usage is that call's alone: the input
      * side of the latest one is the conversation's current size. A subagent's calls
@@ -142,6 +238,19 @@ static void s_scrub_nuls(json_t *value)
     }
 }
 
+/* The final result: the API failure it names, if no event named one before. */
+static void s_on_result(agent_stream_t *stream, json_t *event)
+{
+    stream->awaiting_model = false;
+    if (s_is(json_string_value(json_object_get(event, "terminal_reason")), "prompt_too_long")) {
+        stream->api_error = AGENT_API_PROMPT_TOO_LONG;
+    } else if (stream->api_error == AGENT_API_OK && !json_is_false(json_object_get(event, "is_error"))) {
+        int status = s_status(json_object_get(event, "api_error_status"));
+        if (status > 0)
+            agent_stream_api_failure(stream, status, NULL, 0, 0, 0);
+    }
+}
+
 /* Claude Code's stream-json events (docs/agent-cli.md §2). */
 static agent_stream_line_t s_claude_event(agent_stream_t *stream, json_t *event)
 {
@@ -150,14 +259,28 @@ static agent_stream_line_t s_claude_event(agent_stream_t *stream, json_t *event)
         return AGENT_STREAM_EVENT; /* no type: nothing we know */
     if (strcmp(type, "assistant") == 0) {
         s_on_assistant(stream, event);
+    } else if (strcmp(type, "user") == 0) {
+        stream->awaiting_model = true; /* tool results go back to the model */
     } else if (strcmp(type, "result") == 0) {
+        s_on_result(stream, event);
         agent_stream_set_result(stream, event);
         return AGENT_STREAM_RESULT;
     } else if (strcmp(type, "system") == 0) {
         const char *subtype = json_string_value(json_object_get(event, "subtype"));
         const char *version = json_string_value(json_object_get(event, "claude_code_version"));
-        if (subtype != NULL && strcmp(subtype, "init") == 0 && version != NULL)
-            msgjson_copy_utf8(stream->cli_version, sizeof stream->cli_version, version);
+        if (s_is(subtype, "init")) {
+            stream->awaiting_model = true;
+            if (version != NULL)
+                msgjson_copy_utf8(stream->cli_version, sizeof stream->cli_version, version);
+        } else if (s_is(subtype, "api_retry")) {
+            int64_t attempt = agent_stream_count(json_object_get(event, "attempt"));
+            int64_t max = agent_stream_count(json_object_get(event, "max_retries"));
+            agent_stream_api_failure(stream, s_status(json_object_get(event, "error_status")),
+                                     json_string_value(json_object_get(event, "error")),
+                                     attempt > 0 && attempt < 1000 ? (int)attempt : 1,
+                                     max < 1000 ? (int)max : 0,
+                                     agent_stream_count(json_object_get(event, "retry_delay_ms")));
+        }
     }
     return AGENT_STREAM_EVENT;
 }
@@ -208,6 +331,12 @@ void agent_stream_reset(agent_stream_t *stream)
     stream->context_tokens = 0;
     stream->session_id[0] = '\0';
     stream->not_logged_in = false;
+    stream->api_error = AGENT_API_OK;
+    stream->api_status = 0;
+    stream->api_retries = 0;
+    stream->api_retry_delay_ms = 0;
+    stream->api_stop = false;
+    stream->awaiting_model = false;
     free(stream->text);
     stream->text = NULL;
 }

@@ -8,6 +8,11 @@
  * cache_creation_input_tokens, cache_read_input_tokens, output_tokens}, num_turns,
  * duration_ms): the other adapters build it from their CLI's own final event.
  *
+ * Model API failures: each retry the CLI announces becomes an AGENT_PROGRESS_API progress
+ * and is remembered (api_error, api_status, api_retries, api_retry_delay_ms), as is the
+ * failure in its final error; a failure that no retry can mend (a refused key) sets
+ * api_stop, so that the runner stops the CLI instead of waiting out its retries.
+ *
  * The output is untrusted: a line that is not a JSON object is skipped (and logged), NUL
  * bytes inside strings become U+FFFD, counts outside 0..10^12 read as 0. No process, no
  * file: fuzzed by tests/fuzz/fuzz_agent_stream.c. */
@@ -38,6 +43,13 @@ struct agent_stream {
     char cli_version[SESSION_VERSION_SIZE]; /* from system/init; "" until seen */
     char session_id[SESSION_ID_SIZE]; /* the session the CLI says it runs; "" until said */
     bool not_logged_in;  /* the CLI said it has no credentials */
+    agent_api_error_t api_error; /* the latest model API failure the CLI reported */
+    int api_status;              /* its HTTP status; 0 when none was said */
+    int api_retries;             /* retries of API calls the CLI announced */
+    int64_t api_retry_delay_ms;  /* the delay of the latest */
+    bool api_stop;               /* the CLI retries what cannot succeed: stop it */
+    bool awaiting_model;         /* the last event left the next move to the model (the
+                                    prompt sent, tool results, a retry) */
     char *text;          /* the assistant's text so far, for CLIs whose final event has none
                             (owned; NULL when none) */
 };
@@ -51,8 +63,8 @@ enum agent_stream_line {
 /* Reads one line (without its newline; need not be NUL-terminated). */
 agent_stream_line_t agent_stream_read(agent_stream_t *stream, const char *line, size_t len);
 
-/* A new attempt: drops the result, the text, the context size and the announced session
- * (the CLI version stays). Also what frees the stream's memory. */
+/* A new attempt: drops the result, the text, the context size, the announced session and
+ * the API failures (the CLI version stays). Also what frees the stream's memory. */
 void agent_stream_reset(agent_stream_t *stream);
 
 /* For adapters. Calls the progress callback, if any. */
@@ -72,5 +84,15 @@ int64_t agent_stream_count(const json_t *value);
 /* input + cache creation + cache read tokens of a `usage` object: what the call read as
  * input, i.e. the size of the conversation it was given. */
 int64_t agent_stream_input_tokens(const json_t *usage);
+
+/* For adapters: the CLI reports a failed model API call with HTTP `status` (0: none, e.g.
+ * the connection failed) and the CLI's own name for it (`error`, may be NULL). With
+ * `retry` > 0 it says it tries again (retry `retry` of `max_retries`, in `delay_ms`): a
+ * progress says so. Records the failure; a refused key sets api_stop. */
+void agent_stream_api_failure(agent_stream_t *stream, int status, const char *error, int retry,
+                              int max_retries, int64_t delay_ms);
+
+/* What the failure is called in messages: "refused the key", "overloaded", ... */
+const char *agent_stream_api_error_name(agent_api_error_t error, int status);
 
 #endif

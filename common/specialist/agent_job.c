@@ -194,6 +194,9 @@ static void s_on_progress(void *arg, const agent_progress_t *progress)
         specialist_progressf(ctx, "session", "fresh session %s: %s", progress->detail,
                              progress->text);
         break;
+    case AGENT_PROGRESS_API:
+        specialist_progress(ctx, "api", progress->text);
+        break;
     }
 }
 

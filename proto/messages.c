@@ -62,6 +62,8 @@ static const wire_field_t s_release[] = {
     {FIELD_TASK, WIRE_STR, true, MESSAGES_ID_CAP},
     {FIELD_ATTEMPT, WIRE_INT, true, 0},
     {FIELD_REASON, WIRE_STR, false, TEXT_CAP},
+    {FIELD_DELAY_MS, WIRE_INT, false, 0},
+    {FIELD_PAUSE, WIRE_BOOL, false, 0},
 };
 
 static const wire_field_t s_bye[] = {
@@ -201,6 +203,7 @@ const wire_spec_t messages_table[MSG_COUNT] = {
     [MSG_LIST_TASKS] = SPEC(MSG_LIST_TASKS, s_list_tasks),
     [MSG_RELOAD] = SPEC(MSG_RELOAD, s_none),
     [MSG_NOTE_TASK] = SPEC(MSG_NOTE_TASK, s_note_task),
+    [MSG_RESUME] = SPEC(MSG_RESUME, s_specialist_ref),
 };
 
 const size_t messages_count = sizeof messages_table / sizeof messages_table[0];

@@ -27,6 +27,7 @@ static const char *const s_msg_names[MSG_COUNT] = {
     [MSG_LIST_TASKS] = "list_tasks",
     [MSG_RELOAD] = "reload",
     [MSG_NOTE_TASK] = "note_task",
+    [MSG_RESUME] = "resume",
 };
 
 static const char *const s_field_names[FIELD_COUNT] = {
@@ -47,6 +48,7 @@ static const char *const s_field_names[FIELD_COUNT] = {
     [FIELD_CURVE_KEY] = "curve_key",
     [FIELD_DATA] = "data",
     [FIELD_DEAD] = "dead",
+    [FIELD_DELAY_MS] = "delay_ms",
     [FIELD_DISK_FREE_MB] = "disk_free_mb",
     [FIELD_DISK_LOW] = "disk_low",
     [FIELD_DONE] = "done",
@@ -89,6 +91,8 @@ static const char *const s_field_names[FIELD_COUNT] = {
     [FIELD_P50] = "p50",
     [FIELD_P99] = "p99",
     [FIELD_PARENT] = "parent",
+    [FIELD_PAUSE] = "pause",
+    [FIELD_PAUSED] = "paused",
     [FIELD_PAYLOAD] = "payload",
     [FIELD_PHASE] = "phase",
     [FIELD_PHASES] = "phases",
@@ -151,6 +155,8 @@ static const char *const s_event_names[EVENT_COUNT] = {
     [EVENT_WORKER_LEFT] = "worker.left",
     [EVENT_WORKER_LOST] = "worker.lost",
     [EVENT_MESSAGE_REJECTED] = "message.rejected",
+    [EVENT_SPECIALIST_PAUSED] = "specialist.paused",
+    [EVENT_SPECIALIST_RESUMED] = "specialist.resumed",
 };
 
 static const char *const s_review_mode_names[] = {"strict", "normal", "yolo",

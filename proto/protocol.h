@@ -34,6 +34,7 @@ typedef enum {
     MSG_LIST_TASKS,
     MSG_RELOAD,
     MSG_NOTE_TASK,
+    MSG_RESUME,
     MSG_COUNT
 } msg_type_t;
 
@@ -56,6 +57,7 @@ typedef enum {
     FIELD_CURVE_KEY,
     FIELD_DATA,
     FIELD_DEAD,
+    FIELD_DELAY_MS,
     FIELD_DISK_FREE_MB,
     FIELD_DISK_LOW,
     FIELD_DONE,
@@ -98,6 +100,8 @@ typedef enum {
     FIELD_P50,
     FIELD_P99,
     FIELD_PARENT,
+    FIELD_PAUSE,
+    FIELD_PAUSED,
     FIELD_PAYLOAD,
     FIELD_PHASE,
     FIELD_PHASES,
@@ -168,6 +172,8 @@ typedef enum {
     EVENT_WORKER_LEFT,
     EVENT_WORKER_LOST,
     EVENT_MESSAGE_REJECTED,
+    EVENT_SPECIALIST_PAUSED,
+    EVENT_SPECIALIST_RESUMED,
     EVENT_COUNT
 } event_type_t;
 

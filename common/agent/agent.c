@@ -455,6 +455,19 @@ static void s_usage_of_this_run(agent_run_t *run)
     o->context_tokens = run_in;
 }
 
+const char *agent_api_error_code(agent_api_error_t error)
+{
+    switch (error) {
+    case AGENT_API_KEY_REFUSED: return "key_refused";
+    case AGENT_API_OVERLOADED: return "overloaded";
+    case AGENT_API_PROMPT_TOO_LONG: return "prompt_too_long";
+    case AGENT_API_UNREACHABLE: return "unreachable";
+    case AGENT_API_TOO_SLOW: return "too_slow";
+    case AGENT_API_OK: break;
+    }
+    return "";
+}
+
 /* The model API failure the attempt ended with, if any: the one the CLI reported, or a
  * deadline that passed while the agent waited for the model. */
 static void s_fill_api_error(agent_run_t *run)

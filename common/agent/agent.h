@@ -174,6 +174,10 @@ typedef struct {
     const char *stderr_tail; /* the last bytes of its stderr */
 } agent_outcome_t;
 
+/* The stable name of a model API failure, for results and logs: "key_refused",
+ * "overloaded", "prompt_too_long", "unreachable", "too_slow" ("" for AGENT_API_OK). */
+const char *agent_api_error_code(agent_api_error_t error);
+
 typedef struct agent_run_t agent_run_t;
 
 /* Starts a run of `prompt` (copied) for task `task_id` (copied; may be NULL) with

@@ -207,6 +207,8 @@ static void s_result_fields(specialist_ctx_t *ctx, const char *cli, const agent_
     if (!o->ok) {
         specialist_result_str(ctx, "agent_error", o->error);
         specialist_result_bool(ctx, "agent_not_logged_in", o->not_logged_in);
+        if (o->api_error != AGENT_API_OK)
+            specialist_result_str(ctx, "agent_api_error", agent_api_error_code(o->api_error));
     }
     specialist_result_str(ctx, "session_id", o->session_id);
     specialist_result_bool(ctx, "session_fresh", o->fresh);
@@ -373,6 +375,20 @@ int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx,
     if (with_mcp)
         s_mcp_end(ctx, &mcp);
     s_result_fields(ctx, settings->agent.cli, agent_run_outcome(run));
+    agent_job_api_outcome(ctx, agent_run_outcome(run));
     *run_p = run;
     return 0;
+}
+
+void agent_job_api_outcome(specialist_ctx_t *ctx, const agent_outcome_t *outcome)
+{
+    if (outcome->ok)
+        return;
+    if (outcome->api_error == AGENT_API_KEY_REFUSED) {
+        specialist_hand_back(ctx, outcome->error, 0, true);
+    } else if (outcome->api_error == AGENT_API_OVERLOADED) {
+        int64_t delay = outcome->retry_after_ms > 0 ? outcome->retry_after_ms
+                                                    : AGENT_JOB_RETRY_AFTER_MS;
+        specialist_hand_back(ctx, outcome->error, delay, false);
+    }
 }

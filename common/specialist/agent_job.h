@@ -37,10 +37,13 @@
  * mcp = false turns this off; [agent] mcp_command names the server (default: cloister-mcp
  * next to the service's own program; when there is none, the agent runs without it).
  *
+ * A model API failure may hand the task back instead of a result (agent_job_api_outcome()).
+ *
  * It polls specialist_cancelled() and cancels the run, and registers the agent's process
  * group with specialist_watch_child() (again after each recovery rerun). When the run is
  * over it sets the standard result fields:
- *   agent_ok, agent_cli, agent_error and agent_not_logged_in (when not ok), session_id, session_fresh, session_fresh_reason, cost_usd,
+ *   agent_ok, agent_cli, agent_error, agent_not_logged_in and agent_api_error (when not
+ *   ok), session_id, session_fresh, session_fresh_reason, cost_usd,
  *   input_tokens (input + cache tokens), output_tokens, turns, agent_duration_ms. */
 #ifndef CLOISTER_AGENT_JOB_H
 #define CLOISTER_AGENT_JOB_H
@@ -59,6 +62,8 @@
 /* How long one agent_run_step() may wait before cancellation is checked again, in ms. */
 #define AGENT_JOB_STEP_MS 100
 #define AGENT_JOB_WORKDIR_SIZE 1024
+/* When an overloaded model API's task runs again, if the CLI gave no retry delay. */
+#define AGENT_JOB_RETRY_AFTER_MS 30000
 
 /* agent_settings_t plus the storage its lists and workdir point to. `agent` is what
  * agent_run_start() takes. Strings come from the config (borrowed: keep the config alive
@@ -108,5 +113,13 @@ int agent_job_workdir(char *buf, size_t size, const config_t *config, const char
  * outcome. */
 int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx,
                   const agent_job_settings_t *settings, const char *prompt);
+
+/* What a run's model API failure means for the task (agent_job_run() does it; a job that
+ * runs agents itself, e.g. the review's reviewers, calls it for each): a refused key hands
+ * the task back and pauses the specialist, since every task would fail the same way; an
+ * API that stayed overloaded hands the task back, due again after the CLI's last retry
+ * delay (AGENT_JOB_RETRY_AFTER_MS when it gave none). Neither counts as a failure of the
+ * task (specialist_hand_back()). Any other outcome changes nothing. */
+void agent_job_api_outcome(specialist_ctx_t *ctx, const agent_outcome_t *outcome);
 
 #endif

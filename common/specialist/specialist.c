@@ -89,6 +89,9 @@ struct specialist_ctx_t {
     json_t *result;
     json_t *next;
     char *error;
+    char *hand_back; /* specialist_hand_back()'s reason: a release instead of the result */
+    int64_t hand_back_delay_ms;
+    bool hand_back_pause;
 };
 
 typedef struct pending_t {
@@ -350,6 +353,19 @@ void specialist_result_error(specialist_ctx_t *ctx, const char *fmt, ...)
     ctx->error = text;
 }
 
+void specialist_hand_back(specialist_ctx_t *ctx, const char *reason, int64_t delay_ms, bool pause)
+{
+    if (ctx->hand_back != NULL)
+        return;
+    char *text = strdup(reason);
+    if (text == NULL)
+        return; /* the job's own result goes instead */
+    text[s_utf8_cut(text, strlen(text), SPECIALIST_ERROR_CAP)] = '\0';
+    ctx->hand_back = text;
+    ctx->hand_back_delay_ms = delay_ms;
+    ctx->hand_back_pause = pause;
+}
+
 int specialist_result_next(specialist_ctx_t *ctx, const json_t *submit)
 {
     if (!json_is_object(submit))
@@ -396,6 +412,7 @@ static void s_ctx_destroy(specialist_ctx_t **ctx_p)
     json_decref(ctx->result);
     json_decref(ctx->next);
     free(ctx->error);
+    free(ctx->hand_back);
     if (ctx->cancel_fd >= 0)
         close(ctx->cancel_fd);
     pthread_mutex_destroy(&ctx->lock);
@@ -570,7 +587,10 @@ static void s_send_heartbeat(loop_t *loop)
     s_send_writer(loop);
 }
 
-static void s_send_release(loop_t *loop, const specialist_ctx_t *ctx, const char *reason)
+/* Hands the task back: the broker requeues it without counting a failure, due again in
+ * delay_ms (0: at once), and with `pause` pauses the specialist. */
+static void s_send_release(loop_t *loop, const specialist_ctx_t *ctx, const char *reason,
+                           int64_t delay_ms, bool pause)
 {
     wire_writer_t *w = loop->writer;
     wire_writer_start(w, MSG_RELEASE);
@@ -578,9 +598,14 @@ static void s_send_release(loop_t *loop, const specialist_ctx_t *ctx, const char
     wire_put_str(w, FIELD_TASK, ctx->task.id);
     wire_put_int(w, FIELD_ATTEMPT, ctx->task.attempt);
     wire_put_str(w, FIELD_REASON, reason);
+    if (delay_ms > 0)
+        wire_put_int(w, FIELD_DELAY_MS, delay_ms);
+    if (pause)
+        wire_put_bool(w, FIELD_PAUSE, true);
     s_send_writer(loop);
-    log_info("released task %s (attempt %lld): %s", ctx->task.id,
-             (long long)ctx->task.attempt, reason);
+    log_info("released task %s (attempt %lld)%s%s: %s", ctx->task.id,
+             (long long)ctx->task.attempt, pause ? ", pausing the specialist" : "",
+             delay_ms > 0 ? ", to run again later" : "", reason);
 }
 
 static void s_send_bye(loop_t *loop)
@@ -721,10 +746,12 @@ static void s_finish_job(loop_t *loop)
     if (s_ctx_muted(ctx)) {
         log_info("task %s (attempt %lld) stopped after %lld ms; nothing sent", ctx->task.id,
                  (long long)ctx->task.attempt, (long long)duration);
+    } else if (ctx->hand_back != NULL) {
+        s_send_release(loop, ctx, ctx->hand_back, ctx->hand_back_delay_ms, ctx->hand_back_pause);
     } else if (loop->release_at_end && outcome != SPECIALIST_DONE) {
         log_info("task %s (attempt %lld) stopped after %lld ms", ctx->task.id,
                  (long long)ctx->task.attempt, (long long)duration);
-        s_send_release(loop, ctx, "worker shutting down");
+        s_send_release(loop, ctx, "worker shutting down", 0, false);
     } else {
         char *error = ctx->error;
         char *timeout_error = NULL;
@@ -782,7 +809,7 @@ static void s_release_held(loop_t *loop)
     specialist_ctx_t *ctx = loop->ctx;
     if (loop->release_at_end && ctx != NULL && !s_ctx_muted(ctx)) {
         s_ctx_cancel(ctx, SPECIALIST_CANCEL_SHUTDOWN, true);
-        s_send_release(loop, ctx, "worker shutting down");
+        s_send_release(loop, ctx, "worker shutting down", 0, false);
     }
     loop->release_at_end = false;
 }

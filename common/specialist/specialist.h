@@ -212,6 +212,15 @@ void specialist_result_json(specialist_ctx_t *ctx, const char *key, json_t *valu
 void specialist_result_error(specialist_ctx_t *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Hands the task back instead of a result, for a trouble of this worker's rather than of
+ * the task's (the model API refused the key, or stayed overloaded): when the job returns,
+ * the broker gets `release` with `reason` and requeues the task without counting a
+ * failure, due again in delay_ms (0: at once). With `pause` the broker also pauses the
+ * specialist: none of its tasks is dispatched until someone resumes it (`pan specialists
+ * resume`, or a `pan doctor` whose checks pass). The first call of a job wins; the result
+ * the job builds is dropped. From the job's thread. */
+void specialist_hand_back(specialist_ctx_t *ctx, const char *reason, int64_t delay_ms, bool pause);
+
 /* Adds a next task: a JSON object with the `submit` fields (id and specialist required),
  * committed by the broker together with this task's result. Borrows `submit`. Returns 0,
  * or FAILURE_INVALID with the reason (e.g. "submit: field 'id' is required") when it is

@@ -487,7 +487,8 @@ static int s_dispatch(broker_t *self)
     size_t idle = 0;
     for (worker_t *worker = zhashx_first(self->workers); worker;
          worker = zhashx_next(self->workers)) {
-        if (worker->task || worker->draining || queue_total(worker->queue) == 0)
+        if (worker->task || worker->draining || worker->queue->paused != NULL ||
+            queue_total(worker->queue) == 0)
             continue;
         if (idle == self->idle_cap) {
             size_t cap = self->idle_cap ? self->idle_cap * 2 : 64;

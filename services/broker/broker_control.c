@@ -496,6 +496,7 @@ static void s_list_specialists(request_t *req)
         wire_put_int(w, FIELD_FAILED, (int64_t)queue->failed);
         wire_put_int(w, FIELD_DEAD, (int64_t)queue->dead);
         wire_put_int(w, FIELD_TIMEOUT_S, queue->default_timeout_s);
+        wire_put_str(w, FIELD_PAUSED, queue->paused);
         wire_open_array(w, FIELD_WORKER_IDS);
         for (worker_t *worker = zhashx_first(self->workers); worker;
              worker = zhashx_next(self->workers)) {
@@ -717,6 +718,36 @@ static void s_note(request_t *req, const wire_msg_t *msg)
         task_destroy(&task);
 }
 
+/* resume: a paused specialist's tasks are dispatched again; an admin's request. The reply's
+ * data says whether it was paused, and why. */
+static void s_resume(request_t *req, const wire_msg_t *msg)
+{
+    const char *name = wire_msg_str(msg, FIELD_SPECIALIST, "");
+    int rc = key_roles_check(req->broker->roles, req->peer_key, KEY_ACTION_RESUME);
+    queue_t *queue = rc == 0 ? broker_queue(req->broker, name, false) : NULL;
+    if (rc == 0 && queue == NULL)
+        rc = failure_set(FAILURE_NOT_FOUND, "no specialist '%s'", name);
+    if (rc != 0) {
+        s_reply_error(req, rc, failure_message());
+        return;
+    }
+    char *was = queue->paused ? strdup(queue->paused) : NULL;
+    rc = broker_specialist_resume(req->broker, queue, "a resume request");
+    if (rc != 0) {
+        free(was);
+        s_reply_error(req, rc, failure_message());
+        return;
+    }
+    wire_writer_t *w = s_reply_ok(req);
+    wire_open_map(w, FIELD_DATA);
+    wire_put_str(w, FIELD_SPECIALIST, queue->name);
+    wire_put_bool(w, FIELD_PAUSED, was != NULL);
+    wire_put_str(w, FIELD_REASON, was);
+    wire_close(w);
+    s_send(req);
+    free(was);
+}
+
 void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
                            const char *peer_key)
 {
@@ -743,6 +774,7 @@ void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, s
     case MSG_REPLAY: s_replay(&req, msg); break;
     case MSG_RELOAD: s_reload(&req); break;
     case MSG_NOTE_TASK: s_note(&req, msg); break;
+    case MSG_RESUME: s_resume(&req, msg); break;
     default: {
         char reason[128];
         snprintf(reason, sizeof reason, "'%s' is not a control request",

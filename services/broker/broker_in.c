@@ -430,8 +430,12 @@ static void s_handle_release(broker_t *self, const wire_msg_t *msg)
         return;
     worker->draining = true;
     worker->draining_since = clock_now_ms();
-    broker_task_requeue(self, task, "released", false,
-                        wire_msg_str(msg, FIELD_REASON, "released by its worker"));
+    const char *reason = wire_msg_str(msg, FIELD_REASON, "released by its worker");
+    int64_t delay_ms = wire_msg_int(msg, FIELD_DELAY_MS, 0);
+    queue_t *queue = task->queue;
+    if (broker_task_release(self, task, delay_ms > 0 ? delay_ms : 0, reason) == 0 &&
+        wire_msg_bool(msg, FIELD_PAUSE, false))
+        broker_specialist_pause(self, queue, reason);
 }
 
 static void s_handle_bye(broker_t *self, const wire_msg_t *msg)

@@ -188,6 +188,16 @@ void broker_worker_hold_group(broker_t *self, worker_t *worker, const char *grou
  * failure past max_attempts makes the task dead instead. */
 int broker_task_requeue(broker_t *self, task_t *task, const char *outcome, bool count_failure,
                         const char *reason);
+/* The worker handed its running task back (release): requeued without counting a failure,
+ * to be dispatched again no sooner than delay_ms from now (0: at once). */
+int broker_task_release(broker_t *self, task_t *task, int64_t delay_ms, const char *reason);
+/* Pauses a specialist: none of its tasks is dispatched until broker_specialist_resume();
+ * `reason` (copied) says why in the specialist.paused event, list_specialists and stats.
+ * Pausing a paused one changes nothing. */
+int broker_specialist_pause(broker_t *self, queue_t *queue, const char *reason);
+/* Lifts the pause; `who` (e.g. "pan specialists resume") goes in the specialist.resumed
+ * event. Resuming one that is not paused changes nothing. */
+int broker_specialist_resume(broker_t *self, queue_t *queue, const char *who);
 int broker_task_finish(broker_t *self, task_t *task, task_state_t state, const char *error,
                        const void *result, size_t result_len);
 void broker_task_detach(broker_t *self, task_t *task);

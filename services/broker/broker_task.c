@@ -117,8 +117,10 @@ int broker_task_finish(broker_t *self, task_t *task, task_state_t state, const c
     return rc;
 }
 
-int broker_task_requeue(broker_t *self, task_t *task, const char *outcome, bool count_failure,
-                        const char *reason)
+/* broker_task_requeue(), the task due again at `not_before` (wall ms; 0: now) unless a
+ * counted failure backs it off. */
+static int s_requeue(broker_t *self, task_t *task, const char *outcome, bool count_failure,
+                     int64_t not_before, const char *reason)
 {
     if (outcome != NULL && task->state == TASK_RUNNING && task->issue != NULL) {
         int rc = store_attempt_insert(self->store, task, task->queue->name, outcome, reason,
@@ -139,7 +141,8 @@ int broker_task_requeue(broker_t *self, task_t *task, const char *outcome, bool 
     if (count_failure)
         task->failures++;
     task->state = TASK_QUEUED;
-    task->not_before = count_failure ? clock_wall_ms() + s_backoff_ms(self, task->failures) : 0;
+    task->not_before = count_failure ? clock_wall_ms() + s_backoff_ms(self, task->failures)
+                                     : not_before;
     task->updated = clock_wall_ms();
     task_set_text(&task->error, reason);
     /* The event still names the worker the task came back from. */
@@ -153,6 +156,38 @@ int broker_task_requeue(broker_t *self, task_t *task, const char *outcome, bool 
     }
     free(previous_worker);
     return rc;
+}
+
+int broker_task_requeue(broker_t *self, task_t *task, const char *outcome, bool count_failure,
+                        const char *reason)
+{
+    return s_requeue(self, task, outcome, count_failure, 0, reason);
+}
+
+int broker_task_release(broker_t *self, task_t *task, int64_t delay_ms, const char *reason)
+{
+    int64_t not_before = delay_ms > 0 ? clock_wall_ms() + delay_ms : 0;
+    return s_requeue(self, task, "released", false, not_before, reason);
+}
+
+int broker_specialist_pause(broker_t *self, queue_t *queue, const char *reason)
+{
+    if (queue->paused != NULL)
+        return 0;
+    task_set_text(&queue->paused, reason);
+    log_warn("specialist %s paused: %s", queue->name, reason);
+    event_extra_t extra = {.specialist = queue->name, .error = reason};
+    return broker_emit(self, EVENT_SPECIALIST_PAUSED, NULL, &extra);
+}
+
+int broker_specialist_resume(broker_t *self, queue_t *queue, const char *who)
+{
+    if (queue->paused == NULL)
+        return 0;
+    task_set_text(&queue->paused, NULL);
+    log_info("specialist %s resumed by %s", queue->name, who);
+    event_extra_t extra = {.specialist = queue->name, .text = who};
+    return broker_emit(self, EVENT_SPECIALIST_RESUMED, NULL, &extra);
 }
 
 void broker_send_cancel(broker_t *self, worker_t *worker, task_t *task, const char *reason)

@@ -70,6 +70,7 @@ static bool s_allows(curve_role_t role, key_action_t action)
     case KEY_ACTION_RETRY_DEAD:
     case KEY_ACTION_RELOAD:
     case KEY_ACTION_NOTE:
+    case KEY_ACTION_RESUME:
         return role == CURVE_ROLE_ADMIN;
     }
     return false;
@@ -94,6 +95,8 @@ static const char *s_action_name(key_action_t action)
         return "reload the broker's configuration";
     case KEY_ACTION_NOTE:
         return "add a note to a task's events";
+    case KEY_ACTION_RESUME:
+        return "resume a paused specialist";
     }
     return "do that";
 }

@@ -19,6 +19,7 @@ typedef enum {
     KEY_ACTION_RETRY_DEAD,   /* retrying a task that gave up */
     KEY_ACTION_RELOAD,       /* reading cloister.toml again */
     KEY_ACTION_NOTE,         /* adding a note to a task's events (note_task) */
+    KEY_ACTION_RESUME,       /* resuming a paused specialist */
 } key_action_t;
 
 typedef struct key_roles_t key_roles_t;

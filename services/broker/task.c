@@ -60,6 +60,7 @@ void queue_destroy(queue_t **self_p)
     if (self == NULL)
         return;
     free(self->name);
+    free(self->paused);
     free(self);
     *self_p = NULL;
 }

@@ -70,6 +70,8 @@ typedef struct queue_t {
     int default_timeout_s;
     int default_max_attempts;
     size_t done, failed, dead; /* since start */
+    char *paused; /* why none of its tasks is dispatched now (a worker's release paused the
+                     specialist until someone resumes it), or NULL. Owned */
 } queue_t;
 
 /* A new task with a copy of `id`; every other field zeroed. Caller owns it. */

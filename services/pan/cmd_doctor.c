@@ -16,14 +16,20 @@
  *   workspaces     each --workspace opens as a git repository for this user (an
  *                  unsafe-ownership refusal names the safe.directory setting);
  *   gh             present, when [review] post = true;
- *   disk           at least DOCTOR_MIN_FREE_MB free in $PANOPTICON_HOME.
+ *   disk           at least DOCTOR_MIN_FREE_MB free in $PANOPTICON_HOME;
+ *   model API      only for a specialist the broker paused (its model API refused the key,
+ *                  specialist.h): one short real run of its agent CLI (a throwaway session,
+ *                  "pan-doctor" in the history) must get an answer. When every check
+ *                  passes, the paused specialists are resumed.
  * Workspaces are named on the command line: the configuration has no list of them. */
 #include "pan.h"
 #include "sandbox.h"
 
 #include "agent_cli.h"
+#include "agent_job.h"
 #include "failure.h"
 #include "home.h"
+#include "msgjson.h"
 #include "proc.h"
 
 #include <git2.h>
@@ -39,6 +45,8 @@
 #define DOCTOR_MIN_FREE_MB 1024
 /* How long `<command> --version` may take. */
 #define DOCTOR_COMMAND_TIMEOUT_MS 15000
+/* How long the model API check's agent run may take. */
+#define DOCTOR_MODEL_TIMEOUT_S 120
 
 static const char *const s_usage = "pan doctor [--workspace DIR]... [--json]";
 static const char *const s_builtin[] = {"review-agent", "test-agent", "merge-agent"};
@@ -333,6 +341,87 @@ static void s_check_disk(doctor_t *d)
              free_mb, home, DOCTOR_MIN_FREE_MB);
 }
 
+/* The broker's paused specialists (list_specialists entries with `paused`; caller owns), or
+ * NULL when it does not answer. */
+static json_t *s_paused_specialists(const pan_t *pan)
+{
+    client_t *client = client_new(pan->control_ep, pan->timeout_ms);
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, MSG_LIST_SPECIALISTS);
+    wire_msg_t *reply = NULL;
+    json_t *paused = NULL;
+    const msgpack_object *object = NULL;
+    if (client != NULL && client_call(client, writer, &reply) == 0 &&
+        (object = wire_msg_object(reply, FIELD_DATA)) != NULL) {
+        json_t *all = msgjson_from_object(object);
+        paused = json_array();
+        size_t i;
+        json_t *entry;
+        json_array_foreach(all, i, entry)
+        {
+            if (pan_json_str(entry, "paused", NULL) != NULL)
+                json_array_append(paused, entry);
+        }
+        json_decref(all);
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&writer);
+    client_destroy(&client);
+    return paused;
+}
+
+/* A paused specialist's model API: one short run of its agent CLI, with its settings, in a
+ * throwaway session of its own ("pan-doctor"), must be answered. */
+static void s_check_model(doctor_t *d, const config_t *config, const char *name, const char *why)
+{
+    agent_job_settings_t settings;
+    if (agent_job_settings_from_config(&settings, config, name, NULL) != 0) {
+        s_report(d, "model API", false, "%s: %s", name, failure_message());
+        return;
+    }
+    char workdir[AGENT_JOB_WORKDIR_SIZE];
+    if (agent_job_workdir(workdir, sizeof workdir, config, "pan-doctor") != 0) {
+        s_report(d, "model API", false, "%s: %s", name, failure_message());
+        return;
+    }
+    agent_settings_t probe = settings.agent;
+    probe.specialist = "pan-doctor";
+    probe.session = NULL;
+    probe.workdir = workdir;
+    probe.mcp_config = NULL;
+    probe.max_turns = 1;
+    probe.timeout_s = DOCTOR_MODEL_TIMEOUT_S;
+    probe.fork_session = true; /* a throwaway session: nothing stored for the next probe */
+    agent_run_t *run = NULL;
+    if (agent_run(&run, &probe, "Reply with the word ok.", NULL, NULL, NULL) != 0) {
+        s_report(d, "model API", false, "%s: %s", name, failure_message());
+        return;
+    }
+    const agent_outcome_t *o = agent_run_outcome(run);
+    if (o->ok)
+        s_report(d, "model API", true, "%s (paused: %s): its agent got an answer now", name, why);
+    else
+        s_report(d, "model API", false, "%s stays paused: %s", name, o->error);
+    agent_run_destroy(&run);
+}
+
+/* After every check passed: the paused specialists take tasks again. */
+static void s_resume_paused(doctor_t *d, const pan_t *pan, const json_t *paused)
+{
+    size_t i;
+    json_t *entry;
+    json_array_foreach(paused, i, entry)
+    {
+        const char *name = pan_json_str(entry, "name", "");
+        json_t *data = NULL;
+        int code = pan_resume_specialist(pan, name, &data);
+        s_report(d, "resumed", code == PAN_EXIT_OK, "%s: %s", name,
+                 code == PAN_EXIT_OK ? "its tasks are dispatched again"
+                                     : "the broker did not resume it");
+        json_decref(data);
+    }
+}
+
 int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error)
 {
     doctor_t d = {.checks = json_array()};
@@ -362,6 +451,17 @@ int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error
     s_check_gh(&d, pan->config);
     s_check_sandbox(&d, pan->config);
     s_check_disk(&d);
+    json_t *paused = s_paused_specialists(pan);
+    size_t i;
+    json_t *entry;
+    json_array_foreach(paused, i, entry)
+    {
+        s_check_model(&d, pan->config, pan_json_str(entry, "name", ""),
+                      pan_json_str(entry, "paused", ""));
+    }
+    if (!d.failed)
+        s_resume_paused(&d, pan, paused);
+    json_decref(paused);
     git_libgit2_shutdown();
     if (d.json)
         pan_print_json(d.checks);

@@ -1,4 +1,5 @@
-/* pan specialists list / queue / wake / reset: the original CLI's surface over the broker.
+/* pan specialists list / queue / wake / reset / resume: the original CLI's surface over the
+ * broker, and resuming a specialist the broker paused (its model API refused the key).
  *
  * The output keeps the original's shapes (`Specialist Agents:`, `Queue is empty - no
  * pending work`, `Total items: N`, `{hasWork, urgentCount, items}`, the `✓` lines) and adds
@@ -255,7 +256,11 @@ static json_t *s_status_json(const pan_t *pan, const known_t *known, const char 
     json_t *entry = s_broker_entry(known, name);
     int64_t running = pan_json_int(entry, "running", 0),
             workers = pan_json_int(entry, "workers", 0);
-    const char *state = running > 0 ? "running" : workers > 0 ? "idle" : "offline";
+    const char *paused = pan_json_str(entry, "paused", NULL);
+    const char *state = paused != NULL ? "paused"
+                        : running > 0  ? "running"
+                        : workers > 0  ? "idle"
+                                       : "offline";
     char display[128];
     s_display_name(name, display, sizeof display);
     json_t *status =
@@ -277,6 +282,8 @@ static json_t *s_status_json(const pan_t *pan, const known_t *known, const char 
     const json_t *phases = json_object_get(entry, "phases");
     if (status != NULL && json_array_size(phases) > 0)
         json_object_set(status, "phases", (json_t *)phases);
+    if (status != NULL && paused != NULL)
+        json_object_set_new(status, "pausedBecause", msgjson_string(paused, strlen(paused)));
     session_state_t session;
     if (status != NULL && session_load(name, &session) == 0) {
         json_object_set_new(status, "sessionId",
@@ -314,11 +321,19 @@ static void s_print_status(const json_t *status, bool color)
     } else if (enabled && strcmp(state, "idle") == 0) {
         icon = "●";
         on = color ? "\033[33m" : "";
+    } else if (strcmp(state, "paused") == 0) {
+        icon = "⏸";
+        on = color ? "\033[31m" : "";
     }
     printf("%s%s%s %s (%s)\n", on, icon, color ? "\033[0m" : "",
            pan_json_str(status, "displayName", "?"), enabled ? "enabled" : "disabled");
     printf("  %s\n", pan_json_str(status, "description", ""));
     printf("  Status: %s\n", state);
+    const char *paused = pan_json_str(status, "pausedBecause", NULL);
+    if (paused != NULL)
+        printf("  Paused: %s\n  (no task of it runs until `pan specialists resume %s`, or a "
+               "`pan doctor` that passes)\n",
+               paused, pan_json_str(status, "name", "?"));
     size_t i;
     const json_t *phase;
     json_array_foreach(json_object_get(status, "phases"), i, phase)
@@ -825,6 +840,37 @@ static int s_reset(const pan_t *pan, int argc, char **argv)
     return code;
 }
 
+/* ---- resume ---- */
+
+/* pan specialists resume NAME: the broker dispatches the paused specialist's tasks again. */
+static int s_resume(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan specialists resume <name> [--json]";
+    bool json = false;
+    const char *name = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (name == NULL && argv[i][0] != '-')
+            name = argv[i];
+        else
+            return pan_usage(usage, "unexpected argument '%s'", argv[i]);
+    }
+    if (name == NULL)
+        return pan_usage(usage, "which specialist?");
+    json_t *data = NULL;
+    int code = pan_resume_specialist(pan, name, &data);
+    if (code == PAN_EXIT_OK && json) {
+        code = pan_print_json(data);
+    } else if (code == PAN_EXIT_OK && json_is_true(json_object_get(data, "paused"))) {
+        printf("✓ Resumed %s (it was paused: %s)\n", name, pan_json_str(data, "reason", "?"));
+    } else if (code == PAN_EXIT_OK) {
+        printf("✓ %s was not paused\n", name);
+    }
+    json_decref(data);
+    return code;
+}
+
 /* ---- alive ---- */
 
 /* pan specialists alive WORKER_ID: exit 0 when the broker has that worker registered (a
@@ -859,7 +905,7 @@ static int s_alive(const pan_t *pan, int argc, char **argv)
 
 int cmd_specialists(const pan_t *pan, int argc, char **argv)
 {
-    static const char *const usage = "pan specialists list|queue|wake|reset|alive ...";
+    static const char *const usage = "pan specialists list|queue|wake|reset|resume|alive ...";
     if (argc < 1)
         return pan_usage(usage, "specialists what?");
     const char *sub = argv[0];
@@ -873,6 +919,9 @@ int cmd_specialists(const pan_t *pan, int argc, char **argv)
         return s_reset(pan, argc - 1, argv + 1);
     if (strcmp(sub, "alive") == 0)
         return s_alive(pan, argc - 1, argv + 1);
-    static const char *const commands[] = {"list", "queue", "wake", "reset", "alive", NULL};
+    if (strcmp(sub, "resume") == 0)
+        return s_resume(pan, argc - 1, argv + 1);
+    static const char *const commands[] = {"list",   "queue", "wake", "reset",
+                                           "resume", "alive", NULL};
     return pan_usage_unknown_command(usage, "specialists ", sub, commands);
 }

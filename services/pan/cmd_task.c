@@ -326,6 +326,14 @@ static void s_print_stats(const pan_t *pan, const json_t *stats, const json_t *s
            (long long)pan_json_int(stats, "submitted", 0),
            (long long)pan_json_int(stats, "completed", 0), (long long)done, (long long)failed,
            (long long)dead, json_is_number(throughput) ? json_number_value(throughput) : 0.0);
+    json_array_foreach(specialists, i, entry)
+    {
+        const char *paused = pan_json_str(entry, "paused", NULL);
+        if (paused != NULL)
+            printf("PAUSED: %s takes no task until `pan specialists resume %s` (or a `pan "
+                   "doctor` that passes): %s\n",
+                   pan_json_str(entry, "name", "?"), pan_json_str(entry, "name", "?"), paused);
+    }
     int64_t oldest = pan_json_int(stats, "oldest_queued_age_ms", -1);
     if (oldest >= 0)
         printf("Oldest queued: %.1f s\n", (double)oldest / 1000.0);

@@ -111,13 +111,16 @@ static const help_t s_help[] = {
      "  --frames N            stop after N frames (default: until Ctrl-C)\n"},
     {"specialists",
      "usage: pan specialists list [--json] | queue <name> [--json] | wake <name> [options] |\n"
-     "                       reset <name>|--all [--force] | alive <worker-id>\n"
+     "                       reset <name>|--all [--force] | resume <name> | alive <worker-id>\n"
      "  list                  every specialist: queued, running, workers, done/failed/dead\n"
      "  queue <name>          its queued tasks in dispatch order\n"
      "  wake <name>           queue a task for it: --task TEXT, --priority P, --workspace DIR,\n"
      "                        --branch B\n"
      "  reset <name>|--all    forget its agent session; refused while it runs a task\n"
      "                        (--force: no question, and its running task is cancelled first)\n"
+     "  resume <name>         dispatch its tasks again after the broker paused it (its model\n"
+     "                        API refused the key: fix the key first; `pan doctor` resumes\n"
+     "                        paused specialists when its checks pass)\n"
      "  alive <worker-id>     exit 0 when that worker is registered (for health checks)\n"
      "  --json                the raw objects\n"},
     {"approve",

@@ -44,6 +44,16 @@ int pan_call_listing(const pan_t *pan, wire_writer_t *request, json_t **data, bo
     return PAN_EXIT_OK;
 }
 
+int pan_resume_specialist(const pan_t *pan, const char *name, json_t **data)
+{
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, MSG_RESUME);
+    wire_put_str(writer, FIELD_SPECIALIST, name);
+    int code = pan_call(pan, writer, data);
+    wire_writer_destroy(&writer);
+    return code;
+}
+
 int pan_fail(int code, const char *fmt, ...)
 {
     va_list args;

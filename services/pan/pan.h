@@ -39,6 +39,11 @@ int pan_call(const pan_t *pan, wire_writer_t *request, json_t **data);
  * cut the listing short to stay under its reply cap). */
 int pan_call_listing(const pan_t *pan, wire_writer_t *request, json_t **data, bool *truncated);
 
+/* Asks the broker to resume the specialist `name` (control `resume`): its tasks are
+ * dispatched again. *data is the reply's data, {specialist, paused, reason} (caller owns).
+ * Returns as pan_call(). */
+int pan_resume_specialist(const pan_t *pan, const char *name, json_t **data);
+
 /* Prints `pan: <printf message>` on stderr and returns `code`. */
 int pan_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

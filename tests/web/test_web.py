@@ -6,7 +6,9 @@
   test_web.py browser BIN_DIR OUT_DIR  headless Chromium (DevTools protocol): the page lists
                                        a running task and shows its new progress line, a
                                        title made of markup stays text, approving a blocked
-                                       review shows the refusal; screenshots go to OUT_DIR
+                                       review shows the refusal, a specialist the broker
+                                       paused shows as paused with why; screenshots go to
+                                       OUT_DIR
 
 Exit 0 when every check passed, 1 otherwise (each failure printed)."""
 import json
@@ -130,6 +132,42 @@ def blocked_review(system, issue):
                      repo, "--branch", "feature").returncode == 0, "submit the review")
     system.wait_for(lambda: '"state": "done"' in system.pan("task", "show", task_id, "--json").stdout,
                     "the review to finish")
+
+
+def paused_specialist(system, specialist, reason):
+    """Plays a worker of `specialist` over the protocol (PROTOCOL.md) that takes a task and
+    hands it back asking the broker to pause the specialist, as a specialist does when its
+    model API refuses the key. Returns once the broker says the specialist is paused."""
+    import msgpack
+    import zmq
+    context = zmq.Context()
+    pull = context.socket(zmq.PULL)
+    endpoint = "ipc://%s/%s-w.sock" % (system.dir, specialist)
+    pull.bind(endpoint)
+    push = context.socket(zmq.PUSH)
+    push.connect(system.env["CLOISTER_IN"])
+    worker = specialist + "-w"
+    push.send(msgpack.packb({"v": 1, "type": "hello", "worker": worker,
+                             "specialist": specialist, "endpoint": endpoint}))
+    system.wait_for(lambda: system.pan("submit", specialist, "--title", "pause me").returncode == 0,
+                    specialist + " to be known")
+    deadline = time.time() + 15
+    task = None
+    while task is None and time.time() < deadline:
+        if pull.poll(100):
+            message = msgpack.unpackb(pull.recv(), raw=False)
+            if message.get("type") == "task":
+                task = message
+        push.send(msgpack.packb({"v": 1, "type": "heartbeat", "worker": worker}))
+    check(task is not None, "the broker dispatched a task to the pausing worker")
+    if task is not None:
+        push.send(msgpack.packb({"v": 1, "type": "release", "worker": worker, "task": task["id"],
+                                 "attempt": task["attempt"], "reason": reason, "pause": True}))
+    system.wait_for(lambda: "Status: paused" in system.pan("specialists", "list").stdout,
+                    specialist + " to be paused")
+    pull.close(0)
+    push.close(0)
+    context.term()
 
 
 def test_api(system):
@@ -289,6 +327,7 @@ def test_browser(system):
     system.wait_for(lambda: '"state": "running"' in system.pan("task", "show", running, "--json").stdout,
                     "the task to run")
     blocked_review(system, "PAN-7")
+    paused_specialist(system, "pause-agent", "the model API refused the key (HTTP 401): test")
     browser = Browser(system.base + "/#token=" + system.token, os.path.join(system.dir, "chromium"))
     try:
         rows = "[...document.querySelectorAll('#running tbody tr')].map(r => r.textContent).join('\\n')"
@@ -301,6 +340,10 @@ def test_browser(system):
         check(browser.eval("window.__xss === undefined"), "the markup title ran nothing")
         check(browser.wait_for("document.getElementById('connection').textContent === 'live'"),
               "the page follows the live events")
+        specialists = "[...document.querySelectorAll('#specialists tbody tr')].map(r => r.textContent).join('\\n')"
+        check(browser.wait_for("(%s).includes('pause-agentpausedthe model API refused the key')"
+                               % specialists),
+              "a paused specialist shows as paused, with why")
         open(go, "w").close()
         started = time.time()
         appeared = browser.wait_for("(%s).includes('SECOND-LINE-')" % rows, timeout=10)

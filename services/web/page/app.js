@@ -116,11 +116,14 @@ function renderSpecialists(specialists, running) {
     const task = running.find((t) => t.specialist === s.name);
     const busy = (s.running || 0) > 0;
     const phase = (s.phases || [])[0];
-    const status = busy ? (phase ? "busy: " + phase.phase : "busy") : (s.workers || 0) > 0 ? "idle" : "offline";
+    // A specialist the broker paused: its model API refused the key (pan specialists resume).
+    const status = s.paused ? "paused"
+      : busy ? (phase ? "busy: " + phase.phase : "busy") : (s.workers || 0) > 0 ? "idle" : "offline";
     const session = s.session;
     return el("tr", task ? { "data-task": task.id } : {},
       el("td", {}, s.name),
-      el("td", { class: "state-" + (busy ? "busy" : status) }, status),
+      el("td", { class: "state-" + (s.paused ? "paused" : busy ? "busy" : status), title: s.paused || "" },
+        status, s.paused ? el("div", { class: "paused-reason" }, s.paused) : ""),
       el("td", {}, s.workers || 0),
       el("td", {}, s.queued || 0),
       el("td", {}, s.running || 0),

@@ -504,11 +504,15 @@ static void s_api_error_message(const agent_run_t *run, char *buf, size_t size,
         snprintf(buf, size, "the model API refused the key (%s%s%.300s): %s",
                  status[0] ? status : "refused", said[0] ? ": " : "", said, run->cli->login_hint);
         break;
-    case AGENT_API_OVERLOADED:
-        snprintf(buf, size, "the model API stayed %s (%s) through %d retries%s%.300s",
-                 agent_stream_api_error_name(o->api_error, o->api_status), status,
-                 o->api_retries, said[0] ? ": " : "", said);
+    case AGENT_API_OVERLOADED: {
+        char retries[48] = "";
+        if (o->api_retries > 0)
+            snprintf(retries, sizeof retries, " through %d retries", o->api_retries);
+        snprintf(buf, size, "the model API stayed %s%s%s%s%s%s%.300s",
+                 agent_stream_api_error_name(o->api_error, o->api_status), status[0] ? " (" : "",
+                 status, status[0] ? ")" : "", retries, said[0] ? ": " : "", said);
         break;
+    }
     case AGENT_API_PROMPT_TOO_LONG:
         snprintf(buf, size, "the prompt is too long for the model, even in a fresh session: %.600s",
                  said);

@@ -90,6 +90,8 @@ typedef struct {
     const char *permission_mode;      /* NULL → omitted */
     const char *const *allowed_tools; /* NULL-terminated, joined with ","; NULL → omitted */
     const char *const *disallowed_tools;
+    const char *fallback_model;       /* the model to switch to when the main one stays
+                                         overloaded (--fallback-model); NULL → omitted */
     int max_turns;                    /* 0 → omitted */
     double max_budget_usd;            /* 0 → omitted */
     const char *append_system_prompt; /* NULL → omitted (put before the prompt for a CLI

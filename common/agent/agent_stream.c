@@ -109,6 +109,8 @@ void agent_stream_api_failure(agent_stream_t *stream, int status, const char *er
     agent_api_error_t kind = s_api_error_kind(status, error);
     if (kind == AGENT_API_OK)
         return;
+    if (status == 0 && s_is(error, "rate_limit"))
+        status = 429; /* the API's rate_limit_error is its 429 */
     stream->api_error = kind;
     stream->api_status = status;
     char why[96];
@@ -272,6 +274,19 @@ static agent_stream_line_t s_claude_event(agent_stream_t *stream, json_t *event)
             stream->awaiting_model = true;
             if (version != NULL)
                 msgjson_copy_utf8(stream->cli_version, sizeof stream->cli_version, version);
+        } else if (s_is(subtype, "model_fallback")) {
+            char text[256];
+            snprintf(text, sizeof text, "model API %s: switched from %.60s to %.60s",
+                     s_is(json_string_value(json_object_get(event, "trigger")), "overloaded")
+                         ? "overloaded"
+                         : "failing",
+                     json_string_value(json_object_get(event, "original_model"))
+                         ? json_string_value(json_object_get(event, "original_model"))
+                         : "?",
+                     json_string_value(json_object_get(event, "fallback_model"))
+                         ? json_string_value(json_object_get(event, "fallback_model"))
+                         : "?");
+            agent_stream_progress(stream, AGENT_PROGRESS_API, text, "");
         } else if (s_is(subtype, "api_retry")) {
             int64_t attempt = agent_stream_count(json_object_get(event, "attempt"));
             int64_t max = agent_stream_count(json_object_get(event, "max_retries"));

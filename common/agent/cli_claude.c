@@ -50,7 +50,7 @@ static void s_add_joined(agent_argv_t *argv, const char *flag, const char *const
     free(joined);
 }
 
-/* <extra args> -p --output-format stream-json --verbose --model M [options]
+/* <extra args> -p --output-format stream-json --verbose --model M [--fallback-model F] [options]
  * (--session-id ID | --resume ID | --resume OF --fork-session --session-id ID) (§1). */
 static void s_build_argv(agent_argv_t *argv, const agent_call_t *call)
 {
@@ -62,6 +62,10 @@ static void s_build_argv(agent_argv_t *argv, const agent_call_t *call)
     agent_argv_add(argv, "--verbose");
     agent_argv_add(argv, "--model");
     agent_argv_add(argv, set->model ? set->model : CLAUDE_DEFAULT_MODEL);
+    if (set->fallback_model != NULL) {
+        agent_argv_add(argv, "--fallback-model");
+        agent_argv_add(argv, set->fallback_model);
+    }
     if (set->max_turns > 0) {
         agent_argv_add(argv, "--max-turns");
         agent_argv_addf(argv, "%d", set->max_turns);

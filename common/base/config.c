@@ -102,6 +102,7 @@ static const schema_t s_schema[] = {
     {"agent", "no_output_timeout", SCHEMA_INT, true, NULL, 300, 1, NULL},
     {"agent", "result_grace_ms", SCHEMA_INT, true, NULL, 2000, 0, NULL},
     {"agent", "append_system_prompt", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"agent", "fallback_model", SCHEMA_STRING, false, NULL, 0, 0, NULL},
 
     {"agent", "prompts_dir", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {"agent", "mcp", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
@@ -168,6 +169,7 @@ static const schema_t s_schema[] = {
     {SPECIALIST_TABLE, "enabled", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "auto_wake", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "model", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {SPECIALIST_TABLE, "fallback_model", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "agent", SCHEMA_STRING, false, NULL, 0, 0, "claude|codex|gemini"},
     {SPECIALIST_TABLE, "command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {SPECIALIST_TABLE, "test_command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
@@ -808,6 +810,15 @@ const char *config_specialist_model(const config_t *self, const char *specialist
     if (!s_specialist_table(table, sizeof table, specialist))
         return fallback;
     return config_string(self, table, "model", fallback);
+}
+
+const char *config_specialist_fallback_model(const config_t *self, const char *specialist)
+{
+    const char *fallback = config_string(self, "agent", "fallback_model", NULL);
+    char table[256];
+    if (!s_specialist_table(table, sizeof table, specialist))
+        return fallback;
+    return config_string(self, table, "fallback_model", fallback);
 }
 
 int64_t config_specialist_timeout_s(const config_t *self, const char *specialist)

@@ -23,6 +23,7 @@
  *              heartbeat_ms=1000 heartbeat_misses=3 event_retention=100000
  *              max_attempts=3 retry_backoff_ms=1000
  *   [agent]    cli="claude" (claude|codex|gemini) command="claude" args=[] permission_mode="acceptEdits" allowed_tools=[]
+ *              fallback_model (none)
  *              disallowed_tools=[] max_turns=50 session_token_limit=150000
  *              no_output_timeout=300 (s) result_grace_ms=2000;
  *              optional, no default: max_budget_usd (float), append_system_prompt (string),
@@ -129,6 +130,9 @@ const char *config_table_name(const config_t *self, size_t i);
 const char *config_specialist_cli(const config_t *self, const char *specialist);
 const char *config_specialist_command(const config_t *self, const char *specialist);
 const char *config_specialist_model(const config_t *self, const char *specialist);
+/* [specialists.<name>] fallback_model, else [agent] fallback_model, else NULL: the model
+ * Claude Code switches to when the main one stays overloaded (--fallback-model). */
+const char *config_specialist_fallback_model(const config_t *self, const char *specialist);
 int64_t config_specialist_timeout_s(const config_t *self, const char *specialist);
 const char *config_specialist_test_command(const config_t *self, const char *specialist);
 const char *config_specialist_workdir(const config_t *self, const char *specialist);

@@ -128,6 +128,7 @@ int agent_job_settings_from_config(agent_job_settings_t *out, const config_t *co
         a->command = NULL;
     a->extra_args = out->extra_args;
     a->model = config_specialist_model(config, specialist);
+    a->fallback_model = config_specialist_fallback_model(config, specialist);
     a->permission_mode = s_string_or_null(config, "agent", "permission_mode");
     a->allowed_tools = nallowed > 0 ? out->allowed_tools : NULL;
     a->disallowed_tools = ndisallowed > 0 ? out->disallowed_tools : NULL;

@@ -5,6 +5,7 @@
  *    end at once; all three are AGENT_API_KEY_REFUSED, "the model API refused the key";
  *  - overloaded (529) then answering: the run succeeds, each retry a progress line;
  *  - rate limited (429) until the CLI gives up: AGENT_API_OVERLOADED with its retry delay;
+ *  - overloaded with a fallback model configured: the CLI switches to it and succeeds;
  *  - a prompt too long for a resumed session, which the CLI could not compact either: a
  *    fresh session ("prompt too long") and one more try, which succeeds;
  *  - the stream cut mid-answer: AGENT_API_UNREACHABLE after the CLI's retries;
@@ -29,6 +30,7 @@ static testenv_t *s_env;
 static testmodel_t s_model;
 static char s_workdir[PATH_MAX];
 static char s_progress[8192]; /* the runs' API progress lines, one a line */
+static const char *s_fallback_model; /* the next run's --fallback-model, or NULL */
 
 static void s_on_progress(void *arg, const agent_progress_t *progress)
 {
@@ -57,6 +59,7 @@ static agent_run_t *s_run(const char *name, const char *scenario, int timeout_s,
         .kill_grace_ms = 1000,
         .result_grace_ms = 1000,
         .session_token_limit = token_limit,
+        .fallback_model = s_fallback_model,
     };
     agent_run_t *run = NULL;
     CHECK_INT(agent_run(&run, &set, "Say hello.", name, s_on_progress, NULL), 0);
@@ -148,6 +151,22 @@ static void test_overloaded(void)
     CHECK(strncmp(o->error, "the model API stayed rate limited (HTTP 429) through 2 retries",
                   62) == 0);
     CHECK(strstr(s_progress, "model API rate limited (HTTP 429 rate_limit): retry 2 of 2") != NULL);
+    agent_run_destroy(&run);
+
+    /* With a fallback model, the CLI switches to it when the main one stays overloaded. */
+    s_fallback_model = "haiku";
+    run = s_run("fallback",
+                "{\"rules\": [{\"name\": \"main\", \"model\": \"sonnet\", \"steps\": "
+                "[{\"error\": {\"status\": 529, \"message\": \"Overloaded\"}, \"retry_after\": 1}]},"
+                "{\"name\": \"fallback\", \"model\": \"haiku\", \"steps\": "
+                "[{\"text\": \"Hello from the fallback.\"}]}]}",
+                60, 0);
+    s_fallback_model = NULL;
+    o = agent_run_outcome(run);
+    CHECK(o->ok);
+    CHECK_STR(o->result_text, "Hello from the fallback.");
+    CHECK(strstr(s_progress, "model API overloaded: switched from claude-sonnet") != NULL);
+    CHECK_INT(s_served("fallback"), 1);
     agent_run_destroy(&run);
 }
 

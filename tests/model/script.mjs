@@ -85,6 +85,7 @@ function pickRule(scenario, request) {
     if (!fromPrompt || !fromSystem) continue;
     if (rule.history !== undefined && rule.history !== request.earlierPrompts.length > 0) continue;
     if (rule.tool !== undefined && !request.tools.includes(rule.tool)) continue;
+    if (rule.model !== undefined && !new RegExp(rule.model).test(request.model)) continue;
     const vars = {
       prompt: request.prompt, cwd: request.cwd || '', last_result: request.lastResult || '',
       ...fromSystem, ...fromPrompt,

@@ -2,7 +2,7 @@
  *
  * Life of a child:
  *
- *   running ──(deadline / callback / proc_stop)──▶ stopping: SIGTERM to the group,
+ *   running ──(deadline / callback / proc_stop)──▶ stopping: SIGTERM to the tree,
  *      │                                                    SIGKILL at kill_at_ms
  *      ▼
  *   leader exited (pidfd readable; still a zombie, so its group id cannot be reused)
@@ -14,6 +14,12 @@
  *
  * The leader stays a zombie until the very end on purpose: every kill(-pgid) we send is
  * then guaranteed to reach our group and nobody else's.
+ *
+ * "The tree" is the group and every group that a descendant of the leader leads or joined
+ * (found in /proc at the moment of the signal): a program that runs its tools in sessions
+ * of their own (Claude Code's Bash tool runs `bash -c` under setsid) would otherwise keep
+ * them out of reach of the group's signals; once the leader is gone they are orphans that
+ * proc_kill_orphans() ends.
  *
  * Nothing may outlive the service either, not even after a kill -9 of it, when no code of
  * ours can act: a retried task would run next to its first attempt. So each child has a
@@ -417,6 +423,72 @@ out:
     return rc;
 }
 
+/* The parent pid and process group of /proc/<pid>/stat (fields 4 and 5, after the
+ * command, which is in parentheses and may itself contain ") "). False when unreadable. */
+static bool s_stat_of(const char *pid, pid_t *ppid, pid_t *pgid)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    text[n] = '\0';
+    const char *end = strrchr(text, ')');
+    char state;
+    int parent, group;
+    if (end == NULL || sscanf(end + 1, " %c %d %d", &state, &parent, &group) != 3)
+        return false;
+    *ppid = (pid_t)parent;
+    *pgid = (pid_t)group;
+    return true;
+}
+
+/* The most processes s_kill_tree() looks at in a tree. */
+#define PROC_TREE_MAX 1024
+
+/* Sends `sig` to the group of `leader` and to every other group of its descendants (see
+ * the top), never to our own group. */
+static void s_kill_tree(pid_t leader, int sig)
+{
+    pid_t pids[PROC_TREE_MAX], parents[PROC_TREE_MAX], groups[PROC_TREE_MAX];
+    size_t n = 0;
+    DIR *dir = opendir("/proc");
+    struct dirent *entry;
+    while (dir != NULL && n < PROC_TREE_MAX && (entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] < '1' || entry->d_name[0] > '9')
+            continue;
+        if (s_stat_of(entry->d_name, &parents[n], &groups[n]))
+            pids[n++] = (pid_t)atoi(entry->d_name);
+    }
+    if (dir != NULL)
+        closedir(dir);
+    /* Marks the descendants, generation by generation, from the leader down. */
+    bool in_tree[PROC_TREE_MAX] = {false};
+    bool grew = true;
+    while (grew) {
+        grew = false;
+        for (size_t i = 0; i < n; i++) {
+            if (in_tree[i])
+                continue;
+            bool child = parents[i] == leader;
+            for (size_t k = 0; k < n && !child; k++)
+                child = in_tree[k] && parents[i] == pids[k];
+            if (child)
+                in_tree[i] = grew = true;
+        }
+    }
+    proc_kill_group(leader, sig);
+    pid_t ours = getpgrp();
+    for (size_t i = 0; i < n; i++) {
+        if (in_tree[i] && groups[i] != leader && groups[i] != ours && groups[i] > 1)
+            kill(-groups[i], sig);
+    }
+}
+
 void proc_stop(proc_t *self, proc_stop_t reason)
 {
     if (!self->status.running || self->stopping)
@@ -425,7 +497,7 @@ void proc_stop(proc_t *self, proc_stop_t reason)
     self->status.stopped_by = reason;
     if (self->leader_exited)
         return; /* its group was already killed */
-    proc_kill_group(self->pid, SIGTERM);
+    s_kill_tree(self->pid, SIGTERM);
     self->kill_at_ms = clock_now_ms() + self->kill_grace_ms;
 }
 
@@ -625,7 +697,7 @@ static void s_check_deadlines(proc_t *self, int64_t now)
         now - self->last_output_ms >= self->no_output_ms)
         proc_stop(self, PROC_STOP_NO_OUTPUT);
     if (self->kill_at_ms > 0 && now >= self->kill_at_ms) {
-        proc_kill_group(self->pid, SIGKILL);
+        s_kill_tree(self->pid, SIGKILL);
         self->kill_at_ms = 0;
     }
 }
@@ -800,28 +872,6 @@ int proc_become_subreaper(void)
     return 0;
 }
 
-/* The parent pid in /proc/<pid>/stat: the field after the command, which is in parentheses
- * and may itself contain ") ". -1 when unreadable. */
-static pid_t s_parent_of(const char *pid)
-{
-    char path[64], text[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    text[n] = '\0';
-    const char *end = strrchr(text, ')');
-    char state;
-    int ppid;
-    if (end == NULL || sscanf(end + 1, " %c %d", &state, &ppid) != 2)
-        return -1;
-    return (pid_t)ppid;
-}
-
 int proc_kill_orphans(void)
 {
     DIR *dir = opendir("/proc");
@@ -831,7 +881,9 @@ int proc_kill_orphans(void)
     int killed = 0;
     struct dirent *entry;
     while ((entry = readdir(dir)) != NULL) {
-        if (entry->d_name[0] < '1' || entry->d_name[0] > '9' || s_parent_of(entry->d_name) != self)
+        pid_t parent, group;
+        if (entry->d_name[0] < '1' || entry->d_name[0] > '9' ||
+            !s_stat_of(entry->d_name, &parent, &group) || parent != self)
             continue;
         pid_t pid = (pid_t)atoi(entry->d_name);
         kill(pid, SIGKILL);

@@ -4,9 +4,11 @@
  * chosen directory, with an environment derived from ours (names removed, names set). Its
  * stdin is fed from a buffer and then closed; stdout is split into lines handed to a
  * callback as they arrive; the tail of stderr is kept. Two deadlines guard it: a wall
- * clock and a no-output watchdog. Stopping means SIGTERM to the whole group, then SIGKILL
- * after a grace period. When the leader exits, whatever is left in its group is killed, so
- * nothing the child started outlives it.
+ * clock and a no-output watchdog. Stopping means SIGTERM to the whole tree — the group and
+ * the groups of descendants that left it (a tool run under setsid) — then SIGKILL after a
+ * grace period. When the leader exits, whatever is left in its group is killed; what left
+ * the group is an orphan for proc_kill_orphans(); so nothing the child started outlives
+ * it.
  *
  * Driving it: proc_start() forks; proc_step() waits (poll, no sleeps) up to a timeout for
  * something to happen and handles it — stdin written, lines delivered, a deadline acted
@@ -112,8 +114,9 @@ int proc_start(proc_t **proc_p, const proc_options_t *options);
  * FAILURE_IO if poll itself failed. */
 int proc_step(proc_t *self, int timeout_ms);
 
-/* Begins stopping the child: SIGTERM to its group now, SIGKILL after the grace period
- * (driven by proc_step()). Only the first reason is kept. No effect once it was reaped. */
+/* Begins stopping the child: SIGTERM to its tree (its group, and every group one of its
+ * descendants leads or joined) now, SIGKILL to the tree after the grace period (driven by
+ * proc_step()). Only the first reason is kept. No effect once it was reaped. */
 void proc_stop(proc_t *self, proc_stop_t reason);
 
 /* Runs options' child to the end (proc_start + proc_step until reaped). On success

@@ -235,6 +235,25 @@ static void test_timeout_kills_group(void)
     proc_destroy(&proc);
 }
 
+/* A descendant in a session of its own (Claude Code runs its Bash tool's commands under
+ * setsid) is out of the group's reach: stopping signals its group too, while the leader
+ * still runs, so it does not outlive the stop as an orphan. */
+static void test_stop_reaches_detached_descendants(void)
+{
+    char *argv[] = {"sh", "-c", "setsid sleep 58.71 & wait", NULL};
+    proc_options_t opt = {.argv = argv, .kill_grace_ms = 1000};
+    proc_t *proc = NULL;
+    CHECK_INT(proc_start(&proc, &opt), 0);
+    for (int waited = 0; !testenv_process_running("sleep 58.71") && waited < 5000; waited += 20)
+        proc_step(proc, 20);
+    CHECK(testenv_process_running("sleep 58.71"));
+    proc_stop(proc, PROC_STOP_REQUESTED);
+    while (proc_step(proc, -1) == 0) {
+    }
+    CHECK(testenv_wait_until(testenv_process_gone, "sleep 58.71", 3000));
+    proc_destroy(&proc);
+}
+
 /* Counts lines, slowly (like parsing JSON), so a flooding child always has more ready. */
 static int s_count_line(void *arg, const char *line, size_t len)
 {
@@ -517,6 +536,7 @@ int main(void)
     test_env_scrub_and_set();
     test_cwd();
     test_timeout_kills_group();
+    test_stop_reaches_detached_descendants();
     test_flood_meets_deadline();
     test_term_ignored_then_kill();
     test_no_output_watchdog();

@@ -94,7 +94,9 @@ static bool s_plain_name(const char *name)
 }
 
 /* Codex takes MCP servers from its config only: each server of the Claude-style JSON
- * file becomes -c mcp_servers.<name>.{command,args,env}. */
+ * file becomes -c mcp_servers.<name>.{command,args,env}, with its tools approved: under
+ * approval_policy "never" a tool that needs approval is refused ("MCP tool call requires
+ * approval, but approval policy is never", observed with 0.169.0). */
 static void s_add_mcp(agent_argv_t *argv, const char *path)
 {
     json_error_t error;
@@ -123,6 +125,11 @@ static void s_add_mcp(agent_argv_t *argv, const char *path)
             snprintf(key, sizeof key, "mcp_servers.%s.%s", name, fields[i]);
             s_add_config(argv, key, value);
         }
+        char key[256];
+        snprintf(key, sizeof key, "mcp_servers.%s.default_tools_approval_mode", name);
+        json_t *approve = json_string("approve");
+        s_add_config(argv, key, approve);
+        json_decref(approve);
     }
     json_decref(config);
 }

@@ -1,6 +1,8 @@
 /* real_harness: what the test_real_* integration tests share (included by each, so every
- * function is static): the pipeline's services driving the REAL agent CLI (the pinned
- * Claude Code from <build>/real-clis) against the scripted model (tests/model), offline.
+ * function is static): the pipeline's services driving a REAL agent CLI (the pinned
+ * ones from <build>/real-clis) against the scripted model (tests/model), offline. The CLI
+ * is Claude Code, or the one CLOISTER_REAL_CLI names ("codex"): CTest runs a test once per
+ * CLI it applies to.
  * On top of worker_harness.h (a real broker, events recorded from its PUB socket): the
  * model server with its scenario and request log (testmodel.h), a cloister.toml whose
  * [agent] command is the real CLI, git's environment pinned, and the usual fixture
@@ -39,15 +41,33 @@ static inline void real_dump(void *arg)
     testenv_run(r->h->env, argv, NULL, 0, 10000);
 }
 
-/* cloister.toml: the real Claude Code CLI as every specialist's agent, plus `extra` (more
- * TOML, may be NULL). Services read it when they start. */
-static inline void real_config_text(char *buf, size_t size, const char *extra)
+/* The CLI under test: CLOISTER_REAL_CLI, else "claude". */
+static inline const char *real_cli(void)
 {
+    const char *cli = getenv("CLOISTER_REAL_CLI");
+    return cli != NULL && cli[0] != '\0' ? cli : "claude";
+}
+
+static inline bool real_cli_is(const char *name)
+{
+    return strcmp(real_cli(), name) == 0;
+}
+
+/* cloister.toml: the CLI under test as every specialist's agent, pointed at the model,
+ * plus `extra` (more TOML, may be NULL; its first lines are still in [agent]). Services
+ * read it when they start. */
+static inline void real_config_text(char *buf, size_t size, const testmodel_t *model,
+                                    const char *extra)
+{
+    char args[1024] = "[]";
+    if (real_cli_is("codex"))
+        testmodel_codex_args(model, args, sizeof args);
     snprintf(buf, size,
              "[broker]\nretry_backoff_ms = 50\n\n[security]\nrequire_review = false\n\n"
-             "[agent]\ncli = \"claude\"\ncommand = \"%s\"\npermission_mode = \"acceptEdits\"\n"
-             "no_output_timeout = 60\nresult_grace_ms = 2000\n\n%s",
-             testmodel_cli("claude"), extra ? extra : "");
+             "[agent]\ncli = \"%s\"\ncommand = \"%s\"\nargs = %s\n"
+             "permission_mode = \"acceptEdits\"\nno_output_timeout = 60\nresult_grace_ms = 2000\n\n"
+             "%s",
+             real_cli(), testmodel_cli(real_cli()), args, extra ? extra : "");
 }
 
 /* Rewrites cloister.toml (real_config_text()) for the services started from now on. */
@@ -55,19 +75,19 @@ static inline void real_config(real_env_t *r, const char *extra)
 {
     char path[600], text[8192];
     snprintf(path, sizeof path, "%s/cloister.toml", r->h->env->home);
-    real_config_text(text, sizeof text, extra);
+    real_config_text(text, sizeof text, &r->model, extra);
     CHECK(testenv_write_file(path, text) == 0);
 }
 
-/* A broker with real_config_text(extra) as its cloister.toml; the scripted model with the
- * scenario file `scenario`; the fixture repositories. */
+/* A broker; the scripted model with the scenario file `scenario`; real_config_text(extra)
+ * as cloister.toml for the services; the fixture repositories. */
 static inline real_env_t *real_env_new(const char *name, const char *scenario, const char *extra)
 {
     real_env_t *r = calloc(1, sizeof *r);
     CHECK(r != NULL);
-    char config[8192];
-    real_config_text(config, sizeof config, extra);
-    r->h = harness_new_config(name, config);
+    /* The broker starts on the defaults; the model (whose port the configuration names)
+     * needs the test's directory first. */
+    r->h = harness_new(name);
     CHECK(r->h != NULL);
     check_on_fail(real_dump, r);
     char path[700];
@@ -76,6 +96,7 @@ static inline real_env_t *real_env_new(const char *name, const char *scenario, c
     unsetenv("CLOISTER_AGENT_COMMAND");
     testmodel_start(&r->model, r->h->env);
     testmodel_use(&r->model, scenario);
+    real_config(r, extra);
     testgit_fixture(&r->repos, r->h->env->dir);
     return r;
 }
@@ -153,6 +174,14 @@ static inline bool real_progress_has(real_env_t *r, const char *id, const char *
 static inline const json_t *real_served(const json_t *requests, size_t i)
 {
     return json_object_get(json_array_get(requests, i), "served");
+}
+
+/* The action (read, write, edit, run, mcp, tool) request `i` was answered with ("" for a
+ * text answer): the same whatever the CLI. */
+static inline const char *real_served_action(const json_t *requests, size_t i)
+{
+    const char *action = json_string_value(json_object_get(real_served(requests, i), "action"));
+    return action ? action : "";
 }
 
 /* The tool request `i` of `requests` was answered with ("" for a text answer). */

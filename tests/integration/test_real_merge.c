@@ -1,8 +1,9 @@
-/* The merge-agent with the real Claude Code CLI against the scripted model
- * (tests/model/scenarios/merge.json): a conflict resolved by real Read and Write tool calls
- * in the service's worktree, then tested and pushed; a second conflicting merge resumes the
- * same session and resolves with a real Edit. Checked on both sides: what reached the
- * remote, and what the CLI sent the model (the tool results it got back). */
+/* The merge-agent with a real agent CLI against the scripted model
+ * (tests/model/scenarios/merge.json): a conflict resolved by real tool calls in the
+ * service's worktree (Claude Code: Read and Write; Codex: a shell `cat` and apply_patch),
+ * then tested and pushed; a second conflicting merge resumes the same session and resolves
+ * with an edit (Claude Code: Edit). Checked on both sides: what reached the remote, and what
+ * the CLI sent the model (the tool results it got back). Run for Claude Code and Codex. */
 #include "real_harness.h"
 
 static const char *s_main_a = "int a(void)\n{\n    return 10;\n}\n";
@@ -48,22 +49,24 @@ int main(void)
     CHECK(strstr(real_result_str(end, "NOTES"), "(Write)") != NULL);
     CHECK(strstr(s_remote_file(r, "a.c"), "return 20;") != NULL);
     CHECK(strstr(s_remote_file(r, "a.c"), "<<<<<<<") == NULL);
-    CHECK(real_progress_has(r, "merge-1", "Write"));
+    CHECK(real_progress_has(r, "merge-1", real_cli_is("claude") ? "Write" : "Edit"));
 
     json_t *requests = testmodel_requests_of(&r->model, "merge-write");
     CHECK_INT(json_array_size(requests), 3);
-    CHECK_STR(real_served_tool(requests, 0), "Read");
-    CHECK_STR(real_served_tool(requests, 1), "Write");
+    CHECK_STR(real_served_action(requests, 0), "read");
+    CHECK_STR(real_served_action(requests, 1), "write");
     bool is_error = true;
     const char *read = real_tool_result(requests, 0, &is_error);
     CHECK(!is_error && read != NULL && strstr(read, "<<<<<<<") != NULL); /* it read the conflict */
     const char *wrote = real_tool_result(requests, 1, &is_error);
     CHECK(!is_error && wrote != NULL && strstr(wrote, "a.c") != NULL);
-    /* The CLI offered its file tools and got the merge prompt. */
+    /* The CLI got the merge prompt; Claude Code offered its file tools. */
     const json_t *first = json_array_get(requests, 0);
     CHECK(strstr(harness_field(first, "prompt"), "feature/x") != NULL);
     char *tools = json_dumps(json_object_get(first, "tools"), 0);
-    CHECK(tools != NULL && strstr(tools, "\"Edit\"") != NULL && strstr(tools, "\"Write\"") != NULL);
+    CHECK(tools != NULL);
+    CHECK(!real_cli_is("claude") ||
+          (strstr(tools, "\"Edit\"") != NULL && strstr(tools, "\"Write\"") != NULL));
     free(tools);
     json_decref(requests);
     json_t *session = real_session(r, "merge-agent");
@@ -90,9 +93,11 @@ int main(void)
 
     requests = testmodel_requests_of(&r->model, "merge-edit");
     CHECK_INT(json_array_size(requests), 3);
-    CHECK_STR(real_served_tool(requests, 1), "Edit");
+    CHECK_STR(real_served_action(requests, 1), "edit");
     const char *edited = real_tool_result(requests, 1, &is_error);
-    CHECK(!is_error && edited != NULL && strstr(edited, "updated successfully") != NULL);
+    CHECK(!is_error && edited != NULL &&
+          strstr(edited, real_cli_is("claude") ? "updated successfully"
+                                               : "Success. Updated the following files") != NULL);
     /* The model saw the first merge's conversation: the session was resumed, not restarted. */
     const json_t *resumed = json_array_get(requests, 0);
     CHECK_INT(json_array_size(json_object_get(resumed, "earlier_prompts")), 1);

@@ -14,6 +14,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { scriptFor } from './script.mjs';
 import * as anthropic from './api_anthropic.mjs';
+import * as openai from './api_openai.mjs';
 
 function parseArgs(argv) {
   const opts = {};
@@ -33,7 +34,7 @@ function parseArgs(argv) {
 }
 
 const opts = parseArgs(process.argv.slice(2));
-const apis = [anthropic];
+const apis = [anthropic, openai];
 // Times an error step was served, by conversation and step (for `times`).
 const served = new Map();
 let requests = 0;
@@ -82,10 +83,16 @@ async function handle(req, res, body) {
   } catch (err) {
     step = { kind: 'error', status: 500, type: 'api_error', message: `scenario: ${err.message}` };
   }
-  if (step.kind === 'action') Object.assign(step, api.toolCall(request, step));
+  if (step.kind === 'action') {
+    try {
+      Object.assign(step, api.toolCall(request, step));
+    } catch (err) {
+      Object.assign(step, { kind: 'error', status: 500, type: 'api_error', message: `scenario: ${err.message}` });
+    }
+  }
   entry.rule = step.rule;
   entry.step = step.index;
-  entry.served = step.kind === 'action' ? { tool: step.tool, input: step.input }
+  entry.served = step.kind === 'action' ? { action: step.action, tool: step.tool, input: step.input }
     : step.kind === 'text' ? { text: step.text }
     : { [step.kind]: step.status || true, message: step.message };
   log(entry);

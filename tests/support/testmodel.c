@@ -3,10 +3,12 @@
 
 #include "check.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TESTMODEL_START_MS 10000
@@ -35,6 +37,18 @@ static bool s_port_written(void *arg)
 static void s_cli_env(const testmodel_t *model, const testenv_t *env)
 {
     char path[PATH_MAX];
+    /* Codex: its own home, a key in the environment (no `codex login` needed), and a
+     * temporary directory that does not hold its home: under the system's temporary
+     * directory it refuses to set up the helper its sandbox runs commands with
+     * (docs/agent-codex.md §1.2). */
+    snprintf(path, sizeof path, "%s/codex-home", env->dir);
+    CHECK(mkdir(path, 0700) == 0 || errno == EEXIST);
+    setenv("CODEX_HOME", path, 1);
+    setenv("CODEX_API_KEY", "sk-scripted-model", 1);
+    snprintf(path, sizeof path, "%s/tmp", env->dir);
+    CHECK(mkdir(path, 0700) == 0 || errno == EEXIST);
+    setenv("TMPDIR", path, 1);
+    unsetenv("RUST_BACKTRACE");
     setenv("ANTHROPIC_BASE_URL", model->url, 1);
     setenv("ANTHROPIC_API_KEY", "sk-ant-scripted-model", 1);
     unsetenv("ANTHROPIC_AUTH_TOKEN");
@@ -106,6 +120,15 @@ void testmodel_use(testmodel_t *model, const char *name)
     CHECK(text != NULL);
     testmodel_write(model, text);
     free(text);
+}
+
+void testmodel_codex_args(const testmodel_t *model, char *buf, size_t size)
+{
+    snprintf(buf, size,
+             "[\"-c\", \"model_provider=scripted\", \"-c\", 'model_providers.scripted={name="
+             "\"scripted\", base_url=\"%s/v1\", wire_api=\"responses\", "
+             "request_max_retries=2, stream_max_retries=2}']",
+             model->url);
 }
 
 json_t *testmodel_requests_of(const testmodel_t *model, const char *rule)

@@ -6,7 +6,8 @@
  * and points the CLIs at it through this process's environment, which the services under
  * test and their agents inherit: Claude Code through ANTHROPIC_BASE_URL with a dummy key, its
  * own CLAUDE_CONFIG_DIR, few API retries (CLAUDE_CODE_MAX_RETRIES) and no traffic but the
- * model's. The scenario (tests/model/README.md) is a file the model reads for each request,
+ * model's; Codex with its own CODEX_HOME, a dummy CODEX_API_KEY and a TMPDIR in the test's
+ * directory (its provider is configuration: testmodel_codex_args()). The scenario (tests/model/README.md) is a file the model reads for each request,
  * so a test may switch it between runs; every request served is a JSON line of the log.
  *
  * The CLIs are the pinned ones (tests/model/package.json) that the CTest fixture
@@ -18,6 +19,7 @@
 #include "testenv.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 typedef struct {
@@ -38,6 +40,10 @@ void testmodel_use(testmodel_t *model, const char *name);
 
 /* Writes `json` as the scenario. */
 void testmodel_write(testmodel_t *model, const char *json);
+
+/* The `[agent] args` value (a TOML array) that points Codex at the model: a model
+ * provider "scripted" speaking the Responses API, with two retries. */
+void testmodel_codex_args(const testmodel_t *model, char *buf, size_t size);
 
 /* The requests served so far, a JSON array of the log's objects (the caller owns it). */
 json_t *testmodel_requests(const testmodel_t *model);

@@ -1,8 +1,10 @@
-/* An agent calling Cloister's MCP tool `handoff_to` from inside its session, with the real
- * Claude Code CLI against the scripted model (tests/model/scenarios/handoff.json): the
- * review-agent's agent finds the deferred tool with the CLI's ToolSearch, calls it through
- * the cloister-mcp server the service gave it (--mcp-config), and the hand-off becomes the
- * review's chained next task, which the test-agent then runs. */
+/* An agent calling Cloister's MCP tool `handoff_to` from inside its session, with a real
+ * agent CLI against the scripted model (tests/model/scenarios/handoff.json): the
+ * review-agent's agent calls it through the cloister-mcp server the service gave it —
+ * Claude Code finds the deferred tool with its ToolSearch first (--mcp-config); Codex calls
+ * it from a script of its exec tool (-c mcp_servers.cloister.*) — and the hand-off becomes
+ * the review's chained next task, which the test-agent then runs. Run for Claude Code and
+ * Codex. */
 #include "real_harness.h"
 
 /* The first task.queued event whose parent is `parent`, or NULL. */
@@ -62,17 +64,26 @@ int main(void)
     /* The CLI's side: ToolSearch loaded the deferred MCP tool, the call went through
      * cloister-mcp, and its answer came back to the model. */
     json_t *requests = testmodel_requests_of(&r->model, "handoff");
-    CHECK_INT(json_array_size(requests), 3);
-    char *tools = json_dumps(json_object_get(json_array_get(requests, 0), "tools"), 0);
-    CHECK(tools != NULL && strstr(tools, "ToolSearch") != NULL &&
-          strstr(tools, "mcp__cloister__handoff_to") == NULL);
-    free(tools);
-    CHECK_STR(real_served_tool(requests, 0), "ToolSearch");
-    CHECK_STR(real_served_tool(requests, 1), "mcp__cloister__handoff_to");
+    size_t call = 0; /* the request that made the MCP call */
+    if (real_cli_is("claude")) {
+        CHECK_INT(json_array_size(requests), 3);
+        char *tools = json_dumps(json_object_get(json_array_get(requests, 0), "tools"), 0);
+        CHECK(tools != NULL && strstr(tools, "ToolSearch") != NULL &&
+              strstr(tools, "mcp__cloister__handoff_to") == NULL);
+        free(tools);
+        CHECK_STR(real_served_tool(requests, 0), "ToolSearch");
+        CHECK_STR(real_served_tool(requests, 1), "mcp__cloister__handoff_to");
+        call = 1;
+    } else {
+        CHECK_INT(json_array_size(requests), 2);
+        CHECK_STR(real_served_tool(requests, 0), "exec");
+    }
     bool is_error = true;
-    const char *answer = real_tool_result(requests, 1, &is_error);
-    /* Claude Code hands the model the tool's structuredContent. */
-    json_t *handoff = answer ? json_loads(answer, 0, NULL) : NULL;
+    const char *answer = real_tool_result(requests, call, &is_error);
+    /* The tool's structuredContent reaches the model (Claude Code hands it on as it is; the
+     * Codex script prints it), after what Codex says of its script. */
+    const char *json_start = answer ? strstr(answer, "{\"id\"") : NULL;
+    json_t *handoff = json_start ? json_loads(json_start, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
     CHECK(!is_error && handoff != NULL);
     CHECK_STR(harness_field(handoff, "id"), next);
     CHECK_STR(harness_field(handoff, "chainedTo"), "review-1");

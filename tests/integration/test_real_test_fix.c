@@ -1,8 +1,9 @@
-/* The test-agent's fix with the real Claude Code CLI against the scripted model
+/* The test-agent's fix with a real agent CLI against the scripted model
  * (tests/model/scenarios/fix.json): the tests of the user's main fail, the agent reads the
- * file, fixes it with a real Edit in the test-agent's worktree and runs the tests with a
- * real Bash call; the service's rerun passes and the fix comes back as a patch, while the
- * user's checkout stays as it was. */
+ * file, fixes it with a real edit in the test-agent's worktree (Claude Code: Edit; Codex:
+ * apply_patch) and runs the tests with a real shell call; the service's rerun passes and
+ * the fix comes back as a patch, while the user's checkout stays as it was. Run for Claude
+ * Code and Codex. */
 #include "real_harness.h"
 
 static const char *const s_calc = "add() { echo $(( $1 - $2 )); }\n";
@@ -46,11 +47,13 @@ int main(void)
     json_t *requests = testmodel_requests_of(&r->model, "fix");
     CHECK_INT(json_array_size(requests), 4);
     CHECK(strstr(harness_field(json_array_get(requests, 0), "prompt"), "FAILED test_add") != NULL);
-    CHECK_STR(real_served_tool(requests, 1), "Edit");
-    CHECK_STR(real_served_tool(requests, 2), "Bash");
+    CHECK_STR(real_served_action(requests, 1), "edit");
+    CHECK_STR(real_served_action(requests, 2), "run");
     bool is_error = true;
     const char *edited = real_tool_result(requests, 1, &is_error);
-    CHECK(!is_error && edited != NULL && strstr(edited, "updated successfully") != NULL);
+    CHECK(!is_error && edited != NULL &&
+          strstr(edited, real_cli_is("claude") ? "updated successfully"
+                                               : "Success. Updated the following files") != NULL);
     const char *ran = real_tool_result(requests, 2, &is_error);
     CHECK(!is_error && ran != NULL && strstr(ran, "1 passed, 0 failed") != NULL);
     json_decref(requests);

@@ -57,7 +57,9 @@ export function parse(req, body) {
   const results = lastCall < 0 ? [] : after.slice(after.length - lastCall)
     .filter((i) => outputs.includes(i.type))
     .map((i) => ({ id: i.call_id, tool: names[i.call_id] || '', is_error: false,
-      content: typeof i.output === 'string' ? i.output : JSON.stringify(i.output) }));
+      content: typeof i.output === 'string' ? i.output
+        : Array.isArray(i.output) ? i.output.map((c) => c.text || '').join('\n')
+        : JSON.stringify(i.output) }));
   const context = input.map((i) => (i.type === 'message' ? textOf(i.content) : ''))
     .find((t) => t.includes('<cwd>')) || '';
   const prompt = at >= 0 ? promptText(input[at]) : '';

@@ -1,9 +1,9 @@
-/* The review-agent with the real Claude Code CLI against the scripted model
- * (tests/model/scenarios/review.json). A first review, without domain reviewers, makes the
- * review-agent's session. The second has two domain reviewers, security and correctness:
- * each is a fork of that stored session (the model sees the first review's conversation
- * in theirs, under a session id of its own) that reads the changed file with a real Read
- * and reports a finding; the synthesis runs in the main session, which the forks left as
+/* The review-agent with a real agent CLI against the scripted model
+ * (tests/model/scenarios/review.json); run for Claude Code and Codex. A first review,
+ * without domain reviewers, makes the review-agent's session. The second has two domain
+ * reviewers, security and correctness: each is a fork of that stored session (the model
+ * sees the first review's conversation in theirs, under a session id of its own) that
+ * reads the changed file with a real tool call and reports a finding; the synthesis runs in the main session, which the forks left as
  * it was; the security error blocks the gate. */
 #include "real_harness.h"
 
@@ -61,7 +61,7 @@ static const char *s_check_reviewer(real_env_t *r, const char *rule, const char 
     char *id = session[strcmp(rule, "security") == 0];
     snprintf(id, 64, "%s", harness_field(first, "session"));
     CHECK(id[0] != '\0' && strcmp(id, main_session) != 0);
-    CHECK_STR(real_served_tool(requests, 0), "Read");
+    CHECK_STR(real_served_action(requests, 0), "read");
     bool is_error = true;
     const char *read = real_tool_result(requests, 0, &is_error);
     CHECK(!is_error && read != NULL && strstr(read, "run(\"SELECT") != NULL);

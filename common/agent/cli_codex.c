@@ -15,6 +15,11 @@
 #define CODEX_LOST_TEXT "no rollout found for thread id"
 #define CODEX_NOT_LOGGED_IN_TEXT "Not logged in"
 #define CODEX_UNAUTHORIZED_TEXT "401 Unauthorized"
+/* The texts of a failing model API (observed against tests/model, §2.4): a retry is
+ * "Reconnecting... N/M (<why>)", and <why> names the status when there was one. */
+#define CODEX_RETRY_TEXT "Reconnecting... "
+#define CODEX_CONTEXT_FULL_TEXT "out of room in the model's context window"
+#define CODEX_DISCONNECTED_TEXT "stream disconnected"
 
 /* Writes `text` to `out` as a TOML basic string: what `-c key=value` parses (§1). */
 static void s_put_toml_string(FILE *out, const char *text)
@@ -230,10 +235,45 @@ static void s_on_turn_completed(agent_stream_t *stream, json_t *event)
     json_decref(result);
 }
 
+/* The HTTP status a Codex error message names ("unexpected status 401 Unauthorized",
+ * "last status: 429 Too Many Requests"), or 0. */
+static int s_status_in(const char *message)
+{
+    static const char *const marks[] = {"unexpected status ", "last status: ", NULL};
+    for (size_t i = 0; message != NULL && marks[i] != NULL; i++) {
+        const char *at = strstr(message, marks[i]);
+        int status = 0;
+        if (at != NULL && sscanf(at + strlen(marks[i]), "%d", &status) == 1 && status >= 100 &&
+            status < 1000)
+            return status;
+    }
+    return 0;
+}
+
+/* A model API failure in a Codex message: a retry ("Reconnecting... N/M (<why>)") or the
+ * final error. */
+static void s_on_api_message(agent_stream_t *stream, const char *message)
+{
+    if (agent_cli_mentions(message, CODEX_CONTEXT_FULL_TEXT)) {
+        stream->api_error = AGENT_API_PROMPT_TOO_LONG;
+        return;
+    }
+    int status = s_status_in(message);
+    bool disconnected = agent_cli_mentions(message, CODEX_DISCONNECTED_TEXT);
+    if (status == 0 && !disconnected)
+        return;
+    int retry = 0, max = 0;
+    if (message != NULL && strncmp(message, CODEX_RETRY_TEXT, strlen(CODEX_RETRY_TEXT)) == 0 &&
+        sscanf(message + strlen(CODEX_RETRY_TEXT), "%d/%d", &retry, &max) != 2)
+        retry = max = 0;
+    agent_stream_api_failure(stream, status, disconnected ? "stream disconnected" : NULL, retry,
+                             max, 0);
+}
+
 static void s_on_turn_failed(agent_stream_t *stream, const char *message)
 {
-    if (agent_cli_mentions(message, CODEX_UNAUTHORIZED_TEXT))
-        stream->not_logged_in = true;
+    if (stream->api_error == AGENT_API_OK)
+        s_on_api_message(stream, message);
     json_t *result =
         json_pack("{s:s, s:s, s:b, s:[s], s:s}", "type", "result", "subtype",
                   "error_during_execution", "is_error", 1, "errors", message ? message : "",
@@ -264,8 +304,7 @@ static agent_stream_line_t s_read_event(agent_stream_t *stream, json_t *event)
         /* Retries ("Reconnecting... 2/5") and the like: worth a log line, not a result. */
         const char *message = json_string_value(json_object_get(event, "message"));
         log_info("agent %s: codex: %s", stream->name ? stream->name : "", message ? message : "");
-        if (agent_cli_mentions(message, CODEX_UNAUTHORIZED_TEXT))
-            stream->not_logged_in = true;
+        s_on_api_message(stream, message);
     }
     return AGENT_STREAM_EVENT;
 }

@@ -287,15 +287,18 @@ static void test_codex_specifics(void)
     session_state_t state;
     CHECK_INT(session_load("codex-out", &state), FAILURE_NOT_FOUND);
 
-    /* A key in the environment skips the check; the service then refuses it (401). */
+    /* A key in the environment skips the check; the service then refuses it (401): the
+     * key is refused (not a missing login), and codex is stopped at its first retry. */
     setenv("CODEX_API_KEY", "sk-wrong", 1);
     setenv("FAKE_CODEX_SCENARIO", "auth", 1);
     CHECK_INT(agent_run(&run, &set, "hello", "t8", NULL, NULL), 0);
     o = agent_run_outcome(run);
     CHECK(!o->ok);
-    CHECK(o->not_logged_in);
+    CHECK(!o->not_logged_in);
+    CHECK_INT(o->api_error, AGENT_API_KEY_REFUSED);
+    CHECK_INT(o->api_status, 401);
     CHECK_INT(o->attempts, 1);
-    CHECK(strstr(o->error, "401 Unauthorized") != NULL);
+    CHECK(strstr(o->error, "the model API refused the key (HTTP 401") != NULL);
     agent_run_destroy(&run);
     unsetenv("FAKE_CODEX_SCENARIO");
     unsetenv("CODEX_API_KEY");

@@ -184,7 +184,7 @@ export function answerError(res, step) {
   if (step.retryAfter !== undefined) headers['retry-after'] = String(step.retryAfter);
   res.writeHead(step.status, headers);
   res.end(JSON.stringify({ error: { message: step.message || 'error',
-    type: step.type || errorTypes[step.status] || 'api_error', code: null, param: null } }));
+    type: step.type || errorTypes[step.status] || 'api_error', code: step.code ?? null, param: null } }));
 }
 
 export function answerAuxiliary(res) {

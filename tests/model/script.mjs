@@ -150,7 +150,7 @@ function normalise(step, rule, index, preludeDone, scenario) {
   if ('text' in step) return { ...common, kind: 'text', text: step.text, chunkDelayMs: step.chunk_delay_ms || 0 };
   if ('error' in step) {
     return { ...common, kind: 'error', status: step.error.status, type: step.error.type,
-      message: step.error.message, retryAfter: step.retry_after };
+      message: step.error.message, code: step.error.code, retryAfter: step.retry_after };
   }
   if ('cut' in step) return { ...common, kind: 'cut', text: step.cut };
   if ('stall' in step) return { ...common, kind: 'stall' };

@@ -124,10 +124,15 @@ void testmodel_use(testmodel_t *model, const char *name)
 
 void testmodel_codex_args(const testmodel_t *model, char *buf, size_t size)
 {
+    /* /tmp stays out of the sandbox's writable roots: to keep a writable root's .git
+     * read-only, the sandbox mounts over it, and bubblewrap creates /tmp/.git on the
+     * machine when there is none (observed), which makes every directory of /tmp look
+     * inside a repository. TMPDIR, the test's own, stays writable. */
     snprintf(buf, size,
              "[\"-c\", \"model_provider=scripted\", \"-c\", 'model_providers.scripted={name="
              "\"scripted\", base_url=\"%s/v1\", wire_api=\"responses\", "
-             "request_max_retries=2, stream_max_retries=2}']",
+             "request_max_retries=2, stream_max_retries=2}', \"-c\", "
+             "\"sandbox_workspace_write.exclude_slash_tmp=true\"]",
              model->url);
 }
 

@@ -495,7 +495,9 @@ static void s_api_error_message(const agent_run_t *run, char *buf, size_t size,
                                 const char *stderr_line)
 {
     const agent_outcome_t *o = &run->outcome;
-    const char *said = run->result_text && run->result_text[0] ? run->result_text : stderr_line;
+    const char *said = run->result_text && run->result_text[0] ? run->result_text
+                       : run->stream.api_detail[0]           ? run->stream.api_detail
+                                                             : stderr_line;
     char status[32] = "";
     if (o->api_status > 0)
         snprintf(status, sizeof status, "HTTP %d", o->api_status);

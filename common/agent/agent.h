@@ -121,8 +121,8 @@ typedef enum {
     AGENT_API_OK = 0,
     AGENT_API_KEY_REFUSED,     /* 401, 403 or a billing error: the key does not work. The
                                   run stops at the CLI's first retry of it */
-    AGENT_API_OVERLOADED,      /* 429 rate limited or 529 overloaded: worth another try
-                                  after the CLI's last retry delay */
+    AGENT_API_OVERLOADED,      /* 429 rate limited, 503 or 529 overloaded: worth another
+                                  try after the CLI's last retry delay */
     AGENT_API_PROMPT_TOO_LONG, /* the conversation no longer fits the model: the run
                                   rotates the session and tries once more */
     AGENT_API_UNREACHABLE,     /* no answer: the connection failed or broke off mid-answer,

@@ -83,7 +83,8 @@ static agent_api_error_t s_api_error_kind(int status, const char *error)
     if (status == 401 || status == 402 || status == 403 || s_is(error, "authentication_failed") ||
         s_is(error, "billing_error") || s_is(error, "permission_error"))
         return AGENT_API_KEY_REFUSED;
-    if (status == 429 || status == 529 || s_is(error, "rate_limit") || s_is(error, "overloaded"))
+    if (status == 429 || status == 503 || status == 529 || s_is(error, "rate_limit") ||
+        s_is(error, "overloaded"))
         return AGENT_API_OVERLOADED;
     if (status >= 400 && status < 500)
         return AGENT_API_OK; /* the request itself was refused: the run's error says why */
@@ -127,9 +128,11 @@ void agent_stream_api_failure(agent_stream_t *stream, int status, const char *er
         stream->api_retries = retry;
         stream->api_retry_delay_ms = delay_ms;
         stream->awaiting_model = true;
-        snprintf(text, sizeof text, "model API %s (%s): retry %d of %d in %lld s",
-                 agent_stream_api_error_name(kind, status), why, retry, max_retries,
-                 (long long)((delay_ms + 500) / 1000));
+        int n = snprintf(text, sizeof text, "model API %s (%s): retry %d of %d",
+                         agent_stream_api_error_name(kind, status), why, retry, max_retries);
+        if (delay_ms > 0 && n > 0 && (size_t)n < sizeof text) /* a CLI may not say */
+            snprintf(text + n, sizeof text - (size_t)n, " in %lld s",
+                     (long long)((delay_ms + 500) / 1000));
         agent_stream_progress(stream, AGENT_PROGRESS_API, text, "");
     }
 }
@@ -350,6 +353,7 @@ void agent_stream_reset(agent_stream_t *stream)
     stream->api_status = 0;
     stream->api_retries = 0;
     stream->api_retry_delay_ms = 0;
+    stream->api_detail[0] = '\0';
     stream->api_stop = false;
     stream->awaiting_model = false;
     free(stream->text);

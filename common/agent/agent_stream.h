@@ -47,6 +47,8 @@ struct agent_stream {
     int api_status;              /* its HTTP status; 0 when none was said */
     int api_retries;             /* retries of API calls the CLI announced */
     int64_t api_retry_delay_ms;  /* the delay of the latest */
+    char api_detail[256];        /* the CLI's own words for it when they are not in its
+                                    result (an adapter sets them); "" when none */
     bool api_stop;               /* the CLI retries what cannot succeed: stop it */
     bool awaiting_model;         /* the last event left the next move to the model (the
                                     prompt sent, tool results, a retry) */

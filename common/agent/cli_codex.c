@@ -20,6 +20,7 @@
 #define CODEX_RETRY_TEXT "Reconnecting... "
 #define CODEX_CONTEXT_FULL_TEXT "out of room in the model's context window"
 #define CODEX_DISCONNECTED_TEXT "stream disconnected"
+#define CODEX_QUOTA_TEXT "Quota exceeded" /* the API's insufficient_quota: billing */
 
 /* Writes `text` to `out` as a TOML basic string: what `-c key=value` parses (§1). */
 static void s_put_toml_string(FILE *out, const char *text)
@@ -254,8 +255,14 @@ static int s_status_in(const char *message)
  * final error. */
 static void s_on_api_message(agent_stream_t *stream, const char *message)
 {
+    if (message != NULL)
+        msgjson_copy_utf8(stream->api_detail, sizeof stream->api_detail, message);
     if (agent_cli_mentions(message, CODEX_CONTEXT_FULL_TEXT)) {
         stream->api_error = AGENT_API_PROMPT_TOO_LONG;
+        return;
+    }
+    if (agent_cli_mentions(message, CODEX_QUOTA_TEXT)) {
+        agent_stream_api_failure(stream, 0, "billing_error", 0, 0, 0);
         return;
     }
     int status = s_status_in(message);
@@ -287,11 +294,18 @@ static agent_stream_line_t s_read_event(agent_stream_t *stream, json_t *event)
     const char *type = json_string_value(json_object_get(event, "type"));
     if (type == NULL)
         return AGENT_STREAM_EVENT;
+    /* Who moves next: the model after the turn starts and after each item; a tool while
+     * an item runs. */
     if (strcmp(type, "thread.started") == 0) {
         const char *id = json_string_value(json_object_get(event, "thread_id"));
         if (id != NULL && strlen(id) < sizeof stream->session_id)
             msgjson_copy_utf8(stream->session_id, sizeof stream->session_id, id);
+    } else if (strcmp(type, "turn.started") == 0) {
+        stream->awaiting_model = true;
+    } else if (strcmp(type, "item.started") == 0) {
+        stream->awaiting_model = false;
     } else if (strcmp(type, "item.completed") == 0) {
+        stream->awaiting_model = true;
         s_on_item(stream, json_object_get(event, "item"));
     } else if (strcmp(type, "turn.completed") == 0) {
         s_on_turn_completed(stream, event);

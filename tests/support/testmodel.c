@@ -122,18 +122,30 @@ void testmodel_use(testmodel_t *model, const char *name)
     free(text);
 }
 
-void testmodel_codex_args(const testmodel_t *model, char *buf, size_t size)
+const char *const *testmodel_codex_argv(const testmodel_t *model)
 {
+    static char provider[256];
     /* /tmp stays out of the sandbox's writable roots: to keep a writable root's .git
      * read-only, the sandbox mounts over it, and bubblewrap creates /tmp/.git on the
      * machine when there is none (observed), which makes every directory of /tmp look
      * inside a repository. TMPDIR, the test's own, stays writable. */
-    snprintf(buf, size,
-             "[\"-c\", \"model_provider=scripted\", \"-c\", 'model_providers.scripted={name="
-             "\"scripted\", base_url=\"%s/v1\", wire_api=\"responses\", "
-             "request_max_retries=2, stream_max_retries=2}', \"-c\", "
-             "\"sandbox_workspace_write.exclude_slash_tmp=true\"]",
+    static const char *argv[] = {"-c", "model_provider=scripted", "-c", provider, "-c",
+                                 "sandbox_workspace_write.exclude_slash_tmp=true", NULL};
+    snprintf(provider, sizeof provider,
+             "model_providers.scripted={name=\"scripted\", base_url=\"%s/v1\", "
+             "wire_api=\"responses\", request_max_retries=2, stream_max_retries=2}",
              model->url);
+    return argv;
+}
+
+void testmodel_codex_args(const testmodel_t *model, char *buf, size_t size)
+{
+    const char *const *argv = testmodel_codex_argv(model);
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (size_t i = 0; argv[i] != NULL && used < size; i++) /* TOML literal strings */
+        used += (size_t)snprintf(buf + used, size - used, "%s'%s'", i ? ", " : "", argv[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
 }
 
 json_t *testmodel_requests_of(const testmodel_t *model, const char *rule)

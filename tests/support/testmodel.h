@@ -41,8 +41,12 @@ void testmodel_use(testmodel_t *model, const char *name);
 /* Writes `json` as the scenario. */
 void testmodel_write(testmodel_t *model, const char *json);
 
-/* The `[agent] args` value (a TOML array) that points Codex at the model: a model
- * provider "scripted" speaking the Responses API, with two retries. */
+/* The arguments that point Codex at the model (a model provider "scripted" speaking the
+ * Responses API, two retries; /tmp kept out of its sandbox's writable roots), for
+ * agent_settings_t.extra_args: NULL-terminated, static storage. */
+const char *const *testmodel_codex_argv(const testmodel_t *model);
+
+/* The same as the `[agent] args` value of cloister.toml (a TOML array) into buf. */
 void testmodel_codex_args(const testmodel_t *model, char *buf, size_t size);
 
 /* The requests served so far, a JSON array of the log's objects (the caller owns it). */

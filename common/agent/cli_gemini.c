@@ -19,6 +19,7 @@
 #define GEMINI_LOST_TEXT "Invalid session identifier"
 #define GEMINI_NO_SESSIONS_TEXT "No previous sessions found" /* exit 42, none at all (§3) */
 #define GEMINI_NOT_LOGGED_IN_TEXT "Please set an Auth method"
+#define GEMINI_IN_USE_TEXT "already exists. Use --resume" /* exit 42: the id is taken (§3.1) */
 
 /* -o stream-json [-m M] --approval-mode yolo --skip-trust [--include-directories D]...
  * [extra args] (--session-id ID | --resume ID) -p TAIL   (§1). */
@@ -190,6 +191,9 @@ static agent_failure_kind_t s_classify(const char *stderr_tail, const char *resu
         agent_cli_mentions(result_text, GEMINI_LOST_TEXT) ||
         agent_cli_mentions(stderr_tail, GEMINI_NO_SESSIONS_TEXT))
         return AGENT_FAILURE_SESSION_LOST;
+    /* A session our id started whose first run was stopped before it completed: resumed. */
+    if (agent_cli_mentions(stderr_tail, GEMINI_IN_USE_TEXT))
+        return AGENT_FAILURE_SESSION_IN_USE;
     if (agent_cli_mentions(stderr_tail, GEMINI_NOT_LOGGED_IN_TEXT) ||
         agent_cli_mentions(result_text, GEMINI_NOT_LOGGED_IN_TEXT))
         return AGENT_FAILURE_NOT_LOGGED_IN;

@@ -1,8 +1,8 @@
 /* real_harness: what the test_real_* integration tests share (included by each, so every
  * function is static): the pipeline's services driving a REAL agent CLI (the pinned
  * ones from <build>/real-clis) against the scripted model (tests/model), offline. The CLI
- * is Claude Code, or the one CLOISTER_REAL_CLI names ("codex"): CTest runs a test once per
- * CLI it applies to.
+ * is Claude Code, or the one CLOISTER_REAL_CLI names ("codex", "gemini"): CTest runs a
+ * test once per CLI it applies to.
  * On top of worker_harness.h (a real broker, events recorded from its PUB socket): the
  * model server with its scenario and request log (testmodel.h), a cloister.toml whose
  * [agent] command is the real CLI, git's environment pinned, and the usual fixture
@@ -62,6 +62,8 @@ static inline void real_config_text(char *buf, size_t size, const testmodel_t *m
     char args[1024] = "[]";
     if (real_cli_is("codex"))
         testmodel_codex_args(model, args, sizeof args);
+    else if (real_cli_is("gemini")) /* a model of its own: "auto" would route each call */
+        snprintf(args, sizeof args, "[\"-m\", \"gemini-2.5-pro\"]");
     snprintf(buf, size,
              "[broker]\nretry_backoff_ms = 50\n\n[security]\nrequire_review = false\n\n"
              "[agent]\ncli = \"%s\"\ncommand = \"%s\"\nargs = %s\n"
@@ -182,6 +184,28 @@ static inline const char *real_served_action(const json_t *requests, size_t i)
 {
     const char *action = json_string_value(json_object_get(real_served(requests, i), "action"));
     return action ? action : "";
+}
+
+/* The tool name a progress line shows for an action of the CLI under test: Claude Code's
+ * own, a Codex file change as "Edit", Gemini's own. */
+static inline const char *real_progress_tool(const char *action)
+{
+    bool write = strcmp(action, "write") == 0;
+    if (real_cli_is("codex"))
+        return "Edit";
+    if (real_cli_is("gemini"))
+        return write ? "write_file" : "replace";
+    return write ? "Write" : "Edit";
+}
+
+/* What the CLI under test tells the model after a successful edit of a file. */
+static inline const char *real_edit_said(void)
+{
+    if (real_cli_is("codex"))
+        return "Success. Updated the following files";
+    if (real_cli_is("gemini"))
+        return "Successfully modified file";
+    return "updated successfully";
 }
 
 /* The tool request `i` of `requests` was answered with ("" for a text answer). */

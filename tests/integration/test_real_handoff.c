@@ -2,9 +2,9 @@
  * agent CLI against the scripted model (tests/model/scenarios/handoff.json): the
  * review-agent's agent calls it through the cloister-mcp server the service gave it —
  * Claude Code finds the deferred tool with its ToolSearch first (--mcp-config); Codex calls
- * it from a script of its exec tool (-c mcp_servers.cloister.*) — and the hand-off becomes
- * the review's chained next task, which the test-agent then runs. Run for Claude Code and
- * Codex. */
+ * it from a script of its exec tool (-c mcp_servers.cloister.*); Gemini calls
+ * mcp_cloister_handoff_to (the workdir's .gemini/settings.json) — and the hand-off becomes
+ * the review's chained next task, which the test-agent then runs. Run for each CLI. */
 #include "real_harness.h"
 
 /* The first task.queued event whose parent is `parent`, or NULL. */
@@ -76,18 +76,27 @@ int main(void)
         call = 1;
     } else {
         CHECK_INT(json_array_size(requests), 2);
-        CHECK_STR(real_served_tool(requests, 0), "exec");
+        CHECK_STR(real_served_tool(requests, 0),
+                  real_cli_is("codex") ? "exec" : "mcp_cloister_handoff_to");
     }
     bool is_error = true;
     const char *answer = real_tool_result(requests, call, &is_error);
-    /* The tool's structuredContent reaches the model (Claude Code hands it on as it is; the
-     * Codex script prints it), after what Codex says of its script. */
-    const char *json_start = answer ? strstr(answer, "{\"id\"") : NULL;
-    json_t *handoff = json_start ? json_loads(json_start, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
-    CHECK(!is_error && handoff != NULL);
-    CHECK_STR(harness_field(handoff, "id"), next);
-    CHECK_STR(harness_field(handoff, "chainedTo"), "review-1");
-    json_decref(handoff);
+    CHECK(!is_error && answer != NULL);
+    if (real_cli_is("gemini")) {
+        /* Gemini hands the model the tool's text. */
+        char said[200];
+        snprintf(said, sizeof said, "Handed off to test-agent as task %s", next);
+        CHECK(strstr(answer, said) != NULL);
+    } else {
+        /* The tool's structuredContent reaches the model (Claude Code hands it on as it
+         * is; the Codex script prints it, after what Codex says of its script). */
+        const char *json_start = strstr(answer, "{\"id\"");
+        json_t *handoff = json_start ? json_loads(json_start, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+        CHECK(handoff != NULL);
+        CHECK_STR(harness_field(handoff, "id"), next);
+        CHECK_STR(harness_field(handoff, "chainedTo"), "review-1");
+        json_decref(handoff);
+    }
     json_decref(requests);
 
     real_env_destroy(&r);

@@ -1,9 +1,9 @@
 /* The test-agent's fix with a real agent CLI against the scripted model
  * (tests/model/scenarios/fix.json): the tests of the user's main fail, the agent reads the
  * file, fixes it with a real edit in the test-agent's worktree (Claude Code: Edit; Codex:
- * apply_patch) and runs the tests with a real shell call; the service's rerun passes and
- * the fix comes back as a patch, while the user's checkout stays as it was. Run for Claude
- * Code and Codex. */
+ * apply_patch; Gemini: replace) and runs the tests with a real shell call; the service's
+ * rerun passes and the fix comes back as a patch, while the user's checkout stays as it
+ * was. Run for each CLI. */
 #include "real_harness.h"
 
 static const char *const s_calc = "add() { echo $(( $1 - $2 )); }\n";
@@ -35,7 +35,7 @@ int main(void)
     CHECK_STR(real_result_str(end, "FIX_RESULT"), "SUCCESS");
     CHECK(strstr(real_result_str(end, "FIX_PATCH"), "+add() { echo $(( $1 + $2 )); }") != NULL);
     CHECK(strstr(real_result_str(end, "FIX_PATCH"), "-add() { echo $(( $1 - $2 )); }") != NULL);
-    CHECK(real_progress_has(r, "fix-1", "Edit"));
+    CHECK(real_progress_has(r, "fix-1", real_progress_tool("edit")));
     /* The user's checkout is untouched. */
     char path[700];
     snprintf(path, sizeof path, "%s/calc.sh", r->repos.user);
@@ -51,9 +51,7 @@ int main(void)
     CHECK_STR(real_served_action(requests, 2), "run");
     bool is_error = true;
     const char *edited = real_tool_result(requests, 1, &is_error);
-    CHECK(!is_error && edited != NULL &&
-          strstr(edited, real_cli_is("claude") ? "updated successfully"
-                                               : "Success. Updated the following files") != NULL);
+    CHECK(!is_error && edited != NULL && strstr(edited, real_edit_said()) != NULL);
     const char *ran = real_tool_result(requests, 2, &is_error);
     CHECK(!is_error && ran != NULL && strstr(ran, "1 passed, 0 failed") != NULL);
     json_decref(requests);

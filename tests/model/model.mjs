@@ -15,6 +15,7 @@ import path from 'node:path';
 import { scriptFor } from './script.mjs';
 import * as anthropic from './api_anthropic.mjs';
 import * as openai from './api_openai.mjs';
+import * as gemini from './api_gemini.mjs';
 
 function parseArgs(argv) {
   const opts = {};
@@ -34,7 +35,7 @@ function parseArgs(argv) {
 }
 
 const opts = parseArgs(process.argv.slice(2));
-const apis = [anthropic, openai];
+const apis = [anthropic, openai, gemini];
 // Times an error step was served, by conversation and step (for `times`).
 const served = new Map();
 let requests = 0;

@@ -49,6 +49,15 @@ static void s_cli_env(const testmodel_t *model, const testenv_t *env)
     CHECK(mkdir(path, 0700) == 0 || errno == EEXIST);
     setenv("TMPDIR", path, 1);
     unsetenv("RUST_BACKTRACE");
+    /* Gemini: a key, the model as its API's base URL, and a home of its own whose settings
+     * choose the key (with only a base URL in the environment the CLI wants a gateway). */
+    setenv("GEMINI_API_KEY", "scripted-model-key", 1);
+    setenv("GOOGLE_GEMINI_BASE_URL", model->url, 1);
+    snprintf(path, sizeof path, "%s/gemini-home/.gemini/settings.json", env->dir);
+    CHECK(testenv_write_file(path, "{\"security\": {\"auth\": {\"selectedType\": "
+                                   "\"gemini-api-key\"}}}\n") == 0);
+    snprintf(path, sizeof path, "%s/gemini-home", env->dir);
+    setenv("GEMINI_CLI_HOME", path, 1);
     setenv("ANTHROPIC_BASE_URL", model->url, 1);
     setenv("ANTHROPIC_API_KEY", "sk-ant-scripted-model", 1);
     unsetenv("ANTHROPIC_AUTH_TOKEN");

@@ -7,7 +7,9 @@
  * test and their agents inherit: Claude Code through ANTHROPIC_BASE_URL with a dummy key, its
  * own CLAUDE_CONFIG_DIR, few API retries (CLAUDE_CODE_MAX_RETRIES) and no traffic but the
  * model's; Codex with its own CODEX_HOME, a dummy CODEX_API_KEY and a TMPDIR in the test's
- * directory (its provider is configuration: testmodel_codex_args()). The scenario (tests/model/README.md) is a file the model reads for each request,
+ * directory (its provider is configuration: testmodel_codex_args()); Gemini with
+ * GOOGLE_GEMINI_BASE_URL, a dummy GEMINI_API_KEY and a GEMINI_CLI_HOME whose settings
+ * choose that key. The scenario (tests/model/README.md) is a file the model reads for each request,
  * so a test may switch it between runs; every request served is a JSON line of the log.
  *
  * The CLIs are the pinned ones (tests/model/package.json) that the CTest fixture

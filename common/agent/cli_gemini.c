@@ -20,6 +20,10 @@
 #define GEMINI_NO_SESSIONS_TEXT "No previous sessions found" /* exit 42, none at all (§3) */
 #define GEMINI_NOT_LOGGED_IN_TEXT "Please set an Auth method"
 #define GEMINI_IN_USE_TEXT "already exists. Use --resume" /* exit 42: the id is taken (§3.1) */
+/* A failed model call's result says "[API Error: {"error":{"code":401,...}}]" (observed
+ * against tests/model); a conversation too long for the model is a 400 saying so. */
+#define GEMINI_API_CODE_TEXT "\"code\":"
+#define GEMINI_TOO_LONG_TEXT "exceeds the maximum number of tokens"
 
 /* -o stream-json [-m M] --approval-mode yolo --skip-trust [--include-directories D]...
  * [extra args] (--session-id ID | --resume ID) -p TAIL   (§1). */
@@ -46,6 +50,24 @@ static void s_build_argv(agent_argv_t *argv, const agent_call_t *call)
     agent_argv_add(argv, call->session_id);
     agent_argv_add(argv, "-p");
     agent_argv_add(argv, GEMINI_PROMPT_TAIL);
+}
+
+/* The model API failure a failed result names, if any. Retries happen on stderr only
+ * ("Attempt N failed with status 429. Retrying with backoff..."), so none is shown. */
+static void s_on_api_error(agent_stream_t *stream, const char *message)
+{
+    if (message == NULL)
+        return;
+    msgjson_copy_utf8(stream->api_detail, sizeof stream->api_detail, message);
+    if (agent_cli_mentions(message, GEMINI_TOO_LONG_TEXT)) {
+        stream->api_error = AGENT_API_PROMPT_TOO_LONG;
+        return;
+    }
+    const char *code = strstr(message, GEMINI_API_CODE_TEXT);
+    int status = 0;
+    if (code != NULL && sscanf(code + strlen(GEMINI_API_CODE_TEXT), "%d", &status) == 1 &&
+        status >= 100 && status < 1000)
+        agent_stream_api_failure(stream, status, NULL, 0, 0, 0);
 }
 
 /* The result event in Claude's shape. stats.input_tokens counts the cached tokens too;
@@ -77,6 +99,8 @@ static void s_on_result(agent_stream_t *stream, json_t *event)
         json_object_set_new(result, "errors", json_pack("[s]", message ? message : "failed"));
         if (agent_cli_mentions(message, GEMINI_NOT_LOGGED_IN_TEXT))
             stream->not_logged_in = true;
+        else
+            s_on_api_error(stream, message);
     }
     if (prompt > 0)
         stream->context_tokens = prompt;
@@ -101,6 +125,8 @@ static agent_stream_line_t s_read_event(agent_stream_t *stream, json_t *event)
     const char *type = json_string_value(json_object_get(event, "type"));
     if (type == NULL)
         return AGENT_STREAM_EVENT;
+    /* The model moves next unless a tool runs (between tool_use and its tool_result). */
+    stream->awaiting_model = strcmp(type, "tool_use") != 0;
     if (strcmp(type, "init") == 0) {
         const char *id = json_string_value(json_object_get(event, "session_id"));
         if (id != NULL && strlen(id) < sizeof stream->session_id)

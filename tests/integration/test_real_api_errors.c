@@ -1,6 +1,7 @@
 /* Model API failures as a real agent CLI reports them, against the scripted model, through
- * the agent runner (agent.h); run for Claude Code and for Codex (CLOISTER_REAL_CLI), whose
- * equivalents are noted. Each kind of failure ends the run classified, with the CLI's
+ * the agent runner (agent.h); run for Claude Code, Codex and Gemini (CLOISTER_REAL_CLI),
+ * whose equivalents are noted (Gemini retries an overloaded or unreachable API for minutes,
+ * on stderr only: those cases are Claude Code's and Codex's). Each kind of failure ends the run classified, with the CLI's
  * retries shown as progress:
  *  - a refused key (401): the CLI is stopped at its first retry; 403 and a billing error
  *    (Codex: 429 insufficient_quota) too; all three are AGENT_API_KEY_REFUSED, "the model
@@ -34,7 +35,9 @@ static testmodel_t s_model;
 static char s_workdir[PATH_MAX];
 static char s_progress[8192]; /* the runs' API progress lines, one a line */
 static const char *s_fallback_model; /* the next run's --fallback-model, or NULL */
-static bool s_claude;                /* Claude Code, else Codex */
+static bool s_claude;                /* Claude Code */
+static bool s_gemini;                /* Gemini; neither: Codex */
+static const char *s_cli;            /* its name */
 
 static void s_on_progress(void *arg, const agent_progress_t *progress)
 {
@@ -55,11 +58,11 @@ static agent_run_t *s_run(const char *name, const char *scenario, int timeout_s,
     static agent_settings_t set;
     set = (agent_settings_t){
         .specialist = name,
-        .cli = s_claude ? "claude" : "codex",
-        .command = testmodel_cli(s_claude ? "claude" : "codex"),
-        .extra_args = s_claude ? NULL : testmodel_codex_argv(&s_model),
+        .cli = s_cli,
+        .command = testmodel_cli(s_cli),
+        .extra_args = s_claude || s_gemini ? NULL : testmodel_codex_argv(&s_model),
         .workdir = s_workdir,
-        .model = s_claude ? "sonnet" : NULL,
+        .model = s_claude ? "sonnet" : s_gemini ? "gemini-2.5-pro" : NULL,
         .timeout_s = timeout_s,
         .kill_grace_ms = 1000,
         .result_grace_ms = 1000,
@@ -100,12 +103,15 @@ static void test_key_refused(void)
     CHECK(strncmp(o->error, "the model API refused the key (HTTP 401", 39) == 0);
     CHECK(!o->not_logged_in);
     CHECK_INT(o->attempts, 1);
-    /* Stopped at the first retry: two requests at most, not the CLI's minutes of them. */
+    /* Stopped at the first retry: two requests at most, not the CLI's minutes of them
+     * (Gemini does not retry a 401). */
     CHECK(s_served("401") <= 2);
     CHECK(clock_now_ms() - start < 15000);
     CHECK(strstr(s_progress, "model API refused the key (HTTP 401") != NULL);
     CHECK(strstr(s_progress, "): stopping the agent") != NULL);
     agent_run_destroy(&run);
+    if (s_gemini)
+        return; /* no 403 or billing of its own to tell apart */
 
     run = s_run("key-403",
                 "{\"rules\": [{\"name\": \"403\", \"steps\": [{\"error\": {\"status\": 403, "
@@ -192,19 +198,28 @@ static void test_overloaded(void)
     agent_run_destroy(&run);
 }
 
+/* The API's answer to a conversation too long for the model: Anthropic's words, Gemini's,
+ * OpenAI's code (Codex words it its own way). */
+static const char *s_too_long(void)
+{
+    return s_gemini ? "{\"status\": 400, \"message\": \"The input token count (250000) exceeds "
+                      "the maximum number of tokens allowed (200000).\"}"
+                    : "{\"status\": 400, \"code\": \"context_length_exceeded\", \"message\": "
+                      "\"prompt is too long: 250000 tokens > 200000 maximum\"}";
+}
+
 static void test_prompt_too_long(void)
 {
-    /* The CLI first tries to compact the conversation itself (a request of its own): that
-     * is too long as well here, so the run rotates. */
-    static const char *const scenario =
-        "{\"rules\": ["
-        "{\"name\": \"compact\", \"prompt\": \"^CRITICAL: Respond with TEXT ONLY\", "
-        "\"steps\": [{\"error\": {\"status\": 400, "
-        "\"message\": \"prompt is too long: 250000 tokens > 200000 maximum\"}}]},"
-        "{\"name\": \"long\", \"history\": true, \"steps\": [{\"error\": {\"status\": 400, "
-        "\"code\": \"context_length_exceeded\", "
-        "\"message\": \"prompt is too long: 250000 tokens > 200000 maximum\"}}]},"
-        "{\"name\": \"fresh\", \"history\": false, \"steps\": [{\"text\": \"Hello again.\"}]}]}";
+    /* Claude Code first tries to compact the conversation itself (a request of its own):
+     * that is too long as well here, so the run rotates. */
+    char scenario[2048];
+    snprintf(scenario, sizeof scenario,
+             "{\"rules\": ["
+             "{\"name\": \"compact\", \"prompt\": \"^CRITICAL: Respond with TEXT ONLY\", "
+             "\"steps\": [{\"error\": %s}]},"
+             "{\"name\": \"long\", \"history\": true, \"steps\": [{\"error\": %s}]},"
+             "{\"name\": \"fresh\", \"history\": false, \"steps\": [{\"text\": \"Hello again.\"}]}]}",
+             s_too_long(), s_too_long());
     agent_run_t *run = s_run("long", scenario, 60, 0); /* makes the session */
     CHECK(agent_run_outcome(run)->ok);
     char first[SESSION_ID_SIZE];
@@ -224,11 +239,10 @@ static void test_prompt_too_long(void)
     agent_run_destroy(&run);
 
     /* Too long even in a fresh session: one more try, then a clear failure. */
-    run = s_run("longer",
-                "{\"rules\": [{\"name\": \"always\", \"steps\": [{\"error\": {\"status\": 400, "
-                "\"code\": \"context_length_exceeded\", "
-                "\"message\": \"prompt is too long: 250000 tokens > 200000 maximum\"}}]}]}",
-                60, 0);
+    snprintf(scenario, sizeof scenario,
+             "{\"rules\": [{\"name\": \"always\", \"steps\": [{\"error\": %s}]}]}",
+             s_too_long());
+    run = s_run("longer", scenario, 60, 0);
     o = agent_run_outcome(run);
     CHECK(!o->ok);
     CHECK_INT(o->api_error, AGENT_API_PROMPT_TOO_LONG);
@@ -237,7 +251,7 @@ static void test_prompt_too_long(void)
     agent_run_destroy(&run);
 }
 
-static void test_cut_and_slow(void)
+static void test_cut(void)
 {
     agent_run_t *run = s_run("cut",
                              "{\"rules\": [{\"name\": \"cut\", \"steps\": "
@@ -254,10 +268,14 @@ static void test_cut_and_slow(void)
           NULL);
     agent_run_destroy(&run);
 
+}
+
+static void test_slow(void)
+{
     int64_t start = clock_now_ms();
-    run = s_run("slow", "{\"rules\": [{\"name\": \"slow\", \"steps\": [{\"stall\": true}]}]}", 3,
+    agent_run_t *run = s_run("slow", "{\"rules\": [{\"name\": \"slow\", \"steps\": [{\"stall\": true}]}]}", 3,
                 0);
-    o = agent_run_outcome(run);
+    const agent_outcome_t *o = agent_run_outcome(run);
     CHECK(!o->ok);
     CHECK(o->timed_out);
     CHECK_INT(o->api_error, AGENT_API_TOO_SLOW);
@@ -304,13 +322,20 @@ int main(void)
     CHECK(mkdir(home, 0700) == 0 && mkdir(s_workdir, 0700) == 0);
     setenv("HOME", home, 1);
     const char *cli = getenv("CLOISTER_REAL_CLI");
-    s_claude = cli == NULL || cli[0] == '\0' || strcmp(cli, "claude") == 0;
+    s_cli = cli != NULL && cli[0] != '\0' ? cli : "claude";
+    s_claude = strcmp(s_cli, "claude") == 0;
+    s_gemini = strcmp(s_cli, "gemini") == 0;
     testmodel_start(&s_model, s_env);
 
     test_key_refused();
-    test_overloaded();
+    /* Gemini retries an overloaded or unreachable API for minutes, on stderr only, with no
+     * setting to shorten it: those cases are not run for it. */
+    if (!s_gemini) {
+        test_overloaded();
+        test_cut();
+    }
     test_prompt_too_long();
-    test_cut_and_slow();
+    test_slow();
     if (s_claude)
         test_rotation();
 

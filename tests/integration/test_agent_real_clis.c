@@ -1,7 +1,8 @@
-/* The Codex and Gemini adapters against the real CLIs, from the npm registry, offline and
- * logged out: every argv the adapters build must be accepted (the CLI gets as far as
- * needing its service or its credentials), and the run must end classified — "not logged
- * in" with what to do, or a lost session recovered with a fresh one.
+/* The Codex and Gemini adapters against the real CLIs, logged out or with a session they
+ * do not have: the run must end classified — "not logged in" with what to do, or a lost
+ * session recovered with a fresh one (whose turn the scripted model answers). The argv of
+ * new, resumed and forked runs, tool calls and MCP servers are checked by the test_real_*
+ * pipeline tests, which run these CLIs whole turns.
  *
  * The CLIs are the pinned ones (tests/model/package.json) that the CTest fixture
  * integration.real_clis_install puts into <build>/real-clis; without them the test fails. */
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 static testenv_t *env;
+static testmodel_t s_model;
 static char workdir[PATH_MAX];
 
 /* Usage errors of the CLIs' argument parsers (clap for Codex, yargs for Gemini). */
@@ -100,38 +102,10 @@ static void test_gemini(const char *gemini)
     CHECK(o->not_logged_in);
     agent_run_destroy(&run);
 
-    /* Cloister's MCP server reaches Gemini through the workdir's project settings: with a
-     * key (a wrong one: the service is not reachable anyway) it starts the server. */
-    char server[PATH_MAX], started[PATH_MAX], mcp[PATH_MAX], text[3 * PATH_MAX];
-    snprintf(server, sizeof server, "%s/mcp-server.sh", env->dir);
-    snprintf(started, sizeof started, "%s/mcp-started", env->dir);
-    snprintf(mcp, sizeof mcp, "%s/mcp.json", env->dir);
-    snprintf(text, sizeof text, "#!/bin/sh\necho \"$@\" > '%s'\ncat > /dev/null\n", started);
-    CHECK_INT(testenv_write_file(server, text), 0);
-    chmod(server, 0755);
-    snprintf(text, sizeof text,
-             "{\"mcpServers\":{\"cloister\":{\"type\":\"stdio\",\"command\":\"%s\","
-             "\"args\":[\"--task\",\"t3\"]}}}",
-             server);
-    CHECK_INT(testenv_write_file(mcp, text), 0);
-    setenv("GEMINI_API_KEY", "not-a-real-key", 1);
-    set.mcp_config = mcp;
-    set.timeout_s = 15;
-    CHECK_INT(agent_run(&run, &set, "Use your tools.", "t3", NULL, NULL), 0);
-    s_print("gemini mcp", agent_run_outcome(run));
-    agent_run_destroy(&run);
-    char *args = testenv_read_file(started);
-    CHECK(args != NULL && strstr(args, "--task t3") != NULL);
-    free(args);
-    unsetenv("GEMINI_API_KEY");
 }
 
 static void test_codex(const char *codex)
 {
-    char codex_home[PATH_MAX];
-    snprintf(codex_home, sizeof codex_home, "%s/codex-home", env->dir);
-    mkdir(codex_home, 0700);
-    setenv("CODEX_HOME", codex_home, 1);
     unsetenv("CODEX_API_KEY");
     unsetenv("CODEX_ACCESS_TOKEN");
     const char *const add[] = {env->dir, NULL};
@@ -152,40 +126,16 @@ static void test_codex(const char *codex)
     session_state_t state;
     CHECK_INT(session_load("codex-probe", &state), FAILURE_NOT_FOUND); /* untouched */
 
-    /* With a key in the environment the check is skipped and exec runs: the argv is
-     * accepted when codex names its thread (saved as the session at once) and then waits
-     * for its service, which is not there (a timeout), or is refused the key. */
-    setenv("CODEX_API_KEY", "sk-not-a-real-key", 1);
-    set.timeout_s = 12;
-    CHECK_INT(agent_run(&run, &set, "Say hello.", "t2", NULL, NULL), 0);
-    o = agent_run_outcome(run);
-    s_print("codex new", o);
-    CHECK(!s_usage_error(o->stderr_tail));
-    CHECK(o->timed_out || o->not_logged_in);
-    CHECK_INT(session_load("codex-probe", &state), 0);
-    CHECK_INT(strlen(state.session_id), 36);
-    CHECK_STR(state.cli, "codex");
-    char thread[SESSION_ID_SIZE];
-    snprintf(thread, sizeof thread, "%s", state.session_id);
-    agent_run_destroy(&run);
-
-    /* A fork of that thread: `exec fork` takes the same flags. */
-    set.fork_session = true;
-    state.runs = 1; /* as if the run had completed, so that there is something to fork */
-    CHECK_INT(session_save("codex-probe", &state), 0);
-    CHECK_INT(agent_run(&run, &set, "Look again.", "t3", NULL, NULL), 0);
-    o = agent_run_outcome(run);
-    s_print("codex fork", o);
-    CHECK(!s_usage_error(o->stderr_tail));
-    CHECK_STR(o->fork_of, thread);
-    agent_run_destroy(&run);
-    set.fork_session = false;
-
-    /* Resume of a thread codex never had: "no rollout found" → a fresh session. */
+    /* With a key in the environment the check is skipped. A resume of a thread codex never
+     * had: "no rollout found" → a fresh session, which the model answers. */
+    setenv("CODEX_API_KEY", "sk-scripted-model", 1);
+    set.extra_args = testmodel_codex_argv(&s_model);
     s_store_unknown_session("codex-probe", "codex");
     CHECK_INT(agent_run(&run, &set, "Again.", "t4", NULL, NULL), 0);
     o = agent_run_outcome(run);
     s_print("codex resume unknown", o);
+    CHECK(o->ok);
+    CHECK_STR(o->result_text, "Hello.");
     CHECK(o->fresh);
     CHECK_STR(o->fresh_reason, "context lost");
     CHECK_INT(o->attempts, 2);
@@ -203,8 +153,14 @@ int main(void)
     mkdir(home, 0700);
     mkdir(workdir, 0700);
     setenv("HOME", home, 1);
+    testmodel_start(&s_model, env);
+    testmodel_write(&s_model, "{\"rules\": [{\"name\": \"hello\", \"steps\": "
+                              "[{\"text\": \"Hello.\"}]}]}");
+    /* Logged out: none of what points Gemini at the model. */
     unsetenv("GEMINI_API_KEY");
     unsetenv("GOOGLE_API_KEY");
+    unsetenv("GOOGLE_GEMINI_BASE_URL");
+    unsetenv("GEMINI_CLI_HOME");
 
     test_gemini(testmodel_cli("gemini"));
     test_codex(testmodel_cli("codex"));

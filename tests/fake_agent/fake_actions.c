@@ -323,10 +323,24 @@ static int s_action_resolve_all(const char *rule, fake_actions_report_fn *report
     return rc;
 }
 
-/* Runs argv (split on spaces) with stdin from /dev/null and stdout+stderr captured. */
+/* Why `run` is refused, or NULL (fake_actions_refuse_run()). */
+static const char *s_run_refusal;
+
+void fake_actions_refuse_run(const char *why)
+{
+    s_run_refusal = why;
+}
+
+/* Runs argv (split on spaces) with stdin from /dev/null and stdout+stderr captured, in a
+ * session of its own (as Claude Code's Bash tool runs its commands: docs/agent-cli.md
+ * §3.3), unless `run` is refused: then an error step, and the script goes on. */
 static int s_action_run(const char *rest, fake_actions_report_fn *report, void *arg)
 {
     json_t *input = json_pack("{s:s, s:s}", "command", rest, "description", "fake agent run");
+    if (s_run_refusal != NULL) {
+        s_report(report, arg, "Bash", input, s_run_refusal, true, 0);
+        return 0;
+    }
     char *copy = strdup(rest);
     char *argv[FAKE_ARGV_MAX + 1];
     int argc = 0;
@@ -351,6 +365,7 @@ static int s_action_run(const char *rest, fake_actions_report_fn *report, void *
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+        setsid();
         int devnull = open("/dev/null", O_RDONLY);
         if (devnull >= 0)
             dup2(devnull, 0);

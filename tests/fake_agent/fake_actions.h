@@ -7,7 +7,8 @@
  *   append <path> <text...>            append to a file (same escapes)
  *   resolve <path> ours|theirs|both    rewrite git conflict blocks in one file
  *   resolve-all ours|theirs|both       the same for every file under cwd with markers
- *   run <argv...>                      fork/exec argv split on spaces (no shell)
+ *   run <argv...>                      fork/exec argv split on spaces (no shell), in a
+ *                                      session of its own
  *   mcp <server> <tool> <json>         call a tool of a --mcp-config server (fake_mcp.h)
  *   say <text...>                      a line of the final answer
  *   sleep <ms>                         pause
@@ -36,6 +37,11 @@ typedef struct {
 
 /* Called after each tool step, so the caller can stream it while the script runs. */
 typedef void(fake_actions_report_fn)(const fake_step_t *step, void *arg);
+
+/* From now on `run` actions are refused with `why` (a static string; NULL: run again), as
+ * a CLI that asks before running a command refuses when nobody can answer: each is an
+ * error step with that text, and the script goes on. */
+void fake_actions_refuse_run(const char *why);
 
 /* Runs the script at `path` in the current directory. Each tool step is passed to `report`
  * (with `arg`). The `say` lines are appended to `said` (a JSON array of strings the caller

@@ -786,6 +786,29 @@ static void s_open_session(fake_t *self, const char *resumed, const char *prompt
     s_session_append(self, prompt);
 }
 
+/* Whether the Bash tool runs a command unasked: in a bypass mode, or when --allowedTools
+ * grants Bash ("Bash" or "Bash(...)"). Otherwise the real CLI asks, and with nobody to ask
+ * (-p) refuses: "This command requires approval" (docs/agent-cli.md §3.3). It lets a few
+ * commands it deems safe through on its own; the double does not tell those apart. */
+static bool s_bash_allowed(const fake_t *self)
+{
+    if (strcmp(s_permission_mode(self), "bypassPermissions") == 0)
+        return true;
+    size_t i;
+    json_t *value;
+    json_array_foreach(self->values[OPT_ALLOWED_TOOLS], i, value)
+    {
+        char list[1024];
+        snprintf(list, sizeof list, "%s", json_string_value(value) ? json_string_value(value) : "");
+        for (char *save = NULL, *tool = strtok_r(list, ", ", &save); tool != NULL;
+             tool = strtok_r(NULL, ", ", &save)) {
+            if (strcmp(tool, "Bash") == 0 || strncmp(tool, "Bash(", 5) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
 /* Runs the action script, if any. Returns 0, or -1 with the reason in `error`. */
 static int s_run_actions(fake_t *self, json_t *said, char *error, size_t error_size)
 {
@@ -793,6 +816,7 @@ static int s_run_actions(fake_t *self, json_t *said, char *error, size_t error_s
     if (script == NULL || *script == '\0')
         return 0;
     fake_mcp_set_configs(self->values[OPT_MCP_CONFIG]);
+    fake_actions_refuse_run(s_bash_allowed(self) ? NULL : "This command requires approval");
     if (fake_actions_run(script, s_report_step, self, said) == 0)
         return 0;
     snprintf(error, error_size, "%s", failure_message());

@@ -646,7 +646,9 @@ static int s_check_variant(fake_t *self, const char *key, const char *const *var
 }
 
 /* -c mcp_servers.<name>.command / .args / .env.<KEY> become an mcpServers config for the
- * `mcp` action (fake_mcp.h), as codex would start those servers. */
+ * `mcp` action (fake_mcp.h), as codex would start those servers. Under approval_policy
+ * "never" (exec's default) a server whose default_tools_approval_mode is not "approve" has
+ * its calls refused, as the real CLI refuses them. */
 static json_t *s_mcp_configs(const fake_t *self)
 {
     json_t *servers = json_object();
@@ -674,6 +676,17 @@ static json_t *s_mcp_configs(const fake_t *self)
         } else {
             json_object_set(server, field, value);
         }
+    }
+    const char *policy = s_override_string(self, "approval_policy");
+    const char *name;
+    json_t *server;
+    json_object_foreach(servers, name, server) {
+        const char *mode = json_string_value(json_object_get(server, "default_tools_approval_mode"));
+        if ((policy == NULL || strcmp(policy, "never") == 0) &&
+            (mode == NULL || strcmp(mode, "approve") != 0))
+            json_object_set_new(server, "refused",
+                                json_string("MCP tool call requires approval, but approval "
+                                            "policy is never"));
     }
     json_t *config = json_pack("{s:o}", "mcpServers", servers);
     char *text = json_dumps(config, JSON_COMPACT);

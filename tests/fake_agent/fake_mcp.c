@@ -99,6 +99,12 @@ int fake_mcp_call(const char *server, const char *tool, const json_t *arguments,
     json_t *entry = s_find_server(server);
     if (entry == NULL)
         return failure_set(FAILURE_NOT_FOUND, "no MCP server '%s' in --mcp-config", server);
+    const char *refused = json_string_value(json_object_get(entry, "refused"));
+    if (refused != NULL) {
+        int rc = failure_set(FAILURE_DENIED, "%s", refused);
+        json_decref(entry);
+        return rc;
+    }
     FILE *to = NULL, *from = NULL;
     pid_t pid = s_start(entry, &to, &from);
     json_decref(entry);

@@ -7,13 +7,15 @@
 
 #include <jansson.h>
 
-/* The --mcp-config files (a JSON array of paths or inline JSON texts; borrowed). */
+/* The --mcp-config files (a JSON array of paths or inline JSON texts; borrowed). A server
+ * whose entry has a "refused" text is never started: a call of it fails with that text (a
+ * fake's own rule, e.g. fake-codex's approval policy). */
 void fake_mcp_set_configs(const json_t *configs);
 
 /* Calls `tool` of server `server` with `arguments` (an object). On 0, *result is the
  * CallToolResult (caller owns). Returns FAILURE_NOT_FOUND (no such server in the configs),
- * FAILURE_IO (it could not be started or did not answer) or FAILURE_INVALID (it answered
- * with a JSON-RPC error), with the reason. */
+ * FAILURE_IO (it could not be started or did not answer), FAILURE_INVALID (it answered
+ * with a JSON-RPC error) or FAILURE_DENIED (refused, above), with the reason. */
 int fake_mcp_call(const char *server, const char *tool, const json_t *arguments, json_t **result);
 
 #endif

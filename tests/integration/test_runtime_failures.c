@@ -7,7 +7,9 @@
 
 static void test_hung_agent_times_out_without_orphans(review_env_t *r)
 {
-    /* The agent starts a long sleep (same process group) and waits for it. */
+    /* The agent starts a long sleep (in a session of its own, as Claude Code runs its Bash
+     * commands) and waits for it; Bash is granted, or the agent would be refused it. */
+    review_config(r, "allowed_tools = [\"Bash\"]\n");
     char actions[600];
     snprintf(actions, sizeof actions, "%s/hang.actions", r->h->env->dir);
     CHECK(testenv_write_file(actions, "run /bin/sleep 60\n") == 0);
@@ -36,6 +38,7 @@ static void test_hung_agent_times_out_without_orphans(review_env_t *r)
     CHECK_INT(review_leftovers(r, svc, r->h->broker), 0);
     CHECK(review_stop(r, svc) == 0);
     review_clear_fake_env();
+    review_config(r, NULL);
 }
 
 static void test_crash(review_env_t *r)

@@ -778,16 +778,46 @@ static void s_write_work(const world_t *w, const char *rel, const char *text)
     testenv_write_file(path, text);
 }
 
-static result_t s_act(world_t *w, const char *script)
+/* Runs the action script with Bash granted (--allowedTools Bash), unless `asking`: then
+ * in the default permission mode, which asks before a command. */
+static result_t s_act_as(world_t *w, const char *script, bool asking)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/actions%d.txt", w->env->dir, w->runs + 1);
     testenv_write_file(path, script);
     setenv("FAKE_CLAUDE_ACTIONS", path, 1);
     result_t r = s_run(w, "do it",
-                       (const char *[]){"-p", "--output-format", "stream-json", "--verbose", NULL});
+                       asking ? (const char *[]){"-p", "--output-format", "stream-json",
+                                                 "--verbose", NULL}
+                              : (const char *[]){"-p", "--output-format", "stream-json", "--verbose",
+                                                 "--allowedTools", "Read,Bash(git *)", "Bash",
+                                                 NULL});
     unsetenv("FAKE_CLAUDE_ACTIONS");
     return r;
+}
+
+static result_t s_act(world_t *w, const char *script)
+{
+    return s_act_as(w, script, false);
+}
+
+/* A command the permission mode would ask about is refused, as by the real CLI with
+ * nobody to ask; the run goes on. */
+static void test_run_needs_permission(void)
+{
+    world_t w;
+    s_world_open(&w, "fake-permission");
+    result_t r = s_act_as(&w, "run touch ran.txt\nsay done\n", true);
+    CHECK_INT(r.code, 0);
+    char *text = s_read_work(&w, "ran.txt");
+    CHECK(text == NULL);
+    free(text);
+    CHECK(strstr(r.out, "This command requires approval") != NULL);
+    json_t *res = s_line(r.out, -1);
+    CHECK_STR(s_str(res, "result"), "done");
+    json_decref(res);
+    s_result_free(&r);
+    s_world_close(&w);
 }
 
 static void test_actions(void)
@@ -906,5 +936,6 @@ int main(void)
     test_scenarios();
     test_hang_and_delay();
     test_actions();
+    test_run_needs_permission();
     return check_exit_code("test_fake_claude");
 }

@@ -144,7 +144,9 @@ static const help_t s_help[] = {
     {"doctor",
      "usage: pan doctor [--workspace DIR]... [--json]\n"
      "Checks the configuration, the broker, the agent CLI and its login, git, gh, each\n"
-     "workspace and the free disk; exit 1 on any failed check.\n"
+     "workspace and the free disk; exit 1 on any failed check. For a specialist the broker\n"
+     "paused (its model API refused the key) it also tries the model API with a short run,\n"
+     "and when every check passes it resumes the paused specialists.\n"
      "  --workspace DIR       also check this repository (repeatable)\n"
      "  --json                the checks as JSON\n"},
     {"web",

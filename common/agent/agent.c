@@ -68,7 +68,7 @@ struct agent_run_t {
     proc_t *proc;
     bool use_session_id; /* --session-id (new id) rather than --resume */
     bool retried_lost, retried_in_use_new, retried_in_use_resume, retried_too_long;
-    bool api_stop_sent; /* stopped because the model API refused the key */
+    bool api_stop_sent;    /* stopped because the model API refused the key */
     agent_stream_t stream; /* this attempt's output as read so far */
     int64_t result_at_ms;  /* when its result arrived; 0 = not yet */
     bool result_stop_sent;

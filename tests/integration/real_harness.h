@@ -225,37 +225,6 @@ static inline const char *real_tool_result(const json_t *requests, size_t i, boo
     return json_string_value(json_object_get(first, "content"));
 }
 
-/* Pids of live processes (not zombies) whose command line contains `needle`, other than
- * this one: at most `max` into pids; returns how many. */
-static inline int real_processes(const char *needle, pid_t *pids, int max)
-{
-    int n = 0;
-    DIR *proc = opendir("/proc");
-    struct dirent *entry;
-    while (proc != NULL && (entry = readdir(proc)) != NULL) {
-        pid_t pid = (pid_t)atoi(entry->d_name);
-        if (pid <= 0 || pid == getpid() || harness_pid_gone(pid))
-            continue;
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-        FILE *f = fopen(path, "rb");
-        if (f == NULL)
-            continue;
-        char cmdline[4096];
-        size_t len = fread(cmdline, 1, sizeof cmdline - 1, f);
-        fclose(f);
-        for (size_t i = 0; i < len; i++)
-            if (cmdline[i] == '\0')
-                cmdline[i] = ' ';
-        cmdline[len] = '\0';
-        if (strstr(cmdline, needle) != NULL && n < max)
-            pids[n++] = pid;
-    }
-    if (proc != NULL)
-        closedir(proc);
-    return n;
-}
-
 /* Live processes (not zombies) whose environment has this test's PANOPTICON_HOME, other
  * than the `keep` ones (n of them) and the model: what the services under test left
  * behind. Each is printed. */

@@ -58,7 +58,7 @@ int main(void)
     const json_t *handed = json_object_get(task, "payload");
     CHECK_STR(harness_field(handed, "task"), "run the tests of feature/h");
     CHECK_STR(harness_field(handed, "branch"), "feature/h");
-    CHECK_STR(harness_field(json_object_get(handed, "handoff"), "from"), "review-1");
+    CHECK_STR(harness_field(json_object_get(handed, "handoff"), "from"), "review-agent");
     json_decref(task);
 
     /* The CLI's side: ToolSearch loaded the deferred MCP tool, the call went through

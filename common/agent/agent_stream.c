@@ -249,7 +249,8 @@ static void s_on_result(agent_stream_t *stream, json_t *event)
     stream->awaiting_model = false;
     if (s_is(json_string_value(json_object_get(event, "terminal_reason")), "prompt_too_long")) {
         stream->api_error = AGENT_API_PROMPT_TOO_LONG;
-    } else if (stream->api_error == AGENT_API_OK && !json_is_false(json_object_get(event, "is_error"))) {
+    } else if (stream->api_error == AGENT_API_OK &&
+               !json_is_false(json_object_get(event, "is_error"))) {
         int status = s_status(json_object_get(event, "api_error_status"));
         if (status > 0)
             agent_stream_api_failure(stream, status, NULL, 0, 0, 0);

@@ -681,7 +681,8 @@ static json_t *s_mcp_configs(const fake_t *self)
     const char *name;
     json_t *server;
     json_object_foreach(servers, name, server) {
-        const char *mode = json_string_value(json_object_get(server, "default_tools_approval_mode"));
+        const char *mode =
+            json_string_value(json_object_get(server, "default_tools_approval_mode"));
         if ((policy == NULL || strcmp(policy, "never") == 0) &&
             (mode == NULL || strcmp(mode, "approve") != 0))
             json_object_set_new(server, "refused",

@@ -1,8 +1,8 @@
 /* Model API failures as a real agent CLI reports them, against the scripted model, through
  * the agent runner (agent.h); run for Claude Code, Codex and Gemini (CLOISTER_REAL_CLI),
  * whose equivalents are noted (Gemini retries an overloaded or unreachable API for minutes,
- * on stderr only: those cases are Claude Code's and Codex's). Each kind of failure ends the run classified, with the CLI's
- * retries shown as progress:
+ * on stderr only: those cases are Claude Code's and Codex's). Each kind of failure ends the
+ * run classified, with the CLI's retries shown as progress:
  *  - a refused key (401): the CLI is stopped at its first retry; 403 and a billing error
  *    (Codex: 429 insufficient_quota) too; all three are AGENT_API_KEY_REFUSED, "the model
  *    API refused the key";
@@ -185,7 +185,8 @@ static void test_overloaded(void)
     s_fallback_model = "haiku";
     run = s_run("fallback",
                 "{\"rules\": [{\"name\": \"main\", \"model\": \"sonnet\", \"steps\": "
-                "[{\"error\": {\"status\": 529, \"message\": \"Overloaded\"}, \"retry_after\": 1}]},"
+                "[{\"error\": {\"status\": 529, \"message\": \"Overloaded\"}, "
+                "\"retry_after\": 1}]},"
                 "{\"name\": \"fallback\", \"model\": \"haiku\", \"steps\": "
                 "[{\"text\": \"Hello from the fallback.\"}]}]}",
                 60, 0);
@@ -218,7 +219,8 @@ static void test_prompt_too_long(void)
              "{\"name\": \"compact\", \"prompt\": \"^CRITICAL: Respond with TEXT ONLY\", "
              "\"steps\": [{\"error\": %s}]},"
              "{\"name\": \"long\", \"history\": true, \"steps\": [{\"error\": %s}]},"
-             "{\"name\": \"fresh\", \"history\": false, \"steps\": [{\"text\": \"Hello again.\"}]}]}",
+             "{\"name\": \"fresh\", \"history\": false, "
+             "\"steps\": [{\"text\": \"Hello again.\"}]}]}",
              s_too_long(), s_too_long());
     agent_run_t *run = s_run("long", scenario, 60, 0); /* makes the session */
     CHECK(agent_run_outcome(run)->ok);
@@ -264,17 +266,16 @@ static void test_cut(void)
     CHECK(strstr(o->error, "broke off mid-answer") != NULL);
     CHECK(strstr(o->error, s_claude ? "Connection dropped" : "stream disconnected") != NULL);
     CHECK(strstr(s_progress, s_claude ? "model API unreachable (no answer): retry 1 of 2"
-                                      : "model API unreachable (stream disconnected): retry 1 of 2") !=
-          NULL);
+                                      : "model API unreachable (stream disconnected): retry 1 "
+                                        "of 2") != NULL);
     agent_run_destroy(&run);
-
 }
 
 static void test_slow(void)
 {
     int64_t start = clock_now_ms();
-    agent_run_t *run = s_run("slow", "{\"rules\": [{\"name\": \"slow\", \"steps\": [{\"stall\": true}]}]}", 3,
-                0);
+    agent_run_t *run = s_run(
+        "slow", "{\"rules\": [{\"name\": \"slow\", \"steps\": [{\"stall\": true}]}]}", 3, 0);
     const agent_outcome_t *o = agent_run_outcome(run);
     CHECK(!o->ok);
     CHECK(o->timed_out);

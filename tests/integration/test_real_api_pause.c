@@ -63,7 +63,8 @@ static void test_key_refused(real_env_t *r)
     s_submit(r, "key-1");
     const json_t *back = s_requeued(r, "key-1", 30000);
     CHECK(back != NULL);
-    CHECK(strncmp(harness_field(back, "error"), "the model API refused the key (HTTP 401", 39) == 0);
+    CHECK(strncmp(harness_field(back, "error"), "the model API refused the key (HTTP 401", 39) ==
+          0);
     CHECK(clock_now_ms() - start < 15000);
     CHECK(harness_wait(r->h, "specialist.paused", NULL, 5000) != NULL);
     CHECK(real_progress_has(r, "key-1", "model API refused the key (HTTP 401"));

@@ -1,10 +1,10 @@
 /* The merge-agent with a real agent CLI against the scripted model
  * (tests/model/scenarios/merge.json): a conflict resolved by real tool calls in the
- * service's worktree (Claude Code: Read and Write; Codex: a shell `cat` and apply_patch; Gemini: read_file
- * and write_file),
- * then tested and pushed; a second conflicting merge resumes the same session and resolves
- * with an edit. Checked on both sides: what reached the remote, and what the CLI sent the
- * model (the tool results it got back). Run for Claude Code, Codex and Gemini. */
+ * service's worktree (Claude Code: Read and Write; Codex: a shell `cat` and apply_patch;
+ * Gemini: read_file and write_file), then tested and pushed; a second conflicting merge
+ * resumes the same session and resolves with an edit. Checked on both sides: what reached
+ * the remote, and what the CLI sent the model (the tool results it got back). Run for
+ * Claude Code, Codex and Gemini. */
 #include "real_harness.h"
 
 static const char *s_main_a = "int a(void)\n{\n    return 10;\n}\n";

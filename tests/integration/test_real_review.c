@@ -3,8 +3,9 @@
  * without domain reviewers, makes the review-agent's session. The second has two domain
  * reviewers, security and correctness: each is a fork of that stored session (the model
  * sees the first review's conversation in theirs, under a session id of its own) that
- * reads the changed file with a real tool call and reports a finding; the synthesis runs in the main session, which the forks left as
- * it was; the security error blocks the gate. */
+ * reads the changed file with a real tool call and reports a finding; the synthesis runs
+ * in the main session, which the forks left as it was; the security error blocks the gate.
+ * (Gemini cannot fork a session: not run for it.) */
 #include "real_harness.h"
 
 /* PUSHes a review of `branch` into main, issue `issue`. */

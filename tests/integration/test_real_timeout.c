@@ -1,10 +1,10 @@
 /* A task timeout with a real agent CLI against the scripted model
  * (tests/model/scenarios/timeout.json); run for Claude Code, Codex (a Node launcher
  * starting its native binary, which runs commands in bubblewrap) and Gemini (Node, which
- * relaunches itself). The review-agent's agent
- * runs a command that never ends with its shell tool and waits for it; at the task's timeout the service stops the
- * agent's process tree — the CLI, the command its tool started, the MCP server it was
- * given — and nothing of it outlives the task; the service then takes the next task. */
+ * relaunches itself). The review-agent's agent runs a command that never ends with its
+ * shell tool and waits for it; at the task's timeout the service stops the agent's process
+ * tree — the CLI, the command its tool started, the MCP server it was given — and nothing
+ * of it outlives the task; the service then takes the next task. */
 #include "real_harness.h"
 
 int main(void)

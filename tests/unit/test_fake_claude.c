@@ -789,9 +789,9 @@ static result_t s_act_as(world_t *w, const char *script, bool asking)
     result_t r = s_run(w, "do it",
                        asking ? (const char *[]){"-p", "--output-format", "stream-json",
                                                  "--verbose", NULL}
-                              : (const char *[]){"-p", "--output-format", "stream-json", "--verbose",
-                                                 "--allowedTools", "Read,Bash(git *)", "Bash",
-                                                 NULL});
+                              : (const char *[]){"-p", "--output-format", "stream-json",
+                                                 "--verbose", "--allowedTools",
+                                                 "Read,Bash(git *)", "Bash", NULL});
     unsetenv("FAKE_CLAUDE_ACTIONS");
     return r;
 }

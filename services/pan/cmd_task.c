@@ -364,6 +364,29 @@ static void s_print_stats(const pan_t *pan, const json_t *stats, const json_t *s
     printf("Last event: #%lld\n", (long long)pan_json_int(stats, "last_seq", 0));
 }
 
+/* Sends a request with no fields of its own; the exit code, and its data in *data. */
+static int s_plain_request(const pan_t *pan, msg_type_t type, json_t **data)
+{
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, type);
+    int code = pan_call(pan, writer, data);
+    wire_writer_destroy(&writer);
+    return code;
+}
+
+/* Parses `[--json]` for a command that takes nothing else. */
+static int s_parse_json_only(int argc, char **argv, const char *usage, bool *json)
+{
+    *json = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            *json = true;
+        else
+            return pan_usage_unknown(usage, argv[i]);
+    }
+    return PAN_EXIT_OK;
+}
+
 int cmd_status(const pan_t *pan, int argc, char **argv)
 {
     static const char *const usage = "pan status [--json] | status --watch [--interval S]";
@@ -372,17 +395,11 @@ int cmd_status(const pan_t *pan, int argc, char **argv)
         if (strcmp(argv[i], "--watch") == 0)
             return cmd_top(pan, argc, argv);
     }
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else
-            return pan_usage_unknown(usage, argv[i]);
-    }
-    wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, MSG_STATS);
+    int code = s_parse_json_only(argc, argv, usage, &json);
+    if (code != PAN_EXIT_OK)
+        return code;
     json_t *stats = NULL;
-    int code = pan_call(pan, writer, &stats);
-    wire_writer_destroy(&writer);
+    code = s_plain_request(pan, MSG_STATS, &stats);
     if (code != PAN_EXIT_OK)
         return code;
     if (json) {
@@ -390,11 +407,8 @@ int cmd_status(const pan_t *pan, int argc, char **argv)
         json_decref(stats);
         return code;
     }
-    writer = wire_writer_new();
-    wire_writer_start(writer, MSG_LIST_SPECIALISTS);
     json_t *specialists = NULL;
-    code = pan_call(pan, writer, &specialists);
-    wire_writer_destroy(&writer);
+    code = s_plain_request(pan, MSG_LIST_SPECIALISTS, &specialists);
     if (code == PAN_EXIT_OK)
         s_print_stats(pan, stats, specialists);
     json_decref(stats);
@@ -406,17 +420,11 @@ int cmd_reload(const pan_t *pan, int argc, char **argv)
 {
     static const char *const usage = "pan reload [--json]";
     bool json = false;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else
-            return pan_usage_unknown(usage, argv[i]);
-    }
-    wire_writer_t *writer = wire_writer_new();
-    wire_writer_start(writer, MSG_RELOAD);
+    int code = s_parse_json_only(argc, argv, usage, &json);
+    if (code != PAN_EXIT_OK)
+        return code;
     json_t *report = NULL;
-    int code = pan_call(pan, writer, &report);
-    wire_writer_destroy(&writer);
+    code = s_plain_request(pan, MSG_RELOAD, &report);
     if (code != PAN_EXIT_OK)
         return code;
     if (json) {

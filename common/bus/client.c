@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "curve.h"
 #include "failure.h"
+#include "greeting.h"
 
 #include <czmq.h>
 #include <errno.h>
@@ -13,6 +14,9 @@
 
 /* Longest single wait while following, so a stop flag set between two checks is seen. */
 #define CLIENT_STOP_CHECK_MS 250
+
+/* How long a request nobody answered waits more to read the broker's greeting (why). */
+#define CLIENT_GREETING_MS 500
 
 struct client_t {
     zsock_t *req;
@@ -154,8 +158,13 @@ static int s_no_reply(client_t *self)
 {
     handshakes_t seen = s_failed_handshakes(self);
     s_disconnect(self);
-    const char *mine = curve_client() != NULL ? "on" : "off";
-    const char *theirs = curve_client() != NULL ? "off" : "on";
+    bool curve_here = curve_client() != NULL;
+    const char *mine = curve_here ? "on" : "off";
+    const char *theirs = curve_here ? "off" : "on";
+    char mechanism[32];
+    if (!seen.mechanism_mismatch && !seen.refused &&
+        greeting_mechanism(self->endpoint, CLIENT_GREETING_MS, mechanism, sizeof mechanism) == 0)
+        seen.mechanism_mismatch = (strcmp(mechanism, "CURVE") == 0) != curve_here;
     if (seen.mechanism_mismatch)
         return failure_set(FAILURE_IO,
                            "the broker at %s does not speak this client's security: CURVE is %s "

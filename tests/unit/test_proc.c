@@ -240,7 +240,9 @@ static void test_timeout_kills_group(void)
  * still runs, so it does not outlive the stop as an orphan. */
 static void test_stop_reaches_detached_descendants(void)
 {
-    char *argv[] = {"sh", "-c", "setsid sleep 58.71 & wait", NULL};
+    /* The time is in a variable so that only the sleep's own command line reads
+     * "sleep 58.71", not the shell's: the wait below must see the sleep itself. */
+    char *argv[] = {"sh", "-c", "t=58.71; setsid sleep $t & wait", NULL};
     proc_options_t opt = {.argv = argv, .kill_grace_ms = 1000};
     proc_t *proc = NULL;
     CHECK_INT(proc_start(&proc, &opt), 0);

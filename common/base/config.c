@@ -753,6 +753,53 @@ const char *config_table_name(const config_t *self, size_t i)
     return self && i < self->count ? self->tables[i].name : NULL;
 }
 
+/* True when two values read the same (one type, one value; arrays item by item). */
+static bool s_value_equal(const toml_value_t *a, const toml_value_t *b)
+{
+    if (a->kind != b->kind)
+        return false;
+    switch (a->kind) {
+    case TOML_STRING:
+        return strcmp(a->string, b->string) == 0;
+    case TOML_INT:
+        return a->integer == b->integer;
+    case TOML_FLOAT:
+        return a->number == b->number;
+    case TOML_BOOL:
+        return a->boolean == b->boolean;
+    case TOML_ARRAY:
+        if (a->nitems != b->nitems)
+            return false;
+        for (size_t i = 0; i < a->nitems; i++)
+            if (!s_value_equal(&a->items[i], &b->items[i]))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+/* Calls fn for each key of `from` that `other` lacks or (with `compare`) holds otherwise. */
+static void s_each_change_from(const config_t *from, const config_t *other, bool compare,
+                               config_change_fn *fn, void *arg)
+{
+    for (size_t t = 0; t < from->count; t++) {
+        const table_t *table = &from->tables[t];
+        const table_t *peer = s_find_table(other, table->name);
+        for (size_t e = 0; e < table->count; e++) {
+            const entry_t *mine = &table->entries[e];
+            const entry_t *entry = peer ? s_find_entry(peer, mine->key) : NULL;
+            if (entry == NULL || (compare && !s_value_equal(&entry->value, &mine->value)))
+                fn(table->name, mine->key, arg);
+        }
+    }
+}
+
+void config_each_change(const config_t *a, const config_t *b, config_change_fn *fn, void *arg)
+{
+    s_each_change_from(a, b, true, fn, arg);
+    s_each_change_from(b, a, false, fn, arg);
+}
+
 /* ---------------------------------------------------------------- specialists -------- */
 
 /* Writes "specialists.<name>" into buf; returns false if it does not fit. */

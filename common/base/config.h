@@ -117,6 +117,13 @@ int64_t config_array_int(const config_t *self, const char *table, const char *ke
 size_t config_table_count(const config_t *self);
 const char *config_table_name(const config_t *self, size_t i);
 
+/* Calls `fn` once for every key whose value differs between `a` and `b` (set in one only,
+ * or set to another value: a different type, string, number or array), with its table and
+ * key (owned by a or b, valid for the call). Used to say what a reload changed. Both
+ * configs are borrowed. */
+typedef void(config_change_fn)(const char *table, const char *key, void *arg);
+void config_each_change(const config_t *a, const config_t *b, config_change_fn *fn, void *arg);
+
 /* Specialist settings, `specialist` being e.g. "merge-agent" (or "merge_agent"). Each
  * returns the [specialists.<name>] value if set, else the default:
  *   cli (the key is `agent`): [agent] cli, itself "claude" by default;

@@ -113,6 +113,9 @@ typedef struct {
     int grace_ms;
     specialist_job_fn *job;
     void *job_arg;
+    specialist_reload_fn *reload;
+    void *reload_arg;
+    bool reload_pending; /* SIGHUP came: reload once no job runs */
 
     void *zmq;
     zactor_t *auth; /* with CURVE: admits only the broker to the task socket */
@@ -1011,6 +1014,61 @@ static void s_drain_pull(loop_t *loop, int64_t now)
     }
 }
 
+/* ---- reloading the configuration ---- */
+
+/* Writes this worker's reload report (specialist_reload.h); `fields` is stolen. */
+static void s_reload_report(const loop_t *loop, const char *state, json_t *fields)
+{
+    json_t *report = json_pack("{s:I, s:s, s:s, s:s}", "pid", (json_int_t)getpid(),
+                               "specialist", loop->specialist, "worker", loop->worker_id,
+                               "state", state);
+    if (report != NULL && fields != NULL)
+        json_object_update(report, fields);
+    if (report != NULL)
+        specialist_reload_report_write(report);
+    json_decref(report);
+    json_decref(fields);
+}
+
+/* SIGHUP: reload now if no job runs, else once it returns (s_reload_if_idle). */
+static void s_on_hangup(loop_t *loop)
+{
+    loop->reload_pending = true;
+    if (loop->ctx == NULL)
+        return;
+    log_info("SIGHUP: cloister.toml is read again once task %s ends", loop->ctx->task.id);
+    s_reload_report(loop, "pending", json_pack("{s:s}", "task", loop->ctx->task.id));
+}
+
+/* Between tasks: reads the configuration again if SIGHUP asked for it. Never while a job
+ * runs (it reads the service's settings) nor while leaving. */
+static void s_reload_if_idle(loop_t *loop)
+{
+    if (!loop->reload_pending || loop->ctx != NULL || loop->leaving)
+        return;
+    loop->reload_pending = false;
+    if (loop->reload == NULL) {
+        log_info("SIGHUP: this service reads its settings only at start (restart it)");
+        s_reload_report(loop, "unsupported", NULL);
+        return;
+    }
+    specialist_reload_t report;
+    memset(&report, 0, sizeof report);
+    if (loop->reload(loop->reload_arg, &report) != 0) {
+        log_warn("cloister.toml not reloaded, the settings in use stay: %s", failure_message());
+        s_reload_report(loop, "refused", json_pack("{s:s}", "error", failure_message()));
+        return;
+    }
+    if (report.default_timeout_s > 0)
+        loop->default_timeout_s = report.default_timeout_s;
+    log_info("reloaded cloister.toml: applied %s",
+             report.applied[0] ? report.applied : "no change");
+    if (report.restart[0])
+        log_warn("changed in cloister.toml, applied only by a restart: %s", report.restart);
+    s_reload_report(loop, "reloaded",
+                    json_pack("{s:s, s:s}", "applied", report.applied, "restart", report.restart));
+}
+
 /* SIGTERM/SIGINT: stop the job and leave; a second one leaves at once. Signals read in one
  * go (SIGTERM and SIGINT sent together) count as one: only a later signal escalates.
  *
@@ -1024,6 +1082,10 @@ static void s_on_signal(loop_t *loop, int64_t now)
     struct signalfd_siginfo info;
     bool counted = false;
     while (read(loop->signal_fd, &info, sizeof info) == (ssize_t)sizeof info) {
+        if (info.ssi_signo == SIGHUP) {
+            s_on_hangup(loop);
+            continue;
+        }
         if (counted)
             continue;
         counted = true;
@@ -1252,6 +1314,7 @@ static int s_setup(loop_t *loop, const specialist_config_t *config)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     loop->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     loop->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -1327,6 +1390,8 @@ int specialist_run(const specialist_config_t *config, specialist_job_fn *job, vo
     loop->wake_fd = -1;
     loop->job = job;
     loop->job_arg = job_arg;
+    loop->reload = config->reload;
+    loop->reload_arg = config->reload_arg;
     int exit_code = 0;
     if (proc_become_subreaper() != 0)
         log_warn("%s (a detached process of a job may outlive it)", failure_message());
@@ -1371,6 +1436,7 @@ int specialist_run(const specialist_config_t *config, specialist_job_fn *job, vo
             s_on_wake(loop);
         if (items[1].revents & ZMQ_POLLIN)
             s_on_signal(loop, now);
+        s_reload_if_idle(loop);
     }
     if (loop->stuck)
         exit_code = SPECIALIST_EXIT_STUCK;

@@ -50,10 +50,16 @@
  * loop returns SPECIALIST_EXIT_STUCK. Otherwise the loop waits (within grace_ms of the
  * signal) for acks of results still pending, and returns 0. A second signal returns at
  * once (after SIGKILL to the watched child group, then `release` and `bye`) with
- * SPECIALIST_EXIT_STUCK if the job still runs, else 0. */
+ * SPECIALIST_EXIT_STUCK if the job still runs, else 0.
+ *
+ * SIGHUP is read from the same signalfd: the service's configuration is read again
+ * (config.reload) as soon as no job runs -- at once when idle, else when the running job
+ * returns, before the next task is taken. What it did is logged and reported
+ * (specialist_reload.h). */
 #ifndef CLOISTER_SPECIALIST_H
 #define CLOISTER_SPECIALIST_H
 
+#include "specialist_reload.h"
 #include "testrun.h"
 
 #include <jansson.h>
@@ -79,6 +85,11 @@
 /* Progress messages queued while the loop is behind; more are dropped and counted. */
 #define SPECIALIST_PROGRESS_QUEUE 1024
 
+/* A service's reload: loads its configuration again (specialist_reload_load()) and, if
+ * every value is one it accepts, swaps it in and returns 0 with `report` filled; else
+ * returns a negative code with the reason in failure_message(), having changed nothing. */
+typedef int(specialist_reload_fn)(void *reload_arg, specialist_reload_t *report);
+
 typedef struct {
     /* The specialist (queue) name, e.g. "merge-agent": [a-z0-9][a-z0-9._-]*, <= 64 bytes.
      * Required. */
@@ -101,6 +112,11 @@ typedef struct {
     int default_timeout_s;
     /* How long a cancelled job may take to return. 0: SPECIALIST_DEFAULT_GRACE_MS. */
     int grace_ms;
+    /* Reads the service's configuration again after SIGHUP (specialist_reload.h), called
+     * with reload_arg (borrowed) on the loop's thread when no job runs. NULL: SIGHUP only
+     * logs that this service reads its settings at start. */
+    specialist_reload_fn *reload;
+    void *reload_arg;
 } specialist_config_t;
 
 /* The task a job works on, decoded from the broker's `task` message. Every pointer is

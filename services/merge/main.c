@@ -33,6 +33,11 @@
  * `group` to "merge:<repository root>:<target>"; `pan submit merge-agent` and
  * `pan approve` do. A task without a group still runs, with a warning in its progress.
  *
+ * SIGHUP reads cloister.toml again between tasks (specialist_reload.h): [merge], the test
+ * command, [tests] (the sandbox), [agent], [context], [pipeline] and the rest of
+ * [specialists.merge-agent] apply from the next merge on; its workdir (the agent's session
+ * lives there) and [broker] control need a restart.
+ *
  * Exit codes: 0 after SIGTERM/SIGINT, 2 on bad usage, 1 when it cannot start, 3 when a job
  * could not be stopped (see specialist.h). */
 #include "merge_service.h"
@@ -44,6 +49,33 @@
 #include "specialist.h"
 #include "specialist_args.h"
 
+/* The configuration in use, and the service reading it. */
+typedef struct {
+    merge_service_t *service;
+    config_t *config;
+    specialist_reload_rules_t rules;
+} merge_main_t;
+
+static const char *const s_tables[] = {"merge",    "tests",   "agent", "context",
+                                       "pipeline", "specialists.test-agent", NULL};
+static const char *const s_restart_keys[] = {
+    "specialists." MERGE_SERVICE_SPECIALIST, "workdir", "broker", "control", NULL};
+
+/* specialist_reload_fn. */
+static int s_reload(void *arg, specialist_reload_t *report)
+{
+    merge_main_t *self = arg;
+    config_t *fresh = NULL;
+    int rc = specialist_reload_load(&self->rules, self->config, &fresh, report);
+    if (rc == 0 && (rc = merge_service_reload(self->service, fresh)) != 0)
+        config_destroy(&fresh);
+    if (rc != 0)
+        return rc;
+    config_destroy(&self->config);
+    self->config = fresh;
+    return 0;
+}
+
 static const char s_usage[] =
     "usage: cloister-merge [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N]\n"
     "                      [--grace-ms N] [--timeout S] [--worker-id ID]\n"
@@ -54,7 +86,11 @@ static const char s_usage[] =
 int main(int argc, char **argv)
 {
     log_init("cloister-merge", LOG_LEVEL_INFO);
-    specialist_config_t skeleton = {.specialist = MERGE_SERVICE_SPECIALIST};
+    static merge_main_t self = {.rules = {.specialist = MERGE_SERVICE_SPECIALIST,
+                                          .tables = s_tables,
+                                          .restart_keys = s_restart_keys}};
+    specialist_config_t skeleton = {
+        .specialist = MERGE_SERVICE_SPECIALIST, .reload = s_reload, .reload_arg = &self};
     const specialist_args_t args = {
         .program = "cloister-merge", .usage = s_usage, .timeout_flag = true};
     int code;
@@ -71,6 +107,7 @@ int main(int argc, char **argv)
         log_error("cannot load the configuration: %s", failure_message());
         return SPECIALIST_EXIT_SETUP;
     }
+    self.rules.timeout_fixed = skeleton.default_timeout_s != 0;
     int applied = specialist_args_apply_config(&skeleton, config);
     if (applied != 0) {
         if (applied < 0)
@@ -78,15 +115,15 @@ int main(int argc, char **argv)
         config_destroy(&config);
         return applied == SPECIALIST_ARGS_DISABLED ? 0 : SPECIALIST_EXIT_SETUP;
     }
-    merge_service_t *service = NULL;
-    if (merge_service_new(&service, config) != 0) {
+    if (merge_service_new(&self.service, config) != 0) {
         log_error("cannot set up the merge service: %s", failure_message());
         config_destroy(&config);
         return SPECIALIST_EXIT_SETUP;
     }
-    log_info("agent workdir %s", merge_service_workdir(service));
-    code = specialist_run(&skeleton, merge_service_job, service, NULL);
-    merge_service_destroy(&service);
-    config_destroy(&config);
+    self.config = config;
+    log_info("agent workdir %s", merge_service_workdir(self.service));
+    code = specialist_run(&skeleton, merge_service_job, self.service, NULL);
+    merge_service_destroy(&self.service);
+    config_destroy(&self.config);
     return code;
 }

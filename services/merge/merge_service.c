@@ -40,7 +40,7 @@ struct merge_service_t {
     int push_retries;         /* [merge] push_retries */
     bool push;                /* [merge] push: false merges onto the local target only */
     const char *test_command; /* configured test command, or NULL to detect */
-    const char *control_endpoint; /* the broker's, for the fence before a push */
+    char control_endpoint[1024]; /* the broker's, for the fence before a push */
 };
 
 /* One merge. */
@@ -54,13 +54,35 @@ typedef struct {
     char *agent_said; /* the agent's MERGE_RESULT ("" when it gave none) */
 } merge_job_t;
 
+/* Takes every setting read at each merge from `config` (borrowed from now on): the
+ * sandbox first, so that a refused one leaves `self` as it was. */
+static int s_read_settings(merge_service_t *self, const config_t *config)
+{
+    sandbox_t *sandbox = NULL;
+    int rc = sandbox_new(&sandbox, config);
+    if (rc != 0)
+        return rc;
+    sandbox_destroy(&self->sandbox);
+    self->sandbox = sandbox;
+    self->config = config;
+    self->remote = config_string(config, "merge", "remote", MERGE_ENGINE_DEFAULT_REMOTE);
+    self->push_retries =
+        (int)config_int(config, "merge", "push_retries", MERGE_ENGINE_DEFAULT_PUSH_RETRIES);
+    self->push = config_bool(config, "merge", "push", true);
+    self->test_command = config_specialist_test_command(config, MERGE_SERVICE_SPECIALIST);
+    if (self->test_command == NULL || self->test_command[0] == '\0')
+        self->test_command = config_specialist_test_command(config, "test-agent");
+    if (self->test_command != NULL && self->test_command[0] == '\0')
+        self->test_command = NULL;
+    return 0;
+}
+
 int merge_service_new(merge_service_t **out, const config_t *config)
 {
     *out = NULL;
     merge_service_t *self = calloc(1, sizeof *self);
     if (self == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
-    self->config = config;
     int rc =
         agent_job_workdir(self->workdir, sizeof self->workdir, config, MERGE_SERVICE_SPECIALIST);
     if (rc != 0) {
@@ -68,23 +90,20 @@ int merge_service_new(merge_service_t **out, const config_t *config)
         return rc;
     }
     snprintf(self->worktree_dir, sizeof self->worktree_dir, "%s/merges", self->workdir);
-    self->remote = config_string(config, "merge", "remote", MERGE_ENGINE_DEFAULT_REMOTE);
-    self->push_retries =
-        (int)config_int(config, "merge", "push_retries", MERGE_ENGINE_DEFAULT_PUSH_RETRIES);
-    self->push = config_bool(config, "merge", "push", true);
-    self->control_endpoint = config_string(config, "broker", "control", "tcp://127.0.0.1:5562");
-    self->test_command = config_specialist_test_command(config, MERGE_SERVICE_SPECIALIST);
-    if (self->test_command == NULL || self->test_command[0] == '\0')
-        self->test_command = config_specialist_test_command(config, "test-agent");
-    if (self->test_command != NULL && self->test_command[0] == '\0')
-        self->test_command = NULL;
-    rc = sandbox_new(&self->sandbox, config);
+    snprintf(self->control_endpoint, sizeof self->control_endpoint, "%s",
+             config_string(config, "broker", "control", "tcp://127.0.0.1:5562"));
+    rc = s_read_settings(self, config);
     if (rc != 0) {
         free(self);
         return rc;
     }
     *out = self;
     return 0;
+}
+
+int merge_service_reload(merge_service_t *self, const config_t *config)
+{
+    return s_read_settings(self, config);
 }
 
 void merge_service_destroy(merge_service_t **self_p)

@@ -63,6 +63,12 @@ typedef struct merge_service_t merge_service_t;
  * merge_service_destroy()), or a FAILURE_* code with the reason (workdir unusable). */
 int merge_service_new(merge_service_t **out, const config_t *config);
 
+/* Takes the settings read at each merge ([merge], the test command, the sandbox, the
+ * agent's) from `config` (borrowed from now on, in place of the one before) -- not those
+ * fixed at start: the workdir and the broker's control endpoint. Between tasks only. Returns 0,
+ * or a failure (the sandbox setting refused) with `self` unchanged. */
+int merge_service_reload(merge_service_t *self, const config_t *config);
+
 /* Frees the service and nulls *self_p. Safe with NULL. */
 void merge_service_destroy(merge_service_t **self_p);
 

@@ -416,6 +416,52 @@ int cmd_status(const pan_t *pan, int argc, char **argv)
     return code;
 }
 
+/* How long `pan reload` waits for the launched specialists' reports. */
+#define PAN_RELOAD_WAIT_MS 5000
+
+/* One line per launched service: what its reload did. Returns false if one refused. */
+static bool s_print_services(const json_t *services)
+{
+    bool ok = true;
+    if (json_array_size(services) == 0) {
+        printf("No service started by deploy/run-local.sh runs here; a specialist started "
+               "otherwise reads cloister.toml again on SIGHUP (kill -HUP PID)\n");
+        return ok;
+    }
+    printf("Services started by deploy/run-local.sh:\n");
+    size_t i;
+    json_t *entry;
+    json_array_foreach(services, i, entry)
+    {
+        const char *state = pan_json_str(entry, "state", "");
+        const char *applied = pan_json_str(entry, "applied", "");
+        const char *restart = pan_json_str(entry, "restart", "");
+        printf("  %s (pid %lld): ", pan_json_str(entry, "name", "?"),
+               (long long)pan_json_int(entry, "pid", 0));
+        if (strcmp(state, "reloaded") == 0) {
+            printf("reloaded; applied %s", applied[0] ? applied : "nothing (no change it reads)");
+            if (restart[0])
+                printf("; needs a restart: %s (deploy/run-local.sh restart)", restart);
+        } else if (strcmp(state, "refused") == 0) {
+            ok = false;
+            printf("NOT reloaded, keeps the settings in use: ");
+            pan_print_escaped(pan_json_str(entry, "error", "?"));
+        } else if (strcmp(state, "pending") == 0) {
+            printf("busy with task %s; reloads when it ends (see its log)",
+                   pan_json_str(entry, "task", "?"));
+        } else if (strcmp(state, "start-only") == 0 || strcmp(state, "unsupported") == 0) {
+            printf("reads cloister.toml only at start (deploy/run-local.sh restart)");
+        } else if (strcmp(state, "gone") == 0) {
+            printf("no longer runs");
+        } else {
+            ok = false;
+            printf("did not answer within %d s (see its log)", PAN_RELOAD_WAIT_MS / 1000);
+        }
+        printf("\n");
+    }
+    return ok;
+}
+
 int cmd_reload(const pan_t *pan, int argc, char **argv)
 {
     static const char *const usage = "pan reload [--json]";
@@ -427,7 +473,9 @@ int cmd_reload(const pan_t *pan, int argc, char **argv)
     code = s_plain_request(pan, MSG_RELOAD, &report);
     if (code != PAN_EXIT_OK)
         return code;
+    json_t *services = pan_launched_reload(PAN_RELOAD_WAIT_MS);
     if (json) {
+        json_object_set(report, "services", services);
         code = pan_print_json(report);
     } else {
         const char *applied = pan_json_str(report, "applied", "");
@@ -437,9 +485,10 @@ int cmd_reload(const pan_t *pan, int argc, char **argv)
         if (restart[0])
             printf("  needs a restart:      %s (deploy/run-local.sh restart)\n", restart);
         printf("  workspaces accepted:  %s\n", pan_json_str(report, "workspace_roots", "?"));
-        printf("  the specialists read cloister.toml when they start "
-               "(deploy/run-local.sh restart)\n");
+        if (!s_print_services(services))
+            code = PAN_EXIT_ERROR;
     }
+    json_decref(services);
     json_decref(report);
     return code;
 }

@@ -98,9 +98,12 @@ static const help_t s_help[] = {
      "change while it runs: workspace roots, the review gate's settings, retries, retention,\n"
      "per-specialist defaults, new specialists. It says what it applied and what changed but\n"
      "waits for a restart (endpoints, sync, heartbeat, disk limits, CURVE). A file that does\n"
-     "not parse changes nothing. The specialists read cloister.toml when they start:\n"
-     "deploy/run-local.sh restart. An admin key's request (SIGHUP to the broker does the\n"
-     "same).\n"},
+     "not parse changes nothing. Then each specialist deploy/run-local.sh started gets\n"
+     "SIGHUP and reads the file again between tasks ([review], [tests], [agent], [merge],\n"
+     "[specialists.<name>] ... from its next task on); one line per service says what it\n"
+     "applied, what needs a restart, or that it reloads when its running task ends. The\n"
+     "dashboard and hooks read it only at start. An admin key's request (SIGHUP to the\n"
+     "broker reloads the broker alone).\n"},
     {"top",
      "usage: pan top [--interval SECONDS] [--frames N]\n"
      "A live view, redrawn until Ctrl-C: specialists (workers, busy, queued, done/failed/dead\n"

@@ -38,7 +38,7 @@ static const char *const s_usage =
     "  retry <id> | --all-dead [--specialist S] [--issue I] [--json]\n"
     "  dead [--specialist S] [--issue I] [--since DURATION] [--limit N] [--json]\n"
     "  status [--json] | status --watch [--interval S] [--frames N]\n"
-    "  reload [--json]        read cloister.toml again (the broker; SIGHUP does the same)\n"
+    "  reload [--json]        read cloister.toml again (the broker and the launched services)\n"
     "  top [--interval S] [--frames N]   (live: specialists, queues, running, failures)\n"
     "  tests detect [DIR] [--json]\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
@@ -136,6 +136,11 @@ int main(int argc, char **argv)
     if (home_secure() != 0)
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
     if (config_load(NULL, &config) != 0) {
+        if (strcmp(command, "reload") == 0)
+            return pan_fail(PAN_EXIT_ERROR,
+                            "cloister.toml not reloaded, nothing changed (the broker and the "
+                            "services keep their settings): %s",
+                            failure_message());
         if (strcmp(command, "doctor") != 0)
             return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
         /* The doctor reports a broken configuration and checks the rest on the defaults. */

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define PAN_EXIT_OK 0
 #define PAN_EXIT_ERROR 1
@@ -133,6 +134,29 @@ json_t *pan_override_new(const char *reason, const char *review);
  * candidates listed on stderr); PAN_EXIT_ERROR when no task matches; PAN_EXIT_UNREACHABLE
  * when the broker does not answer -- each after printing why. */
 int pan_task_id_resolve(const pan_t *pan, const char *text, char *out, size_t size);
+
+/* ---- the launcher (deploy/run-local.sh), through its files in $PANOPTICON_HOME/run ---- */
+
+/* A process the launcher started that still runs: run/<name>.pid names it and it runs
+ * exactly the program run/<name>.program names (so a stale pid file, its number reused by
+ * another process, names nobody). */
+typedef struct {
+    char name[64];
+    pid_t pid;
+    char program[4096];
+} pan_launched_t;
+
+/* Fills `out` with at most `cap` of them; returns how many. */
+size_t pan_launched_list(pan_launched_t *out, size_t cap);
+
+/* Asks every launched specialist (the broker aside) to read cloister.toml again: SIGHUP,
+ * then up to `wait_ms` for the reports they write (common/specialist/specialist_reload.h).
+ * Returns a new array (caller owns), one object per launched service: name, pid and state
+ * -- "reloaded" (applied, restart), "refused" (error), "pending" (task: it reloads when
+ * that task ends), "unsupported", "signalled" (no report in time), "gone", or "start-only"
+ * for a program that reads its settings only at start (not signalled: SIGHUP would end
+ * it). */
+json_t *pan_launched_reload(int wait_ms);
 
 /* Prints `command`'s help (usage and every option) on stdout; false when there is none. */
 bool pan_help(const char *command);

@@ -18,6 +18,10 @@
  * absolute path in the prompt. Running the agent in the workspace itself would start a
  * fresh session per repository and lose the specialist's memory.
  *
+ * SIGHUP reads cloister.toml again between tasks (specialist_reload.h): [review], [tests]
+ * (the sandbox), [agent], [context], [pipeline] and [specialists.review-agent] apply from the
+ * next task on; a value it refuses (a mode it does not know) keeps the settings in use.
+ *
  * Exit codes: 0 after SIGTERM/SIGINT, 2 on bad usage, 1 when it cannot start (bad config,
  * bind failed), 3 when a job could not be stopped (see specialist.h). */
 #include "config.h"
@@ -30,6 +34,58 @@
 #include "specialist_args.h"
 
 #include <git2.h>
+#include <string.h>
+
+/* What the service reads at each task, swapped as a whole by a reload. */
+typedef struct {
+    review_service_t service;
+    config_t *config;
+    sandbox_t *sandbox;
+    char prompts_dir[4096];
+    specialist_reload_rules_t rules;
+} review_main_t;
+
+static const char *const s_tables[] = {"review", "tests", "agent", "context", "pipeline", NULL};
+
+/* Fills the service's settings from `config` (borrowed; kept by the service on success).
+ * Returns 0, or a failure with the reason; `self` is then unchanged. */
+static int s_settings(review_main_t *self, config_t *config)
+{
+    review_mode_t mode;
+    char prompts_dir[sizeof self->prompts_dir];
+    sandbox_t *sandbox = NULL;
+    int rc = review_mode_parse(&mode, config_string(config, "review", "mode", "normal"));
+    if (rc == 0)
+        rc = prompt_dir(prompts_dir, sizeof prompts_dir, config, CLOISTER_PROMPTS_DIR);
+    if (rc == 0)
+        rc = sandbox_new(&sandbox, config);
+    if (rc != 0)
+        return rc;
+    sandbox_destroy(&self->sandbox);
+    config_destroy(&self->config);
+    self->config = config;
+    self->sandbox = sandbox;
+    memcpy(self->prompts_dir, prompts_dir, sizeof prompts_dir);
+    self->service.config = config;
+    self->service.mode = mode;
+    self->service.prompts_dir = self->prompts_dir;
+    self->service.sandbox = sandbox;
+    return 0;
+}
+
+/* specialist_reload_fn. */
+static int s_reload(void *arg, specialist_reload_t *report)
+{
+    review_main_t *self = arg;
+    config_t *fresh = NULL;
+    int rc = specialist_reload_load(&self->rules, self->config, &fresh, report);
+    if (rc == 0 && (rc = s_settings(self, fresh)) != 0)
+        config_destroy(&fresh);
+    if (rc == 0)
+        log_info("review mode %s, prompts in %s", review_mode_name(self->service.mode),
+                 self->prompts_dir);
+    return rc;
+}
 
 static const char s_usage[] =
     "usage: cloister-review [--in EP] [--bind EP] [--advertise EP] [--heartbeat-ms N]\n"
@@ -41,11 +97,12 @@ static const char s_usage[] =
 int main(int argc, char **argv)
 {
     log_init("cloister-review", LOG_LEVEL_INFO);
-    specialist_config_t settings = {.specialist = REVIEW_SPECIALIST};
+    static review_main_t self;
+    specialist_config_t settings = {
+        .specialist = REVIEW_SPECIALIST, .reload = s_reload, .reload_arg = &self};
     const char *config_path = NULL;
-    review_service_t service = {0};
     const specialist_args_option_t options[] = {
-        {"--workdir", &service.workdir}, {"--config", &config_path}, {NULL, NULL}};
+        {"--workdir", &self.service.workdir}, {"--config", &config_path}, {NULL, NULL}};
     const specialist_args_t args = {
         .program = "cloister-review", .usage = s_usage, .options = options};
     int code;
@@ -62,36 +119,28 @@ int main(int argc, char **argv)
         log_error("cannot load the configuration: %s", failure_message());
         return SPECIALIST_EXIT_SETUP;
     }
-    char prompts_dir[4096];
-    if (review_mode_parse(&service.mode, config_string(config, "review", "mode", "normal")) != 0 ||
-        prompt_dir(prompts_dir, sizeof prompts_dir, config, CLOISTER_PROMPTS_DIR) != 0) {
+    if (s_settings(&self, config) != 0) {
         log_error("%s", failure_message());
         config_destroy(&config);
         return SPECIALIST_EXIT_SETUP;
     }
-    sandbox_t *sandbox = NULL;
-    if (sandbox_new(&sandbox, config) != 0) {
-        log_error("%s", failure_message());
-        config_destroy(&config);
-        return SPECIALIST_EXIT_SETUP;
-    }
-    service.config = config;
-    service.prompts_dir = prompts_dir;
-    service.sandbox = sandbox;
-    int applied = specialist_args_apply_config(&settings, config);
+    self.rules = (specialist_reload_rules_t){
+        .specialist = REVIEW_SPECIALIST, .config_path = config_path, .tables = s_tables};
+    int applied = specialist_args_apply_config(&settings, self.config);
     if (applied != 0) {
         if (applied < 0)
             log_error("%s", failure_message());
-        sandbox_destroy(&sandbox);
-        config_destroy(&config);
+        sandbox_destroy(&self.sandbox);
+        config_destroy(&self.config);
         return applied == SPECIALIST_ARGS_DISABLED ? 0 : SPECIALIST_EXIT_SETUP;
     }
 
     git_libgit2_init();
-    log_info("review mode %s, prompts in %s", review_mode_name(service.mode), prompts_dir);
-    code = specialist_run(&settings, review_job, &service, NULL);
+    log_info("review mode %s, prompts in %s", review_mode_name(self.service.mode),
+             self.prompts_dir);
+    code = specialist_run(&settings, review_job, &self.service, NULL);
     git_libgit2_shutdown();
-    sandbox_destroy(&sandbox);
-    config_destroy(&config);
+    sandbox_destroy(&self.sandbox);
+    config_destroy(&self.config);
     return code;
 }

@@ -31,6 +31,10 @@
  * specialist: [broker] in (CLOISTER_IN overrides it), heartbeat_ms and heartbeat_misses,
  * and [specialists.NAME] timeout as the default --timeout.
  *
+ * SIGHUP reads cloister.toml again between tasks (specialist_reload.h): [specialists.NAME]
+ * timeout applies to the next task without timeout_s (unless --timeout fixes it); the
+ * command itself comes from the command line and needs a restart to change.
+ *
  * Exit codes: 0 after SIGTERM/SIGINT, 2 on bad usage, 1 when it cannot start (bad
  * config, bind failed), 3 when a command could not be stopped (see specialist.h). */
 #include "worker_job.h"
@@ -47,6 +51,25 @@
 /* The shortest --grace-ms: half of it goes to the command between SIGTERM and SIGKILL,
  * the rest covers noticing the stop and reaping. */
 #define WORKER_MIN_GRACE_MS 200
+/* The configuration in use and what a reload compares it with. */
+typedef struct {
+    config_t *config;
+    specialist_reload_rules_t rules;
+} worker_main_t;
+
+/* specialist_reload_fn: only the lease default is read from the file after start. */
+static int s_reload(void *arg, specialist_reload_t *report)
+{
+    worker_main_t *self = arg;
+    config_t *fresh = NULL;
+    int rc = specialist_reload_load(&self->rules, self->config, &fresh, report);
+    if (rc != 0)
+        return rc;
+    config_destroy(&self->config);
+    self->config = fresh;
+    return 0;
+}
+
 static const char s_usage[] =
     "usage: cloister-worker --specialist NAME [--in EP] [--bind EP] [--advertise EP]\n"
     "                       [--heartbeat-ms N] [--timeout S] [--grace-ms N]\n"
@@ -69,7 +92,8 @@ int main(int argc, char **argv)
         .timeout_flag = true,
         .command = &worker.argv,
     };
-    specialist_config_t settings = {0};
+    static worker_main_t self;
+    specialist_config_t settings = {.reload = s_reload, .reload_arg = &self};
     int code;
     if (!specialist_args_parse(&args, argc, argv, &settings, &code))
         return code;
@@ -91,6 +115,8 @@ int main(int argc, char **argv)
         log_error("cannot load the configuration: %s", failure_message());
         return SPECIALIST_EXIT_SETUP;
     }
+    self.rules = (specialist_reload_rules_t){.specialist = settings.specialist,
+                                             .timeout_fixed = settings.default_timeout_s != 0};
     int applied = specialist_args_apply_config(&settings, config);
     if (applied != 0) {
         if (applied < 0)
@@ -98,7 +124,8 @@ int main(int argc, char **argv)
         config_destroy(&config);
         return applied == SPECIALIST_ARGS_DISABLED ? 0 : SPECIALIST_EXIT_SETUP;
     }
+    self.config = config;
     code = specialist_run(&settings, worker_job, &worker, NULL);
-    config_destroy(&config);
+    config_destroy(&self.config);
     return code;
 }

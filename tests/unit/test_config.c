@@ -643,6 +643,31 @@ static void test_unknown_key_warned(void)
     CHECK(strstr(logged, "check_interval") == NULL);
 }
 
+/* config_change_fn: appends "table.key;" to a buffer. */
+static void s_collect(const char *table, const char *key, void *arg)
+{
+    char *list = arg;
+    size_t len = strlen(list);
+    snprintf(list + len, 512 - len, "%s.%s;", table, key);
+}
+
+/* config_each_change names every key whose value differs, and only those. */
+static void test_each_change(void)
+{
+    config_t *a = parse_ok("[review]\nmode = \"strict\"\nchecks = [\"make\", \"lint\"]\n"
+                           "[specialists.test-agent]\ntimeout = 60\n[x]\ngone = 1\n");
+    config_t *b = parse_ok("[review]\nmode = \"strict\"\nchecks = [\"make\", \"lint2\"]\n"
+                           "[specialists.test_agent]\ntimeout = 61\n[y]\nnew = true\n");
+    char list[512] = "";
+    config_each_change(a, b, s_collect, list);
+    CHECK_STR(list, "review.checks;specialists.test-agent.timeout;x.gone;y.new;");
+    list[0] = '\0';
+    config_each_change(a, a, s_collect, list);
+    CHECK_STR(list, "");
+    config_destroy(&a);
+    config_destroy(&b);
+}
+
 int main(void)
 {
     const char *overrides[] = {"CLOISTER_IN", "CLOISTER_EVENTS", "CLOISTER_CONTROL",
@@ -662,6 +687,7 @@ int main(void)
     test_unknown_key_warned();
     test_buffer_edges();
     test_limits();
+    test_each_change();
 
     const char *home = make_home();
     CHECK(home != NULL);

@@ -4,6 +4,8 @@
 #   deploy/run-local.sh [--workers N] [--detach] [--no-setup]   start (foreground by default)
 #   deploy/run-local.sh stop                                     stop a running instance
 #   deploy/run-local.sh status                                   what is running (exit 0: all)
+#   deploy/run-local.sh start NAME                               a running supervisor starts
+#                                                                specialist NAME now
 #
 # Start runs deploy/setup.sh (installs the Debian packages if missing and builds into
 # ./build), refuses if a broker already answers on the control endpoint, then starts
@@ -15,7 +17,11 @@
 # doubling up to 30 s while it keeps dying young). Ctrl-C / SIGTERM stops the specialists,
 # then the broker (SIGTERM, wait, then SIGKILL) and exits 0. --detach starts the supervisor
 # in the background and returns once everything is started. `status` lists every instance
-# and exits 0 only if the supervisor and all of them run.
+# and exits 0 only if the supervisor and all of them run. `start NAME` asks the running
+# supervisor to start review-agent, test-agent or merge-agent at once: one waiting to be
+# restarted is started now, one cloister.toml disabled when the supervisor started is added
+# if it is enabled now; it prints what the supervisor did (exit 1 if it refused). The request
+# and the answer are files, run/start-NAME.request and run/start-NAME.reply.
 #
 # State: $PANOPTICON_HOME (default ~/.panopticon; with HOME unset, the home directory the
 # password database gives this user): logs/<name>.log, run/<name>.pid, run/supervisor.pid.
@@ -129,6 +135,7 @@ usage() {
     cat <<'EOF'
 usage: deploy/run-local.sh [--workers N] [--detach] [--no-setup]
        deploy/run-local.sh stop | status
+       deploy/run-local.sh start NAME
        deploy/run-local.sh restart [--workers N]
        deploy/run-local.sh install | uninstall
 Starts cloister-broker and N (default 1) each of cloister-review, cloister-test and
@@ -138,7 +145,9 @@ on Ctrl-C / SIGTERM. --detach runs the supervisor in the background. status exit
 if everything runs. restart stops everything (the specialists first, handing their running
 tasks back to the queue, then the broker) and starts it again in the background, without
 rebuilding. install puts the programs on PATH without starting anything (as a start does);
-uninstall removes what was installed and keeps the state.
+uninstall removes what was installed and keeps the state. start NAME (review-agent,
+test-agent, merge-agent) has the running supervisor start that specialist now: one waiting
+to be restarted, or one disabled at start that cloister.toml enables now.
 EOF
 }
 
@@ -315,6 +324,63 @@ reap_children() {
     done
 }
 
+# The answer to `start NAME` (the supervisor's side): starts the instances of specialist
+# `name` that wait to be restarted, or adds a specialist cloister.toml disabled at start and
+# enables now. Prints "started|running|refused: <what>".
+start_on_request() {
+    local name=$1 i found=0 started_pids="" disabled n prog
+    case "$name" in
+    review-agent) prog=cloister-review ;;
+    test-agent) prog=cloister-test ;;
+    merge-agent) prog=cloister-merge ;;
+    *)
+        printf 'refused: %s is not a specialist this launcher runs (review-agent, test-agent, merge-agent)\n' "$name"
+        return
+        ;;
+    esac
+    for i in "${!names[@]}"; do
+        case "${names[i]}" in "$name" | "$name"-[0-9]*) ;; *) continue ;; esac
+        found=1
+        if [ -z "${pids[i]}" ]; then
+            failures[i]=0
+            start_child "$i" >&2 # its line goes to the supervisor's log, not the answer
+        fi
+        started_pids="$started_pids ${pids[i]}"
+    done
+    if [ "$found" -eq 1 ]; then
+        printf 'started: %s runs (pid%s)\n' "$name" "$started_pids"
+        return
+    fi
+    if ! disabled=$(disabled_specialists); then
+        printf 'refused: cannot tell whether cloister.toml enables %s (pan specialists list failed)\n' "$name"
+        return
+    fi
+    if printf '%s\n' "$disabled" | grep -qFx "$name"; then
+        printf 'refused: %s is disabled in cloister.toml ([specialists.%s] enabled = false)\n' "$name" "$name"
+        return
+    fi
+    sed -i "/^$name disabled\$/d" "$RUN_DIR/instances"
+    for ((n = 1; n <= WORKERS; n++)); do
+        if [ "$WORKERS" -eq 1 ]; then add_child "$name" "$prog"; else add_child "$name-$n" "$prog"; fi
+        start_child $((${#names[@]} - 1)) >&2
+        started_pids="$started_pids ${pids[${#names[@]} - 1]}"
+    done
+    printf 'started: %s runs (pid%s)\n' "$name" "$started_pids"
+}
+
+# Answers the `start NAME` requests waiting in run/.
+serve_start_requests() {
+    local request name
+    for request in "$RUN_DIR"/start-*.request; do
+        [ -f "$request" ] || continue
+        name=$(basename "$request" .request)
+        name=${name#start-}
+        rm -f "$request"
+        start_on_request "$name" >"$RUN_DIR/start-$name.reply.tmp" &&
+            mv "$RUN_DIR/start-$name.reply.tmp" "$RUN_DIR/start-$name.reply"
+    done
+}
+
 restart_children() {
     local i
     for i in "${!names[@]}"; do
@@ -376,6 +442,7 @@ say_workspace_roots() {
 
 supervise() {
     local workers=$1 kind name prog n i disabled
+    WORKERS=$workers
     trap 'stopping=1' TERM INT HUP
     printf '%s\n' "$$" >"$RUN_DIR/supervisor.pid"
     rm -f "$RUN_DIR/ready" "$RUN_DIR/instances"
@@ -429,6 +496,7 @@ supervise() {
 
     while [ "$stopping" -eq 0 ]; do
         reap_children
+        [ "$stopping" -eq 0 ] && serve_start_requests
         [ "$stopping" -eq 0 ] && restart_children
         nap 0.5
     done
@@ -571,6 +639,30 @@ cmd_status() {
     [ "$ok" -eq 1 ]
 }
 
+# `start NAME`: asks the running supervisor to start specialist NAME now, and prints its
+# answer (exit 1 when it refused or did not answer within START_TIMEOUT).
+cmd_start_one() {
+    local name=$1 pid reply waited=0
+    case "$name" in '' | *[!a-z0-9.-]* | -*) die "start: '$name' is not a specialist name" ;; esac
+    pid=$(running_supervisor) || die "no supervisor is running: start Cloister first (deploy/run-local.sh --detach)"
+    rm -f "$RUN_DIR/start-$name.reply"
+    : >"$RUN_DIR/start-$name.request" || die "cannot write $RUN_DIR/start-$name.request"
+    while [ ! -f "$RUN_DIR/start-$name.reply" ]; do
+        if ! kill -0 "$pid" 2>/dev/null || [ "$waited" -ge $((START_TIMEOUT * 10)) ]; then
+            rm -f "$RUN_DIR/start-$name.request"
+            die "the supervisor (pid $pid) did not answer within ${START_TIMEOUT}s"
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    reply=$(cat "$RUN_DIR/start-$name.reply")
+    rm -f "$RUN_DIR/start-$name.reply"
+    case "$reply" in
+    started:*) say "${reply#started: }" ;;
+    *) die "${reply#refused: }" ;;
+    esac
+}
+
 cmd_start() {
     local workers=$1 detach=$2 setup=$3 file child pid prog name state endpoint waited=0
     if pid=$(running_supervisor); then
@@ -635,11 +727,15 @@ cmd_start() {
 }
 
 main() {
-    local command=start workers=1 detach=0 setup=1
+    local command=start workers=1 detach=0 setup=1 name=""
     [ "${CLOISTER_SKIP_SETUP:-0}" = 1 ] && setup=0
     while [ $# -gt 0 ]; do
         case "$1" in
         start | stop | status | restart | install | uninstall) command=$1 ;;
+        [a-z]*-agent | [a-z]*-agent-[0-9]*)
+            [ "$command" = start ] && [ -z "$name" ] || { usage >&2; die "unknown argument '$1'"; }
+            name=$1
+            ;;
         __supervise)
             [ $# -eq 2 ] || die "internal: __supervise N"
             mkdir -p "$RUN_DIR" "$LOG_DIR" || exit 1
@@ -664,7 +760,9 @@ main() {
     case "$command" in
     stop) cmd_stop ;;
     status) cmd_status ;;
-    start) cmd_start "$workers" "$detach" "$setup" ;;
+    start)
+        if [ -n "$name" ]; then cmd_start_one "$name"; else cmd_start "$workers" "$detach" "$setup"; fi
+        ;;
     restart) cmd_stop && cmd_start "$workers" 1 0 ;;
     install) install_programs ;;
     uninstall) cmd_uninstall ;;

@@ -577,6 +577,63 @@ static bool s_needs_workspace(const char *name)
            strcmp(name, "merge-agent") == 0;
 }
 
+/* How long wake waits for a worker the launcher started to join the broker. */
+#define PAN_WAKE_JOIN_MS 20000
+
+/* How many workers of `name` the broker counts now (0 when it does not answer). */
+static int64_t s_workers_now(const pan_t *pan, const char *name)
+{
+    json_t *data = NULL;
+    int64_t workers = 0;
+    if (s_broker_list(pan, BROKER_OPTIONAL, &data) == PAN_EXIT_OK) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(data, i, item)
+        {
+            if (strcmp(pan_json_str(item, "name", ""), name) == 0)
+                workers = pan_json_int(item, "workers", 0);
+        }
+    }
+    json_decref(data);
+    return workers;
+}
+
+/* No worker of `name` is connected, and the launcher runs (its script is `script`): has it
+ * start one, then waits (up to PAN_WAKE_JOIN_MS) until the worker joins the broker. Says
+ * what happened; true once a worker is connected. */
+static bool s_wake_through_launcher(const pan_t *pan, const char *script, const char *name)
+{
+    char answer[1024];
+    bool started = pan_launcher_start(script, name, answer, sizeof answer);
+    /* A refusal reads "exited 1: <why>": the why is what matters. */
+    const char *why = strncmp(answer, "exited ", 7) == 0 && strstr(answer, ": ")
+                          ? strstr(answer, ": ") + 2
+                          : answer;
+    if (!started) {
+        fprintf(stderr,
+                "pan: no %s worker is running, and the launcher did not start one: %s\n"
+                "  the task waits in the queue until one starts\n",
+                name, why);
+        return false;
+    }
+    printf("Started %s through the launcher (deploy/run-local.sh start %s): %s\n", name, name,
+           why);
+    /* The broker says when the worker has joined; ask it again every 200 ms. */
+    int64_t deadline = clock_now_ms() + PAN_WAKE_JOIN_MS;
+    while (s_workers_now(pan, name) == 0) {
+        if (clock_now_ms() >= deadline) {
+            fprintf(stderr,
+                    "pan: the launcher started %s, but no worker joined the broker within "
+                    "%d s (see its log, logs/%s.log); the task waits in the queue\n",
+                    name, PAN_WAKE_JOIN_MS / 1000, name);
+            return false;
+        }
+        struct timespec pause = {.tv_nsec = 200 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return true;
+}
+
 static int s_wake(const pan_t *pan, int argc, char **argv)
 {
     static const char *const usage =
@@ -637,11 +694,16 @@ static int s_wake(const pan_t *pan, int argc, char **argv)
     json_t *task = NULL;
     code = pan_call(pan, writer, &task);
     wire_writer_destroy(&writer);
-    if (code == PAN_EXIT_OK && workers > 0) {
+    char script[PATH_MAX];
+    if (code == PAN_EXIT_OK && workers == 0 && pan_launcher_script(script, sizeof script)) {
+        printf("Queued %s task %s for %s\n", priority, pan_json_str(task, "id", id), name);
+        if (s_wake_through_launcher(pan, script, name))
+            printf("✓ Specialist %s woken up successfully\n", name);
+    } else if (code == PAN_EXIT_OK && workers > 0) {
         printf("✓ Specialist %s woken up successfully\n", name);
         printf("  Queued %s task %s\n", priority, pan_json_str(task, "id", id));
     } else if (code == PAN_EXIT_OK) {
-        /* Queued, but nothing will take it: not "woken up". */
+        /* Queued, nothing will take it, and no launcher to start a worker: not "woken up". */
         printf("Queued %s task %s for %s\n", priority, pan_json_str(task, "id", id), name);
         fprintf(stderr,
                 "pan: no %s worker is running, so nothing wakes up: the task waits in the "

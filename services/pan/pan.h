@@ -158,6 +158,17 @@ size_t pan_launched_list(pan_launched_t *out, size_t cap);
  * it). */
 json_t *pan_launched_reload(int wait_ms);
 
+/* The launcher's script (deploy/run-local.sh, an absolute path) when its supervisor runs:
+ * run/supervisor.pid names a live process that runs that script. False when it does not
+ * run (or cannot be told). */
+bool pan_launcher_script(char *script, size_t size);
+
+/* Has the running launcher start specialist `name` at once (`bash script start NAME`:
+ * one waiting to be restarted starts now, one disabled at start and enabled now is added).
+ * True when it did (or it runs already); its answer, on one line, in `answer` either way
+ * ("test-agent runs (pid 123)", or why it refused). */
+bool pan_launcher_start(const char *script, const char *name, char *answer, size_t size);
+
 /* Prints `command`'s help (usage and every option) on stdout; false when there is none. */
 bool pan_help(const char *command);
 

@@ -128,10 +128,16 @@ static int s_find_review(const pan_t *pan, const char *what, json_t **review)
                             "finished reviews did not complete (%s): not approving",
                             what, failure_message());
         } else if (newest.task_id[0] == '\0') {
-            code = pan_fail(PAN_EXIT_ERROR,
-                            "no finished review found for '%s' (neither a task id nor an issue "
-                            "with a done review-agent task)",
-                            what);
+            /* Not an issue: the unique start of a task id, as the other commands take. */
+            char id[256];
+            code = pan_task_id_resolve_quiet(pan, what, id, sizeof id);
+            if (code == PAN_EXIT_OK)
+                rc = s_show_task(client, id, review);
+            else if (id[0] == '\0' && code == PAN_EXIT_ERROR)
+                code = pan_fail(PAN_EXIT_ERROR,
+                                "no finished review found for '%s' (neither a task id, the "
+                                "start of one, nor an issue with a done review-agent task)",
+                                what);
         } else {
             rc = s_show_task(client, newest.task_id, review);
         }

@@ -72,7 +72,8 @@ static void s_report(doctor_t *d, const char *check, bool ok, const char *fmt, .
         json_array_append_new(d->checks, json_pack("{s:s, s:b, s:s}", "check", check, "ok", ok,
                                                    "detail", detail));
     else
-        printf("%s %-14s %s\n", ok ? "✓" : "✗", check, detail);
+        printf("%s%s%s %-14s %s\n", pan_colour(stdout, ok ? PAN_COLOUR_GOOD : PAN_COLOUR_BAD),
+               ok ? "✓" : "✗", pan_colour_end(stdout), check, detail);
 }
 
 static void s_check_config(doctor_t *d, const char *config_error)

@@ -270,6 +270,16 @@ int cmd_events(const pan_t *pan, int argc, char **argv)
         if (found == 0)
             return pan_usage_unknown(usage, argv[i]);
     }
+    /* --task takes the unique start of an id too; a text no task id starts with is kept
+     * as it is (a task still to come, when following). */
+    char task_id[256];
+    if (out.task != NULL) {
+        int code = pan_task_id_resolve_quiet(pan, out.task, task_id, sizeof task_id);
+        if (code == PAN_EXIT_OK)
+            out.task = task_id;
+        else if (task_id[0] != '\0' || code != PAN_EXIT_ERROR)
+            return code;
+    }
     /* Without --since, events are followed from now on, as `tail -f` does. */
     if (since_text == NULL)
         follow = true;

@@ -7,6 +7,7 @@
 #include "pan.h"
 
 #include "clock.h"
+#include "failure.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,9 @@ static int s_request(const pan_t *pan, const list_args_t *args, const char *befo
     wire_put_int(writer, FIELD_LIMIT, limit);
     int code = pan_call_listing(pan, writer, tasks, truncated);
     wire_writer_destroy(&writer);
+    if (code == PAN_EXIT_ERROR && args->specialist != NULL &&
+        strstr(failure_message(), "unknown specialist") != NULL)
+        pan_suggest_specialist(pan, args->specialist);
     if (code == PAN_EXIT_OK && !json_is_array(*tasks)) {
         json_decref(*tasks);
         *tasks = NULL;
@@ -126,7 +130,9 @@ static void s_print_table(const json_t *tasks)
         const char *id = pan_json_str(task, "id", "?");
         pan_print_escaped(id);
         printf("%*s ", strlen(id) < 36 ? (int)(36 - strlen(id)) : 0, "");
-        printf("%-9s %-14s %-7s %-8s %-7s ", pan_json_str(task, "state", "?"),
+        const char *state = pan_json_str(task, "state", "?");
+        printf("%s%-9s%s %-14s %-7s %-8s %-7s ",
+               pan_colour(stdout, pan_colour_of_state(state)), state, pan_colour_end(stdout),
                pan_json_str(task, "specialist", "?"), pan_json_str(task, "priority", "normal"),
                age, tries);
         const char *title = pan_json_str(task, "title", "");

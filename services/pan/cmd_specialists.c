@@ -122,14 +122,41 @@ static bool s_known_has(const known_t *known, const char *name)
     return false;
 }
 
-/* The original's error for an unknown name; returns PAN_EXIT_ERROR. */
+/* The known name `name` most likely misspells, or NULL (also when it is known). */
+static const char *s_near(const known_t *known, const char *name)
+{
+    const char *candidates[PAN_MAX_SPECIALISTS + 1];
+    for (size_t i = 0; i < known->count; i++)
+        candidates[i] = known->names[i];
+    candidates[known->count] = NULL;
+    const char *near = pan_suggest(name, candidates);
+    return near != NULL && strcmp(near, name) != 0 ? near : NULL;
+}
+
+/* The original's error for an unknown name, with the likeliest meant one; returns
+ * PAN_EXIT_ERROR (a name is known once a worker of it has joined: not a usage error). */
 static int s_unknown(const known_t *known, const char *name)
 {
-    fprintf(stderr, "Error: Unknown specialist '%s'\nValid specialists: ", name);
+    fprintf(stderr, "Error: Unknown specialist '%s'\n", name);
+    const char *near = s_near(known, name);
+    if (near != NULL)
+        fprintf(stderr, "Did you mean '%s'?\n", near);
+    fprintf(stderr, "Valid specialists: ");
     for (size_t i = 0; i < known->count; i++)
         fprintf(stderr, "%s%s", i ? ", " : "", known->names[i]);
     fputc('\n', stderr);
     return PAN_EXIT_ERROR;
+}
+
+void pan_suggest_specialist(const pan_t *pan, const char *name)
+{
+    known_t known;
+    if (s_known_load(pan, &known, BROKER_OPTIONAL) != PAN_EXIT_OK)
+        return;
+    const char *near = s_near(&known, name);
+    if (near != NULL)
+        fprintf(stderr, "pan: did you mean '%s'?\n", near);
+    s_known_free(&known);
 }
 
 /* The broker's entry for `name`, or NULL. */
@@ -698,9 +725,9 @@ static int s_wake(const pan_t *pan, int argc, char **argv)
     if (code == PAN_EXIT_OK && workers == 0 && pan_launcher_script(script, sizeof script)) {
         printf("Queued %s task %s for %s\n", priority, pan_json_str(task, "id", id), name);
         if (s_wake_through_launcher(pan, script, name))
-            printf("✓ Specialist %s woken up successfully\n", name);
+            printf("%s Specialist %s woken up successfully\n", pan_check_mark(), name);
     } else if (code == PAN_EXIT_OK && workers > 0) {
-        printf("✓ Specialist %s woken up successfully\n", name);
+        printf("%s Specialist %s woken up successfully\n", pan_check_mark(), name);
         printf("  Queued %s task %s\n", priority, pan_json_str(task, "id", id));
     } else if (code == PAN_EXIT_OK) {
         /* Queued, nothing will take it, and no launcher to start a worker: not "woken up". */
@@ -882,7 +909,7 @@ static int s_reset(const pan_t *pan, int argc, char **argv)
             printf("Cancelled\n");
         } else if (code == PAN_EXIT_OK &&
                    (code = s_reset_busy_aware(pan, name, force)) == PAN_EXIT_OK) {
-            printf("✓ Specialist %s has been reset\n", name);
+            printf("%s Specialist %s has been reset\n", pan_check_mark(), name);
             printf("  Next wake will start a fresh session\n");
         }
     } else if (!force && !s_confirm("Reset every specialist's session?")) {
@@ -896,7 +923,7 @@ static int s_reset(const pan_t *pan, int argc, char **argv)
             else
                 code = one;
         }
-        printf("✓ Reset %zu specialist(s)\n", done);
+        printf("%s Reset %zu specialist(s)\n", pan_check_mark(), done);
     }
     s_known_free(&known);
     return code;
@@ -925,9 +952,10 @@ static int s_resume(const pan_t *pan, int argc, char **argv)
     if (code == PAN_EXIT_OK && json) {
         code = pan_print_json(data);
     } else if (code == PAN_EXIT_OK && json_is_true(json_object_get(data, "paused"))) {
-        printf("✓ Resumed %s (it was paused: %s)\n", name, pan_json_str(data, "reason", "?"));
+        printf("%s Resumed %s (it was paused: %s)\n", pan_check_mark(), name,
+               pan_json_str(data, "reason", "?"));
     } else if (code == PAN_EXIT_OK) {
-        printf("✓ %s was not paused\n", name);
+        printf("%s %s was not paused\n", pan_check_mark(), name);
     }
     json_decref(data);
     return code;

@@ -331,6 +331,8 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     json_t *task = NULL;
     code = pan_call(pan, writer, &task);
     wire_writer_destroy(&writer);
+    if (code == PAN_EXIT_ERROR && strstr(failure_message(), "unknown specialist") != NULL)
+        pan_suggest_specialist(pan, submit.specialist);
     if (code != PAN_EXIT_OK) {
         if (watch != NULL)
             pan_watch_wait(&watch, NULL, 0, &(pan_wait_options_t){0});

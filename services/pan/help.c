@@ -82,7 +82,8 @@ static const help_t s_help[] = {
      "  --since SEQ           the stored events after SEQ (0: all stored), then stop\n"
      "  --follow              with --since: then keep printing new events\n"
      "  --topic PREFIX        only topics starting with it (task.done/, task.failed/review-agent)\n"
-     "  --task ID, --issue I, --specialist S   only events of that task, issue or specialist\n"
+     "  --task ID, --issue I, --specialist S   only events of that task (ID: or a unique\n"
+     "                        start of it), issue or specialist\n"
      "  --limit N             only the newest N of the replay\n"
      "  --json                one JSON object per event\n"
      "  -v, --verbose         each line whole, with the task's result as JSON\n"},
@@ -129,9 +130,9 @@ static const help_t s_help[] = {
      "  --json                the raw objects\n"},
     {"approve",
      "usage: pan approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
-     "Queues the merge of a reviewed issue (its newest finished review) or review task,\n"
-     "pinned to the reviewed commit; refused with the blocking findings when its gate is\n"
-     "blocked.\n"
+     "Queues the merge of a reviewed issue (its newest finished review) or review task\n"
+     "(its id, or a unique start of it), pinned to the reviewed commit; refused with the\n"
+     "blocking findings when its gate is blocked.\n"
      "  --force               merge anyway; who, when and why go in payload.override\n"
      "  --priority P          the merge's priority (default high)\n"
      "  --json                the merge task as JSON\n"},

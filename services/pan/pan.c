@@ -58,7 +58,7 @@ int pan_fail(int code, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    fputs("pan: ", stderr);
+    fprintf(stderr, "%span:%s ", pan_colour(stderr, PAN_COLOUR_BAD), pan_colour_end(stderr));
     vfprintf(stderr, fmt, args);
     fputc('\n', stderr);
     va_end(args);
@@ -69,7 +69,7 @@ int pan_usage(const char *usage, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    fputs("pan: ", stderr);
+    fprintf(stderr, "%span:%s ", pan_colour(stderr, PAN_COLOUR_BAD), pan_colour_end(stderr));
     vfprintf(stderr, fmt, args);
     fputc('\n', stderr);
     va_end(args);

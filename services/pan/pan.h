@@ -60,6 +60,11 @@ const char *pan_suggest(const char *word, const char *const *candidates);
  * option "unexpected argument 'x'". Returns PAN_EXIT_USAGE. */
 int pan_usage_unknown(const char *usage, const char *arg);
 
+/* After the broker refused `name` as an unknown specialist: prints "pan: did you mean
+ * 'test-agent'?" on stderr when a known specialist (a default, configured or the broker's)
+ * is near it; nothing otherwise. */
+void pan_suggest_specialist(const pan_t *pan, const char *name);
+
 /* A usage error for a word that is none of `commands` (NULL-terminated): "unknown
  * <what>command 'stauts'; did you mean 'status'?" (`what`: "" or e.g. "task "). Returns
  * PAN_EXIT_USAGE. */
@@ -135,6 +140,11 @@ json_t *pan_override_new(const char *reason, const char *review);
  * when the broker does not answer -- each after printing why. */
 int pan_task_id_resolve(const pan_t *pan, const char *text, char *out, size_t size);
 
+/* pan_task_id_resolve() for a word that may name something else (an issue, a task still
+ * to come): when no task id is or starts with `text`, returns PAN_EXIT_ERROR with nothing
+ * printed and `out` empty. Every other outcome as pan_task_id_resolve(). */
+int pan_task_id_resolve_quiet(const pan_t *pan, const char *text, char *out, size_t size);
+
 /* ---- the launcher (deploy/run-local.sh), through its files in $PANOPTICON_HOME/run ---- */
 
 /* A process the launcher started that still runs: run/<name>.pid names it and it runs
@@ -168,6 +178,31 @@ bool pan_launcher_script(char *script, size_t size);
  * True when it did (or it runs already); its answer, on one line, in `answer` either way
  * ("test-agent runs (pid 123)", or why it refused). */
 bool pan_launcher_start(const char *script, const char *name, char *answer, size_t size);
+
+/* ---- colour (pan_colour.c) ---- */
+
+typedef enum {
+    PAN_COLOUR_GOOD, /* green: done, passed, merged, a gate open */
+    PAN_COLOUR_BAD,  /* red: failed, dead, a gate blocked */
+    PAN_COLOUR_WAIT, /* yellow: queued, running, waiting */
+    PAN_COLOUR_DIM   /* cancelled, secondary text */
+} pan_colour_t;
+
+/* True when `out` (stdout or stderr) gets colour: it is a terminal, NO_COLOR is unset or
+ * empty, and TERM is not "dumb". Decided once per stream. */
+bool pan_colour_on(FILE *out);
+
+/* The escape that starts `colour` on `out`, and the one that ends it; "" for a stream
+ * without colour, so that they can always be printed. Static strings. */
+const char *pan_colour(FILE *out, pan_colour_t colour);
+const char *pan_colour_end(FILE *out);
+
+/* "✓" for stdout, green when it gets colour. A static string. */
+const char *pan_check_mark(void);
+
+/* The colour of a task's state (done green, failed/dead red, cancelled dim, the rest
+ * yellow). */
+pan_colour_t pan_colour_of_state(const char *state);
 
 /* Prints `command`'s help (usage and every option) on stdout; false when there is none. */
 bool pan_help(const char *command);

@@ -82,8 +82,13 @@ static int s_scan_page(client_t *client, const char *prefix, char *before, size_
     return 0;
 }
 
-int pan_task_id_resolve(const pan_t *pan, const char *text, char *out, size_t size)
+/* pan_task_id_resolve(), pan_task_id_resolve_quiet() with `quiet`. */
+static int s_resolve(const pan_t *pan, const char *text, char *out, size_t size, bool quiet)
 {
+    char given[1024];
+    snprintf(given, sizeof given, "%s", text); /* `out` may be where `text` lies */
+    text = given;
+    out[0] = '\0';
     if (text[0] == '\0')
         return pan_fail(PAN_EXIT_USAGE, "an empty task id");
     client_t *client = client_new(pan->control_ep, pan->timeout_ms);
@@ -100,7 +105,10 @@ int pan_task_id_resolve(const pan_t *pan, const char *text, char *out, size_t si
         if (rc == 0 && matches.n == 0)
             rc = failure_set(FAILURE_NOT_FOUND, "no task '%s', nor one whose id starts so", text);
     }
-    if (rc != 0) {
+    if (rc == FAILURE_NOT_FOUND && quiet) {
+        snprintf(out, size, "%s", "");
+        code = PAN_EXIT_ERROR;
+    } else if (rc != 0) {
         code = s_failed(rc);
     } else if (matches.n <= 1) {
         snprintf(out, size, "%s", matches.n == 1 ? matches.ids[0] : text);
@@ -114,4 +122,14 @@ int pan_task_id_resolve(const pan_t *pan, const char *text, char *out, size_t si
     }
     client_destroy(&client);
     return code;
+}
+
+int pan_task_id_resolve(const pan_t *pan, const char *text, char *out, size_t size)
+{
+    return s_resolve(pan, text, out, size, false);
+}
+
+int pan_task_id_resolve_quiet(const pan_t *pan, const char *text, char *out, size_t size)
+{
+    return s_resolve(pan, text, out, size, true);
 }

@@ -203,10 +203,31 @@ static void s_handed_on(const json_t *result)
     putchar('`');
 }
 
+/* The colour of a verdict's line: green for what went through, red for what needs a fix,
+ * yellow for what has not ended. */
+static pan_colour_t s_colour(verdict_t verdict)
+{
+    switch (verdict) {
+    case VERDICT_GATE_BLOCKED:
+    case VERDICT_TESTS_FAILED:
+    case VERDICT_MERGE_FAILED:
+    case VERDICT_TASK_FAILED:
+    case VERDICT_TASK_DEAD:
+        return PAN_COLOUR_BAD;
+    case VERDICT_TASK_CANCELLED:
+        return PAN_COLOUR_DIM;
+    case VERDICT_TIMEOUT:
+        return PAN_COLOUR_WAIT;
+    default:
+        return PAN_COLOUR_GOOD;
+    }
+}
+
 void pan_print_verdict(const json_t *task)
 {
     const json_t *result = json_object_get(task, "result");
     verdict_t verdict = verdict_of_task(task);
+    fputs(pan_colour(stdout, s_colour(verdict)), stdout);
     switch (verdict) {
     case VERDICT_GATE_BLOCKED:
         s_gate_blocked(task, result);
@@ -259,5 +280,6 @@ void pan_print_verdict(const json_t *task)
         s_handed_on(result);
         break;
     }
+    fputs(pan_colour_end(stdout), stdout);
     putchar('\n');
 }

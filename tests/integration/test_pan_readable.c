@@ -4,9 +4,11 @@
  * to do next, then the result as indented fields with costs rounded; `pan status` says
  * each thing once; a review or test submit without --workspace takes the repository pan
  * runs in or is refused, and a submit no connected worker can take says so; misspelt
- * commands and options get a "did you mean"; `pan events` follows from now unless given
- * --since, one line an event under the terminal's width. The results come from a worker played by
- * the test (fakeworker). */
+ * commands, options and specialist names get a "did you mean"; `pan events` follows from now
+ * unless given --since, one line an event under the terminal's width; `pan approve` and
+ * `pan events --task` take a unique prefix of a task id too; colour on a terminal (through
+ * a pseudo-terminal, `script`), none with NO_COLOR or into a pipe. The results come from a
+ * worker played by the test (fakeworker). */
 #include "pan_harness.h"
 
 #include "fakeworker.h"
@@ -214,6 +216,61 @@ static void test_did_you_mean(testenv_t *env)
     /* Nothing near: no guess. */
     CHECK_INT(harness_pan_all(env, s_out, "task", "list", "--zebra", NULL), 2);
     CHECK(strstr(s_out, "pan: unknown option '--zebra'\n") != NULL);
+
+    /* Specialist names: pan's own check, and the broker's refusals. A name becomes known
+     * when a worker of it joins, so an unknown one is the broker's "no" (exit 1). */
+    CHECK_INT(harness_pan_all(env, s_out, "specialists", "queue", "test-agnet", NULL), 1);
+    CHECK(strstr(s_out, "Error: Unknown specialist 'test-agnet'\nDid you mean 'test-agent'?\n") !=
+          NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "submit", "docs-agnet", "--id", "dym-1", NULL), 1);
+    CHECK(strstr(s_out, "unknown specialist 'docs-agnet'") != NULL &&
+          strstr(s_out, "pan: did you mean 'docs-agent'?\n") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "task", "list", "--specialist", "reveiw-agent", NULL),
+              1);
+    CHECK(strstr(s_out, "pan: did you mean 'review-agent'?\n") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "submit", "zzzzzz", "--id", "dym-2", NULL), 1);
+    CHECK(strstr(s_out, "did you mean") == NULL);
+}
+
+/* pan approve and pan events --task take a unique prefix of a task id. */
+static void test_prefixes(testenv_t *env)
+{
+    /* The review v-blocked, by the start of its id: found (it has no branch to merge). */
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "v-bl", NULL), 1);
+    CHECK(strstr(s_out, "pan: review v-blocked has no workspace and branch") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "v-", NULL), 2);
+    CHECK(strstr(s_out, "'v-' is the start of ") != NULL &&
+          strstr(s_out, "ambiguous task id 'v-'") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "zz-none", NULL), 1);
+    CHECK(strstr(s_out, "no finished review found for 'zz-none' (neither a task id, the start "
+                        "of one, nor an issue") != NULL);
+    CHECK_INT(harness_pan(env, s_out, "events", "--since", "0", "--task", "v-bl", "--topic",
+                          "task.done/", NULL),
+              0);
+    CHECK(strstr(s_out, " v-blocked verdict=gate_blocked") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "events", "--since", "0", "--task", "v-", NULL), 2);
+}
+
+/* Colour on a terminal only: `script` gives pan a pseudo-terminal for stdout and stderr. */
+static void test_colour(testenv_t *env)
+{
+    static const char red[] = "\033[31m", green[] = "\033[32m";
+    CHECK_INT(s_shell(env, "exec script -qec \"'$0' task show v-blocked\" /dev/null"), 0);
+    CHECK(strstr(s_out, red) != NULL && strstr(s_out, "gate blocked by 1 error") != NULL);
+    CHECK_INT(s_shell(env, "exec script -qec \"'$0' task list --state done\" /dev/null"), 0);
+    CHECK(strstr(s_out, green) != NULL);
+    CHECK_INT(s_shell(env, "exec script -qec \"'$0' task show zz-none\" /dev/null"), 1);
+    CHECK(strstr(s_out, "\033[31mpan:\033[0m no task 'zz-none'") != NULL); /* stderr too */
+    /* NO_COLOR (any value but empty) turns it off; an empty one does not. */
+    CHECK_INT(s_shell(env, "NO_COLOR=1 exec script -qec \"'$0' task show v-blocked\" /dev/null"),
+              0);
+    CHECK(strstr(s_out, "\033[") == NULL && strstr(s_out, "gate blocked by 1 error") != NULL);
+    CHECK_INT(s_shell(env, "NO_COLOR= exec script -qec \"'$0' task show v-blocked\" /dev/null"),
+              0);
+    CHECK(strstr(s_out, red) != NULL);
+    /* Not a terminal: never colour, whatever else says. */
+    CHECK_INT(s_shell(env, "exec \"$0\" task show v-blocked 2>&1 | cat"), 0);
+    CHECK(strstr(s_out, "\033[") == NULL && strstr(s_out, "gate blocked by 1 error") != NULL);
 }
 
 /* The characters (UTF-8 code points) of the longest line of s_out. */
@@ -276,6 +333,8 @@ int main(void)
         test_submit_checks(env);
         test_did_you_mean(env);
         test_events(env);
+        test_prefixes(env);
+        test_colour(env);
     } else {
         CHECK(!"broker started");
     }

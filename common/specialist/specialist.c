@@ -1019,9 +1019,8 @@ static void s_drain_pull(loop_t *loop, int64_t now)
 /* Writes this worker's reload report (specialist_reload.h); `fields` is stolen. */
 static void s_reload_report(const loop_t *loop, const char *state, json_t *fields)
 {
-    json_t *report = json_pack("{s:I, s:s, s:s, s:s}", "pid", (json_int_t)getpid(),
-                               "specialist", loop->specialist, "worker", loop->worker_id,
-                               "state", state);
+    json_t *report = json_pack("{s:I, s:s, s:s, s:s}", "pid", (json_int_t)getpid(), "specialist",
+                               loop->specialist, "worker", loop->worker_id, "state", state);
     if (report != NULL && fields != NULL)
         json_object_update(report, fields);
     if (report != NULL)

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 /* What every specialist takes from the configuration once, at start (specialist_args.c). */
-static const char *const s_bus_keys[] = {
-    "broker", "in", "broker", "heartbeat_ms", "broker", "heartbeat_misses",
-    "security", "curve", "security", "allow_insecure", NULL};
+static const specialist_reload_key_t s_bus_keys[] = {
+    {"broker", "in"},      {"broker", "heartbeat_ms"},     {"broker", "heartbeat_misses"},
+    {"security", "curve"}, {"security", "allow_insecure"}, {NULL, NULL}};
 
 typedef struct {
     const specialist_reload_rules_t *rules;
@@ -31,10 +31,10 @@ static void s_add(char *list, size_t size, const char *table, const char *key)
         snprintf(list + len, size - len, "%s[%s] %s", len ? ", " : "", table, key);
 }
 
-static bool s_in_pairs(const char *const *pairs, const char *table, const char *key)
+static bool s_in_keys(const specialist_reload_key_t *keys, const char *table, const char *key)
 {
-    for (size_t i = 0; pairs != NULL && pairs[i] != NULL && pairs[i + 1] != NULL; i += 2)
-        if (strcmp(pairs[i], table) == 0 && strcmp(pairs[i + 1], key) == 0)
+    for (size_t i = 0; keys != NULL && keys[i].table != NULL; i++)
+        if (strcmp(keys[i].table, table) == 0 && strcmp(keys[i].key, key) == 0)
             return true;
     return false;
 }
@@ -55,7 +55,7 @@ static void s_sort(const char *table, const char *key, void *arg)
     sorter_t *sorter = arg;
     specialist_reload_t *report = sorter->report;
     bool own = strcmp(table, sorter->own_table) == 0;
-    if (s_in_pairs(s_bus_keys, table, key) || s_in_pairs(sorter->rules->restart_keys, table, key) ||
+    if (s_in_keys(s_bus_keys, table, key) || s_in_keys(sorter->rules->restart_keys, table, key) ||
         (own && strcmp(key, "enabled") == 0) ||
         (own && strcmp(key, "timeout") == 0 && sorter->rules->timeout_fixed))
         s_add(report->restart, sizeof report->restart, table, key);

@@ -40,15 +40,19 @@ typedef struct {
     int default_timeout_s; /* the lease of a task without timeout_s from now on; 0: as before */
 } specialist_reload_t;
 
+/* One key of the configuration: [table] key. */
+typedef struct {
+    const char *table, *key;
+} specialist_reload_key_t;
+
 /* What one service reads, for sorting the changes. Every pointer is borrowed. */
 typedef struct {
     const char *specialist;  /* e.g. "review-agent": [specialists.<specialist>] is read */
     const char *config_path; /* NULL: $PANOPTICON_HOME/cloister.toml */
     /* Other tables it reads at each task, NULL-ended, e.g. {"review", "agent", NULL}. */
     const char *const *tables;
-    /* Its own keys applied only at start, as pairs ended by NULL:
-     * {"specialists.merge-agent", "workdir", NULL}. NULL: none. */
-    const char *const *restart_keys;
+    /* Its own keys applied only at start, ended by {NULL, NULL}. NULL: none. */
+    const specialist_reload_key_t *restart_keys;
     /* --timeout was given: [specialists.<name>] timeout does not apply. */
     bool timeout_fixed;
 } specialist_reload_rules_t;

@@ -56,10 +56,10 @@ typedef struct {
     specialist_reload_rules_t rules;
 } merge_main_t;
 
-static const char *const s_tables[] = {"merge",    "tests",   "agent", "context",
-                                       "pipeline", "specialists.test-agent", NULL};
-static const char *const s_restart_keys[] = {
-    "specialists." MERGE_SERVICE_SPECIALIST, "workdir", "broker", "control", NULL};
+static const char *const s_tables[] = {
+    "merge", "tests", "agent", "context", "pipeline", "specialists.test-agent", NULL};
+static const specialist_reload_key_t s_restart_keys[] = {
+    {"specialists." MERGE_SERVICE_SPECIALIST, "workdir"}, {"broker", "control"}, {NULL, NULL}};
 
 /* specialist_reload_fn. */
 static int s_reload(void *arg, specialist_reload_t *report)

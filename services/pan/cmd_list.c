@@ -131,10 +131,9 @@ static void s_print_table(const json_t *tasks)
         pan_print_escaped(id);
         printf("%*s ", strlen(id) < 36 ? (int)(36 - strlen(id)) : 0, "");
         const char *state = pan_json_str(task, "state", "?");
-        printf("%s%-9s%s %-14s %-7s %-8s %-7s ",
-               pan_colour(stdout, pan_colour_of_state(state)), state, pan_colour_end(stdout),
-               pan_json_str(task, "specialist", "?"), pan_json_str(task, "priority", "normal"),
-               age, tries);
+        printf("%s%-9s%s %-14s %-7s %-8s %-7s ", pan_colour(stdout, pan_colour_of_state(state)),
+               state, pan_colour_end(stdout), pan_json_str(task, "specialist", "?"),
+               pan_json_str(task, "priority", "normal"), age, tries);
         const char *title = pan_json_str(task, "title", "");
         const char *error = pan_json_str(task, "error", "");
         pan_print_escaped(title[0] ? title : error);

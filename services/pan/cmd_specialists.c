@@ -643,8 +643,7 @@ static bool s_wake_through_launcher(const pan_t *pan, const char *script, const 
                 name, why);
         return false;
     }
-    printf("Started %s through the launcher (deploy/run-local.sh start %s): %s\n", name, name,
-           why);
+    printf("Started %s through the launcher (deploy/run-local.sh start %s): %s\n", name, name, why);
     /* The broker says when the worker has joined; ask it again every 200 ms. */
     int64_t deadline = clock_now_ms() + PAN_WAKE_JOIN_MS;
     while (s_workers_now(pan, name) == 0) {

@@ -12,10 +12,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -145,9 +145,9 @@ json_t *pan_launched_reload(int wait_ms)
         if (strcmp(name, "broker") == 0 || strcmp(name, "supervisor") == 0)
             continue;
         bool reloads = s_reloads(&launched[i]);
-        json_t *entry = json_pack("{s:s, s:I, s:s}", "name", name, "pid",
-                                  (json_int_t)launched[i].pid, "state",
-                                  reloads ? "signalled" : "start-only");
+        json_t *entry =
+            json_pack("{s:s, s:I, s:s}", "name", name, "pid", (json_int_t)launched[i].pid, "state",
+                      reloads ? "signalled" : "start-only");
         if (reloads && !s_signal(&launched[i]))
             json_object_set_new(entry, "state", json_string("gone"));
         json_array_append_new(services, entry);

@@ -24,8 +24,7 @@ typedef struct {
 
 static int s_launcher(reload_t *t, const char *command)
 {
-    char *argv[] = {"/bin/bash", CLOISTER_SOURCE_DIR "/deploy/run-local.sh", (char *)command,
-                    NULL};
+    char *argv[] = {"/bin/bash", CLOISTER_SOURCE_DIR "/deploy/run-local.sh", (char *)command, NULL};
     return testenv_run(t->env, argv, t->out, sizeof t->out, 60000);
 }
 

@@ -22,8 +22,12 @@ typedef struct {
 
 static int s_launcher(wake_t *t, const char *command, const char *name)
 {
-    char *argv[] = {"/bin/sh", "-c", "exec /bin/bash \"$0\" \"$@\" 2>&1",
-                    CLOISTER_SOURCE_DIR "/deploy/run-local.sh", (char *)command, (char *)name,
+    char *argv[] = {"/bin/sh",
+                    "-c",
+                    "exec /bin/bash \"$0\" \"$@\" 2>&1",
+                    CLOISTER_SOURCE_DIR "/deploy/run-local.sh",
+                    (char *)command,
+                    (char *)name,
                     NULL};
     return testenv_run(t->env, argv, t->out, sizeof t->out, 60000);
 }

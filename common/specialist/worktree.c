@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -120,6 +121,17 @@ int worktree_add(worktree_t **out, git_repository *repo, const char *dir,
     if (git_commit_lookup(&target, repo, commit) < 0 ||
         git_branch_create(&branch, repo, self->name, target, 0) < 0) {
         rc = s_git_fail("cannot create the worktree's branch");
+        goto out;
+    }
+    /* libgit2 makes <commondir>/worktrees when it is missing with mkdir(O_EXCL) after
+     * checking it is missing: two replicas adding their first worktrees at once race, and
+     * the loser fails ("directory exists"). Made here first, an existing one is fine. */
+    char worktrees[PATH_MAX];
+    const char *common = git_repository_commondir(repo); /* ends with '/' */
+    snprintf(worktrees, sizeof worktrees, "%s%sworktrees", common,
+             common[0] && common[strlen(common) - 1] == '/' ? "" : "/");
+    if (mkdir(worktrees, 0755) != 0 && errno != EEXIST) {
+        rc = failure_set(FAILURE_IO, "cannot create %s: %s", worktrees, strerror(errno));
         goto out;
     }
     git_worktree_add_options opts;

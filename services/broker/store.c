@@ -517,8 +517,15 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
         rc = s_exec(self, "PRAGMA journal_mode=WAL");
     if (rc == 0)
         rc = s_exec(self, sync_pragma);
+    /* 8 MiB of page cache, not more. Every commit that follows a b-tree rebalance walks the
+     * whole cache: balance_nonroot swaps two pages' numbers through a scratch number past
+     * the lock page (262145), which leaves SQLite's record of the highest cached page there,
+     * so the commit's "drop the pages past the end of the file" visits every hash bucket of
+     * the cache. With 64 MiB (16,384 buckets, each a cache miss) that walk was about a fifth
+     * of the broker's loop under load (perf, README.md); the pages the hot path touches (the
+     * tails of the tables and indexes) fit in far less. */
     if (rc == 0)
-        rc = s_exec(self, "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;"
+        rc = s_exec(self, "PRAGMA cache_size=-8192; PRAGMA temp_store=MEMORY;"
                           " PRAGMA wal_autocheckpoint=0");
     if (rc == 0)
         rc = s_migrate(self);

@@ -9,6 +9,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,6 +417,20 @@ static void s_write_context(broker_t *self, wire_writer_t *w, const task_t *task
     wire_close(w);
 }
 
+/* Dispatches. On a plain bus a dispatch writes no task row: its task.dispatched event
+ * (task, attempt, worker), committed in the same transaction as everything else of the
+ * iteration, records it, and the row keeps saying queued with the attempt before. Most
+ * tasks end before their row is written again with their outcome, so that is one row write
+ * fewer per task. The running attempt must survive a restart (fencing: a stale worker's
+ * result names an older attempt), so:
+ *   - recovery (s_recover_active) reads the stored task.dispatched events and gives each
+ *     active task the latest attempt they record past its row's, after its latest
+ *     task.queued event (so a dispatch of an earlier life of the same id counts not);
+ *   - before events are trimmed (s_trim_events), a running task whose dispatch event is
+ *     among them has its row written (store_task_dispatched); task->unsaved_dispatch is
+ *     that event's seq until then.
+ * With CURVE the row is written at once: it holds the worker's key, which the events do not
+ * carry and which a restarted broker needs (broker_in.c, s_foreign_key). */
 static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
 {
     queue_remove(task->queue, task);
@@ -437,13 +452,16 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
         broker_group_hold(self, task->group);
     worker->task = task;
 
+    /* On a plain bus the dispatch is stored only as its event (see "dispatches" above). */
+    bool eager = self->curve != NULL;
     int rc = store_begin(self->store);
-    if (rc == 0)
+    if (rc == 0 && eager)
         rc = store_task_dispatched(self->store, task);
     if (rc == 0)
         rc = broker_emit(self, EVENT_TASK_DISPATCHED, task, NULL);
     if (rc != 0)
         return rc;
+    task->unsaved_dispatch = eager ? 0 : self->last_seq;
 
     s_encode_context_entry(self, task);
     wire_writer_t *w = self->writer;
@@ -579,7 +597,9 @@ static int s_check_leases(broker_t *self, int64_t now)
     return rc;
 }
 
-/* Trims the stored events to the retention, at most once per 1024 new events. */
+/* Trims the stored events to the retention, at most once per 1024 new events. A running
+ * task whose dispatch only an event about to go records has its row written first (see
+ * "dispatches" above). */
 static int s_trim_events(broker_t *self)
 {
     int64_t upto = self->last_seq - self->config.event_retention;
@@ -587,6 +607,12 @@ static int s_trim_events(broker_t *self)
         return 0;
     self->trimmed_upto = upto;
     int rc = store_begin(self->store);
+    for (task_t *task = self->running; rc == 0 && task != NULL; task = task->next) {
+        if (task->unsaved_dispatch == 0 || task->unsaved_dispatch > upto)
+            continue;
+        rc = store_task_dispatched(self->store, task);
+        task->unsaved_dispatch = 0;
+    }
     return rc ? rc : store_events_trim(self->store, upto);
 }
 
@@ -656,6 +682,8 @@ static int s_run_timers(broker_t *self, int64_t now)
 
 /* ---- recovery: from the store at start, and after a commit the disk had no room for ---- */
 
+static void s_recover_running(broker_t *self, task_t *task);
+
 static void s_recover_task(task_t *task, void *arg)
 {
     broker_t *self = arg;
@@ -671,7 +699,83 @@ static void s_recover_task(task_t *task, void *arg)
         queue_insert(queue, task);
         return;
     }
-    /* Running when the broker stopped: it waits for its worker to say hello again. */
+    s_recover_running(self, task);
+}
+
+/* Recovery's pass over the stored events (see "dispatches" above). */
+typedef struct {
+    broker_t *broker;
+    /* active task id -> seq of its latest task.queued event (a submit, or a requeue that
+     * wrote its row): a dispatch event before it belongs to an earlier life of the id (a
+     * task pruned, then submitted again) or is already in the row. */
+    zhashx_t *queued_at;
+} recovery_t;
+
+/* The task an event names, if active and the event is well-formed (*event to destroy). */
+static task_t *s_event_task(broker_t *self, const void *body, size_t len, wire_msg_t **event)
+{
+    if (wire_decode(body, len, event) != 0)
+        return NULL;
+    return zhashx_lookup(self->tasks, wire_msg_str(*event, FIELD_TASK, ""));
+}
+
+static int s_recover_queued(int64_t seq, const void *body, size_t len, void *arg)
+{
+    recovery_t *recovery = arg;
+    wire_msg_t *event = NULL;
+    task_t *task = s_event_task(recovery->broker, body, len, &event);
+    if (task != NULL)
+        zhashx_update(recovery->queued_at, task->id, (void *)(intptr_t)seq);
+    wire_msg_destroy(&event);
+    return 0;
+}
+
+/* A task.dispatched event after the task's latest task.queued one, with a later attempt
+ * than its row holds: that attempt was given to the event's worker. Returns 0 (go on). */
+static int s_recover_dispatch(int64_t seq, const void *body, size_t len, void *arg)
+{
+    recovery_t *recovery = arg;
+    wire_msg_t *event = NULL;
+    task_t *task = s_event_task(recovery->broker, body, len, &event);
+    int attempt = event ? (int)wire_msg_int(event, FIELD_ATTEMPT, 0) : 0;
+    const char *worker = event ? wire_msg_str(event, FIELD_WORKER, NULL) : NULL;
+    if (task != NULL && worker != NULL && attempt > task->attempt &&
+        seq > (intptr_t)zhashx_lookup(recovery->queued_at, task->id)) {
+        if (task->state == TASK_QUEUED) {
+            queue_remove(task->queue, task);
+            task->state = TASK_RUNNING;
+            s_recover_running(recovery->broker, task);
+        }
+        task->attempt = attempt;
+        task_set_text(&task->worker_id, worker);
+        task->updated = wire_msg_int(event, FIELD_TIME, task->updated);
+        task->unsaved_dispatch = seq;
+    }
+    wire_msg_destroy(&event);
+    return 0;
+}
+
+/* Reads the active tasks back from the store: their rows, then the dispatches that only
+ * the stored events record. */
+static int s_recover_active(broker_t *self)
+{
+    int rc = store_task_load_active(self->store, s_recover_task, self);
+    recovery_t recovery = {self, zhashx_new()};
+    if (recovery.queued_at == NULL)
+        return rc ? rc : failure_set(FAILURE_MEMORY, "out of memory");
+    if (rc == 0)
+        rc = store_events_replay(self->store, 0, event_type_name(EVENT_TASK_QUEUED), INT_MAX,
+                                 s_recover_queued, &recovery);
+    if (rc == 0)
+        rc = store_events_replay(self->store, 0, event_type_name(EVENT_TASK_DISPATCHED), INT_MAX,
+                                 s_recover_dispatch, &recovery);
+    zhashx_destroy(&recovery.queued_at);
+    return rc;
+}
+
+/* Running when the broker stopped: it waits for its worker to say hello again. */
+static void s_recover_running(broker_t *self, task_t *task)
+{
     s_encode_context_entry(self, task);
     task->worker = NULL;
     task->next = self->running;
@@ -752,7 +856,7 @@ static int s_reload(broker_t *self)
     self->submitted = self->committed.submitted;
     self->completed = self->committed.completed;
     self->dead_count = self->committed.dead_count;
-    int rc = store_task_load_active(self->store, s_recover_task, self);
+    int rc = s_recover_active(self);
     int64_t now = clock_now_ms();
     for (task_t *task = self->running; rc == 0 && task != NULL; task = task->next)
         s_reattach(self, task, leases, now);
@@ -1140,7 +1244,7 @@ int broker_new(const broker_config_t *config, broker_t **out)
     self->last_seq = store_last_seq(self->store);
     self->next_order = store_max_order(self->store);
     self->dead_count = store_count_state(self->store, "dead");
-    rc = store_task_load_active(self->store, s_recover_task, self);
+    rc = s_recover_active(self);
     if (rc != 0)
         goto out;
     s_remember_committed(self);

@@ -59,8 +59,9 @@ int store_task_insert(store_t *self, task_t *task, bool *inserted);
 /* Writes the mutable columns: state, attempt, failures, worker, error, not_before,
  * updated, and the result (NULL keeps the stored one). */
 int store_task_update(store_t *self, const task_t *task, const void *result, size_t result_len);
-/* Writes only what a dispatch changes: state, attempt, worker and updated (every other
- * column already matches the task). */
+/* Writes only what a dispatch changes: state, attempt, worker, its key and updated (every
+ * other column already matches the task). The broker may write it late, or never for a
+ * task that ends first (broker.c, "dispatches"). */
 int store_task_dispatched(store_t *self, const task_t *task);
 
 /* Loads one task by id into a new task_t (specialist and result filled). Returns 0,

@@ -48,6 +48,10 @@ typedef struct task_t {
     size_t result_len;
     /* running */
     struct worker_t *worker;
+    /* The seq of the task.dispatched event that alone records this attempt (its store row
+     * still says queued with the attempt before), or 0 when the row says it (broker.c,
+     * "dispatches"). */
+    int64_t unsaved_dispatch;
     int64_t lease_until;   /* monotonic ms */
     int64_t dispatched_at; /* monotonic ms */
     /* progress rate limit (broker_in.c): the current one-second window, the events

@@ -846,6 +846,59 @@ static void test_restart_holds_draining_group(pid_t *broker)
     fakeworker_destroy(&w2);
 }
 
+/* A running task whose only record of its attempt is its task.dispatched event (its row
+ * still says queued: see broker.c, "dispatches") gets its row written before that event is
+ * trimmed. Without it the restarted broker would take the task for queued at attempt 0 and
+ * hand attempt 1 out a second time. */
+static void test_restart_after_dispatch_event_trimmed(pid_t *broker, const char *config)
+{
+    testenv_write_file(config, "[broker]\nevent_retention = 10\n"
+                               "[specialists.trim-nobody]\ntimeout = 60\n"
+                               "[security]\nrequire_review = false\n");
+    testenv_signal(*broker, SIGKILL);
+    testenv_wait(s_env, *broker, 3000);
+    *broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
+    CHECK(*broker > 0);
+    fakeworker_t *worker = s_worker_holding("trim-agent", "trim-w1", "trim-1");
+    /* Over 1,024 events past the retention make the broker trim (nobody serves the
+     * specialist, so every submit is one task.queued event). */
+    for (int i = 0; i < 1200; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "trim-filler-%d", i);
+        CHECK_INT(testbroker_submit(s_client, id, "trim-nobody", NULL, NULL), 0);
+        if (i % 10 == 0) /* it must not be taken for lost meanwhile */
+            fakeworker_heartbeat(worker, "trim-1", 1);
+    }
+    fakeworker_heartbeat(worker, "trim-1", 1);
+    testenv_sleep_ms(100);
+    CHECK_STR(s_first_event_str("task.dispatched/trim-agent", FIELD_TASK), "");
+
+    testenv_signal(*broker, SIGKILL);
+    testenv_wait(s_env, *broker, 3000);
+    *broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
+    CHECK(*broker > 0);
+    fakeworker_hello(worker, "trim-1", 1);
+    /* Its own attempt: neither cancelled nor handed out again. (Waiting without answering
+     * the broker's pings, as a worker busy with its task would.) */
+    testenv_sleep_ms(300);
+    wire_msg_t *again = fakeworker_take(worker, MSG_TASK);
+    CHECK(again == NULL);
+    wire_msg_destroy(&again);
+    wire_msg_t *cancel = fakeworker_take(worker, MSG_CANCEL);
+    CHECK(cancel == NULL);
+    wire_msg_destroy(&cancel);
+    char state[32];
+    CHECK_STR(testbroker_state(s_client, "trim-1", state, sizeof state), "running");
+    CHECK_INT(s_task_int("trim-1", FIELD_ATTEMPT), 1);
+    fakeworker_result(worker, "trim-1", 1, "done", NULL, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(worker, MSG_ACK, 3000, NULL, 0);
+    CHECK(ack != NULL);
+    wire_msg_destroy(&ack);
+    CHECK_STR(testbroker_state(s_client, "trim-1", state, sizeof state), "done");
+    fakeworker_bye(worker);
+    fakeworker_destroy(&worker);
+}
+
 int main(void)
 {
     s_env = testenv_new("broker-flow");
@@ -876,6 +929,7 @@ int main(void)
         test_result_only_for_running_attempt();
         test_restart_keeps_running_task(&broker);
         test_restart_holds_draining_group(&broker);
+        test_restart_after_dispatch_event_trimmed(&broker, config);
     }
     client_destroy(&s_client);
     testenv_destroy(&s_env);

@@ -31,7 +31,6 @@ static const wire_field_t s_hello[] = {
     {FIELD_PID, WIRE_INT, false, 0},
     {FIELD_TASK, WIRE_STR, false, MESSAGES_ID_CAP},
     {FIELD_ATTEMPT, WIRE_INT, false, 0},
-    {FIELD_ACKS_IN_TASK, WIRE_BOOL, false, 0},
 };
 
 static const wire_field_t s_heartbeat[] = {
@@ -86,8 +85,6 @@ static const wire_field_t s_task[] = {
     {FIELD_TIMEOUT_S, WIRE_INT, false, 0},
     {FIELD_PAYLOAD, WIRE_MAP, false, 0},
     {FIELD_CONTEXT, WIRE_MAP, false, 0},
-    {FIELD_ACK_TASK, WIRE_STR, false, MESSAGES_ID_CAP},
-    {FIELD_ACK_ATTEMPT, WIRE_INT, false, 0},
 };
 
 static const wire_field_t s_ack[] = {

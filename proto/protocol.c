@@ -31,9 +31,6 @@ static const char *const s_msg_names[MSG_COUNT] = {
 };
 
 static const char *const s_field_names[FIELD_COUNT] = {
-    [FIELD_ACK_ATTEMPT] = "ack_attempt",
-    [FIELD_ACK_TASK] = "ack_task",
-    [FIELD_ACKS_IN_TASK] = "acks_in_task",
     [FIELD_ACTIVE] = "active",
     [FIELD_ATTEMPT] = "attempt",
     [FIELD_BEFORE] = "before",

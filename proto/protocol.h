@@ -40,9 +40,6 @@ typedef enum {
 
 /* Map keys the protocol names. */
 typedef enum {
-    FIELD_ACK_ATTEMPT,
-    FIELD_ACK_TASK,
-    FIELD_ACKS_IN_TASK,
     FIELD_ACTIVE,
     FIELD_ATTEMPT,
     FIELD_BEFORE,

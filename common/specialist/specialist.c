@@ -564,8 +564,6 @@ static void s_send_hello(loop_t *loop)
     if (curve_client() != NULL)
         wire_put_str(w, FIELD_CURVE_KEY, curve_public(curve_client()));
     wire_put_int(w, FIELD_PID, (int64_t)getpid());
-    /* The ack of a result may come with the next task (PROTOCOL.md, "ack"). */
-    wire_put_bool(w, FIELD_ACKS_IN_TASK, true);
     specialist_ctx_t *held = s_held(loop);
     if (held != NULL) {
         wire_put_str(w, FIELD_TASK, held->task.id);
@@ -975,11 +973,6 @@ static void s_on_message(loop_t *loop, const void *data, size_t len, int64_t now
         return;
     }
     loop->last_contact = now;
-    /* A task may carry the ack of the last result (before the task is looked at: the
-     * ack holds even when the task is refused). */
-    if (type == MSG_TASK && wire_msg_has(msg, FIELD_ACK_TASK))
-        s_pending_drop(loop, wire_msg_str(msg, FIELD_ACK_TASK, ""),
-                       wire_msg_int(msg, FIELD_ACK_ATTEMPT, 0));
     switch (type) {
     case MSG_TASK: s_on_task(loop, &msg, data, len, now); break;
     case MSG_ACK:

@@ -97,42 +97,6 @@ void broker_outbox_worker(broker_t *self, const char *worker_id, const void *dat
     s_outbox_push(self, item, worker_id, strlen(worker_id), data, len);
 }
 
-/* Carried acks. A worker that sent a result usually gets its next task in the same
- * iteration, right after the result's ack: to a worker whose hello said `acks_in_task`, the
- * task carries the ack (`ack_task`, `ack_attempt`) and the ack is not sent on its own, one
- * message fewer per task. Both wait for the same commit, so the ack means what it always
- * meant. An ack no task of the iteration carries goes out alone, as to any other worker. */
-void broker_outbox_ack(broker_t *self, const char *worker_id, const char *task_id,
-                       int64_t attempt)
-{
-    wire_writer_t *w = self->writer;
-    wire_writer_start(w, MSG_ACK);
-    wire_put_str(w, FIELD_WORKER, worker_id);
-    wire_put_str(w, FIELD_TASK, task_id);
-    wire_put_int(w, FIELD_ATTEMPT, attempt);
-    size_t len;
-    const void *data = wire_writer_data(w, &len);
-    size_t at = self->outbox_len;
-    broker_outbox_worker(self, worker_id, data, len);
-    worker_t *worker = zhashx_lookup(self->workers, worker_id);
-    if (worker == NULL || !worker->acks_in_task || self->outbox_len != at + 1)
-        return;
-    task_set_text(&worker->ack_task, task_id);
-    worker->ack_attempt = attempt;
-    worker->ack_item = at;
-    worker->ack_generation = self->outbox_generation;
-}
-
-/* The ack waiting in the outbox for `worker` that its next task may carry, or NULL. */
-static outbox_item_t *s_carried_ack(broker_t *self, const worker_t *worker)
-{
-    if (!worker->acks_in_task || worker->ack_task == NULL ||
-        worker->ack_generation != self->outbox_generation || worker->ack_item >= self->outbox_len)
-        return NULL;
-    outbox_item_t *item = &self->outbox[worker->ack_item];
-    return item->kind == OUTBOX_WORKER && !item->carried ? item : NULL;
-}
-
 void broker_outbox_reply(broker_t *self, zmsg_t *envelope, const void *data, size_t len,
                          bool durable)
 {
@@ -154,7 +118,6 @@ static void s_outbox_clear(broker_t *self)
         zmsg_destroy(&self->outbox[i].envelope);
     self->outbox_len = 0;
     self->outbox_used = 0;
-    self->outbox_generation++;
     if (self->outbox_bytes_cap > OUTBOX_ARENA_KEEP) {
         free(self->outbox_bytes);
         self->outbox_bytes = NULL;
@@ -183,8 +146,6 @@ static void s_outbox_flush(broker_t *self)
             zmq_send(self->events, target, item->target_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
             zmq_send(self->events, data, item->len, ZMQ_DONTWAIT);
         } else if (item->kind == OUTBOX_WORKER) {
-            if (item->carried)
-                continue;
             worker_t *worker = zhashx_lookup(self->workers, target);
             if (worker != NULL && zmq_send(worker->push, data, item->len, ZMQ_DONTWAIT) < 0)
                 log_warn("could not send to worker %s: %s", worker->id, zmq_strerror(errno));
@@ -518,11 +479,6 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     wire_put_int(w, FIELD_TIMEOUT_S, task->timeout_s);
     wire_put_raw(w, FIELD_PAYLOAD, task->payload, task->payload_len);
     s_write_context(self, w, task);
-    outbox_item_t *ack = s_carried_ack(self, worker);
-    if (ack != NULL) {
-        wire_put_str(w, FIELD_ACK_TASK, worker->ack_task);
-        wire_put_int(w, FIELD_ACK_ATTEMPT, worker->ack_attempt);
-    }
     size_t len;
     const void *data = wire_writer_data(w, &len);
     if (len > WIRE_MAX_MESSAGE) {
@@ -531,10 +487,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
                  WIRE_MAX_MESSAGE);
         return broker_task_finish(self, task, TASK_FAILED, reason, NULL, 0);
     }
-    size_t at = self->outbox_len;
     broker_outbox_worker(self, worker->id, data, len);
-    if (ack != NULL && self->outbox_len == at + 1)
-        self->outbox[worker->ack_item].carried = true;
     return 0;
 }
 
@@ -1126,7 +1079,6 @@ static void s_worker_destroy(void **item)
         return;
     zmq_close(worker->push);
     free(worker->held_group);
-    free(worker->ack_task);
     free(worker->key);
     free(worker->id);
     free(worker->endpoint);

@@ -228,7 +228,6 @@ static void s_handle_hello(broker_t *self, const wire_msg_t *msg, const char *pe
         return;
     }
     worker->pid = pid;
-    worker->acks_in_task = wire_msg_bool(msg, FIELD_ACKS_IN_TASK, false);
     worker->last_seen = clock_now_ms();
     /* The hello's answer: the broker's epoch and the heartbeat it expects. */
     broker_send_ping(self, worker);
@@ -342,6 +341,17 @@ static void s_submit_next(broker_t *self, const char *parent, const char *submit
     }
 }
 
+static void s_send_ack(broker_t *self, const char *worker_id, const char *task_id, int64_t attempt)
+{
+    wire_writer_t *w = self->writer;
+    wire_writer_start(w, MSG_ACK);
+    wire_put_str(w, FIELD_WORKER, worker_id);
+    wire_put_str(w, FIELD_TASK, task_id);
+    wire_put_int(w, FIELD_ATTEMPT, attempt);
+    size_t len;
+    const void *data = wire_writer_data(w, &len);
+    broker_outbox_worker(self, worker_id, data, len);
+}
 
 static void s_apply_result(broker_t *self, task_t *task, const wire_msg_t *msg, const char *outcome)
 {
@@ -406,7 +416,7 @@ static void s_handle_result(broker_t *self, const wire_msg_t *msg)
      * worker must stop resending, so it is acknowledged. */
     if (s_result_applies(task, worker_id, attempt))
         s_apply_result(self, task, msg, outcome);
-    broker_outbox_ack(self, worker_id, wire_msg_str(msg, FIELD_TASK, ""), wire_msg_int(msg, FIELD_ATTEMPT, 0));
+    s_send_ack(self, worker_id, wire_msg_str(msg, FIELD_TASK, ""), wire_msg_int(msg, FIELD_ATTEMPT, 0));
 }
 
 static void s_handle_release(broker_t *self, const wire_msg_t *msg)

@@ -35,13 +35,6 @@ typedef struct worker_t {
                             later message must come from it. NULL on a plain bus */
     int64_t pid;         /* the process its last hello came from (0: not said): another
                             pid under the same id is a restarted worker */
-    bool acks_in_task;   /* its hello said it reads an ack carried by its next task */
-    /* An ack to it waiting in the outbox (broker.c, "carried acks"): the item's index, valid
-     * while ack_generation is the outbox's generation, and what it acknowledges. */
-    size_t ack_item;
-    uint64_t ack_generation;
-    char *ack_task;
-    int64_t ack_attempt;
 } worker_t;
 
 /* Something to send once the current transaction is committed. Its bytes live in the
@@ -60,7 +53,6 @@ typedef struct {
     size_t len;
     bool durable;     /* REPLY: says a change was stored (a submit accepted, a cancel...):
                          when the commit finds no room, a disk_full refusal goes instead */
-    bool carried;     /* WORKER: an ack the next task to the same worker carries instead */
 } outbox_item_t;
 
 /* Extra fields of an event beyond the task's own. */
@@ -130,7 +122,6 @@ struct broker_t {
     size_t outbox_len, outbox_cap;
     char *outbox_bytes; /* arena holding every pending item's target and data */
     size_t outbox_used, outbox_bytes_cap;
-    uint64_t outbox_generation; /* + 1 each time the outbox is emptied */
     wire_writer_t *writer; /* scratch for building messages */
     worker_t **idle;       /* scratch for dispatch: the idle workers, longest-idle first */
     size_t idle_cap;
@@ -174,10 +165,6 @@ void broker_emit_rejected(broker_t *self, event_type_t event, const char *task_i
  * `coalesced` counts the refusals folded into it), and one log line every 10 s. */
 void broker_submit_refused(broker_t *self, const char *task_id, int rc);
 void broker_outbox_worker(broker_t *self, const char *worker_id, const void *data, size_t len);
-/* Queues the ack of `task_id`'s `attempt` for `worker_id`, to go after the commit: on its
- * own, or carried by the next task the iteration gives a worker that reads such acks. */
-void broker_outbox_ack(broker_t *self, const char *worker_id, const char *task_id,
-                       int64_t attempt);
 /* A request to answer after the commit, when its peer's pipe has room, with what
  * broker_build_replay makes of it then (replies.h). */
 void broker_outbox_defer(broker_t *self, zmsg_t *envelope, const void *request, size_t len);

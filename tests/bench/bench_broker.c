@@ -141,8 +141,6 @@ static void s_answer(bench_t *b, void *push, wire_writer_t *w, msgpack_zone *zon
             wire_put_int(w, FIELD_ATTEMPT, attempt ? (int64_t)attempt->via.u64 : 1);
             wire_put_str(w, FIELD_OUTCOME, "done");
             s_send(push, w);
-            if (wire_map_get(&root, FIELD_ACK_TASK) != NULL) /* the last result's ack */
-                b->acked++;
         } else if (strcmp(type, "ack") == 0) {
             b->acked++;
         }
@@ -207,7 +205,6 @@ static void *s_worker_pool(void *arg)
         wire_put_str(w, FIELD_ENDPOINT, endpoint);
         if (s_curve != NULL)
             wire_put_str(w, FIELD_CURVE_KEY, curve_public(s_curve));
-        wire_put_bool(w, FIELD_ACKS_IN_TASK, true);
         s_send(push, w);
     }
     int64_t next_beat = 0;

@@ -846,43 +846,6 @@ static void test_restart_holds_draining_group(pid_t *broker)
     fakeworker_destroy(&w2);
 }
 
-/* A worker whose hello says `acks_in_task` gets the ack of its result inside the next task
- * the same iteration gives it, and no ack of its own; with no next task, the ack comes alone.
- * A worker that did not say so (every other test here) gets plain acks. */
-static void test_ack_carried_by_next_task(void)
-{
-    fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "carry-agent", "carry-w1");
-    fakeworker_acks_in_task(worker);
-    fakeworker_hello(worker, NULL, 0);
-    s_wait_workers("carry-agent", 1);
-    CHECK_INT(testbroker_submit(s_client, "carry-1", "carry-agent", NULL, NULL), 0);
-    CHECK_INT(testbroker_submit(s_client, "carry-2", "carry-agent", NULL, NULL), 0);
-    wire_msg_t *task = fakeworker_expect(worker, MSG_TASK, 3000, NULL, 0);
-    CHECK_STR(s_task_id(task), "carry-1");
-    CHECK(task != NULL && !wire_msg_has(task, FIELD_ACK_TASK));
-    wire_msg_destroy(&task);
-    fakeworker_result(worker, "carry-1", 1, "done", NULL, NULL, 0);
-    task = fakeworker_expect(worker, MSG_TASK, 3000, NULL, 0);
-    CHECK_STR(s_task_id(task), "carry-2");
-    if (task != NULL) {
-        CHECK_STR(wire_msg_str(task, FIELD_ACK_TASK, ""), "carry-1");
-        CHECK_INT(wire_msg_int(task, FIELD_ACK_ATTEMPT, 0), 1);
-    }
-    wire_msg_destroy(&task);
-    testenv_sleep_ms(100);
-    wire_msg_t *ack = fakeworker_take(worker, MSG_ACK);
-    CHECK(ack == NULL);
-    wire_msg_destroy(&ack);
-    fakeworker_result(worker, "carry-2", 1, "done", NULL, NULL, 0);
-    ack = fakeworker_expect(worker, MSG_ACK, 3000, NULL, 0);
-    CHECK(ack != NULL);
-    if (ack != NULL)
-        CHECK_STR(wire_msg_str(ack, FIELD_TASK, ""), "carry-2");
-    wire_msg_destroy(&ack);
-    fakeworker_bye(worker);
-    fakeworker_destroy(&worker);
-}
-
 /* A running task whose only record of its attempt is its task.dispatched event (its row
  * still says queued: see broker.c, "dispatches") gets its row written before that event is
  * trimmed. Without it the restarted broker would take the task for queued at attempt 0 and
@@ -964,7 +927,6 @@ int main(void)
         test_undelivered_ends_dead();
         test_heartbeat_mismatch_and_group_while_draining();
         test_result_only_for_running_attempt();
-        test_ack_carried_by_next_task();
         test_restart_keeps_running_task(&broker);
         test_restart_holds_draining_group(&broker);
         test_restart_after_dispatch_event_trimmed(&broker, config);

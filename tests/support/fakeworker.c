@@ -18,7 +18,6 @@ struct fakeworker_t {
     char specialist[64];
     char endpoint[512];
     wire_writer_t *w;
-    bool acks_in_task; /* its hellos say so */
 };
 
 fakeworker_t *fakeworker_new_in(void *context, const char *dir, const char *in_ep,
@@ -93,14 +92,7 @@ void fakeworker_hello(fakeworker_t *self, const char *task, int attempt)
         wire_put_str(self->w, FIELD_TASK, task);
         wire_put_int(self->w, FIELD_ATTEMPT, attempt);
     }
-    if (self->acks_in_task)
-        wire_put_bool(self->w, FIELD_ACKS_IN_TASK, true);
     s_send(self);
-}
-
-void fakeworker_acks_in_task(fakeworker_t *self)
-{
-    self->acks_in_task = true;
 }
 
 void fakeworker_heartbeat(fakeworker_t *self, const char *task, int attempt)

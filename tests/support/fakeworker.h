@@ -24,8 +24,6 @@ void fakeworker_destroy(fakeworker_t **self_p);
 
 /* hello, optionally holding `task`/`attempt` (task NULL: idle). */
 void fakeworker_hello(fakeworker_t *self, const char *task, int attempt);
-/* Later hellos say `acks_in_task` (the ack of a result may come inside the next task). */
-void fakeworker_acks_in_task(fakeworker_t *self);
 /* heartbeat, holding `task` or idle (NULL). */
 void fakeworker_heartbeat(fakeworker_t *self, const char *task, int attempt);
 void fakeworker_progress(fakeworker_t *self, const char *task, int attempt, const char *text);

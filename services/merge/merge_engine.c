@@ -13,6 +13,7 @@
 #include "merge_engine.h"
 
 #include "merge_checkout.h"
+#include "merge_conflicts.h"
 #include "merge_locks.h"
 #include "merge_verify.h"
 #include "worktree.h"
@@ -31,13 +32,6 @@
 /* Returned by an attempt whose push was rejected because the target moved. */
 #define S_RETRY 1
 
-/* One conflicting path of the in-memory merge, with the two sides' blobs. */
-typedef struct {
-    char *path;
-    bool has_ours, has_theirs;
-    git_oid ours, theirs;
-} s_conflict_t;
-
 /* Everything one run needs; lives on merge_engine_run()'s stack. */
 typedef struct {
     const merge_request_t *req;
@@ -51,9 +45,7 @@ typedef struct {
     char *source_ref;       /* the ref SOURCE was read from */
     git_oid source_oid, target_oid, merge_oid;
     bool source_on_remote;
-    git_index *merge_index; /* in-memory three-way merge of this attempt */
-    s_conflict_t *conflicts;
-    size_t nconflicts;
+    merge_conflicts_t merge; /* in-memory three-way merge of this attempt, its conflicts */
     worktree_t *worktree;
     char *push_message;     /* rejection message of the last push */
 } s_job_t;
@@ -219,13 +211,7 @@ static int s_push_progress(unsigned int current, unsigned int total, size_t byte
 static void s_clear_attempt(s_job_t *job)
 {
     worktree_destroy(&job->worktree);
-    git_index_free(job->merge_index);
-    job->merge_index = NULL;
-    for (size_t i = 0; i < job->nconflicts; i++)
-        free(job->conflicts[i].path);
-    free(job->conflicts);
-    job->conflicts = NULL;
-    job->nconflicts = 0;
+    merge_conflicts_clear(&job->merge);
     free(job->source_ref);
     job->source_ref = NULL;
     s_list_free(&job->result->resolved_files, &job->result->resolved_count);
@@ -555,59 +541,9 @@ static int s_preflight(s_job_t *job)
 
 /* ---- 2. analysis ----------------------------------------------------------------------- */
 
-static int s_add_conflict(s_job_t *job, const char *path, const git_index_entry *ours,
-                          const git_index_entry *theirs)
-{
-    for (size_t i = 0; i < job->nconflicts; i++)
-        if (strcmp(job->conflicts[i].path, path) == 0)
-            return 0;
-    s_conflict_t *grown = realloc(job->conflicts, (job->nconflicts + 1) * sizeof *grown);
-    if (grown == NULL)
-        return s_fail(job, FAILURE_MEMORY, "out of memory");
-    job->conflicts = grown;
-    s_conflict_t *c = &grown[job->nconflicts];
-    memset(c, 0, sizeof *c);
-    c->path = strdup(path);
-    if (c->path == NULL)
-        return s_fail(job, FAILURE_MEMORY, "out of memory");
-    if (ours != NULL && strcmp(ours->path, path) == 0) {
-        c->has_ours = true;
-        c->ours = ours->id;
-    }
-    if (theirs != NULL && strcmp(theirs->path, path) == 0) {
-        c->has_theirs = true;
-        c->theirs = theirs->id;
-    }
-    job->nconflicts++;
-    return 0;
-}
-
-/* Lists the conflicting paths of job->merge_index (every side's path: a rename conflict
- * names both). */
-static int s_collect_conflicts(s_job_t *job)
-{
-    git_index_conflict_iterator *it = NULL;
-    if (git_index_conflict_iterator_new(&it, job->merge_index) < 0)
-        return s_git_fail(job, "cannot list conflicts");
-    const git_index_entry *ancestor, *ours, *theirs;
-    int rc = 0;
-    while (rc == 0 && git_index_conflict_next(&ancestor, &ours, &theirs, it) == 0) {
-        const git_index_entry *sides[3] = {ours, theirs, ancestor};
-        for (int i = 0; i < 3 && rc == 0; i++)
-            if (sides[i] != NULL)
-                rc = s_add_conflict(job, sides[i]->path, ours, theirs);
-    }
-    git_index_conflict_iterator_free(it);
-    return rc;
-}
-
-static int s_merge_options(git_merge_options *opts)
-{
-    return git_merge_options_init(opts, GIT_MERGE_OPTIONS_VERSION);
-}
-
 /* Decides the strategy. Up-to-date and fast-forward need no merge; otherwise the three-way
- * merge is done in memory and its conflicts listed before any working tree exists. */
+ * merge is done in memory and its conflicts listed, as git names them (merge_conflicts.h),
+ * before any working tree exists. */
 static int s_analyse(s_job_t *job)
 {
     merge_result_t *result = job->result;
@@ -622,23 +558,10 @@ static int s_analyse(s_job_t *job)
         git_oid_cpy(&job->merge_oid, &job->source_oid);
         return 0;
     }
-    git_commit *ours = NULL, *theirs = NULL;
-    git_merge_options opts;
-    s_merge_options(&opts);
-    int rc = 0;
-    if (git_commit_lookup(&ours, job->repo, &job->target_oid) < 0 ||
-        git_commit_lookup(&theirs, job->repo, &job->source_oid) < 0 ||
-        git_merge_commits(&job->merge_index, job->repo, ours, theirs, &opts) < 0)
-        rc = s_git_fail(job, "three-way merge failed");
-    git_commit_free(ours);
-    git_commit_free(theirs);
+    int rc = merge_conflicts_find(&job->merge, job->repo, &job->target_oid, &job->source_oid);
     if (rc != 0)
-        return rc;
-    if (git_index_has_conflicts(job->merge_index)) {
-        result->strategy = MERGE_STRATEGY_RESOLVED;
-        return s_collect_conflicts(job);
-    }
-    result->strategy = MERGE_STRATEGY_CLEAN;
+        return s_fail_from_module(job, rc);
+    result->strategy = job->merge.count > 0 ? MERGE_STRATEGY_RESOLVED : MERGE_STRATEGY_CLEAN;
     return 0;
 }
 
@@ -673,7 +596,7 @@ static int s_create_merge_commit(s_job_t *job, const git_oid *tree_oid)
 static int s_commit_clean_merge(s_job_t *job)
 {
     git_oid tree_oid;
-    if (git_index_write_tree_to(&tree_oid, job->merge_index, job->repo) < 0)
+    if (git_index_write_tree_to(&tree_oid, job->merge.index, job->repo) < 0)
         return s_git_fail(job, "cannot write the merged tree");
     return s_create_merge_commit(job, &tree_oid);
 }
@@ -690,23 +613,23 @@ static merge_markers_count_t s_blob_markers(s_job_t *job, bool exists, const git
     return count;
 }
 
-/* Stages the resolver's version of each conflicting path into job->merge_index (a deleted
+/* Stages the resolver's version of each conflicting path into job->merge.index (a deleted
  * file resolves by deletion) and names the files that still hold conflict markers. */
 static int s_stage_resolutions(s_job_t *job)
 {
     git_repository *wt_repo = worktree_repo(job->worktree);
     const char *wt_path = worktree_path(job->worktree);
     merge_result_t *result = job->result;
-    for (size_t i = 0; i < job->nconflicts; i++) {
-        const s_conflict_t *c = &job->conflicts[i];
-        if (git_index_conflict_remove(job->merge_index, c->path) < 0)
+    for (size_t i = 0; i < job->merge.count; i++) {
+        const merge_conflict_t *c = &job->merge.conflicts[i];
+        if (git_index_conflict_remove(job->merge.index, c->path) < 0)
             git_error_clear();
         char *full = s_strdupf("%s/%s", wt_path, c->path);
         struct stat st;
         bool exists = full != NULL && lstat(full, &st) == 0;
         free(full);
         if (!exists) {
-            git_index_remove_bypath(job->merge_index, c->path);
+            git_index_remove_bypath(job->merge.index, c->path);
             continue;
         }
         git_index_entry entry;
@@ -725,7 +648,7 @@ static int s_stage_resolutions(s_job_t *job)
         if (merge_verify_markers_remain(resolved, ours, theirs) &&
             s_list_add(&result->failed_files, &result->failed_count, c->path) != 0)
             return s_fail(job, FAILURE_MEMORY, "out of memory");
-        if (git_index_add(job->merge_index, &entry) < 0)
+        if (git_index_add(job->merge.index, &entry) < 0)
             return s_git_fail(job, "cannot stage a resolved file");
     }
     if (result->failed_count > 0) {
@@ -734,8 +657,8 @@ static int s_stage_resolutions(s_job_t *job)
         free(files);
         return rc;
     }
-    git_index_conflict_cleanup(job->merge_index);
-    if (git_index_has_conflicts(job->merge_index))
+    git_index_conflict_cleanup(job->merge.index);
+    if (git_index_has_conflicts(job->merge.index))
         return s_fail(job, FAILURE_STATE, "the merge index still has conflicts");
     return 0;
 }
@@ -813,17 +736,17 @@ static int s_resolve_conflicts(s_job_t *job)
 {
     const merge_request_t *req = job->req;
     merge_result_t *result = job->result;
-    char **paths = calloc(job->nconflicts, sizeof *paths);
+    char **paths = calloc(job->merge.count, sizeof *paths);
     if (paths == NULL)
         return s_fail(job, FAILURE_MEMORY, "out of memory");
-    for (size_t i = 0; i < job->nconflicts; i++)
-        paths[i] = job->conflicts[i].path;
-    char *names = s_list_join(paths, job->nconflicts);
-    s_progress(job, "%zu conflicting file(s): %s", job->nconflicts, names ? names : "?");
+    for (size_t i = 0; i < job->merge.count; i++)
+        paths[i] = job->merge.conflicts[i].path;
+    char *names = s_list_join(paths, job->merge.count);
+    s_progress(job, "%zu conflicting file(s): %s", job->merge.count, names ? names : "?");
     free(names);
     int rc = 0;
     if (req->resolve == NULL) {
-        for (size_t i = 0; i < job->nconflicts && rc == 0; i++)
+        for (size_t i = 0; i < job->merge.count && rc == 0; i++)
             rc = s_list_add(&result->failed_files, &result->failed_count, paths[i]);
         free(paths);
         return s_fail(job, FAILURE_STATE, "conflicts and no resolver");
@@ -837,7 +760,9 @@ static int s_resolve_conflicts(s_job_t *job)
     git_repository *wt_repo = worktree_repo(job->worktree);
     git_annotated_commit *source = NULL;
     git_merge_options merge_opts;
-    s_merge_options(&merge_opts);
+    git_merge_options_init(&merge_opts, GIT_MERGE_OPTIONS_VERSION);
+    /* The same rename limit as the analysis, so the worktree holds the same conflicts. */
+    merge_opts.target_limit = merge_conflicts_rename_limit(job->repo);
     git_checkout_options checkout_opts;
     git_checkout_options_init(&checkout_opts, GIT_CHECKOUT_OPTIONS_VERSION);
     checkout_opts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_ALLOW_CONFLICTS;
@@ -861,7 +786,7 @@ static int s_resolve_conflicts(s_job_t *job)
     int64_t start = clock_now_ms();
     char *notes = NULL;
     int resolver_rc = req->resolve(worktree_path(job->worktree),
-                                   (const char *const *)paths, job->nconflicts, &notes,
+                                   (const char *const *)paths, job->merge.count, &notes,
                                    req->callback_arg);
     result->resolve_ms += s_since(start);
     if (notes != NULL)
@@ -874,12 +799,12 @@ static int s_resolve_conflicts(s_job_t *job)
     }
     rc = s_step_check(job, "conflict resolution");
     if (rc == 0 && resolver_rc != 0) {
-        for (size_t i = 0; i < job->nconflicts && rc == 0; i++)
+        for (size_t i = 0; i < job->merge.count && rc == 0; i++)
             rc = s_list_add(&result->failed_files, &result->failed_count, paths[i]);
         /* The resolver's own account is the root cause; the unresolved files follow. */
         rc = s_fail(job, FAILURE_AGENT, "%s%sthe conflicts in %zu file(s) were not resolved",
                     notes && notes[0] ? notes : "", notes && notes[0] ? " — so " : "",
-                    job->nconflicts);
+                    job->merge.count);
     }
     free(notes);
     free(paths);
@@ -888,7 +813,7 @@ static int s_resolve_conflicts(s_job_t *job)
 
     rc = s_stage_resolutions(job);
     git_oid tree_oid;
-    if (rc == 0 && git_index_write_tree_to(&tree_oid, job->merge_index, job->repo) < 0)
+    if (rc == 0 && git_index_write_tree_to(&tree_oid, job->merge.index, job->repo) < 0)
         rc = s_git_fail(job, "cannot write the resolved tree");
     if (rc == 0)
         rc = s_check_outside_changes(job, &tree_oid);
@@ -897,9 +822,9 @@ static int s_resolve_conflicts(s_job_t *job)
         rc = s_check_resolver_commit(job, &tree_oid, &accepted);
     if (rc == 0 && !accepted)
         rc = s_create_merge_commit(job, &tree_oid);
-    for (size_t i = 0; i < job->nconflicts && rc == 0; i++)
+    for (size_t i = 0; i < job->merge.count && rc == 0; i++)
         rc = s_list_add(&result->resolved_files, &result->resolved_count,
-                        job->conflicts[i].path);
+                        job->merge.conflicts[i].path);
     return rc;
 }
 

@@ -15,6 +15,7 @@
 #include "merge_checkout.h"
 #include "merge_conflicts.h"
 #include "merge_locks.h"
+#include "merge_repos.h"
 #include "merge_verify.h"
 #include "worktree.h"
 
@@ -38,10 +39,13 @@ typedef struct {
     merge_result_t *result;
     const char *target;
     const char *remote_name;
-    git_repository *repo;   /* the repository (the common one when opened via a worktree) */
+    merge_repos_t *repos;   /* where the repository comes from (the request's or own_repos) */
+    merge_repos_t *own_repos; /* made for this run when the request brings none */
+    merge_repo_t *lent;     /* the repository, lent by `repos` for the run */
+    git_repository *repo;   /* lent->repo (the common one when opened via a worktree) */
     git_remote *remote;     /* NULL: no remote configured, merge locally */
-    char *opened_gitdir;    /* gitdir of the path we were given (differs for a worktree) */
-    char *opened_workdir;   /* its working tree, or NULL when bare */
+    const char *opened_gitdir;  /* gitdir of the path we were given (differs for a worktree) */
+    const char *opened_workdir; /* its working tree, or NULL when bare */
     char *source_ref;       /* the ref SOURCE was read from */
     git_oid source_oid, target_oid, merge_oid;
     bool source_on_remote;
@@ -256,43 +260,28 @@ static int s_validate_request(s_job_t *job)
     return 0;
 }
 
-/* Opens the repository the path belongs to. A linked worktree resolves to the repository
- * it is a worktree of, so refs, worktrees and locks are the shared ones. */
+/* Takes the repository the path belongs to from the request's merge_repos (the handle the
+ * last task of this workspace used, unless the repository changed since), or opens it. */
 static int s_open_repository(s_job_t *job)
 {
-    git_repository *opened = NULL;
-    int open_rc = git_repository_open_ext(&opened, job->req->repo_path, 0, NULL);
-    const git_error *why = open_rc < 0 ? git_error_last() : NULL;
-    if (open_rc == GIT_EOWNER ||
-        (why != NULL && why->message != NULL && strstr(why->message, "safe.directory"))) {
-        /* libgit2's message ("config value 'safe.directory' was not found") hides why. */
-        struct stat st;
-        long owner = stat(job->req->repo_path, &st) == 0 ? (long)st.st_uid : -1;
-        return s_fail(job, FAILURE_STATE,
-                      "repository %s belongs to uid %ld, not to this service (uid %ld), and git "
-                      "refuses to open it: run the merge-agent as the repository's owner, or "
-                      "trust it with `git config --global --add safe.directory %s` as uid %ld",
-                      job->req->repo_path, owner, (long)geteuid(), job->req->repo_path,
-                      (long)geteuid());
+    job->repos = job->req->repos;
+    if (job->repos == NULL) {
+        int rc = merge_repos_new(&job->own_repos);
+        if (rc != 0)
+            return s_fail_from_module(job, rc);
+        job->repos = job->own_repos;
     }
-    if (open_rc < 0)
-        return s_git_fail(job, "cannot open repository");
-    job->opened_gitdir = strdup(git_repository_path(opened));
-    if (git_repository_workdir(opened) != NULL)
-        job->opened_workdir = strdup(git_repository_workdir(opened));
-    if (git_repository_is_worktree(opened)) {
-        int rc = git_repository_open(&job->repo, git_repository_commondir(opened));
-        git_repository_free(opened);
-        if (rc < 0)
-            return s_git_fail(job, "cannot open the repository of the worktree");
-    } else {
-        job->repo = opened;
-    }
+    int rc = merge_repos_get(job->repos, job->req->repo_path, &job->lent);
+    if (rc != 0)
+        return s_fail_from_module(job, rc);
+    job->repo = job->lent->repo;
+    job->opened_gitdir = job->lent->gitdir;
+    job->opened_workdir = job->lent->workdir;
     if (!job->req->push) {
         s_progress(job, "push = false: merging into the local '%s'", job->target);
         return 0;
     }
-    int rc = git_remote_lookup(&job->remote, job->repo, job->remote_name);
+    rc = git_remote_lookup(&job->remote, job->repo, job->remote_name);
     if (rc == GIT_ENOTFOUND) {
         job->remote = NULL;
         s_progress(job, "no remote '%s': merging into the local '%s'", job->remote_name,
@@ -1217,9 +1206,9 @@ int merge_engine_run(const merge_request_t *request, merge_result_t *result)
     result->resolved_count = nresolved;
 
     git_remote_free(job.remote);
-    git_repository_free(job.repo);
-    free(job.opened_gitdir);
-    free(job.opened_workdir);
+    if (job.lent != NULL)
+        merge_repos_put(job.repos, &job.lent);
+    merge_repos_destroy(&job.own_repos);
     free(job.push_message);
     git_libgit2_shutdown();
     result->total_ms = s_since(start);

@@ -15,9 +15,19 @@
  *   rename/rename 1 -> 2 (the sides renamed it to two different paths): the old path and
  *   both new ones, as git does.
  * An entry at the old path that the rename does not explain (a side added a new file
- * there) is a conflict of its own and stays listed. */
+ * there) is a conflict of its own and stays listed.
+ *
+ * Unchanged subtrees are skipped, as git's merge does: a directory whose tree is the same
+ * in the ancestor and on both sides can hold no conflict and no end of a rename, so it is
+ * not read. The three trees handed to libgit2 hold such a directory as one entry (mode
+ * 160000, the directory's tree id), written to the handle's scratch store and dropped
+ * after the merge; the merged index keeps that placeholder, and
+ * merge_conflicts_write_tree() writes it back as the directory. With several merge bases
+ * (criss-cross) libgit2's recursive merge runs on the whole trees instead. */
 #ifndef CLOISTER_MERGE_CONFLICTS_H
 #define CLOISTER_MERGE_CONFLICTS_H
+
+#include "merge_repos.h"
 
 #include <git2.h>
 #include <stdbool.h>
@@ -35,18 +45,27 @@ typedef struct {
 
 /* The outcome of one merge; release with merge_conflicts_clear(). */
 typedef struct {
-    git_index *index;             /* the merged index, conflict entries included (owned) */
+    git_index *index;             /* the merged index, conflict entries included, skipped
+                                     directories as placeholders (owned) */
     merge_conflict_t *conflicts;  /* sorted by path; none when the merge is clean */
     size_t count;
+    char **skipped;               /* the placeholders' paths, sorted (owned) */
+    size_t skipped_count;
 } merge_conflicts_t;
 
 /* Merges commit `theirs` into commit `ours` in memory (their merge base as the ancestor)
- * in `repo` (borrowed) and lists the conflicts into *out (which the caller owns and must
- * release with merge_conflicts_clear(), whatever the return value). Nothing is written to
- * the repository. Returns 0, or FAILURE_GIT / FAILURE_MEMORY with failure_message() saying
- * why (libgit2's message included). */
-int merge_conflicts_find(merge_conflicts_t *out, git_repository *repo, const git_oid *ours,
+ * in `repo` (borrowed, lent by merge_repos) and lists the conflicts into *out (which the
+ * caller owns and must release with merge_conflicts_clear(), whatever the return value).
+ * Only the blobs of files merged line by line are written to the repository, as libgit2
+ * does. Returns 0, or FAILURE_GIT / FAILURE_MEMORY with failure_message() saying why
+ * (libgit2's message included). */
+int merge_conflicts_find(merge_conflicts_t *out, const merge_repo_t *repo, const git_oid *ours,
                          const git_oid *theirs);
+
+/* Writes out->index (once it has no conflict left) as a tree of `repo`, the skipped
+ * directories back in place, into *tree. Returns 0 or FAILURE_GIT / FAILURE_MEMORY. */
+int merge_conflicts_write_tree(git_oid *tree, const merge_conflicts_t *merge,
+                               git_repository *repo);
 
 /* The rename limit merges in `repo` use (see the top). */
 unsigned int merge_conflicts_rename_limit(git_repository *repo);

@@ -547,7 +547,7 @@ static int s_analyse(s_job_t *job)
         git_oid_cpy(&job->merge_oid, &job->source_oid);
         return 0;
     }
-    int rc = merge_conflicts_find(&job->merge, job->repo, &job->target_oid, &job->source_oid);
+    int rc = merge_conflicts_find(&job->merge, job->lent, &job->target_oid, &job->source_oid);
     if (rc != 0)
         return s_fail_from_module(job, rc);
     result->strategy = job->merge.count > 0 ? MERGE_STRATEGY_RESOLVED : MERGE_STRATEGY_CLEAN;
@@ -585,8 +585,9 @@ static int s_create_merge_commit(s_job_t *job, const git_oid *tree_oid)
 static int s_commit_clean_merge(s_job_t *job)
 {
     git_oid tree_oid;
-    if (git_index_write_tree_to(&tree_oid, job->merge.index, job->repo) < 0)
-        return s_git_fail(job, "cannot write the merged tree");
+    int rc = merge_conflicts_write_tree(&tree_oid, &job->merge, job->repo);
+    if (rc != 0)
+        return s_fail_from_module(job, rc);
     return s_create_merge_commit(job, &tree_oid);
 }
 
@@ -802,8 +803,8 @@ static int s_resolve_conflicts(s_job_t *job)
 
     rc = s_stage_resolutions(job);
     git_oid tree_oid;
-    if (rc == 0 && git_index_write_tree_to(&tree_oid, job->merge.index, job->repo) < 0)
-        rc = s_git_fail(job, "cannot write the resolved tree");
+    if (rc == 0 && (rc = merge_conflicts_write_tree(&tree_oid, &job->merge, job->repo)) != 0)
+        rc = s_fail_from_module(job, rc);
     if (rc == 0)
         rc = s_check_outside_changes(job, &tree_oid);
     bool accepted = false;

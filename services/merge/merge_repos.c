@@ -5,6 +5,8 @@
 #include "failure.h"
 
 #include <dirent.h>
+#include <git2/sys/mempack.h>
+#include <git2/sys/odb_backend.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -145,6 +147,27 @@ static void s_entry_free(s_entry_t *entry)
     free(entry);
 }
 
+/* Adds the scratch store to the repository's object database (which then owns it), with
+ * a priority below the loose objects' (1): libgit2 writes into the first backend that
+ * takes a write, so its own writes still go to disk. */
+static int s_add_scratch(s_entry_t *entry)
+{
+    git_odb *odb = NULL;
+    git_odb_backend *scratch = NULL;
+    if (git_repository_odb(&odb, entry->lent.repo) < 0 || git_mempack_new(&scratch) < 0 ||
+        git_odb_add_backend(odb, scratch, 0) < 0) {
+        const git_error *e = git_error_last();
+        if (scratch != NULL && scratch->free != NULL)
+            scratch->free(scratch);
+        git_odb_free(odb);
+        return failure_set(FAILURE_GIT, "cannot add a scratch object store: %s",
+                           e && e->message ? e->message : "unknown");
+    }
+    git_odb_free(odb);
+    entry->lent.scratch = scratch;
+    return 0;
+}
+
 /* Opens the repository `path` belongs to into a new entry. A linked worktree resolves to
  * the repository it is a worktree of, so refs, worktrees and locks are the shared ones. */
 static int s_entry_open(s_entry_t **out, const char *path)
@@ -197,6 +220,11 @@ static int s_entry_open(s_entry_t **out, const char *path)
     }
     entry->lent.gitdir = entry->gitdir;
     entry->lent.workdir = entry->workdir;
+    int rc = s_add_scratch(entry);
+    if (rc != 0) {
+        s_entry_free(entry);
+        return rc;
+    }
     *out = entry;
     return 0;
 }

@@ -32,6 +32,9 @@ typedef struct {
     git_repository *repo; /* the repository (the common one when the path is a worktree) */
     const char *gitdir;   /* git directory of the path given (a worktree's own) */
     const char *workdir;  /* its working tree, or NULL when bare */
+    git_odb_backend *scratch; /* an in-memory object store added to the repository's, last
+                                 in line so libgit2 never writes there: objects the
+                                 conflict detection makes and drops (merge_conflicts.h) */
 } merge_repo_t;
 
 /* An empty set (calls git_libgit2_init(); destroy shuts it down). Returns 0 and *out

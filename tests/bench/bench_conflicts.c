@@ -70,7 +70,7 @@ static int s_engine_conflicts(merge_repos_t *repos, const char *repo_path, const
     if (merge_repos_get(repos, repo_path, &lent) != 0)
         return -1;
     merge_conflicts_t found;
-    int rc = merge_conflicts_find(&found, lent->repo, ours, theirs);
+    int rc = merge_conflicts_find(&found, lent, ours, theirs);
     for (size_t i = 0; rc == 0 && i < found.count; i++)
         s_list_add(out, found.conflicts[i].path, strlen(found.conflicts[i].path));
     merge_conflicts_clear(&found);

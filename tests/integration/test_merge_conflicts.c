@@ -1,7 +1,8 @@
 /* test_merge_conflicts: the merge engine's conflict detection (merge_conflicts_find) names
  * the conflicting paths as `git merge-tree --write-tree --name-only` does, rename conflicts
  * included, in real repositories made with the git CLI. Each scenario is checked against a
- * fixed expectation and against git itself, and uses git's rename limit, not libgit2's. */
+ * fixed expectation and against git itself, and uses git's rename limit, not libgit2's.
+ * Unchanged subtrees are skipped, and the tree written from the merge is git's own. */
 #include "check.h"
 #include "merge_conflicts.h"
 #include "testenv.h"
@@ -78,11 +79,15 @@ static void s_scenario(char *repo, size_t size, const char *name, const char *co
 static void s_engine_paths(const char *repo_path, char *buf, size_t size)
 {
     buf[0] = '\0';
-    git_repository *repo = NULL;
+    merge_repos_t *repos = NULL;
+    merge_repo_t *repo = NULL;
     git_oid ours, theirs;
-    CHECK_INT(git_repository_open(&repo, repo_path), 0);
-    CHECK_INT(git_reference_name_to_id(&ours, repo, "refs/heads/ours"), 0);
-    CHECK_INT(git_reference_name_to_id(&theirs, repo, "refs/heads/theirs"), 0);
+    CHECK_INT(merge_repos_new(&repos), 0);
+    CHECK_INT(merge_repos_get(repos, repo_path, &repo), 0);
+    if (repo == NULL)
+        return;
+    CHECK_INT(git_reference_name_to_id(&ours, repo->repo, "refs/heads/ours"), 0);
+    CHECK_INT(git_reference_name_to_id(&theirs, repo->repo, "refs/heads/theirs"), 0);
     merge_conflicts_t found;
     CHECK_INT(merge_conflicts_find(&found, repo, &ours, &theirs), 0);
     size_t used = 0;
@@ -90,7 +95,8 @@ static void s_engine_paths(const char *repo_path, char *buf, size_t size)
         used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? " " : "",
                                  found.conflicts[i].path);
     merge_conflicts_clear(&found);
-    git_repository_free(repo);
+    merge_repos_put(repos, &repo);
+    merge_repos_destroy(&repos);
 }
 
 /* git merge-tree's conflicting paths (sorted: git lists them in index order), as above. */
@@ -203,6 +209,104 @@ static void test_rename_limit(void)
     CHECK_STR(engine, "f007.txt");
 }
 
+/* git merge-tree's tree id for ours <- theirs (its first line) into buf. */
+static void s_git_tree(const char *repo, char *buf, size_t size)
+{
+    testgit_run(repo, "merge-tree", "--write-tree", "ours", "theirs", NULL);
+    snprintf(buf, size, "%.40s", testgit_out());
+}
+
+/* A tree of directories most of which neither side touches: they are skipped (not read,
+ * placeholders in the merged index), the merge finds the same conflicts, and the tree the
+ * engine writes is git's, byte for byte -- the skipped directories back in place. */
+static void test_unchanged_subtrees(void)
+{
+    const char *base[] = {"add lib/util/u.txt u",   "add lib/util/deep/d.txt d",
+                          "add lib/core/c.txt c",   "add docs/guide.txt g",
+                          "add src/main.txt m",     "add src/io/io.txt io",
+                          "add src/io/net/n.txt n", NULL};
+    const char *ours[] = {"edit src/main.txt OURS", "edit a.txt OURS", NULL};
+    const char *theirs[] = {"edit src/io/net/n.txt THEIRS", "mv b.txt src/b.txt",
+                            "edit c.txt THEIRS", NULL};
+    char repo[512];
+    snprintf(repo, sizeof repo, "%s/nested", s_env->dir);
+    CHECK_INT(testgit_run(s_env->dir, "init", "-q", "-b", "main", repo, NULL), 0);
+    s_write_file(repo, "a.txt", "a base");
+    s_write_file(repo, "b.txt", "b base");
+    s_write_file(repo, "c.txt", "c base");
+    for (size_t i = 0; base[i] != NULL; i++)
+        s_apply(repo, base[i]);
+    testgit_run(repo, "add", ".", NULL);
+    testgit_run(repo, "commit", "-q", "-m", "base", NULL);
+    const char *const *sides[2] = {ours, theirs};
+    const char *names[2] = {"ours", "theirs"};
+    for (int s = 0; s < 2; s++) {
+        testgit_run(repo, "checkout", "-q", "-b", names[s], "main", NULL);
+        for (size_t i = 0; sides[s][i] != NULL; i++)
+            s_apply(repo, sides[s][i]);
+        CHECK_INT(testgit_run(repo, "commit", "-q", "-m", names[s], NULL), 0);
+    }
+
+    merge_repos_t *repos = NULL;
+    merge_repo_t *lent = NULL;
+    CHECK_INT(merge_repos_new(&repos), 0);
+    CHECK_INT(merge_repos_get(repos, repo, &lent), 0);
+    if (lent == NULL)
+        return;
+    git_oid o, t;
+    CHECK_INT(git_reference_name_to_id(&o, lent->repo, "refs/heads/ours"), 0);
+    CHECK_INT(git_reference_name_to_id(&t, lent->repo, "refs/heads/theirs"), 0);
+    merge_conflicts_t merge;
+    CHECK_INT(merge_conflicts_find(&merge, lent, &o, &t), 0);
+    CHECK_INT(merge.count, 0);
+    /* Skipped: the directories no side changed, at the highest level they are unchanged. */
+    char skipped[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < merge.skipped_count; i++)
+        used += (size_t)snprintf(skipped + used, sizeof skipped - used, "%s%s", i ? " " : "",
+                                 merge.skipped[i]);
+    CHECK_STR(skipped, "docs lib");
+    git_oid tree;
+    CHECK_INT(merge_conflicts_write_tree(&tree, &merge, lent->repo), 0);
+    char engine_tree[41], git_tree[64];
+    git_oid_tostr(engine_tree, sizeof engine_tree, &tree);
+    s_git_tree(repo, git_tree, sizeof git_tree);
+    CHECK_STR(engine_tree, git_tree);
+    merge_conflicts_clear(&merge);
+
+    /* A conflict below unchanged neighbours: found, and once resolved the tree is whole. */
+    testgit_run(repo, "checkout", "-q", "ours", NULL);
+    s_apply(repo, "edit src/io/net/n.txt OURS");
+    testgit_run(repo, "commit", "-q", "-m", "ours conflicts", NULL);
+    CHECK_INT(git_reference_name_to_id(&o, lent->repo, "refs/heads/ours"), 0);
+    CHECK_INT(merge_conflicts_find(&merge, lent, &o, &t), 0);
+    CHECK_INT(merge.count, 1);
+    CHECK_STR(merge.count == 1 ? merge.conflicts[0].path : "", "src/io/net/n.txt");
+    CHECK(merge.skipped_count == 2);
+    const git_index_entry *anc = NULL, *our = NULL, *their = NULL;
+    CHECK_INT(git_index_conflict_get(&anc, &our, &their, merge.index, "src/io/net/n.txt"), 0);
+    git_index_entry resolved = *our;
+    CHECK_INT(git_index_conflict_remove(merge.index, "src/io/net/n.txt"), 0);
+    resolved.flags = 0;
+    CHECK_INT(git_index_add(merge.index, &resolved), 0);
+    CHECK_INT(merge_conflicts_write_tree(&tree, &merge, lent->repo), 0);
+    git_oid_tostr(engine_tree, sizeof engine_tree, &tree);
+    testgit_run(repo, "ls-tree", "-r", engine_tree, NULL);
+    CHECK(strstr(testgit_out(), "lib/util/deep/d.txt") != NULL);
+    CHECK(strstr(testgit_out(), "docs/guide.txt") != NULL);
+    CHECK(strstr(testgit_out(), "commit") == NULL);
+    testgit_run(repo, "show", "ours:src/io/net/n.txt", NULL);
+    char ours_text[4096];
+    snprintf(ours_text, sizeof ours_text, "%s", testgit_out());
+    char spec[128];
+    snprintf(spec, sizeof spec, "%s:src/io/net/n.txt", engine_tree);
+    testgit_run(repo, "show", spec, NULL);
+    CHECK_STR(testgit_out(), ours_text);
+    merge_conflicts_clear(&merge);
+    merge_repos_put(repos, &lent);
+    merge_repos_destroy(&repos);
+}
+
 int main(void)
 {
     s_env = testenv_new("merge-conflicts");
@@ -219,6 +323,7 @@ int main(void)
     git_libgit2_init();
     test_rename_conflicts();
     test_rename_limit();
+    test_unchanged_subtrees();
     git_libgit2_shutdown();
     testenv_destroy(&s_env);
     return check_exit_code("test_merge_conflicts");

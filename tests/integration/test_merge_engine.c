@@ -398,6 +398,8 @@ static void s_rename_fixture(const char *name, const char *renamed, const char *
     s_fixture(name);
     char text[1024];
     s_long_text(text, sizeof text, "int base;");
+    /* A directory no side touches: skipped by the detection, whole in the merge. */
+    testgit_push_main(s_repos.dev, "lib/util/u.c", "int u;\n");
     testgit_push_main(s_repos.dev, "a.c", text);
     testgit_run(s_repos.user, "pull", "-q", "origin", "main", NULL);
     testgit_run(s_repos.user, "checkout", "-q", "-b", "feature", "main", NULL);
@@ -435,6 +437,9 @@ static void test_rename_modify_conflict(void)
     testgit_run(s_repos.remote, "show", "main:renamed.c", NULL);
     CHECK(strstr(testgit_out(), "int both;") != NULL);
     CHECK(testgit_run(s_repos.remote, "cat-file", "-e", "main:a.c", NULL) != 0);
+    testgit_run(s_repos.remote, "ls-tree", "-r", "main", NULL);
+    CHECK(strstr(testgit_out(), "lib/util/u.c") != NULL);
+    CHECK(strstr(testgit_out(), " commit ") == NULL);
     char *text = merge_result_render(&res);
     CHECK(text && strstr(text, "RESOLVED_FILES: renamed.c\n"));
     free(text);

@@ -143,6 +143,8 @@ static void test_engine_runs(void)
     s_fixture("merge-repos-engine");
     merge_repos_t *repos = NULL;
     CHECK_INT(merge_repos_new(&repos), 0);
+    testgit_push_main(s_repos.dev, "lib/util/u.c", "int u;\n");
+    testgit_run(s_repos.user, "pull", "-q", "origin", "main", NULL);
     testgit_push_branch(s_repos.user, "one", "d.txt", "one\n");
     testgit_push_main(s_repos.dev, "e.txt", "main moved\n");
     merge_request_t req;
@@ -175,6 +177,10 @@ static void test_engine_runs(void)
     CHECK_STR(testgit_out(), "two");
     testgit_run(s_repos.remote, "show", "main:g.txt", NULL);
     CHECK_STR(testgit_out(), "main moved again");
+    /* lib/ was skipped by the detection; the merge holds it whole, as a directory. */
+    testgit_run(s_repos.remote, "ls-tree", "-r", "main", NULL);
+    CHECK(strstr(testgit_out(), "lib/util/u.c") != NULL);
+    CHECK(strstr(testgit_out(), " commit ") == NULL);
     merge_repos_destroy(&repos);
     testenv_destroy(&s_env);
 }

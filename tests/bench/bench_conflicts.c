@@ -13,6 +13,9 @@
  *           posix_spawn, its output read to the end (process start-up included).
  * Prints each merge whose verdict (conflicting or not) or set of conflicting paths differs,
  * with the paths only one side names; then the counts, and mean/p50/p90/p99 of both sides.
+ * For a merge both call clean, the engine's merged tree (merge_conflicts_write_tree, after
+ * its clock stops) is compared with the tree git printed: the skipped directories must
+ * come back whole.
  * Built, not run by ctest; tests/bench/make_synthetic_repo.sh makes a repository to run it
  * on when no real one is at hand. */
 #include "clock.h"
@@ -34,6 +37,7 @@ extern char **environ;
 typedef struct {
     char **paths;
     size_t n;
+    char tree[GIT_OID_HEXSZ + 1]; /* the merged tree (git: always; engine: clean merges) */
 } path_list_t;
 
 static void s_list_add(path_list_t *list, const char *path, size_t len)
@@ -62,10 +66,13 @@ static void s_list_clear(path_list_t *list)
     list->n = 0;
 }
 
-/* The engine's conflicting paths of ours <- theirs, as a task of the engine finds them. */
+/* The engine's conflicting paths of ours <- theirs, as a task of the engine finds them;
+ * *tree_us: the time to write the merged tree of a clean merge (out->tree), which is not
+ * part of the detection's time. */
 static int s_engine_conflicts(merge_repos_t *repos, const char *repo_path, const git_oid *ours,
-                              const git_oid *theirs, path_list_t *out)
+                              const git_oid *theirs, path_list_t *out, int64_t *detect_us)
 {
+    int64_t start = clock_now_us();
     merge_repo_t *lent = NULL;
     if (merge_repos_get(repos, repo_path, &lent) != 0)
         return -1;
@@ -73,6 +80,10 @@ static int s_engine_conflicts(merge_repos_t *repos, const char *repo_path, const
     int rc = merge_conflicts_find(&found, lent, ours, theirs);
     for (size_t i = 0; rc == 0 && i < found.count; i++)
         s_list_add(out, found.conflicts[i].path, strlen(found.conflicts[i].path));
+    *detect_us = clock_now_us() - start;
+    git_oid tree;
+    if (rc == 0 && found.count == 0 && merge_conflicts_write_tree(&tree, &found, lent->repo) == 0)
+        git_oid_tostr(out->tree, sizeof out->tree, &tree);
     merge_conflicts_clear(&found);
     merge_repos_put(repos, &lent);
     return rc;
@@ -122,6 +133,7 @@ static int s_git_conflicts(const char *repo_path, const char *ours, const char *
         return -1;
     }
     buf[used] = '\0';
+    snprintf(out->tree, sizeof out->tree, "%.40s", buf);
     char *line = strchr(buf, '\n'); /* line 1 is the tree */
     while (WEXITSTATUS(status) == 1 && line != NULL && line[1] != '\0' && line[1] != '\n') {
         char *start = line + 1;
@@ -236,17 +248,16 @@ int main(int argc, char **argv)
     int64_t *engine_us = calloc(merges + 1, sizeof *engine_us);
     int64_t *git_us = calloc(merges + 1, sizeof *git_us);
     size_t engine_conflicted = 0, git_conflicted = 0, verdicts_same = 0, both_conflicted = 0;
-    size_t paths_same = 0, errors = 0, timed = 0;
+    size_t paths_same = 0, errors = 0, timed = 0, clean_both = 0, trees_same = 0;
     for (size_t m = 0; m < merges; m++) {
         const git_oid *ours = &pairs[m * 2], *theirs = &pairs[m * 2 + 1];
         char h1[GIT_OID_HEXSZ + 1], h2[GIT_OID_HEXSZ + 1];
         git_oid_tostr(h1, sizeof h1, ours);
         git_oid_tostr(h2, sizeof h2, theirs);
         path_list_t engine = {0}, git = {0};
+        int64_t engine_time = 0;
+        int engine_rc = s_engine_conflicts(repos, repo_path, ours, theirs, &engine, &engine_time);
         int64_t start = clock_now_us();
-        int engine_rc = s_engine_conflicts(repos, repo_path, ours, theirs, &engine);
-        int64_t engine_time = clock_now_us() - start;
-        start = clock_now_us();
         int git_rc = s_git_conflicts(repo_path, h1, h2, &git);
         int64_t git_time = clock_now_us() - start;
         if (engine_rc != 0 || git_rc != 0) {
@@ -263,6 +274,13 @@ int main(int argc, char **argv)
             both_conflicted += engine.n > 0 && git.n > 0;
             bool same_paths = s_lists_equal(&engine, &git);
             paths_same += engine.n > 0 && git.n > 0 && same_paths;
+            if (engine.n == 0 && git.n == 0) {
+                clean_both++;
+                trees_same += strcmp(engine.tree, git.tree) == 0;
+                if (strcmp(engine.tree, git.tree) != 0)
+                    printf("tree differs %.10s + %.10s: engine %s, git %s\n", h1, h2,
+                           engine.tree[0] ? engine.tree : "(not written)", git.tree);
+            }
             if (!same_paths) {
                 printf("%s %.10s + %.10s:", same_verdict ? "paths differ" : "verdict differs",
                        h1, h2);
@@ -281,6 +299,9 @@ int main(int argc, char **argv)
            timed, engine_conflicted, git_conflicted);
     printf("conflicting path sets identical: %zu/%zu merges both sides call conflicting\n",
            paths_same, both_conflicted);
+    printf("merged trees identical: %zu/%zu clean merges (the engine's written outside its "
+           "timing)\n",
+           trees_same, clean_both);
     printf("repository opened %zu time(s) by the engine's handle set\n",
            merge_repos_opened(repos));
     double engine_p50 = s_report("engine (handle + merge_conflicts_find)", engine_us, timed);

@@ -7,7 +7,8 @@
  *                  files (refuse fresh ones: "repository busy"), clean worktrees left by a
  *                  crashed run of this engine, fetch the remote, resolve SOURCE and TARGET;
  *   2. analysis    up-to-date (already merged: SUCCESS, nothing pushed), fast-forward, or an
- *                  in-memory three-way merge that lists the conflicting paths;
+ *                  in-memory three-way merge that lists the conflicting paths as git names
+ *                  them (merge_conflicts.h: a rename conflict once, under git's path);
  *   3. merge       clean: a merge commit on no ref; conflicts: a worktree owned by the
  *                  service under `worktree_dir`, the conflicted merge written into it, the
  *                  caller's resolve() callback (the agent), then verification (no conflict

@@ -12,7 +12,10 @@
  * renaming a lock file into its directory, so the directory's mtime moves; libgit2 reads a
  * loose object from disk at every lookup, so one written into an existing fan-out directory
  * is seen without reopening.) What the task itself changes is in the fingerprint taken
- * after it, and does not cost the next task a reopen.
+ * after it, and does not cost the next task a reopen. A change made within the file
+ * system's timestamp granularity (a few milliseconds) after the fingerprint may not show in
+ * it; libgit2 reads refs from disk at each lookup and looks for new packs when an object is
+ * missing, so such a change is still seen, only through the kept handle.
  *
  * Thread-safe: a handle is lent to one task at a time; a second task of the same
  * workspace while it is out gets a handle of its own, closed when it is put back. */

@@ -426,8 +426,8 @@ static int s_write_level(git_oid *out, const merge_conflicts_t *merge, git_repos
         }
         size_t name_len = (size_t)(slash - rest);
         size_t j = i + 1;
-        while (j < hi &&
-               strncmp(git_index_get_byindex(merge->index, j)->path + skip, rest, name_len + 1) == 0)
+        while (j < hi && strncmp(git_index_get_byindex(merge->index, j)->path + skip, rest,
+                                 name_len + 1) == 0)
             j++;
         char *name = strndup(rest, name_len);
         git_oid sub;

@@ -224,10 +224,13 @@ static void test_unchanged_subtrees(void)
     const char *base[] = {"add lib/util/u.txt u",   "add lib/util/deep/d.txt d",
                           "add lib/core/c.txt c",   "add docs/guide.txt g",
                           "add src/main.txt m",     "add src/io/io.txt io",
-                          "add src/io/net/n.txt n", NULL};
-    const char *ours[] = {"edit src/main.txt OURS", "edit a.txt OURS", NULL};
+                          "add src/io/net/n.txt n", "add lib.c l",
+                          "add lib-x.txt x",        NULL};
+    /* lib.c and lib-x.txt sort around lib/ differently once lib is a placeholder (a
+     * gitlink sorts as "lib", a directory as "lib/"): the sides must still line up. */
+    const char *ours[] = {"edit src/main.txt OURS", "edit a.txt OURS", "edit lib.c OURS", NULL};
     const char *theirs[] = {"edit src/io/net/n.txt THEIRS", "mv b.txt src/b.txt",
-                            "edit c.txt THEIRS", NULL};
+                            "edit c.txt THEIRS", "edit lib-x.txt THEIRS", "add lib.d d", NULL};
     char repo[512];
     snprintf(repo, sizeof repo, "%s/nested", s_env->dir);
     CHECK_INT(testgit_run(s_env->dir, "init", "-q", "-b", "main", repo, NULL), 0);

@@ -163,8 +163,10 @@ static void s_print_missing(const char *label, const path_list_t *a, const path_
 
 static bool s_lists_equal(path_list_t *a, path_list_t *b)
 {
-    qsort(a->paths, a->n, sizeof a->paths[0], s_compare_str);
-    qsort(b->paths, b->n, sizeof b->paths[0], s_compare_str);
+    if (a->n > 1)
+        qsort(a->paths, a->n, sizeof a->paths[0], s_compare_str);
+    if (b->n > 1)
+        qsort(b->paths, b->n, sizeof b->paths[0], s_compare_str);
     if (a->n != b->n)
         return false;
     for (size_t i = 0; i < a->n; i++)

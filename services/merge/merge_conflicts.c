@@ -188,8 +188,9 @@ static int s_write_scratch_tree(git_odb_backend *scratch, s_tree_entry_t *entrie
         return failure_set(FAILURE_MEMORY, "out of memory");
     size_t used = 0;
     for (size_t i = 0; i < n; i++) {
-        used += (size_t)snprintf(buf + used, size + 1 - used, "%o %s", (unsigned)entries[i].mode,
-                                 entries[i].name) + 1;
+        int header = snprintf(buf + used, size + 1 - used, "%o %s", (unsigned)entries[i].mode,
+                              entries[i].name);
+        used += (size_t)header + 1; /* the name's NUL ends the header */
         memcpy(buf + used, entries[i].id.id, GIT_OID_RAWSZ);
         used += GIT_OID_RAWSZ;
     }
@@ -380,8 +381,8 @@ int merge_conflicts_find(merge_conflicts_t *out, const merge_repo_t *repo, const
         git_error_clear(); /* no common history: libgit2 merges on an empty ancestor */
     if (rc == 0 && bases.count == 1 && repo->scratch != NULL)
         rc = s_merge_pruned(out, repo, &bases.ids[0], our_commit, their_commit, &opts);
-    else if (rc == 0 && git_merge_commits(&out->index, repo->repo, our_commit, their_commit,
-                                          &opts) < 0)
+    else if (rc == 0 &&
+             git_merge_commits(&out->index, repo->repo, our_commit, their_commit, &opts) < 0)
         rc = s_git_fail("three-way merge failed");
     git_oidarray_dispose(&bases);
     git_commit_free(our_commit);
@@ -395,9 +396,8 @@ int merge_conflicts_find(merge_conflicts_t *out, const merge_repo_t *repo, const
 
 static bool s_is_skipped(const merge_conflicts_t *merge, const char *path)
 {
-    return merge->skipped_count > 0 &&
-           bsearch(&path, merge->skipped, merge->skipped_count, sizeof merge->skipped[0],
-                   s_compare_str) != NULL;
+    return merge->skipped_count > 0 && bsearch(&path, merge->skipped, merge->skipped_count,
+                                               sizeof merge->skipped[0], s_compare_str) != NULL;
 }
 
 /* Writes the index entries [lo, hi) -- all below one directory, whose path (with its '/')
@@ -446,8 +446,7 @@ static int s_write_level(git_oid *out, const merge_conflicts_t *merge, git_repos
     return rc;
 }
 
-int merge_conflicts_write_tree(git_oid *tree, const merge_conflicts_t *merge,
-                               git_repository *repo)
+int merge_conflicts_write_tree(git_oid *tree, const merge_conflicts_t *merge, git_repository *repo)
 {
     if (git_index_has_conflicts(merge->index))
         return failure_set(FAILURE_STATE, "the merge index still has conflicts");

@@ -45,11 +45,11 @@ typedef struct {
 
 /* The outcome of one merge; release with merge_conflicts_clear(). */
 typedef struct {
-    git_index *index;             /* the merged index, conflict entries included, skipped
-                                     directories as placeholders (owned) */
-    merge_conflict_t *conflicts;  /* sorted by path; none when the merge is clean */
+    git_index *index;            /* the merged index, conflict entries included, skipped
+                                    directories as placeholders (owned) */
+    merge_conflict_t *conflicts; /* sorted by path; none when the merge is clean */
     size_t count;
-    char **skipped;               /* the placeholders' paths, sorted (owned) */
+    char **skipped; /* the placeholders' paths, sorted (owned) */
     size_t skipped_count;
 } merge_conflicts_t;
 
@@ -64,8 +64,7 @@ int merge_conflicts_find(merge_conflicts_t *out, const merge_repo_t *repo, const
 
 /* Writes out->index (once it has no conflict left) as a tree of `repo`, the skipped
  * directories back in place, into *tree. Returns 0 or FAILURE_GIT / FAILURE_MEMORY. */
-int merge_conflicts_write_tree(git_oid *tree, const merge_conflicts_t *merge,
-                               git_repository *repo);
+int merge_conflicts_write_tree(git_oid *tree, const merge_conflicts_t *merge, git_repository *repo);
 
 /* The rename limit merges in `repo` use (see the top). */
 unsigned int merge_conflicts_rename_limit(git_repository *repo);

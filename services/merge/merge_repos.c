@@ -34,13 +34,13 @@ typedef struct {
 /* One lent or kept handle. `lent` comes first: a merge_repo_t * is its entry. */
 typedef struct {
     merge_repo_t lent;
-    char *path;       /* the path it was asked for (the key) */
-    char *gitdir;     /* lent.gitdir */
-    char *workdir;    /* lent.workdir */
-    s_print_t print;  /* the repository as the last task left it */
-    bool out;         /* lent to a task now */
-    bool kept;        /* in the set; false: an extra handle, closed when put back */
-    uint64_t used;    /* when it was last lent (a counter), for eviction */
+    char *path;      /* the path it was asked for (the key) */
+    char *gitdir;    /* lent.gitdir */
+    char *workdir;   /* lent.workdir */
+    s_print_t print; /* the repository as the last task left it */
+    bool out;        /* lent to a task now */
+    bool kept;       /* in the set; false: an extra handle, closed when put back */
+    uint64_t used;   /* when it was last lent (a counter), for eviction */
 } s_entry_t;
 
 struct merge_repos_t {
@@ -105,8 +105,8 @@ static void s_print_dirs(s_print_t *print, const char *dir, int depth)
 
 static void s_print_take(s_print_t *print, git_repository *repo)
 {
-    static const char *const files[] = {"", "packed-refs", "config", "objects", "objects/pack",
-                                        "objects/info/alternates"};
+    static const char *const files[] = {"",        "packed-refs",  "config",
+                                        "objects", "objects/pack", "objects/info/alternates"};
     print->count = 0;
     print->failed = false;
     const char *common = git_repository_commondir(repo);
@@ -125,9 +125,8 @@ static bool s_print_equal(const s_print_t *a, const s_print_t *b)
         return false;
     for (size_t i = 0; i < a->count; i++) {
         const s_stamp_t *x = &a->stamps[i], *y = &b->stamps[i];
-        if (x->exists != y->exists || x->dev != y->dev || x->ino != y->ino ||
-            x->size != y->size || x->mtime.tv_sec != y->mtime.tv_sec ||
-            x->mtime.tv_nsec != y->mtime.tv_nsec)
+        if (x->exists != y->exists || x->dev != y->dev || x->ino != y->ino || x->size != y->size ||
+            x->mtime.tv_sec != y->mtime.tv_sec || x->mtime.tv_nsec != y->mtime.tv_nsec)
             return false;
     }
     return true;

@@ -32,9 +32,9 @@ typedef struct merge_repos_t merge_repos_t;
 
 /* One open repository, lent by merge_repos_get(). Everything is owned by the set. */
 typedef struct {
-    git_repository *repo; /* the repository (the common one when the path is a worktree) */
-    const char *gitdir;   /* git directory of the path given (a worktree's own) */
-    const char *workdir;  /* its working tree, or NULL when bare */
+    git_repository *repo;     /* the repository (the common one when the path is a worktree) */
+    const char *gitdir;       /* git directory of the path given (a worktree's own) */
+    const char *workdir;      /* its working tree, or NULL when bare */
     git_odb_backend *scratch; /* an in-memory object store added to the repository's, last
                                  in line so libgit2 never writes there: objects the
                                  conflict detection makes and drops (merge_conflicts.h) */

@@ -102,8 +102,8 @@ static int s_git_conflicts(const char *repo_path, const char *ours, const char *
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-    char *argv[] = {"git", "-C", (char *)repo_path, "merge-tree", "--write-tree", "--name-only",
-                    (char *)ours, (char *)theirs, NULL};
+    char *argv[] = {"git",         "-C",         (char *)repo_path, "merge-tree", "--write-tree",
+                    "--name-only", (char *)ours, (char *)theirs,    NULL};
     pid_t pid;
     int spawned = posix_spawnp(&pid, "git", &actions, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
@@ -284,8 +284,8 @@ int main(int argc, char **argv)
                            engine.tree[0] ? engine.tree : "(not written)", git.tree);
             }
             if (!same_paths) {
-                printf("%s %.10s + %.10s:", same_verdict ? "paths differ" : "verdict differs",
-                       h1, h2);
+                printf("%s %.10s + %.10s:", same_verdict ? "paths differ" : "verdict differs", h1,
+                       h2);
                 s_print_missing("engine only", &engine, &git);
                 s_print_missing("; git only", &git, &engine);
                 printf("\n");
@@ -297,15 +297,14 @@ int main(int argc, char **argv)
     printf("repository %s at %.10s: %zu two-parent merges, %zu replayed on both sides "
            "(%zu errors)\n",
            repo_path, head, merges, timed, errors);
-    printf("verdicts identical: %zu/%zu (conflicting: engine %zu, git %zu)\n", verdicts_same,
-           timed, engine_conflicted, git_conflicted);
+    printf("verdicts identical: %zu/%zu (conflicting: engine %zu, git %zu)\n", verdicts_same, timed,
+           engine_conflicted, git_conflicted);
     printf("conflicting path sets identical: %zu/%zu merges both sides call conflicting\n",
            paths_same, both_conflicted);
     printf("merged trees identical: %zu/%zu clean merges (the engine's written outside its "
            "timing)\n",
            trees_same, clean_both);
-    printf("repository opened %zu time(s) by the engine's handle set\n",
-           merge_repos_opened(repos));
+    printf("repository opened %zu time(s) by the engine's handle set\n", merge_repos_opened(repos));
     double engine_p50 = s_report("engine (handle + merge_conflicts_find)", engine_us, timed);
     double git_p50 = s_report("git merge-tree --write-tree (posix_spawn)", git_us, timed);
     if (git_p50 > 0)

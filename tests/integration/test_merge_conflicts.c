@@ -16,8 +16,7 @@
 static testenv_t *s_env;
 
 /* Writes 50 lines to `file` in `repo`, line 10 reading `line10`, then `tail` if any. */
-static void s_write_text(const char *repo, const char *file, const char *line10,
-                         const char *tail)
+static void s_write_text(const char *repo, const char *file, const char *line10, const char *tail)
 {
     char path[1024], text[4096];
     size_t used = 0;
@@ -103,8 +102,7 @@ static void s_engine_paths(const char *repo_path, char *buf, size_t size)
 static void s_git_paths(const char *repo, char *buf, size_t size)
 {
     buf[0] = '\0';
-    int rc = testgit_run(repo, "merge-tree", "--write-tree", "--name-only", "ours", "theirs",
-                         NULL);
+    int rc = testgit_run(repo, "merge-tree", "--write-tree", "--name-only", "ours", "theirs", NULL);
     CHECK(rc == 0 || rc == 1);
     const char *lines = strchr(testgit_out(), '\n');
     size_t used = 0;
@@ -124,8 +122,7 @@ static void s_check(const char *name, const char *const *ours, const char *const
     s_engine_paths(repo, engine, sizeof engine);
     s_git_paths(repo, git, sizeof git);
     if (strcmp(engine, expected) != 0 || strcmp(git, expected) != 0)
-        fprintf(stderr, "%s: engine [%s], git [%s], expected [%s]\n", name, engine, git,
-                expected);
+        fprintf(stderr, "%s: engine [%s], git [%s], expected [%s]\n", name, engine, git, expected);
     CHECK_STR(engine, expected);
     CHECK_STR(git, expected);
 }
@@ -229,8 +226,9 @@ static void test_unchanged_subtrees(void)
     /* lib.c and lib-x.txt sort around lib/ differently once lib is a placeholder (a
      * gitlink sorts as "lib", a directory as "lib/"): the sides must still line up. */
     const char *ours[] = {"edit src/main.txt OURS", "edit a.txt OURS", "edit lib.c OURS", NULL};
-    const char *theirs[] = {"edit src/io/net/n.txt THEIRS", "mv b.txt src/b.txt",
-                            "edit c.txt THEIRS", "edit lib-x.txt THEIRS", "add lib.d d", NULL};
+    const char *theirs[] = {
+        "edit src/io/net/n.txt THEIRS", "mv b.txt src/b.txt", "edit c.txt THEIRS",
+        "edit lib-x.txt THEIRS",        "add lib.d d",        NULL};
     char repo[512];
     snprintf(repo, sizeof repo, "%s/nested", s_env->dir);
     CHECK_INT(testgit_run(s_env->dir, "init", "-q", "-b", "main", repo, NULL), 0);

@@ -111,8 +111,8 @@ static void test_reuse_and_invalidation(void)
 
     /* The repository replaced by another at the same path. */
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && git clone -q '%s' '%s'", s_repos.user,
-             s_repos.remote, s_repos.user);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && git clone -q '%s' '%s'", s_repos.user, s_repos.remote,
+             s_repos.user);
     CHECK_INT(system(cmd), 0);
     s_cycle(repos, true, "replaced repository");
 

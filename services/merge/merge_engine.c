@@ -13,7 +13,9 @@
 #include "merge_engine.h"
 
 #include "merge_checkout.h"
+#include "merge_conflicts.h"
 #include "merge_locks.h"
+#include "merge_repos.h"
 #include "merge_verify.h"
 #include "worktree.h"
 
@@ -31,29 +33,23 @@
 /* Returned by an attempt whose push was rejected because the target moved. */
 #define S_RETRY 1
 
-/* One conflicting path of the in-memory merge, with the two sides' blobs. */
-typedef struct {
-    char *path;
-    bool has_ours, has_theirs;
-    git_oid ours, theirs;
-} s_conflict_t;
-
 /* Everything one run needs; lives on merge_engine_run()'s stack. */
 typedef struct {
     const merge_request_t *req;
     merge_result_t *result;
     const char *target;
     const char *remote_name;
-    git_repository *repo;   /* the repository (the common one when opened via a worktree) */
+    merge_repos_t *repos;   /* where the repository comes from (the request's or own_repos) */
+    merge_repos_t *own_repos; /* made for this run when the request brings none */
+    merge_repo_t *lent;     /* the repository, lent by `repos` for the run */
+    git_repository *repo;   /* lent->repo (the common one when opened via a worktree) */
     git_remote *remote;     /* NULL: no remote configured, merge locally */
-    char *opened_gitdir;    /* gitdir of the path we were given (differs for a worktree) */
-    char *opened_workdir;   /* its working tree, or NULL when bare */
+    const char *opened_gitdir;  /* gitdir of the path we were given (differs for a worktree) */
+    const char *opened_workdir; /* its working tree, or NULL when bare */
     char *source_ref;       /* the ref SOURCE was read from */
     git_oid source_oid, target_oid, merge_oid;
     bool source_on_remote;
-    git_index *merge_index; /* in-memory three-way merge of this attempt */
-    s_conflict_t *conflicts;
-    size_t nconflicts;
+    merge_conflicts_t merge; /* in-memory three-way merge of this attempt, its conflicts */
     worktree_t *worktree;
     char *push_message;     /* rejection message of the last push */
 } s_job_t;
@@ -219,13 +215,7 @@ static int s_push_progress(unsigned int current, unsigned int total, size_t byte
 static void s_clear_attempt(s_job_t *job)
 {
     worktree_destroy(&job->worktree);
-    git_index_free(job->merge_index);
-    job->merge_index = NULL;
-    for (size_t i = 0; i < job->nconflicts; i++)
-        free(job->conflicts[i].path);
-    free(job->conflicts);
-    job->conflicts = NULL;
-    job->nconflicts = 0;
+    merge_conflicts_clear(&job->merge);
     free(job->source_ref);
     job->source_ref = NULL;
     s_list_free(&job->result->resolved_files, &job->result->resolved_count);
@@ -270,43 +260,28 @@ static int s_validate_request(s_job_t *job)
     return 0;
 }
 
-/* Opens the repository the path belongs to. A linked worktree resolves to the repository
- * it is a worktree of, so refs, worktrees and locks are the shared ones. */
+/* Takes the repository the path belongs to from the request's merge_repos (the handle the
+ * last task of this workspace used, unless the repository changed since), or opens it. */
 static int s_open_repository(s_job_t *job)
 {
-    git_repository *opened = NULL;
-    int open_rc = git_repository_open_ext(&opened, job->req->repo_path, 0, NULL);
-    const git_error *why = open_rc < 0 ? git_error_last() : NULL;
-    if (open_rc == GIT_EOWNER ||
-        (why != NULL && why->message != NULL && strstr(why->message, "safe.directory"))) {
-        /* libgit2's message ("config value 'safe.directory' was not found") hides why. */
-        struct stat st;
-        long owner = stat(job->req->repo_path, &st) == 0 ? (long)st.st_uid : -1;
-        return s_fail(job, FAILURE_STATE,
-                      "repository %s belongs to uid %ld, not to this service (uid %ld), and git "
-                      "refuses to open it: run the merge-agent as the repository's owner, or "
-                      "trust it with `git config --global --add safe.directory %s` as uid %ld",
-                      job->req->repo_path, owner, (long)geteuid(), job->req->repo_path,
-                      (long)geteuid());
+    job->repos = job->req->repos;
+    if (job->repos == NULL) {
+        int rc = merge_repos_new(&job->own_repos);
+        if (rc != 0)
+            return s_fail_from_module(job, rc);
+        job->repos = job->own_repos;
     }
-    if (open_rc < 0)
-        return s_git_fail(job, "cannot open repository");
-    job->opened_gitdir = strdup(git_repository_path(opened));
-    if (git_repository_workdir(opened) != NULL)
-        job->opened_workdir = strdup(git_repository_workdir(opened));
-    if (git_repository_is_worktree(opened)) {
-        int rc = git_repository_open(&job->repo, git_repository_commondir(opened));
-        git_repository_free(opened);
-        if (rc < 0)
-            return s_git_fail(job, "cannot open the repository of the worktree");
-    } else {
-        job->repo = opened;
-    }
+    int rc = merge_repos_get(job->repos, job->req->repo_path, &job->lent);
+    if (rc != 0)
+        return s_fail_from_module(job, rc);
+    job->repo = job->lent->repo;
+    job->opened_gitdir = job->lent->gitdir;
+    job->opened_workdir = job->lent->workdir;
     if (!job->req->push) {
         s_progress(job, "push = false: merging into the local '%s'", job->target);
         return 0;
     }
-    int rc = git_remote_lookup(&job->remote, job->repo, job->remote_name);
+    rc = git_remote_lookup(&job->remote, job->repo, job->remote_name);
     if (rc == GIT_ENOTFOUND) {
         job->remote = NULL;
         s_progress(job, "no remote '%s': merging into the local '%s'", job->remote_name,
@@ -555,59 +530,9 @@ static int s_preflight(s_job_t *job)
 
 /* ---- 2. analysis ----------------------------------------------------------------------- */
 
-static int s_add_conflict(s_job_t *job, const char *path, const git_index_entry *ours,
-                          const git_index_entry *theirs)
-{
-    for (size_t i = 0; i < job->nconflicts; i++)
-        if (strcmp(job->conflicts[i].path, path) == 0)
-            return 0;
-    s_conflict_t *grown = realloc(job->conflicts, (job->nconflicts + 1) * sizeof *grown);
-    if (grown == NULL)
-        return s_fail(job, FAILURE_MEMORY, "out of memory");
-    job->conflicts = grown;
-    s_conflict_t *c = &grown[job->nconflicts];
-    memset(c, 0, sizeof *c);
-    c->path = strdup(path);
-    if (c->path == NULL)
-        return s_fail(job, FAILURE_MEMORY, "out of memory");
-    if (ours != NULL && strcmp(ours->path, path) == 0) {
-        c->has_ours = true;
-        c->ours = ours->id;
-    }
-    if (theirs != NULL && strcmp(theirs->path, path) == 0) {
-        c->has_theirs = true;
-        c->theirs = theirs->id;
-    }
-    job->nconflicts++;
-    return 0;
-}
-
-/* Lists the conflicting paths of job->merge_index (every side's path: a rename conflict
- * names both). */
-static int s_collect_conflicts(s_job_t *job)
-{
-    git_index_conflict_iterator *it = NULL;
-    if (git_index_conflict_iterator_new(&it, job->merge_index) < 0)
-        return s_git_fail(job, "cannot list conflicts");
-    const git_index_entry *ancestor, *ours, *theirs;
-    int rc = 0;
-    while (rc == 0 && git_index_conflict_next(&ancestor, &ours, &theirs, it) == 0) {
-        const git_index_entry *sides[3] = {ours, theirs, ancestor};
-        for (int i = 0; i < 3 && rc == 0; i++)
-            if (sides[i] != NULL)
-                rc = s_add_conflict(job, sides[i]->path, ours, theirs);
-    }
-    git_index_conflict_iterator_free(it);
-    return rc;
-}
-
-static int s_merge_options(git_merge_options *opts)
-{
-    return git_merge_options_init(opts, GIT_MERGE_OPTIONS_VERSION);
-}
-
 /* Decides the strategy. Up-to-date and fast-forward need no merge; otherwise the three-way
- * merge is done in memory and its conflicts listed before any working tree exists. */
+ * merge is done in memory and its conflicts listed, as git names them (merge_conflicts.h),
+ * before any working tree exists. */
 static int s_analyse(s_job_t *job)
 {
     merge_result_t *result = job->result;
@@ -622,23 +547,10 @@ static int s_analyse(s_job_t *job)
         git_oid_cpy(&job->merge_oid, &job->source_oid);
         return 0;
     }
-    git_commit *ours = NULL, *theirs = NULL;
-    git_merge_options opts;
-    s_merge_options(&opts);
-    int rc = 0;
-    if (git_commit_lookup(&ours, job->repo, &job->target_oid) < 0 ||
-        git_commit_lookup(&theirs, job->repo, &job->source_oid) < 0 ||
-        git_merge_commits(&job->merge_index, job->repo, ours, theirs, &opts) < 0)
-        rc = s_git_fail(job, "three-way merge failed");
-    git_commit_free(ours);
-    git_commit_free(theirs);
+    int rc = merge_conflicts_find(&job->merge, job->lent, &job->target_oid, &job->source_oid);
     if (rc != 0)
-        return rc;
-    if (git_index_has_conflicts(job->merge_index)) {
-        result->strategy = MERGE_STRATEGY_RESOLVED;
-        return s_collect_conflicts(job);
-    }
-    result->strategy = MERGE_STRATEGY_CLEAN;
+        return s_fail_from_module(job, rc);
+    result->strategy = job->merge.count > 0 ? MERGE_STRATEGY_RESOLVED : MERGE_STRATEGY_CLEAN;
     return 0;
 }
 
@@ -673,8 +585,9 @@ static int s_create_merge_commit(s_job_t *job, const git_oid *tree_oid)
 static int s_commit_clean_merge(s_job_t *job)
 {
     git_oid tree_oid;
-    if (git_index_write_tree_to(&tree_oid, job->merge_index, job->repo) < 0)
-        return s_git_fail(job, "cannot write the merged tree");
+    int rc = merge_conflicts_write_tree(&tree_oid, &job->merge, job->repo);
+    if (rc != 0)
+        return s_fail_from_module(job, rc);
     return s_create_merge_commit(job, &tree_oid);
 }
 
@@ -690,23 +603,23 @@ static merge_markers_count_t s_blob_markers(s_job_t *job, bool exists, const git
     return count;
 }
 
-/* Stages the resolver's version of each conflicting path into job->merge_index (a deleted
+/* Stages the resolver's version of each conflicting path into job->merge.index (a deleted
  * file resolves by deletion) and names the files that still hold conflict markers. */
 static int s_stage_resolutions(s_job_t *job)
 {
     git_repository *wt_repo = worktree_repo(job->worktree);
     const char *wt_path = worktree_path(job->worktree);
     merge_result_t *result = job->result;
-    for (size_t i = 0; i < job->nconflicts; i++) {
-        const s_conflict_t *c = &job->conflicts[i];
-        if (git_index_conflict_remove(job->merge_index, c->path) < 0)
+    for (size_t i = 0; i < job->merge.count; i++) {
+        const merge_conflict_t *c = &job->merge.conflicts[i];
+        if (git_index_conflict_remove(job->merge.index, c->path) < 0)
             git_error_clear();
         char *full = s_strdupf("%s/%s", wt_path, c->path);
         struct stat st;
         bool exists = full != NULL && lstat(full, &st) == 0;
         free(full);
         if (!exists) {
-            git_index_remove_bypath(job->merge_index, c->path);
+            git_index_remove_bypath(job->merge.index, c->path);
             continue;
         }
         git_index_entry entry;
@@ -725,7 +638,7 @@ static int s_stage_resolutions(s_job_t *job)
         if (merge_verify_markers_remain(resolved, ours, theirs) &&
             s_list_add(&result->failed_files, &result->failed_count, c->path) != 0)
             return s_fail(job, FAILURE_MEMORY, "out of memory");
-        if (git_index_add(job->merge_index, &entry) < 0)
+        if (git_index_add(job->merge.index, &entry) < 0)
             return s_git_fail(job, "cannot stage a resolved file");
     }
     if (result->failed_count > 0) {
@@ -734,8 +647,8 @@ static int s_stage_resolutions(s_job_t *job)
         free(files);
         return rc;
     }
-    git_index_conflict_cleanup(job->merge_index);
-    if (git_index_has_conflicts(job->merge_index))
+    git_index_conflict_cleanup(job->merge.index);
+    if (git_index_has_conflicts(job->merge.index))
         return s_fail(job, FAILURE_STATE, "the merge index still has conflicts");
     return 0;
 }
@@ -813,17 +726,17 @@ static int s_resolve_conflicts(s_job_t *job)
 {
     const merge_request_t *req = job->req;
     merge_result_t *result = job->result;
-    char **paths = calloc(job->nconflicts, sizeof *paths);
+    char **paths = calloc(job->merge.count, sizeof *paths);
     if (paths == NULL)
         return s_fail(job, FAILURE_MEMORY, "out of memory");
-    for (size_t i = 0; i < job->nconflicts; i++)
-        paths[i] = job->conflicts[i].path;
-    char *names = s_list_join(paths, job->nconflicts);
-    s_progress(job, "%zu conflicting file(s): %s", job->nconflicts, names ? names : "?");
+    for (size_t i = 0; i < job->merge.count; i++)
+        paths[i] = job->merge.conflicts[i].path;
+    char *names = s_list_join(paths, job->merge.count);
+    s_progress(job, "%zu conflicting file(s): %s", job->merge.count, names ? names : "?");
     free(names);
     int rc = 0;
     if (req->resolve == NULL) {
-        for (size_t i = 0; i < job->nconflicts && rc == 0; i++)
+        for (size_t i = 0; i < job->merge.count && rc == 0; i++)
             rc = s_list_add(&result->failed_files, &result->failed_count, paths[i]);
         free(paths);
         return s_fail(job, FAILURE_STATE, "conflicts and no resolver");
@@ -837,7 +750,9 @@ static int s_resolve_conflicts(s_job_t *job)
     git_repository *wt_repo = worktree_repo(job->worktree);
     git_annotated_commit *source = NULL;
     git_merge_options merge_opts;
-    s_merge_options(&merge_opts);
+    git_merge_options_init(&merge_opts, GIT_MERGE_OPTIONS_VERSION);
+    /* The same rename limit as the analysis, so the worktree holds the same conflicts. */
+    merge_opts.target_limit = merge_conflicts_rename_limit(job->repo);
     git_checkout_options checkout_opts;
     git_checkout_options_init(&checkout_opts, GIT_CHECKOUT_OPTIONS_VERSION);
     checkout_opts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_ALLOW_CONFLICTS;
@@ -861,7 +776,7 @@ static int s_resolve_conflicts(s_job_t *job)
     int64_t start = clock_now_ms();
     char *notes = NULL;
     int resolver_rc = req->resolve(worktree_path(job->worktree),
-                                   (const char *const *)paths, job->nconflicts, &notes,
+                                   (const char *const *)paths, job->merge.count, &notes,
                                    req->callback_arg);
     result->resolve_ms += s_since(start);
     if (notes != NULL)
@@ -874,12 +789,12 @@ static int s_resolve_conflicts(s_job_t *job)
     }
     rc = s_step_check(job, "conflict resolution");
     if (rc == 0 && resolver_rc != 0) {
-        for (size_t i = 0; i < job->nconflicts && rc == 0; i++)
+        for (size_t i = 0; i < job->merge.count && rc == 0; i++)
             rc = s_list_add(&result->failed_files, &result->failed_count, paths[i]);
         /* The resolver's own account is the root cause; the unresolved files follow. */
         rc = s_fail(job, FAILURE_AGENT, "%s%sthe conflicts in %zu file(s) were not resolved",
                     notes && notes[0] ? notes : "", notes && notes[0] ? " — so " : "",
-                    job->nconflicts);
+                    job->merge.count);
     }
     free(notes);
     free(paths);
@@ -888,8 +803,8 @@ static int s_resolve_conflicts(s_job_t *job)
 
     rc = s_stage_resolutions(job);
     git_oid tree_oid;
-    if (rc == 0 && git_index_write_tree_to(&tree_oid, job->merge_index, job->repo) < 0)
-        rc = s_git_fail(job, "cannot write the resolved tree");
+    if (rc == 0 && (rc = merge_conflicts_write_tree(&tree_oid, &job->merge, job->repo)) != 0)
+        rc = s_fail_from_module(job, rc);
     if (rc == 0)
         rc = s_check_outside_changes(job, &tree_oid);
     bool accepted = false;
@@ -897,9 +812,9 @@ static int s_resolve_conflicts(s_job_t *job)
         rc = s_check_resolver_commit(job, &tree_oid, &accepted);
     if (rc == 0 && !accepted)
         rc = s_create_merge_commit(job, &tree_oid);
-    for (size_t i = 0; i < job->nconflicts && rc == 0; i++)
+    for (size_t i = 0; i < job->merge.count && rc == 0; i++)
         rc = s_list_add(&result->resolved_files, &result->resolved_count,
-                        job->conflicts[i].path);
+                        job->merge.conflicts[i].path);
     return rc;
 }
 
@@ -1292,9 +1207,9 @@ int merge_engine_run(const merge_request_t *request, merge_result_t *result)
     result->resolved_count = nresolved;
 
     git_remote_free(job.remote);
-    git_repository_free(job.repo);
-    free(job.opened_gitdir);
-    free(job.opened_workdir);
+    if (job.lent != NULL)
+        merge_repos_put(job.repos, &job.lent);
+    merge_repos_destroy(&job.own_repos);
     free(job.push_message);
     git_libgit2_shutdown();
     result->total_ms = s_since(start);

@@ -2,11 +2,13 @@
  * result, never touching the user's working tree, index or HEAD.
  *
  * One call, merge_engine_run(), does the whole job:
- *   1. pre-flight  open the repository (a clone or a linked worktree), remove stale lock
+ *   1. pre-flight  open the repository (a clone or a linked worktree; or take the handle the
+ *                  last run on it left in `repos`, merge_repos.h), remove stale lock
  *                  files (refuse fresh ones: "repository busy"), clean worktrees left by a
  *                  crashed run of this engine, fetch the remote, resolve SOURCE and TARGET;
  *   2. analysis    up-to-date (already merged: SUCCESS, nothing pushed), fast-forward, or an
- *                  in-memory three-way merge that lists the conflicting paths;
+ *                  in-memory three-way merge that lists the conflicting paths as git names
+ *                  them (merge_conflicts.h: a rename conflict once, under git's path);
  *   3. merge       clean: a merge commit on no ref; conflicts: a worktree owned by the
  *                  service under `worktree_dir`, the conflicted merge written into it, the
  *                  caller's resolve() callback (the agent), then verification (no conflict
@@ -34,6 +36,8 @@
  * run. Time comes from clock_now_ms(). */
 #ifndef CLOISTER_MERGE_ENGINE_H
 #define CLOISTER_MERGE_ENGINE_H
+
+#include "merge_repos.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -109,6 +113,8 @@ typedef struct {
     const char *author_name;   /* identity of the merge commit */
     const char *author_email;
     const char *worktree_dir;  /* the service's own directory for worktrees (required) */
+    merge_repos_t *repos;      /* optional (borrowed): repositories kept open from run to run;
+                                  NULL opens the repository for this run only */
     merge_progress_fn progress;   /* optional */
     merge_resolve_fn resolve;     /* optional: without it, conflicts are a FAILURE */
     merge_run_tests_fn run_tests; /* optional: without it, TESTS is SKIP */

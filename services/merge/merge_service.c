@@ -41,6 +41,7 @@ struct merge_service_t {
     bool push;                /* [merge] push: false merges onto the local target only */
     const char *test_command; /* configured test command, or NULL to detect */
     char control_endpoint[1024]; /* the broker's, for the fence before a push */
+    merge_repos_t *repos; /* each workspace's repository, kept open from task to task */
 };
 
 /* One merge. */
@@ -93,6 +94,11 @@ int merge_service_new(merge_service_t **out, const config_t *config)
     snprintf(self->control_endpoint, sizeof self->control_endpoint, "%s",
              config_string(config, "broker", "control", "tcp://127.0.0.1:5562"));
     rc = s_read_settings(self, config);
+    if (rc == 0) {
+        rc = merge_repos_new(&self->repos);
+        if (rc != 0)
+            sandbox_destroy(&self->sandbox);
+    }
     if (rc != 0) {
         free(self);
         return rc;
@@ -111,6 +117,7 @@ void merge_service_destroy(merge_service_t **self_p)
     if (self_p == NULL || *self_p == NULL)
         return;
     sandbox_destroy(&(*self_p)->sandbox);
+    merge_repos_destroy(&(*self_p)->repos);
     free(*self_p);
     *self_p = NULL;
 }
@@ -628,6 +635,7 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
         merge_request_t request;
         merge_request_init(&request);
         request.repo_path = job.workspace;
+        request.repos = job.service->repos;
         request.source_branch = job.source;
         request.source_commit = job.commit;
         request.target_branch = job.target;

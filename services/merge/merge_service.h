@@ -10,6 +10,8 @@
  *              with [merge] push = false none is used: the merge lands on the local target
  *
  * What the job does, per task:
+ *  - the repository: the handle the last task of the same workspace used, kept open
+ *    unless the repository changed in between (merge_repos.h);
  *  - deadline: the task's timeout_s (the lease the skeleton enforces) minus a margin
  *    (MERGE_SERVICE_MARGIN_*), so the engine stops, cleans up and reports on its own
  *    before the skeleton has to cancel it;

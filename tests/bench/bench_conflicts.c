@@ -1,42 +1,55 @@
-/* bench_conflicts: how fast, and how faithfully, libgit2 finds the conflicting files of a
- * merge in memory, compared with `git merge-tree --write-tree --name-only`.
+/* bench_conflicts: the merge engine's conflict detection replayed on a real history,
+ * against `git merge-tree --write-tree --name-only`, in the same run.
  *
- *   bench_conflicts <repository> [max_merges=200]
+ *   bench_conflicts <repository> [max_merges]
  *
- * Walks the history from HEAD for merge commits (up to max_merges). For each it times
- * git_merge_commits(first parent, second parent) plus the listing of the conflicting paths
- * (what the merge engine does before touching any working tree), then times git merge-tree
- * started with posix_spawn (process start-up included) and compares the two lists. Prints counts,
- * agreements and mean/p50/p99 times for both. Built, not run by ctest;
- * tests/bench/make_synthetic_repo.sh makes a repository to run it on. */
+ * Walks the history from HEAD and takes every two-parent merge commit (up to max_merges,
+ * default all). For each, first parent = ours, second = theirs:
+ *   engine  the merge engine's own steps for a task: the workspace's repository handle
+ *           from a merge_repos set (kept from merge to merge, fingerprint checked), then
+ *           merge_conflicts_find() (merge_conflicts.h: the in-memory merge and the
+ *           conflicting paths as the engine lists them), then the handle put back;
+ *   git     `git merge-tree --write-tree --name-only <ours> <theirs>` started with
+ *           posix_spawn, its output read to the end (process start-up included).
+ * Prints each merge whose verdict (conflicting or not) or set of conflicting paths differs,
+ * with the paths only one side names; then the counts, and mean/p50/p90/p99 of both sides.
+ * For a merge both call clean, the engine's merged tree (merge_conflicts_write_tree, after
+ * its clock stops) is compared with the tree git printed: the skipped directories must
+ * come back whole.
+ * Built, not run by ctest; tests/bench/make_synthetic_repo.sh makes a repository to run it
+ * on when no real one is at hand. */
 #include "clock.h"
+#include "merge_conflicts.h"
+#include "merge_repos.h"
 
+#include <fcntl.h>
 #include <git2.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
 
-#define MAX_PATHS 256
-
 typedef struct {
-    char *paths[MAX_PATHS];
+    char **paths;
     size_t n;
+    char tree[GIT_OID_HEXSZ + 1]; /* the merged tree (git: always; engine: clean merges) */
 } path_list_t;
 
-static void s_list_add(path_list_t *list, const char *path)
+static void s_list_add(path_list_t *list, const char *path, size_t len)
 {
-    for (size_t i = 0; i < list->n; i++)
-        if (strcmp(list->paths[i], path) == 0)
-            return;
-    if (list->n < MAX_PATHS)
-        list->paths[list->n++] = strdup(path);
+    char **grown = realloc(list->paths, (list->n + 1) * sizeof *grown);
+    if (grown == NULL)
+        abort();
+    list->paths = grown;
+    list->paths[list->n] = strndup(path, len);
+    if (list->paths[list->n] == NULL)
+        abort();
+    list->n++;
 }
 
 static int s_compare_str(const void *a, const void *b)
@@ -48,76 +61,37 @@ static void s_list_clear(path_list_t *list)
 {
     for (size_t i = 0; i < list->n; i++)
         free(list->paths[i]);
+    free(list->paths);
+    list->paths = NULL;
     list->n = 0;
 }
 
-static bool s_list_equal(path_list_t *a, path_list_t *b)
+/* The engine's conflicting paths of ours <- theirs, as a task of the engine finds them;
+ * *tree_us: the time to write the merged tree of a clean merge (out->tree), which is not
+ * part of the detection's time. */
+static int s_engine_conflicts(merge_repos_t *repos, const char *repo_path, const git_oid *ours,
+                              const git_oid *theirs, path_list_t *out, int64_t *detect_us)
 {
-    qsort(a->paths, a->n, sizeof a->paths[0], s_compare_str);
-    qsort(b->paths, b->n, sizeof b->paths[0], s_compare_str);
-    if (a->n != b->n)
-        return false;
-    for (size_t i = 0; i < a->n; i++)
-        if (strcmp(a->paths[i], b->paths[i]) != 0)
-            return false;
-    return true;
-}
-
-/* libgit2: in-memory merge and its conflicting paths, named as git names them. */
-static int s_libgit2_conflicts(git_repository *repo, const git_oid *p1, const git_oid *p2,
-                               path_list_t *out)
-{
-    git_commit *ours = NULL, *theirs = NULL;
-    git_index *index = NULL;
-    git_merge_options opts;
-    git_merge_options_init(&opts, GIT_MERGE_OPTIONS_VERSION);
-    int rc = -1;
-    if (git_commit_lookup(&ours, repo, p1) < 0 || git_commit_lookup(&theirs, repo, p2) < 0 ||
-        git_merge_commits(&index, repo, ours, theirs, &opts) < 0)
-        goto out;
-    if (git_index_has_conflicts(index)) {
-        git_index_conflict_iterator *it = NULL;
-        const git_index_entry *anc, *o, *t;
-        if (git_index_conflict_iterator_new(&it, index) < 0)
-            goto out;
-        /* libgit2 splits a rename/modify conflict in two: the old path (ancestor and the
-         * side that modified it, the renaming side absent) and the new path (the renaming
-         * side alone). git names it by the new path only, so the old path's entry is left
-         * out when the renaming side added a path of its own in the same merge. */
-        path_list_t gone_ours = {0}, gone_theirs = {0};
-        bool added_ours = false, added_theirs = false;
-        while (git_index_conflict_next(&anc, &o, &t, it) == 0) {
-            if (anc != NULL && o == NULL && t != NULL)
-                s_list_add(&gone_ours, anc->path);
-            else if (anc != NULL && t == NULL && o != NULL)
-                s_list_add(&gone_theirs, anc->path);
-            else {
-                added_ours = added_ours || (anc == NULL && o != NULL && t == NULL);
-                added_theirs = added_theirs || (anc == NULL && t != NULL && o == NULL);
-                s_list_add(out, o ? o->path : t ? t->path : anc->path);
-            }
-        }
-        for (size_t i = 0; !added_ours && i < gone_ours.n; i++)
-            s_list_add(out, gone_ours.paths[i]);
-        for (size_t i = 0; !added_theirs && i < gone_theirs.n; i++)
-            s_list_add(out, gone_theirs.paths[i]);
-        for (size_t i = 0; i < gone_ours.n; i++)
-            free(gone_ours.paths[i]);
-        for (size_t i = 0; i < gone_theirs.n; i++)
-            free(gone_theirs.paths[i]);
-        git_index_conflict_iterator_free(it);
-    }
-    rc = 0;
-out:
-    git_index_free(index);
-    git_commit_free(ours);
-    git_commit_free(theirs);
+    int64_t start = clock_now_us();
+    merge_repo_t *lent = NULL;
+    if (merge_repos_get(repos, repo_path, &lent) != 0)
+        return -1;
+    merge_conflicts_t found;
+    int rc = merge_conflicts_find(&found, lent, ours, theirs);
+    for (size_t i = 0; rc == 0 && i < found.count; i++)
+        s_list_add(out, found.conflicts[i].path, strlen(found.conflicts[i].path));
+    *detect_us = clock_now_us() - start;
+    git_oid tree;
+    if (rc == 0 && found.count == 0 && merge_conflicts_write_tree(&tree, &found, lent->repo) == 0)
+        git_oid_tostr(out->tree, sizeof out->tree, &tree);
+    merge_conflicts_clear(&found);
+    merge_repos_put(repos, &lent);
     return rc;
 }
 
 /* git merge-tree --write-tree --name-only: line 1 is the tree, then one conflicting path
- * per line up to an empty line (then informational messages). */
-static int s_git_conflicts(const char *repo_path, const char *p1, const char *p2,
+ * per line up to an empty line (then informational messages). Exit 1: conflicts. */
+static int s_git_conflicts(const char *repo_path, const char *ours, const char *theirs,
                            path_list_t *out)
 {
     int fds[2];
@@ -128,17 +102,16 @@ static int s_git_conflicts(const char *repo_path, const char *p1, const char *p2
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-    char *argv[] = {"git", "-C", (char *)repo_path, "merge-tree", "--write-tree", "--name-only",
-                    (char *)p1, (char *)p2, NULL};
+    char *argv[] = {"git",         "-C",         (char *)repo_path, "merge-tree", "--write-tree",
+                    "--name-only", (char *)ours, (char *)theirs,    NULL};
     pid_t pid;
     int spawned = posix_spawnp(&pid, "git", &actions, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
     if (spawned != 0) {
         close(fds[0]);
-        close(fds[1]);
         return -1;
     }
-    close(fds[1]);
     size_t size = 1 << 16, used = 0;
     char *buf = malloc(size);
     ssize_t n;
@@ -146,7 +119,10 @@ static int s_git_conflicts(const char *repo_path, const char *p1, const char *p2
         used += (size_t)n;
         if (used + 1 == size) {
             size *= 2;
-            buf = realloc(buf, size);
+            char *grown = realloc(buf, size);
+            if (grown == NULL)
+                free(buf);
+            buf = grown;
         }
     }
     close(fds[0]);
@@ -157,20 +133,46 @@ static int s_git_conflicts(const char *repo_path, const char *p1, const char *p2
         return -1;
     }
     buf[used] = '\0';
-    char *rest = strchr(buf, '\n'); /* line 1 is the tree */
-    if (rest != NULL)
-        rest++;
-    if (WEXITSTATUS(status) == 1) {
-        while (rest != NULL && *rest != '\0' && *rest != '\n') {
-            char *end = strchr(rest, '\n');
-            if (end != NULL)
-                *end = '\0';
-            s_list_add(out, rest);
-            rest = end ? end + 1 : NULL;
-        }
+    snprintf(out->tree, sizeof out->tree, "%.40s", buf);
+    char *line = strchr(buf, '\n'); /* line 1 is the tree */
+    while (WEXITSTATUS(status) == 1 && line != NULL && line[1] != '\0' && line[1] != '\n') {
+        char *start = line + 1;
+        line = strchr(start, '\n');
+        s_list_add(out, start, line ? (size_t)(line - start) : strlen(start));
     }
     free(buf);
     return 0;
+}
+
+/* Prints the paths of `a` that `b` lacks (both sorted). */
+static void s_print_missing(const char *label, const path_list_t *a, const path_list_t *b)
+{
+    printf(" %s:", label);
+    size_t j = 0, printed = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        while (j < b->n && strcmp(b->paths[j], a->paths[i]) < 0)
+            j++;
+        if (j == b->n || strcmp(b->paths[j], a->paths[i]) != 0) {
+            printf(" %s", a->paths[i]);
+            printed++;
+        }
+    }
+    if (printed == 0)
+        printf(" -");
+}
+
+static bool s_lists_equal(path_list_t *a, path_list_t *b)
+{
+    if (a->n > 1)
+        qsort(a->paths, a->n, sizeof a->paths[0], s_compare_str);
+    if (b->n > 1)
+        qsort(b->paths, b->n, sizeof b->paths[0], s_compare_str);
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->paths[i], b->paths[i]) != 0)
+            return false;
+    return true;
 }
 
 static int s_compare_i64(const void *a, const void *b)
@@ -179,93 +181,138 @@ static int s_compare_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void s_report(const char *name, int64_t *us, size_t n)
+/* The q-th percentile (nearest rank) of n sorted values. */
+static double s_percentile_ms(const int64_t *sorted, size_t n, int q)
+{
+    size_t rank = (n * (size_t)q + 99) / 100;
+    return (double)sorted[(rank > 0 ? rank : 1) - 1] / 1000.0;
+}
+
+static double s_report(const char *name, int64_t *us, size_t n)
 {
     if (n == 0)
-        return;
+        return 0;
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += (double)us[i];
     qsort(us, n, sizeof us[0], s_compare_i64);
-    size_t p99 = (n * 99 + 99) / 100;
-    printf("%-28s mean %8.2f ms  p50 %8.2f ms  p99 %8.2f ms\n", name, sum / (double)n / 1000.0,
-           (double)us[n / 2] / 1000.0, (double)us[(p99 > 0 ? p99 : 1) - 1] / 1000.0);
+    printf("%-44s mean %7.2f ms  p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms\n", name,
+           sum / (double)n / 1000.0, s_percentile_ms(us, n, 50), s_percentile_ms(us, n, 90),
+           s_percentile_ms(us, n, 99));
+    return s_percentile_ms(us, n, 50);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argv[1][0] == '-') {
+    if (argc < 2 || argc > 3 || argv[1][0] == '-') {
         fprintf(stderr, "usage: %s <repository> [max_merges]\n", argv[0]);
         return 2;
     }
     const char *repo_path = argv[1];
-    size_t max = argc > 2 ? (size_t)strtoul(argv[2], NULL, 10) : 200;
+    size_t max = argc > 2 ? (size_t)strtoul(argv[2], NULL, 10) : SIZE_MAX;
     git_libgit2_init();
-    git_repository *repo = NULL;
+    git_repository *walk_repo = NULL;
     git_revwalk *walk = NULL;
-    if (git_repository_open_ext(&repo, repo_path, 0, NULL) < 0 ||
-        git_revwalk_new(&walk, repo) < 0 || git_revwalk_push_head(walk) < 0) {
+    if (git_repository_open_ext(&walk_repo, repo_path, 0, NULL) < 0 ||
+        git_revwalk_new(&walk, walk_repo) < 0 || git_revwalk_push_head(walk) < 0) {
         fprintf(stderr, "cannot open %s: %s\n", repo_path, git_error_last()->message);
         return 1;
     }
     git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL);
-    int64_t *lib_us = calloc(max, sizeof *lib_us), *cli_us = calloc(max, sizeof *cli_us);
-    size_t merges = 0, agree = 0, lib_conflicted = 0, cli_conflicted = 0, errors = 0;
+    /* The merges first: the walk is not part of either side's time. */
+    git_oid *pairs = NULL;
+    size_t merges = 0;
     git_oid oid;
     while (merges < max && git_revwalk_next(&oid, walk) == 0) {
         git_commit *commit = NULL;
-        if (git_commit_lookup(&commit, repo, &oid) < 0)
+        if (git_commit_lookup(&commit, walk_repo, &oid) < 0)
             continue;
-        if (git_commit_parentcount(commit) != 2) {
-            git_commit_free(commit);
-            continue;
+        if (git_commit_parentcount(commit) == 2) {
+            git_oid *grown = realloc(pairs, (merges + 1) * 2 * sizeof *grown);
+            if (grown == NULL)
+                abort();
+            pairs = grown;
+            pairs[merges * 2] = *git_commit_parent_id(commit, 0);
+            pairs[merges * 2 + 1] = *git_commit_parent_id(commit, 1);
+            merges++;
         }
-        git_oid p1 = *git_commit_parent_id(commit, 0), p2 = *git_commit_parent_id(commit, 1);
         git_commit_free(commit);
-        char h1[GIT_OID_HEXSZ + 1], h2[GIT_OID_HEXSZ + 1];
-        git_oid_tostr(h1, sizeof h1, &p1);
-        git_oid_tostr(h2, sizeof h2, &p2);
-        path_list_t lib = {{0}, 0}, cli = {{0}, 0};
+    }
+    char head[GIT_OID_HEXSZ + 1] = "";
+    if (git_reference_name_to_id(&oid, walk_repo, "HEAD") == 0)
+        git_oid_tostr(head, sizeof head, &oid);
+    git_revwalk_free(walk);
+    git_repository_free(walk_repo);
 
+    merge_repos_t *repos = NULL;
+    if (merge_repos_new(&repos) != 0)
+        return 1;
+    int64_t *engine_us = calloc(merges + 1, sizeof *engine_us);
+    int64_t *git_us = calloc(merges + 1, sizeof *git_us);
+    size_t engine_conflicted = 0, git_conflicted = 0, verdicts_same = 0, both_conflicted = 0;
+    size_t paths_same = 0, errors = 0, timed = 0, clean_both = 0, trees_same = 0;
+    for (size_t m = 0; m < merges; m++) {
+        const git_oid *ours = &pairs[m * 2], *theirs = &pairs[m * 2 + 1];
+        char h1[GIT_OID_HEXSZ + 1], h2[GIT_OID_HEXSZ + 1];
+        git_oid_tostr(h1, sizeof h1, ours);
+        git_oid_tostr(h2, sizeof h2, theirs);
+        path_list_t engine = {0}, git = {0};
+        int64_t engine_time = 0;
+        int engine_rc = s_engine_conflicts(repos, repo_path, ours, theirs, &engine, &engine_time);
         int64_t start = clock_now_us();
-        int lib_rc = s_libgit2_conflicts(repo, &p1, &p2, &lib);
-        lib_us[merges] = clock_now_us() - start;
-        start = clock_now_us();
-        int cli_rc = s_git_conflicts(repo_path, h1, h2, &cli);
-        cli_us[merges] = clock_now_us() - start;
-        merges++;
-        if (lib_rc != 0 || cli_rc != 0) {
+        int git_rc = s_git_conflicts(repo_path, h1, h2, &git);
+        int64_t git_time = clock_now_us() - start;
+        if (engine_rc != 0 || git_rc != 0) {
             errors++;
-            fprintf(stderr, "merge of %.8s + %.8s: %s failed\n", h1, h2,
-                    lib_rc != 0 ? "libgit2" : "git merge-tree");
+            fprintf(stderr, "merge %.10s + %.10s: %s failed\n", h1, h2,
+                    engine_rc != 0 ? "the engine" : "git merge-tree");
         } else {
-            lib_conflicted += lib.n > 0;
-            cli_conflicted += cli.n > 0;
-            if (s_list_equal(&lib, &cli)) {
-                agree++;
-            } else {
-                printf("disagree %.8s + %.8s: libgit2", h1, h2);
-                for (size_t i = 0; i < lib.n; i++)
-                    printf(" %s", lib.paths[i]);
-                printf(" | git");
-                for (size_t i = 0; i < cli.n; i++)
-                    printf(" %s", cli.paths[i]);
+            engine_us[timed] = engine_time;
+            git_us[timed++] = git_time;
+            engine_conflicted += engine.n > 0;
+            git_conflicted += git.n > 0;
+            bool same_verdict = (engine.n > 0) == (git.n > 0);
+            verdicts_same += same_verdict;
+            both_conflicted += engine.n > 0 && git.n > 0;
+            bool same_paths = s_lists_equal(&engine, &git);
+            paths_same += engine.n > 0 && git.n > 0 && same_paths;
+            if (engine.n == 0 && git.n == 0) {
+                clean_both++;
+                trees_same += strcmp(engine.tree, git.tree) == 0;
+                if (strcmp(engine.tree, git.tree) != 0)
+                    printf("tree differs %.10s + %.10s: engine %s, git %s\n", h1, h2,
+                           engine.tree[0] ? engine.tree : "(not written)", git.tree);
+            }
+            if (!same_paths) {
+                printf("%s %.10s + %.10s:", same_verdict ? "paths differ" : "verdict differs", h1,
+                       h2);
+                s_print_missing("engine only", &engine, &git);
+                s_print_missing("; git only", &git, &engine);
                 printf("\n");
             }
         }
-        s_list_clear(&lib);
-        s_list_clear(&cli);
+        s_list_clear(&engine);
+        s_list_clear(&git);
     }
-    printf("repository %s: %zu merge commits examined\n", repo_path, merges);
-    printf("conflicting merges: libgit2 %zu, git merge-tree %zu; file lists agree on %zu/%zu "
+    printf("repository %s at %.10s: %zu two-parent merges, %zu replayed on both sides "
            "(%zu errors)\n",
-           lib_conflicted, cli_conflicted, agree, merges, errors);
-    s_report("libgit2 git_merge_commits", lib_us, merges);
-    s_report("git merge-tree (posix_spawn)", cli_us, merges);
-    free(lib_us);
-    free(cli_us);
-    git_revwalk_free(walk);
-    git_repository_free(repo);
+           repo_path, head, merges, timed, errors);
+    printf("verdicts identical: %zu/%zu (conflicting: engine %zu, git %zu)\n", verdicts_same, timed,
+           engine_conflicted, git_conflicted);
+    printf("conflicting path sets identical: %zu/%zu merges both sides call conflicting\n",
+           paths_same, both_conflicted);
+    printf("merged trees identical: %zu/%zu clean merges (the engine's written outside its "
+           "timing)\n",
+           trees_same, clean_both);
+    printf("repository opened %zu time(s) by the engine's handle set\n", merge_repos_opened(repos));
+    double engine_p50 = s_report("engine (handle + merge_conflicts_find)", engine_us, timed);
+    double git_p50 = s_report("git merge-tree --write-tree (posix_spawn)", git_us, timed);
+    if (git_p50 > 0)
+        printf("engine p50 / git p50 = %.2f\n", engine_p50 / git_p50);
+    merge_repos_destroy(&repos);
+    free(engine_us);
+    free(git_us);
+    free(pairs);
     git_libgit2_shutdown();
-    return 0;
+    return errors > 0 ? 1 : 0;
 }

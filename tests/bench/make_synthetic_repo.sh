@@ -2,8 +2,11 @@
 # Builds a reproducible synthetic git history for bench_conflicts: a main line and topic
 # branches merged back, some of them conflicting, a few with renames.
 #
-#   tests/bench/make_synthetic_repo.sh <dir> [merges=200]
+#   tests/bench/make_synthetic_repo.sh <dir> [merges=200] [files=100]
 #
+# With files = 100 (the default) the files sit side by side at the top; with more, in a
+# tree the size of a real project's: 100 per directory, four subdirectories each
+# (d<N>/s<M>/f<F>.txt), so a merge changes a few directories and leaves most alone.
 # Each cycle: 5 commits on main, a topic branch from main~2 with 4 commits, a merge of the
 # topic into main (10 commits per cycle, so 200 merges ≈ 2,000 commits). In about a quarter
 # of the cycles main edits the same line as the topic (a conflict, resolved with "ours");
@@ -12,6 +15,7 @@
 set -euo pipefail
 dir=${1:?usage: make_synthetic_repo.sh <dir> [merges]}
 merges=${2:-200}
+nfiles=${3:-100}
 RANDOM=42
 export GIT_CONFIG_NOSYSTEM=1 HOME="$dir/.home"
 export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
@@ -21,10 +25,20 @@ mkdir -p "$dir" "$HOME"
 cd "$dir"
 git init -q -b main .
 
-nfiles=100
 nlines=20
+# file_path <n>: where file n lives.
+file_path() {
+  if ((nfiles <= 100)); then
+    echo "f$1.txt"
+  else
+    echo "d$(($1 / 100))/s$(($1 % 4))/f$1.txt"
+  fi
+}
 for ((f = 0; f < nfiles; f++)); do
-  for ((l = 0; l < nlines; l++)); do echo "file $f line $l"; done > "f$f.txt"
+  path=$(file_path "$f")
+  mkdir -p "$(dirname "$path")"
+  awk -v f="$f" -v n="$nlines" 'BEGIN { for (l = 0; l < n; l++) print "file " f " line " l }' \
+    > "$path"
 done
 git add .
 
@@ -44,7 +58,8 @@ edit() {
 # pick_file: sets $picked to a random file. (Not echoed through $(...): bash reseeds RANDOM
 # in subshells, which would make the history differ from run to run.)
 pick_file() {
-  local names=(f*.txt)
+  local names
+  if ((nfiles <= 100)); then names=(f*.txt); else names=(d*/s*/f*.txt); fi
   picked=${names[RANDOM % ${#names[@]}]}
 }
 
@@ -69,7 +84,11 @@ for ((m = 0; m < merges; m++)); do
   if ((RANDOM % 20 == 0)); then
     pick_file
     f=$picked
-    git mv "$f" "renamed-$m-$f"
+    if [[ $f == */* ]]; then
+      git mv "$f" "${f%/*}/renamed-$m-${f##*/}"
+    else
+      git mv "$f" "renamed-$m-$f"
+    fi
     commit -m "topic $m rename"
   fi
   git checkout -q main

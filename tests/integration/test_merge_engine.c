@@ -187,6 +187,21 @@ static int s_parent_count(const char *dir, const char *rev)
     return words;
 }
 
+/* The paths, space-separated (malloc'd). */
+static char *s_list_text(char *const *paths, size_t n)
+{
+    size_t size = 1;
+    for (size_t i = 0; i < n; i++)
+        size += strlen(paths[i]) + 1;
+    char *out = calloc(1, size);
+    for (size_t i = 0; out != NULL && i < n; i++) {
+        if (i > 0)
+            strcat(out, " ");
+        strcat(out, paths[i]);
+    }
+    return out;
+}
+
 /* ---- scenarios ------------------------------------------------------------------------- */
 
 static void test_fast_forward(void)
@@ -361,6 +376,106 @@ static void test_conflict_resolved(void)
     CHECK(res.success);
     CHECK(res.notes && strstr(res.notes, "resolver's own merge commit"));
     CHECK_INT(s_parent_count(s_repos.remote, "main"), 2);
+    CHECK(s_repo_left_clean());
+    merge_result_clear(&res);
+    s_teardown();
+}
+
+/* 20 lines of a.c's kind, line 10 reading `line10`: long enough for a one-line edit to
+ * keep a renamed file similar (libgit2 and git need 50 %). */
+static void s_long_text(char *buf, size_t size, const char *line10)
+{
+    size_t used = 0;
+    for (int i = 1; i <= 20 && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s\n",
+                                 i == 10 ? line10 : (i % 2 ? "int x;" : "int y;"));
+}
+
+/* a.c grows to 20 lines on main; the user's feature renames it to `renamed` (and, with
+ * `other_rename`, dev's main renames it to that) while both change line 10. */
+static void s_rename_fixture(const char *name, const char *renamed, const char *other_rename)
+{
+    s_fixture(name);
+    char text[1024];
+    s_long_text(text, sizeof text, "int base;");
+    /* A directory no side touches: skipped by the detection, whole in the merge. */
+    testgit_push_main(s_repos.dev, "lib/util/u.c", "int u;\n");
+    testgit_push_main(s_repos.dev, "a.c", text);
+    testgit_run(s_repos.user, "pull", "-q", "origin", "main", NULL);
+    testgit_run(s_repos.user, "checkout", "-q", "-b", "feature", "main", NULL);
+    testgit_run(s_repos.user, "mv", "a.c", renamed, NULL);
+    s_long_text(text, sizeof text, "int feature;");
+    testgit_commit(s_repos.user, renamed, text, "rename and edit");
+    testgit_run(s_repos.user, "push", "-q", "origin", "feature", NULL);
+    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    s_long_text(text, sizeof text, "int main_line;");
+    testgit_run(s_repos.dev, "pull", "-q", "origin", "main", NULL);
+    if (other_rename != NULL)
+        testgit_run(s_repos.dev, "mv", "a.c", other_rename, NULL);
+    testgit_commit(s_repos.dev, other_rename ? other_rename : "a.c", text, "edit on main");
+    testgit_run(s_repos.dev, "push", "-q", "origin", "main", NULL);
+}
+
+/* A rename/modify conflict is one conflict, under the new path (as git names it): the
+ * resolver is shown that path alone, resolves it there, and the old path is gone. */
+static void test_rename_modify_conflict(void)
+{
+    s_rename_fixture("merge-rename-modify", "renamed.c", NULL);
+    char resolved[1024];
+    s_long_text(resolved, sizeof resolved, "int both;");
+    s_calls_t calls = {.tests = MERGE_TESTS_PASS, .resolved_text = resolved};
+    merge_request_t req;
+    s_request(&req, "feature", &calls);
+    merge_result_t res;
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK(res.success);
+    CHECK_INT(res.strategy, MERGE_STRATEGY_RESOLVED);
+    CHECK_INT(calls.resolve_calls, 1);
+    CHECK_STR(calls.first_conflict, "renamed.c");
+    CHECK_INT(res.resolved_count, 1);
+    CHECK(res.resolved_count == 1 && strcmp(res.resolved_files[0], "renamed.c") == 0);
+    testgit_run(s_repos.remote, "show", "main:renamed.c", NULL);
+    CHECK(strstr(testgit_out(), "int both;") != NULL);
+    CHECK(testgit_run(s_repos.remote, "cat-file", "-e", "main:a.c", NULL) != 0);
+    testgit_run(s_repos.remote, "ls-tree", "-r", "main", NULL);
+    CHECK(strstr(testgit_out(), "lib/util/u.c") != NULL);
+    CHECK(strstr(testgit_out(), " commit ") == NULL);
+    char *text = merge_result_render(&res);
+    CHECK(text && strstr(text, "RESOLVED_FILES: renamed.c\n"));
+    free(text);
+    CHECK(s_repo_left_clean());
+    merge_result_clear(&res);
+
+    s_teardown();
+
+    /* Without a resolver the failure names the same one path. */
+    s_calls_t none = {.tests = MERGE_TESTS_PASS};
+    s_rename_fixture("merge-rename-noresolver", "renamed.c", NULL);
+    s_request(&req, "feature", &none);
+    req.resolve = NULL;
+    CHECK(merge_engine_run(&req, &res) != 0);
+    CHECK_INT(res.failed_count, 1);
+    CHECK(res.failed_count == 1 && strcmp(res.failed_files[0], "renamed.c") == 0);
+    merge_result_clear(&res);
+    s_teardown();
+}
+
+/* Both sides renamed a.c, each to its own path: git lists the old path and both new ones,
+ * and so does the engine; the resolver settles on one of them. */
+static void test_rename_rename_conflict(void)
+{
+    s_rename_fixture("merge-rename-rename", "feature.c", "main.c");
+    s_calls_t calls = {.tests = MERGE_TESTS_PASS};
+    merge_request_t req;
+    s_request(&req, "feature", &calls);
+    req.resolve = NULL;
+    merge_result_t res;
+    CHECK(merge_engine_run(&req, &res) != 0);
+    CHECK_INT(res.strategy, MERGE_STRATEGY_RESOLVED);
+    CHECK_INT(res.failed_count, 3);
+    char *files = res.failed_count == 3 ? s_list_text(res.failed_files, 3) : NULL;
+    CHECK_STR(files ? files : "", "a.c feature.c main.c");
+    free(files);
     CHECK(s_repo_left_clean());
     merge_result_clear(&res);
     s_teardown();
@@ -932,6 +1047,8 @@ int main(void)
     test_fast_forward();
     test_clean_merge_and_idempotence();
     test_conflict_resolved();
+    test_rename_modify_conflict();
+    test_rename_rename_conflict();
     test_conflict_refusals();
     test_resolver_branches_undone();
     test_tests_fail();

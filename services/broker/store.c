@@ -83,6 +83,7 @@ enum {
     STMT_TASK_UPDATE,
     STMT_TASK_UPDATE_RESULT,
     STMT_TASK_DISPATCHED,
+    STMT_TASK_PRIORITY,
     STMT_TASK_LOAD,
     STMT_ATTEMPT_INSERT,
     STMT_ATTEMPTS_FOR_ISSUE,
@@ -111,6 +112,7 @@ static const char *s_sql[STMT_COUNT] = {
     [STMT_TASK_UPDATE_RESULT] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5,"
                                 " error=?6, not_before=?7, updated=?8, max_attempts=?9, result=?10"
                                 " WHERE rid=?1",
+    [STMT_TASK_PRIORITY] = "UPDATE tasks SET priority=?2, updated=?3 WHERE rid=?1",
     [STMT_TASK_DISPATCHED] = "UPDATE tasks SET state=?2, attempt=?3, worker=?4, updated=?5,"
                               " worker_key=?6 WHERE rid=?1",
     [STMT_TASK_LOAD] = "SELECT " TASK_COLUMNS " FROM tasks WHERE id=?",
@@ -816,6 +818,18 @@ int store_task_dispatched(store_t *self, const task_t *task)
     s_put_int(self, stmt, 5, task->updated);
     s_put_text(self, stmt, 6, task->worker_key);
     return s_write(self, stmt, "updating a dispatched task");
+}
+
+int store_task_priority(store_t *self, const task_t *task)
+{
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
+    const int stmt = STMT_TASK_PRIORITY;
+    s_put_int(self, stmt, 1, task->rowid);
+    s_put_int(self, stmt, 2, task->priority);
+    s_put_int(self, stmt, 3, task->updated);
+    return s_write(self, stmt, "changing a task's priority");
 }
 
 static char *s_column_text(sqlite3_stmt *stmt, int column)

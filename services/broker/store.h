@@ -62,6 +62,8 @@ int store_task_update(store_t *self, const task_t *task, const void *result, siz
 /* Writes only what a dispatch changes: state, attempt, worker and updated (every other
  * column already matches the task). */
 int store_task_dispatched(store_t *self, const task_t *task);
+/* Writes a queued task's priority and updated (set_priority). */
+int store_task_priority(store_t *self, const task_t *task);
 
 /* Loads one task by id into a new task_t (specialist and result filled). Returns 0,
  * FAILURE_NOT_FOUND or FAILURE_STORE. The caller owns *out. */

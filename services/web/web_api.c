@@ -438,18 +438,18 @@ static json_t *s_review_waiting(client_t *client, const json_t *review, int *rc)
     const char *verdict = json_string_value(json_object_get(result, "REVIEW_RESULT"));
     if (gate == NULL) /* a review-agent of one's own: its verdict decides */
         gate = verdict != NULL && strcmp(verdict, "APPROVED") == 0 ? "open" : "blocked";
-    json_t *entry = json_pack("{s:O, s:O, s:O, s:O, s:s, s:o}", "id",
-                              json_object_get(review, "id"), "title",
-                              json_object_get(review, "title"), "updated",
-                              json_object_get(review, "updated"), "issue",
-                              json_object_get(review, "issue"), "gate", gate, "must_fix", must_fix);
-    static const char *const copied[][2] = {{"branch", "branch"}, {"workspace", "workspace"},
-                                            {"target", "target"}};
-    for (size_t k = 0; k < sizeof copied / sizeof copied[0]; k++)
-        json_object_set(entry, copied[k][0], json_object_get(payload, copied[k][1]));
-    json_object_set(entry, "review_result", json_object_get(result, "REVIEW_RESULT"));
-    json_object_set(entry, "review_mode", json_object_get(result, "review_mode"));
-    json_object_set(entry, "commit", json_object_get(result, "diff_head"));
+    json_t *entry = json_pack("{s:s, s:o}", "gate", gate, "must_fix", must_fix);
+    /* Copied when present (a review's title, issue, payload may lack any of them). */
+    static const char *const from_task[] = {"id", "title", "updated", "issue"};
+    for (size_t k = 0; k < sizeof from_task / sizeof from_task[0]; k++)
+        json_object_set(entry, from_task[k], json_object_get(review, from_task[k]));
+    static const char *const from_payload[] = {"branch", "workspace", "target"};
+    for (size_t k = 0; k < sizeof from_payload / sizeof from_payload[0]; k++)
+        json_object_set(entry, from_payload[k], json_object_get(payload, from_payload[k]));
+    static const char *const from_result[][2] = {
+        {"review_result", "REVIEW_RESULT"}, {"review_mode", "review_mode"}, {"commit", "diff_head"}};
+    for (size_t k = 0; k < sizeof from_result / sizeof from_result[0]; k++)
+        json_object_set(entry, from_result[k][0], json_object_get(result, from_result[k][1]));
     return entry;
 }
 

@@ -122,23 +122,6 @@ class System:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def blocked_review(system, issue):
-    """A finished review-agent task for `issue` whose verdict blocks the gate."""
-    repo = os.path.join(system.dir, "repo-" + issue)
-    git = dict(system.env, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
-    for args in (["init", "-q", "-b", "main", repo], ["-C", repo, "commit", "-q", "--allow-empty",
-                                                     "-m", "init"],
-                 ["-C", repo, "branch", "feature"]):
-        subprocess.run(["git"] + args, env=git, check=True)
-    system.worker("review-agent", "review-w", "echo 'REVIEW_RESULT: CHANGES_REQUESTED'")
-    task_id = "review-" + issue
-    check(system.pan("submit", "review-agent", "--id", task_id, "--issue", issue, "--workspace",
-                     repo, "--branch", "feature").returncode == 0, "submit the review")
-    system.wait_for(lambda: '"state": "done"' in system.pan("task", "show", task_id, "--json").stdout,
-                    "the review to finish")
-
-
 def paused_specialist(system, specialist, reason):
     """Plays a worker of `specialist` over the protocol (PROTOCOL.md) that takes a task and
     hands it back asking the broker to pause the specialist, as a specialist does when its
@@ -505,7 +488,7 @@ class Browser:
         self.proc = subprocess.Popen(
             ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--remote-debugging-port=0", "--user-data-dir=" + profile,
-             "--window-size=1280,1400", url],
+             "--window-size=1400,900", url],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         port_file = os.path.join(profile, "DevToolsActivePort")
         System.wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(),
@@ -515,12 +498,18 @@ class Browser:
         page = [t for t in targets if t.get("type") == "page"][0]
         self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30)
         self.next_id = 0
+        self.errors = []
+        self.call("Runtime.enable")
 
     def call(self, method, **params):
         self.next_id += 1
         self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
         while True:
             message = json.loads(self.ws.recv())
+            if message.get("method") == "Runtime.exceptionThrown":
+                details = message["params"]["exceptionDetails"]
+                self.errors.append(details.get("exception", {}).get("description") or
+                                   details.get("text"))
             if message.get("id") == self.next_id:
                 return message.get("result", {})
 
@@ -531,21 +520,213 @@ class Browser:
     def wait_for(self, expression, timeout=15):
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if self.eval(expression):
+            if self.eval("!!(%s)" % expression):
                 return True
             time.sleep(0.05)
         return False
 
-    def screenshot(self, path):
+    def go(self, address):
+        """Shows a view by its address, as following a link does."""
+        self.eval("location.hash = %s; true" % json.dumps(address))
+
+    def click(self, selector):
+        return self.eval("(() => { const e = document.querySelector(%s); if (!e) return false; "
+                         "e.click(); return true; })()" % json.dumps(selector))
+
+    def text(self, selector):
+        return self.eval("(document.querySelector(%s) || {}).textContent || ''"
+                         % json.dumps(selector))
+
+    def screenshots(self, name):
+        """The whole page at 1,400 and at 800 px wide: OUT/<name>-1400.png, -800.png."""
         import base64
-        data = self.call("Page.captureScreenshot", format="png")["data"]
-        with open(path, "wb") as f:
-            f.write(base64.b64decode(data))
+        for width in (1400, 800):
+            self.call("Emulation.setDeviceMetricsOverride", width=width, height=900,
+                      deviceScaleFactor=1, mobile=False)
+            time.sleep(0.2)
+            height = self.eval("document.documentElement.scrollHeight")
+            self.call("Emulation.setDeviceMetricsOverride", width=width,
+                      height=min(max(int(height or 900), 600), 6000), deviceScaleFactor=1,
+                      mobile=False)
+            time.sleep(0.2)
+            data = self.call("Page.captureScreenshot", format="png")["data"]
+            with open(os.path.join(OUT, "%s-%d.png" % (name, width)), "wb") as f:
+                f.write(base64.b64decode(data))
+        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=900,
+                  deviceScaleFactor=1, mobile=False)
 
     def close(self):
         self.ws.close()
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+
+
+def ids(selector):
+    """The ids of a table's rows, as a JSON text (JavaScript)."""
+    return "JSON.stringify([...document.querySelectorAll('%s tbody tr')].map(r => r.dataset.task))" \
+        % selector
+
+
+def json_list(values):
+    """A list as JSON.stringify writes it, quoted for JavaScript."""
+    return json.dumps(json.dumps(values, separators=(",", ":")))
+
+
+def rows_text(selector):
+    return "[...document.querySelectorAll('%s tbody tr')].map(r => r.textContent).join('\\n')" \
+        % selector
+
+
+def test_overview(system, browser, running, title, go, failing):
+    """The overview: the running task and its new progress line, a markup title kept as text,
+    a paused specialist with why, "idle" not drawn as a warning, Retry, the Wake form."""
+    rows = rows_text("#running")
+    check(browser.wait_for("document.querySelector(%s)"
+                           % json.dumps("#running tr[data-task='%s']" % running)),
+          "the page lists the running task")
+    check(browser.wait_for("(%s).includes(%s)" % (rows, json.dumps(title))),
+          "the markup title shows as text")
+    check(browser.eval("document.querySelectorAll('main img').length") == 0,
+          "the markup title made no element")
+    check(browser.eval("window.__xss === undefined"), "the markup title ran nothing")
+    check(browser.wait_for("document.getElementById('connection').textContent === 'live'"),
+          "the page follows the live events")
+    specialists = rows_text("#specialists")
+    check(browser.wait_for("(%s).includes('pause-agentpausedthe model API refused the key')"
+                           % specialists), "a paused specialist shows as paused, with why")
+    check(browser.eval("(() => { const idle = [...document.querySelectorAll('#specialists "
+                       ".badge')].filter(b => b.textContent === 'idle'); return idle.length > 0 "
+                       "&& idle.every(b => b.classList.contains('neutral')); })()"),
+          "an idle specialist is drawn in a neutral colour, not a warning")
+    open(go, "w").close()
+    started = time.time()
+    check(browser.wait_for("(%s).includes('SECOND-LINE-')" % rows, timeout=10),
+          "the new progress line appears")
+    print("progress line on the page %.2f s after the command was told to print it"
+          % (time.time() - started))
+    check(browser.wait_for("document.querySelector(%s)" % json.dumps(
+        "#failures tr[data-task='%s'] button[data-action=retry]" % failing)),
+          "a failed task is listed with its Retry")
+    browser.screenshots("overview")
+    check(browser.click("#failures tr[data-task='%s'] button[data-action=retry]" % failing),
+          "click Retry")
+    check(System.wait_for(lambda: "retried by a user" in json.dumps(
+        system.request("/api/tasks/%s/events" % failing)[1]), "the retry", timeout=10),
+        "Retry queued the failed task again")
+    options = browser.eval("[...document.querySelectorAll('#wake-form select option')]"
+                           ".map(o => o.value)") or []
+    check("test-agent" in options and "queue-agent" in options,
+          "the Wake form's specialist is a select of the known ones: %s" % options)
+    browser.eval("const f = document.getElementById('wake-form'); f.specialist.value = "
+                 "'test-agent'; f.task.value = 'look at the logs'; "
+                 "f.querySelector('button').click(); true")
+    check(browser.wait_for("document.getElementById('wake-result').textContent"
+                           ".startsWith('Queued as task')"), "the Wake form queues a task")
+
+
+def test_queue_view(system, browser, queued):
+    """A queue's own page after a full load with the cookie alone: its tasks in dispatch
+    order, "move to urgent" and cancel."""
+    browser.call("Page.navigate", url=system.base + "/#/queue/queue-agent")
+    rows = ids("#queue")
+    check(browser.wait_for("%s === %s" % (rows, json_list(queued))),
+          "the queue page lists the queued tasks in dispatch order, loaded by its address")
+    browser.screenshots("queue")
+    check(browser.click("#queue tr[data-task='%s'] button[data-action=urgent]" % queued[2]),
+          "click Move to urgent")
+    moved = [queued[2], queued[0], queued[1], queued[3]]
+    check(browser.wait_for("%s === %s" % (rows, json_list(moved))),
+          "the moved task is first")
+    check(browser.click("#queue tr[data-task='%s'] button[data-action=cancel]" % queued[3]),
+          "click Cancel")
+    check(browser.wait_for("%s === %s" % (rows, json_list(moved[:3]))),
+          "the cancelled task left the queue")
+
+
+def test_task_views(system, browser):
+    """A task's own view: the review's findings grouped by file with suggestions, its stored
+    timeline, the same view after a reload; the test run's failures."""
+    browser.go("#/task/review-PAN-7")
+    check(browser.wait_for("document.querySelectorAll('#findings .file-group').length === 2"),
+          "the review's findings, grouped by file")
+    findings = browser.text("#findings")
+    check("src/a.c" in findings and "Suggestion: copy len bytes and terminate" in findings,
+          "the findings carry their suggestions")
+    check("Gate blocked by 2 findings" in browser.text("#task-verdict"), "the task's verdict")
+    check(browser.wait_for("['dispatched', 'done'].every(e => [...document.querySelectorAll("
+                           "'#task-timeline .badge')].map(b => b.textContent).includes(e))"),
+          "the task's timeline from the stored events")
+    browser.screenshots("task-review")
+    browser.call("Page.reload")
+    check(browser.wait_for("document.getElementById('task-id') && "
+                           "document.getElementById('task-id').textContent === 'review-PAN-7'"),
+          "a reload shows the same task")
+    browser.go("#/task/test-PAN-7")
+    check(browser.wait_for("(document.getElementById('failures') || {}).textContent"
+                           "?.includes('test_a: expected 1, got 2')"), "the test run's failures")
+    browser.screenshots("task-test")
+
+
+def test_reviews_view(system, browser):
+    """Reviews awaiting approval: the blocked gate holds (its refusal in the page's words),
+    an override needs a reason, then the merge is queued."""
+    browser.go("#/reviews")
+    card = "#reviews .review[data-review='review-PAN-7']"
+    check(browser.wait_for("document.querySelector(%s)" % json.dumps(card)),
+          "the blocked review waits for approval")
+    text = browser.text(card)
+    check("blocked" in text and "src/a.c:12" in text and "src/b.c:3" in text and
+          "unchecked return" not in text, "the card shows the must-fix findings only")
+    browser.screenshots("reviews")
+    result = card + " .result"
+    browser.click(card + " button[type=submit]")
+    check(browser.wait_for("document.querySelector(%s).textContent.includes('blocked the merge "
+                           "gate')" % json.dumps(result)), "approve is refused: the gate holds")
+    refusal = browser.text(result)
+    check("pan:" not in refusal and "--force" not in refusal and "override" in refusal,
+          "the refusal is in the page's words: %r" % refusal)
+    browser.click(card + " input[name=force]")
+    browser.click(card + " button[type=submit]")
+    check(browser.wait_for("document.querySelector(%s).textContent.includes('needs a reason')"
+                           % json.dumps(result)), "an override needs a reason")
+    browser.eval("document.querySelector(%s).value = 'hotfix, checked by hand'; true"
+                 % json.dumps(card + " input[name=reason]"))
+    browser.click(card + " button[type=submit]")
+    check(browser.wait_for("document.querySelector(%s).textContent.startsWith('Merge queued')"
+                           % json.dumps(result)), "approve with an override queues the merge")
+    browser.screenshots("reviews-approved")
+
+
+def test_issue_view(system, browser):
+    """The issue's chain review -> test -> merge with their verdicts, and its timeline."""
+    System.wait_for(lambda: '"state": "done"' in system.pan(
+        "task", "show", "merge-review-PAN-7", "--json").stdout, "the merge")
+    browser.go("#/task/merge-review-PAN-7")
+    check(browser.wait_for("(document.getElementById('merge-files') || {}).textContent"
+                           "?.includes('src/a.c')"), "the merge's files")
+    check("Merged." in browser.text("#task-verdict"), "the merge's verdict")
+    browser.screenshots("task-merge")
+    browser.go("#/issue/PAN-7")
+    check(browser.wait_for("document.querySelectorAll('#chain .step').length === 3"),
+          "the issue's chain has its review, test and merge")
+    chain = browser.text("#chain")
+    for words in ("Gate blocked", "Tests fail", "Merged.", "tested " + "", "$0.42"):
+        check(words in chain, "the chain says %r: %r" % (words, chain))
+    check(browser.wait_for("document.querySelectorAll('#issue-timeline li').length >= 9"),
+          "the issue's timeline has the stored events of its three tasks")
+    browser.screenshots("issue")
+
+
+def test_history_view(system, browser, queued):
+    browser.go("#/history?q=" + "queued%20task")
+    rows = ids("#history")
+    check(browser.wait_for("JSON.parse(%s).length === 4" % rows), "the history's text search")
+    browser.eval("const f = document.getElementById('history-filters'); f.state.value = "
+                 "'cancelled'; f.querySelector('button').click(); true")
+    check(browser.wait_for("location.hash.includes('state=cancelled') && %s === %s"
+                           % (rows, json_list([queued[3]]))),
+          "the history's filters, in the address")
+    browser.screenshots("history")
 
 
 def test_browser(system):
@@ -563,45 +744,53 @@ def test_browser(system):
     running = submitted[-1].stdout.strip()
     system.wait_for(lambda: '"state": "running"' in system.pan("task", "show", running, "--json").stdout,
                     "the task to run")
-    blocked_review(system, "PAN-7")
     paused_specialist(system, "pause-agent", "the model API refused the key (HTTP 401): test")
-    browser = Browser(system.base + "/#token=" + system.token, os.path.join(system.dir, "chromium"))
+    repo, head = git_repo(system, "repo-PAN-7")
+    workers = [
+        ScriptedWorker(system, "review-agent", review_answer(head)),
+        ScriptedWorker(system, "test-agent", lambda task: (
+            ("failed", "the suite crashed: segfault in test_c", {})
+            if "break" in task.get("title", "") else
+            ("done", None, {"TEST_RESULT": "FAIL", "TESTS": "2 failed, 8 passed",
+                            "FAILURES": ["test_a: expected 1, got 2", "test_b: timed out"],
+                            "TESTED_COMMIT": head, "cost_usd": 0}))),
+        ScriptedWorker(system, "merge-agent", lambda task: (
+            "done", None, {"MERGE_RESULT": "SUCCESS", "files_changed": ["src/a.c", "src/b.c"],
+                           "RESOLVED_FILES": []}))]
+    browser = None
     try:
-        rows = "[...document.querySelectorAll('#running tbody tr')].map(r => r.textContent).join('\\n')"
-        check(browser.wait_for("(%s).includes(%s)" % (rows, json.dumps(running))),
-              "the page lists the running task")
-        check(browser.wait_for("(%s).includes(%s)" % (rows, json.dumps(title))),
-              "the markup title shows as text")
-        check(browser.eval("document.querySelectorAll('img').length") == 0,
-              "the markup title made no element")
-        check(browser.eval("window.__xss === undefined"), "the markup title ran nothing")
-        check(browser.wait_for("document.getElementById('connection').textContent === 'live'"),
-              "the page follows the live events")
-        specialists = "[...document.querySelectorAll('#specialists tbody tr')].map(r => r.textContent).join('\\n')"
-        check(browser.wait_for("(%s).includes('pause-agentpausedthe model API refused the key')"
-                               % specialists),
-              "a paused specialist shows as paused, with why")
-        open(go, "w").close()
-        started = time.time()
-        appeared = browser.wait_for("(%s).includes('SECOND-LINE-')" % rows, timeout=10)
-        check(appeared, "the new progress line appears")
-        print("progress line on the page %.2f s after the command was told to print it"
-              % (time.time() - started))
-        browser.screenshot(os.path.join(OUT, "dashboard.png"))
-
-        browser.eval("document.querySelector('#approve-form input[name=issue]').value = 'PAN-7';"
-                     "document.querySelector('#approve-form button').click(); true")
-        check(browser.wait_for("document.getElementById('approve-result').textContent"
-                               ".includes('blocked the merge gate')"),
-              "approving a blocked review shows the refusal")
-        browser.eval("[...document.querySelectorAll('#running button.link')][0].click(); true")
-        check(browser.wait_for("!document.getElementById('task').hidden && "
-                               "document.getElementById('task-body').textContent.includes('first line')"
-                               " || document.getElementById('task-id').textContent === %s" % json.dumps(running)),
-              "the task page opens")
-        browser.screenshot(os.path.join(OUT, "task.png"))
+        for specialist, task in (("review-agent", "review-PAN-7"), ("test-agent", "test-PAN-7")):
+            check(system.pan("submit", specialist, "--id", task, "--issue", "PAN-7", "--title",
+                             "PAN-7: login form", "--workspace", repo, "--branch",
+                             "feature").returncode == 0, "submit " + task)
+            System.wait_for(lambda: '"state": "done"' in system.pan("task", "show", task,
+                                                                   "--json").stdout, task)
+        failing = system.pan("submit", "test-agent", "--title", "break the build", "--workspace",
+                             repo, "--max-attempts", "1").stdout.strip()
+        System.wait_for(lambda: '"state": "failed"' in system.pan("task", "show", failing,
+                                                                 "--json").stdout, "a failure")
+        queued = [system.pan("submit", "queue-agent", "--title", "queued task %d" % i)
+                  .stdout.strip() for i in range(4)]
+        browser = Browser(system.base + "/#token=" + system.token,
+                          os.path.join(system.dir, "chromium"))
+        check(browser.wait_for("location.hash === '#/'"), "the token leaves the address bar")
+        check(browser.eval("document.cookie") == "", "the session cookie is out of scripts' reach")
+        test_overview(system, browser, running, title, go, failing)
+        test_queue_view(system, browser, queued)
+        test_task_views(system, browser)
+        test_reviews_view(system, browser)
+        test_issue_view(system, browser)
+        test_history_view(system, browser, queued)
+        browser.go("#/figures")
+        check(browser.wait_for("document.querySelectorAll('#charts svg').length === 4"),
+              "the figures: four charts")
+        browser.screenshots("figures")
+        check(browser.errors == [], "no script error on any page: %s" % browser.errors)
     finally:
-        browser.close()
+        if browser is not None:
+            browser.close()
+        for worker in workers:
+            worker.stop()
 
 
 def main():

@@ -28,7 +28,7 @@ function el(tag, props, ...children) {
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, value === true ? "" : value);
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -40,7 +40,9 @@ function link(href, text, cls) {
 }
 
 function taskLink(id) {
-  return link("#/task/" + encodeURIComponent(id), shortId(id), "id");
+  const a = link("#/task/" + encodeURIComponent(id), shortId(id), "id");
+  a.title = id;
+  return a;
 }
 
 function issueLink(issue) {
@@ -55,8 +57,10 @@ function shortId(id) {
   return id.length > 20 && /^[0-9a-f-]{36}$/.test(id) ? id.slice(0, 8) + "…" : id;
 }
 
+// A table; a header written "#Name" is a numeric column's (right-aligned).
 function table(headers, rows, empty) {
-  const head = el("tr", {}, headers.map((h) => el("th", { class: /^(Queued|Running|Workers|Done|Failed|Dead|#|Attempt)$/.test(h) ? "num" : null }, h)));
+  const head = el("tr", {}, headers.map((h) => h.startsWith("#")
+    ? el("th", { class: "num" }, h.slice(1)) : el("th", {}, h)));
   const body = rows.length ? rows : [el("tr", {}, el("td", { class: "empty", colspan: String(headers.length) }, empty))];
   return el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), el("tbody", {}, body)));
 }
@@ -86,7 +90,7 @@ function ago(time) {
 }
 
 function clock(time) {
-  return new Date(time).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return new Date(time).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
 }
 
 function money(usd) {
@@ -288,8 +292,8 @@ function renderSpecialists(box, specialists, running, stats) {
       el("td", {}, session ? session.agent + " · " + session.runs + " runs" : el("span", { class: "muted" }, "—")),
       el("td", { class: "num" }, session ? money(session.costUsd) : ""));
   });
-  box.replaceChildren(table(["Specialist", "State", "Workers", "Queued", "Running", "Current task", "Last progress",
-    "Done", "Failed", "Session", "Cost"], rows, "no specialist known yet"));
+  box.replaceChildren(table(["Specialist", "State", "#Workers", "#Queued", "#Running", "Current task", "Last progress",
+    "#Done", "#Failed", "Session", "#Cost"], rows, "no specialist known yet"));
   box.querySelector("table").id = "specialists";
 }
 
@@ -582,13 +586,13 @@ function queueView(main, name, params) {
         el("td", { class: "muted" }, ago(t.created), t.attempt ? " · retried " + t.attempt + "×" : "",
           t.not_before > Date.now() ? " · waits " + age(t.not_before - Date.now()) : ""),
         el("td", { class: "actions" }, t.priority !== "urgent" ? urgentButton(t.id) : null, cancelButton(t.id))));
-      body.replaceChildren(table(["#", "Task", "Priority", "Title", "Issue", "Queued", ""], rows, "nothing queued"));
+      body.replaceChildren(table(["##", "Task", "Priority", "Title", "Issue", "Queued", ""], rows, "nothing queued"));
       body.querySelector("table").id = "queue";
       const base = "#/queue/" + encodeURIComponent(name) + "?offset=";
-      pager.replaceChildren(
+      pager.replaceChildren(...[
         el("span", { class: "muted" }, page.total ? (offset + 1) + "–" + (offset + page.items.length) + " of " + page.total : "0 queued"),
         offset > 0 ? link(base + Math.max(0, offset - PAGE), "← earlier") : null,
-        offset + page.items.length < page.total ? link(base + (offset + PAGE), "later →") : null);
+        offset + page.items.length < page.total ? link(base + (offset + PAGE), "later →") : null].filter(Boolean));
       connectEvents(-1);
     },
     onEvent(e) { if (e.specialist === name) scheduleRefresh(); },
@@ -641,10 +645,10 @@ function historyView(main, arg, params) {
       body.querySelector("table").id = "history";
       const older = new URLSearchParams(params);
       if (page.next) older.set("before", page.next);
-      pager.replaceChildren(
+      pager.replaceChildren(...[
         params.get("q") ? el("span", { class: "muted" }, "searched " + page.scanned + " tasks") : null,
         params.get("before") ? link("#/history?" + withoutBefore(params), "newest") : null,
-        page.next ? link("#/history?" + older, "older →") : null);
+        page.next ? link("#/history?" + older, "older →") : null].filter(Boolean));
     },
   };
 }

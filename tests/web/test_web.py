@@ -710,7 +710,8 @@ def test_issue_view(system, browser):
     check(browser.wait_for("document.querySelectorAll('#chain .step').length === 3"),
           "the issue's chain has its review, test and merge")
     chain = browser.text("#chain")
-    for words in ("Gate blocked", "Tests fail", "Merged.", "tested " + "", "$0.42"):
+    for words in ("Gate blocked", "Tests fail", "Merged.", "tested ", "$0.42",
+                  "gate overridden: hotfix, checked by hand"):
         check(words in chain, "the chain says %r: %r" % (words, chain))
     check(browser.wait_for("document.querySelectorAll('#issue-timeline li').length >= 9"),
           "the issue's timeline has the stored events of its three tasks")
@@ -784,6 +785,11 @@ def test_browser(system):
         browser.go("#/figures")
         check(browser.wait_for("document.querySelectorAll('#charts svg').length === 4"),
               "the figures: four charts")
+        check(browser.wait_for("document.querySelector(\"#glance tr a[href='#/queue/queue-agent']\")"),
+              "the figures at a glance, per specialist")
+        check(browser.wait_for("document.querySelectorAll('#chart-queue polyline, "
+                               "#chart-queue circle').length > 0"),
+              "the queue depth is drawn")
         browser.screenshots("figures")
         check(browser.errors == [], "no script error on any page: %s" % browser.errors)
     finally:

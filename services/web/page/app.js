@@ -222,7 +222,6 @@ function overviewView(main) {
     el("div", { class: "grid2" },
       panel("Failures", link("#/history?state=failed", "all failures"), failures),
       panel("Merge queue", link("#/history?specialist=merge-agent", "all merges"), merges)),
-    el("div", { class: "stack" }),
     panel("Wake a specialist", null, wake.form));
   return {
     async refresh() {
@@ -279,7 +278,7 @@ function renderSpecialists(box, specialists, running, stats) {
     const phase = (s.phases || [])[0];
     const session = s.session;
     return el("tr", task ? { "data-task": task.id } : {},
-      el("td", {}, queueLink(s.name)),
+      el("td", { class: "name" }, queueLink(s.name)),
       el("td", {}, badge(status), phase ? el("span", { class: "muted" }, " " + phase.phase) : null,
         s.paused ? el("div", { class: "paused-reason" }, s.paused) : null),
       el("td", { class: "num" }, s.workers || 0),
@@ -300,10 +299,10 @@ function renderSpecialists(box, specialists, running, stats) {
 function renderRunning(box, running) {
   const rows = running.map((t) => el("tr", { "data-task": t.id },
     el("td", {}, taskLink(t.id)),
-    el("td", {}, queueLink(t.specialist)),
+    el("td", { class: "name" }, queueLink(t.specialist)),
     el("td", {}, t.title || ""),
     el("td", {}, issueLink(t.issue)),
-    el("td", { class: "hide-narrow" }, t.worker || ""),
+    el("td", {}, t.worker || ""),
     el("td", {}, age(Date.now() - t.updated)),
     el("td", { class: "progress" }, state.progress.get(t.id) || ""),
     el("td", { class: "actions" }, cancelButton(t.id))));
@@ -335,12 +334,12 @@ function renderMerges(box, tasks) {
 function wakeForm() {
   const select = el("select", { name: "specialist", required: true });
   const out = el("p", { class: "result", id: "wake-result" });
-  const form = el("form", { id: "wake-form", class: "stacked" },
+  const form = el("form", { id: "wake-form", class: "filters" },
     el("label", {}, "Specialist", select),
-    el("label", {}, "Task", el("input", { name: "task", placeholder: "what to do, in a sentence" })),
+    el("label", { class: "grow" }, "Task", el("input", { name: "task", placeholder: "what to do, in a sentence" })),
     el("label", {}, "Workspace", el("input", { name: "workspace", placeholder: "/path/to/repository" })),
-    el("label", {}, "Branch", el("input", { name: "branch" })),
-    el("button", { type: "submit", class: "primary" }, "Wake"), out);
+    el("label", {}, "Branch", el("input", { name: "branch", size: "12" })),
+    el("button", { type: "submit", class: "primary" }, "Wake"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const body = { task: form.task.value || undefined, workspace: form.workspace.value || undefined, branch: form.branch.value || undefined };
@@ -348,7 +347,7 @@ function wakeForm() {
       out, (task) => "Queued as task " + task.id + ".");
   });
   return {
-    form,
+    form: el("div", {}, form, out),
     setSpecialists(list) {
       const names = list.map((s) => s.name);
       const have = [...select.options].map((o) => o.value);
@@ -393,6 +392,10 @@ function verdictOf(task) {
   if (r.TEST_RESULT) return r.TEST_RESULT === "PASS" ? ["Tests passed" + (r.TESTS ? " (" + r.TESTS + ")" : "") + ".", "ok"]
     : ["Tests " + r.TEST_RESULT.toLowerCase() + (r.TESTS ? " (" + r.TESTS + ")" : "") + ".", "bad"];
   return ["Done.", "ok"];
+}
+
+function overrideText(o) {
+  return (o.reason || "no reason given") + " — by " + (o.by || "?") + (o.at ? " at " + o.at : "");
 }
 
 function findingsByFile(findings) {
@@ -498,6 +501,7 @@ function renderTask(head, body, task) {
   const commit = r.diff_head || r.TESTED_COMMIT || r.REVIEWED_COMMIT || payload.commit;
   if (commit) row(r.TESTED_COMMIT ? "Tested commit" : "Commit", el("span", { class: "mono" }, commit));
   if (r.cost_usd !== undefined) row("Agent cost", money(r.cost_usd) + (r.agent_cli ? " (" + r.agent_cli + ")" : ""));
+  if (payload.override) row("Gate overridden", overrideText(payload.override));
   if (task.error) row("Error", el("span", { class: "result refused" }, task.error));
   const parts = [panel("Summary", null, summary)];
   const handoff = payload.handoff;
@@ -550,6 +554,7 @@ function issueView(main, issue) {
           el("div", {}, taskLink(t.id), " ", badge(t.state), " ", el("span", { class: "muted" }, ago(t.updated))),
           commit ? el("div", { class: "mono muted" }, (r.TESTED_COMMIT ? "tested " : "commit ") + commit.slice(0, 12)) : null,
           r.MERGE_RESULT ? el("div", {}, "merge: " + r.MERGE_RESULT) : null,
+          (t.payload || {}).override ? el("div", { class: "result refused" }, "gate overridden: " + overrideText(t.payload.override)) : null,
           r.cost_usd !== undefined ? el("div", { class: "muted" }, "cost " + money(r.cost_usd)) : null);
       }));
       const review = [...data.tasks].reverse().find((t) => t.specialist === "review-agent" && t.result && t.result.FINDINGS);
@@ -706,9 +711,12 @@ function reviewCard(r) {
 
 const COLOURS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#1b7c83", "#bc4c00", "#6e7781"];
 
-function lineChart(title, series, unit, span) {
+// A line chart of `series` ([{name, points: [[t, value]]}]) over the last `span` ms. A
+// specialist whose line stays at zero is left out, so the chart shows what moves.
+function lineChart(title, id, all, unit, span) {
   const ns = "http://www.w3.org/2000/svg";
-  const W = 600, H = 150, L = 44, R = 8, T = 8, B = 20;
+  const W = 600, H = 160, L = 48, R = 10, T = 10, B = 22;
+  const series = all.filter((s) => s.points.some((p) => p[1] > 0));
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("viewBox", "0 0 " + W + " " + H);
   const add = (tag, attrs, text) => {
@@ -719,22 +727,30 @@ function lineChart(title, series, unit, span) {
     return node;
   };
   const now = Date.now();
-  const values = series.flatMap((s) => s.points.map((p) => p[1]));
-  const max = niceMax(Math.max(0, ...values));
-  const x = (t) => L + (W - L - R) * (1 - (now - t) / span);
+  const max = niceMax(Math.max(0, ...series.flatMap((s) => s.points.map((p) => p[1]))));
+  const x = (t) => L + (W - L - R) * Math.max(0, 1 - (now - t) / span);
   const y = (v) => T + (H - T - B) * (1 - v / max);
   for (const f of [0, 0.5, 1]) {
     add("line", { x1: L, x2: W - R, y1: y(max * f), y2: y(max * f), class: f === 0 ? "axis" : "grid" });
     add("text", { x: L - 6, y: y(max * f) + 4, "text-anchor": "end" }, formatValue(max * f, unit));
   }
-  for (const f of [0, 0.5, 1]) add("text", { x: L + (W - L - R) * f, y: H - 4, "text-anchor": f === 0 ? "start" : f === 1 ? "end" : "middle" },
-    f === 1 ? "now" : "-" + age(span * (1 - f)).replace(/ 0m$/, ""));
+  const hours = span >= 86400000;
+  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+    const label = f === 1 ? "now" : hours ? "−" + Math.round(24 * (1 - f)) + " h" : "−" + Math.round(60 * (1 - f)) + " min";
+    add("text", { x: L + (W - L - R) * f, y: H - 5, "text-anchor": f === 0 ? "start" : f === 1 ? "end" : "middle" }, label);
+  }
   series.forEach((s, i) => {
-    if (!s.points.length) return;
-    add("polyline", { points: s.points.map(([t, v]) => x(t).toFixed(1) + "," + y(v).toFixed(1)).join(" "), stroke: COLOURS[i % COLOURS.length] });
+    const colour = COLOURS[all.indexOf(s) % COLOURS.length];
+    if (s.points.length === 1) add("circle", { cx: x(s.points[0][0]), cy: y(s.points[0][1]), r: 3, fill: colour });
+    else add("polyline", { points: s.points.map(([t, v]) => x(t).toFixed(1) + "," + y(v).toFixed(1)).join(" "), stroke: colour });
   });
-  const legend = el("div", { class: "legend" }, series.map((s, i) => el("span", {}, el("i", { style: "background:" + COLOURS[i % COLOURS.length] }), s.name)));
-  return el("section", { class: "panel chart" }, el("h2", {}, title), svg, series.length > 1 ? legend : null);
+  if (!series.length) add("text", { x: (L + W - R) / 2, y: (T + H - B) / 2 + 4, "text-anchor": "middle", class: "empty" }, "nothing yet");
+  const legend = el("div", { class: "legend" }, series.map((s) => {
+    const swatch = el("i");
+    swatch.style.background = COLOURS[all.indexOf(s) % COLOURS.length]; // CSSOM: allowed by the CSP
+    return el("span", {}, swatch, s.name);
+  }));
+  return el("section", { class: "panel chart", id }, el("h2", {}, title), svg, legend);
 }
 
 function niceMax(v) {
@@ -752,28 +768,55 @@ function formatValue(v, unit) {
 
 function figuresView(main, arg, params) {
   const range = params.get("range") === "day" ? "day" : "hour";
+  const glance = el("div");
   const charts = el("div", { class: "charts", id: "charts" });
   main.append(el("h1", {}, "Figures", el("span", { class: "range" },
     link("#/figures", "last hour", range === "hour" ? "current" : null),
     link("#/figures?range=day", "last day", range === "day" ? "current" : null))),
-    el("p", { class: "muted", id: "figures-note" }), charts);
+    el("p", { class: "muted", id: "figures-note" }), panel("Now", "per specialist, over the last 10 minutes", glance), charts);
   return {
     async refresh() {
       const figures = await api("/api/figures");
       const samples = figures[range] || [];
       const span = range === "day" ? 86400000 : 3600000;
       const names = [...new Set(samples.flatMap((s) => Object.keys(s.specialists || {})))].sort();
-      const per = (key) => names.map((name) => ({ name, points: samples.filter((s) => s.specialists && s.specialists[name]).map((s) => [s.t, s.specialists[name][key]]) }));
+      const per = (key) => names.map((name) => ({ name, points: samples
+        .filter((s) => s.specialists && s.specialists[name] && typeof s.specialists[name][key] === "number")
+        .map((s) => [s.t, s.specialists[name][key]]) }));
       document.getElementById("figures-note").textContent = samples.length
-        ? "One sample every " + (range === "day" ? figures.day_every_ms : figures.every_ms) / 1000 + " s since cloister-web started (" + samples.length + " so far)."
+        ? "A sample every " + (range === "day" ? figures.day_every_ms : figures.every_ms) / 1000 + " s since cloister-web started (" + samples.length + " so far)."
         : "No sample yet: cloister-web asks the broker every " + figures.every_ms / 1000 + " s.";
+      renderGlance(glance, figures.hour || [], names);
       charts.replaceChildren(
-        lineChart("Throughput per specialist (tasks finished per minute)", per("per_min"), "", span),
-        lineChart("Queue depth per specialist", per("queued"), "", span),
-        lineChart("Task latency per specialist, p50 (submit to finish)", per("latency_ms"), "ms", span),
-        lineChart("Agent cost per specialist (USD per hour)", per("cost_per_h"), "$", span));
+        lineChart("Throughput (tasks finished per minute)", "chart-throughput", per("per_min"), "", span),
+        lineChart("Queue depth (tasks queued)", "chart-queue", per("queued"), "", span),
+        lineChart("Latency, submit to finish (median)", "chart-latency", per("latency_ms"), "ms", span),
+        lineChart("Agent cost (USD per hour)", "chart-cost", per("cost_per_h"), "$", span));
     },
   };
+}
+
+// The last 10 minutes per specialist, in figures: what the charts say, at a glance.
+function renderGlance(box, samples, names) {
+  const recent = samples.filter((s) => s.t >= Date.now() - 600000);
+  const last = samples[samples.length - 1];
+  const rows = names.map((name) => {
+    const mine = recent.map((s) => (s.specialists || {})[name]).filter(Boolean);
+    const mean = (key) => {
+      const values = mine.map((m) => m[key]).filter((v) => typeof v === "number");
+      return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
+    };
+    const now = last && last.specialists && last.specialists[name];
+    const latency = mean("latency_ms");
+    return el("tr", {}, el("td", {}, queueLink(name)),
+      el("td", { class: "num" }, (mean("per_min") || 0).toFixed(1)),
+      el("td", { class: "num" }, now ? now.queued : 0),
+      el("td", { class: "num" }, now ? now.running : 0),
+      el("td", { class: "num" }, latency === null ? "—" : formatValue(latency, "ms")),
+      el("td", { class: "num" }, money(mean("cost_per_h") || 0) + "/h"));
+  });
+  box.replaceChildren(table(["Specialist", "#Finished / min", "#Queued", "#Running", "#Latency p50", "#Cost"], rows, "no sample yet"));
+  box.querySelector("table").id = "glance";
 }
 
 // ---- live events ----

@@ -185,6 +185,29 @@ static const char *s_queue_page(const char *specialist, int64_t offset, int64_t 
     return buf;
 }
 
+/* A count of `specialist` in list_specialists (-1 when it is not listed). */
+static int64_t s_specialist_count(const char *specialist, field_t key)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, MSG_LIST_SPECIALISTS);
+    wire_msg_t *reply = NULL;
+    int64_t count = -1;
+    if (client_call(s_client, w, &reply) == 0) {
+        const msgpack_object *list = wire_msg_object(reply, FIELD_DATA);
+        for (uint32_t i = 0; list && i < list->via.array.size; i++) {
+            char name[64];
+            const msgpack_object *item = &list->via.array.ptr[i];
+            const msgpack_object *value = wire_map_get(item, key);
+            if (strcmp(wire_obj_str(wire_map_get(item, FIELD_NAME), name, sizeof name, ""),
+                       specialist) == 0 && value != NULL)
+                count = (int64_t)value->via.u64;
+        }
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    return count;
+}
+
 /* "Move to urgent": a queued task changes priority and takes its submit-order place among
  * that priority's tasks, is dispatched in that order, and keeps it over a broker restart.
  * list_queue pages through the queue in dispatch order. */
@@ -215,13 +238,18 @@ static void test_set_priority_and_queue_pages(pid_t *broker)
     CHECK_STR(s_set_priority("m-n1", "asap", code, sizeof code), "invalid");
     CHECK_STR(s_set_priority("no-such-task", "urgent", code, sizeof code), "not_found");
     CHECK_STR(s_set_priority("p-first", "urgent", code, sizeof code), "state"); /* done */
-    /* Stored: a restarted broker has the same queue. */
+    /* Stored: a restarted broker has the same queue, and the counts of what ended. */
+    int64_t done = s_specialist_count("test-agent", FIELD_DONE);
+    int64_t dead = s_specialist_count("test-agent", FIELD_DEAD);
+    CHECK(done > 0 && dead >= 0);
     testenv_signal(*broker, SIGKILL);
     testenv_wait(s_env, *broker, 3000);
     *broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
     CHECK(*broker > 0);
     CHECK_STR(testbroker_queue(s_client, "move-agent", queue, sizeof queue),
               "m-n3 m-u2 m-n1 m-n2 m-u1");
+    CHECK_INT(s_specialist_count("test-agent", FIELD_DONE), done);
+    CHECK_INT(s_specialist_count("test-agent", FIELD_DEAD), dead);
     /* And a worker gets them in that order. */
     fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "move-agent", "move-w1");
     fakeworker_hello(worker, NULL, 0);

@@ -631,6 +631,9 @@ def test_queue_view(system, browser, queued):
     rows = ids("#queue")
     check(browser.wait_for("%s === %s" % (rows, json_list(queued))),
           "the queue page lists the queued tasks in dispatch order, loaded by its address")
+    check(browser.wait_for("document.getElementById('queue-about').textContent.includes("
+                           "'No worker of queue-agent is connected')"),
+          "the queue page says no worker takes them")
     browser.screenshots("queue")
     check(browser.click("#queue tr[data-task='%s'] button[data-action=urgent]" % queued[2]),
           "click Move to urgent")
@@ -692,8 +695,9 @@ def test_reviews_view(system, browser):
     browser.eval("document.querySelector(%s).value = 'hotfix, checked by hand'; true"
                  % json.dumps(card + " input[name=reason]"))
     browser.click(card + " button[type=submit]")
-    check(browser.wait_for("document.querySelector(%s).textContent.startsWith('Merge queued')"
-                           % json.dumps(result)), "approve with an override queues the merge")
+    check(browser.wait_for("document.getElementById('reviews-approved').textContent.includes("
+                           "'Merge of PAN-7 queued as task merge-review-PAN-7')"),
+          "approve with an override queues the merge, and the page says so")
     browser.screenshots("reviews-approved")
 
 

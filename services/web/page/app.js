@@ -234,7 +234,7 @@ function overviewView(main) {
       ]);
       state.specialists = status.specialists || [];
       const runningTasks = items(run);
-      renderTiles(tiles, status.stats);
+      renderTiles(tiles, status.stats, state.specialists);
       renderSpecialists(specialists, state.specialists, runningTasks, status.stats);
       renderRunning(running, runningTasks);
       renderFailures(failures, items(dead).concat(items(fail)).sort((a, b) => b.updated - a.updated).slice(0, 20));
@@ -253,13 +253,15 @@ function queuedTotal(stats) {
   return queued;
 }
 
-function renderTiles(box, stats) {
+function renderTiles(box, stats, specialists) {
+  // The specialists' counts are stored by the broker: they survive its restarts.
+  const finished = specialists.reduce((n, s) => n + (s.done || 0) + (s.failed || 0) + (s.dead || 0), 0);
   const tile = (label, value, id, bad) => el("div", { class: "tile" }, el("div", { class: "label" }, label),
     el("div", { class: "value" + (bad ? " bad" : ""), id }, value));
   box.replaceChildren(
     tile("Queued", queuedTotal(stats), "count-queued"),
     tile("Running", stats.running || 0, "count-running"),
-    tile("Finished since start", stats.completed || 0),
+    tile("Finished", finished, "count-finished"),
     tile("Dead", stats.dead || 0, null, (stats.dead || 0) > 0),
     tile("Throughput", (stats.throughput_per_s || 0).toFixed(1) + "/s"),
     tile("Oldest queued", stats.oldest_queued_age_ms ? age(stats.oldest_queued_age_ms) : "—"));
@@ -577,10 +579,19 @@ function queueView(main, name, params) {
   const offset = Math.max(0, parseInt(params.get("offset") || "0", 10) || 0);
   const body = el("div");
   const pager = el("div", { class: "pager" });
+  const about = el("p", { class: "muted", id: "queue-about" });
   main.append(el("div", { class: "crumbs" }, link("#/", "Overview"), " / queue"),
-    el("h1", {}, "Queue ", name), panel("Queued, in dispatch order", link("#/history?specialist=" + encodeURIComponent(name), "history"), body, pager));
+    el("h1", {}, "Queue ", name), about,
+    panel("Queued, in dispatch order", link("#/history?specialist=" + encodeURIComponent(name), "history"), body, pager));
   return {
     async refresh() {
+      const status = await api("/api/status");
+      const me = (status.specialists || []).find((s) => s.name === name);
+      about.replaceChildren(...(me ? [badge(specialistStatus(me)), " ",
+        me.workers + " worker" + (me.workers === 1 ? "" : "s") + " · " + (me.running || 0) + " running · " +
+        (me.done || 0) + " done, " + ((me.failed || 0) + (me.dead || 0)) + " failed",
+        me.paused ? el("div", { class: "paused-reason" }, "Paused: " + me.paused) : null,
+        !me.workers ? el("div", {}, "No worker of " + name + " is connected: its tasks wait until one says hello.") : null] : []));
       const page = await api("/api/queues/" + encodeURIComponent(name) + "?offset=" + offset + "&limit=" + PAGE);
       const rows = page.items.map((t, i) => el("tr", { "data-task": t.id },
         el("td", { class: "num" }, offset + i + 1),
@@ -668,21 +679,26 @@ function withoutBefore(params) {
 
 function reviewsView(main) {
   const list = el("div", { id: "reviews" });
+  // What was approved stays said here once its card has left the list.
+  const approved = el("div", { id: "reviews-approved" });
   main.append(el("h1", {}, "Reviews awaiting approval"),
     el("p", { class: "muted" }, "The newest review of each issue whose merge waits on a person. Approving queues the merge of the reviewed commit; a blocked gate holds unless you override it, and the override is recorded with your reason."),
-    list);
+    approved, list);
+  const onApproved = (review, task) => approved.append(el("div", { class: "verdict ok" },
+    "Merge of " + (review.issue || review.id) + " queued as task ", taskLink(task.id), "."));
   return {
     async refresh() {
       const reviews = await api("/api/reviews");
       const pill = document.getElementById("reviews-count");
       pill.hidden = reviews.length === 0;
       pill.textContent = String(reviews.length);
-      list.replaceChildren(...(reviews.length ? reviews.map(reviewCard) : [el("div", { class: "panel muted" }, "No review is waiting.")]));
+      list.replaceChildren(...(reviews.length ? reviews.map((r) => reviewCard(r, onApproved))
+        : [el("div", { class: "panel muted" }, "No review is waiting.")]));
     },
   };
 }
 
-function reviewCard(r) {
+function reviewCard(r, onApproved) {
   const blocked = r.gate !== "open";
   const out = el("p", { class: "result" });
   const reason = el("input", { name: "reason", placeholder: "why the gate is overridden (recorded)" });
@@ -695,7 +711,10 @@ function reviewCard(r) {
     e.preventDefault();
     const body = { issue: r.issue || r.id };
     if (blocked && override.checked) { body.force = true; body.reason = reason.value; }
-    act(() => api("/api/approve", { method: "POST", body }), out, (task) => "Merge queued as task " + task.id + ".");
+    act(() => api("/api/approve", { method: "POST", body }), out, (task) => {
+      onApproved(r, task);
+      return "Merge queued as task " + task.id + ".";
+    });
   });
   return el("div", { class: "review", "data-review": r.id },
     el("div", { class: "head" }, badge(blocked ? "blocked" : "open"),

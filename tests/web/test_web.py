@@ -324,7 +324,7 @@ def test_issue_and_reviews(system):
     repo, head = git_repo(system, "repo-PAN-9")
     review = ScriptedWorker(system, "review-agent", review_answer(head))
     tester = ScriptedWorker(system, "test-agent", lambda task: (
-        "done", None, {"TEST_RESULT": "FAIL", "TESTS": "2 failed, 8 passed",
+        "done", None, {"TEST_RESULT": "FAIL", "TESTS_RUN": 10, "TESTS_FAILED": 2,
                        "FAILURES": ["test_a: expected 1, got 2", "test_b: timed out"],
                        "TESTED_COMMIT": head}))
     try:
@@ -714,7 +714,8 @@ def test_issue_view(system, browser):
     check(browser.wait_for("document.querySelectorAll('#chain .step').length === 3"),
           "the issue's chain has its review, test and merge")
     chain = browser.text("#chain")
-    for words in ("Gate blocked", "Tests fail", "Merged.", "tested ", "$0.42",
+    for words in ("Gate blocked", "Tests failed (2 failed, 8 passed of 10)", "Merged.",
+                  "tested ", "$0.42",
                   "gate overridden: hotfix, checked by hand"):
         check(words in chain, "the chain says %r: %r" % (words, chain))
     check(browser.wait_for("document.querySelectorAll('#issue-timeline li').length >= 9"),
@@ -756,9 +757,9 @@ def test_browser(system):
         ScriptedWorker(system, "test-agent", lambda task: (
             ("failed", "the suite crashed: segfault in test_c", {})
             if "break" in task.get("title", "") else
-            ("done", None, {"TEST_RESULT": "FAIL", "TESTS": "2 failed, 8 passed",
-                            "FAILURES": ["test_a: expected 1, got 2", "test_b: timed out"],
-                            "TESTED_COMMIT": head, "cost_usd": 0}))),
+            ("done", None, {"TEST_RESULT": "FAIL", "TESTS_RUN": 10, "TESTS_PASSED": 8,
+                            "TESTS_FAILED": 2, "TESTED_COMMIT": head, "cost_usd": 0,
+                            "FAILURES": ["test_a: expected 1, got 2", "test_b: timed out"]}))),
         ScriptedWorker(system, "merge-agent", lambda task: (
             "done", None, {"MERGE_RESULT": "SUCCESS", "files_changed": ["src/a.c", "src/b.c"],
                            "RESOLVED_FILES": []}))]

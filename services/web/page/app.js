@@ -391,13 +391,24 @@ function verdictOf(task) {
     return open ? ["Gate open" + (r.merge_task || r.test_task ? ": the next step is queued." : ": waiting for approval."), "ok"]
       : ["Gate blocked by " + blocking + " finding" + (blocking === 1 ? "" : "s") + ".", "bad"];
   }
-  if (r.TEST_RESULT) return r.TEST_RESULT === "PASS" ? ["Tests passed" + (r.TESTS ? " (" + r.TESTS + ")" : "") + ".", "ok"]
-    : ["Tests " + r.TEST_RESULT.toLowerCase() + (r.TESTS ? " (" + r.TESTS + ")" : "") + ".", "bad"];
+  if (r.TEST_RESULT) {
+    const counts = testCounts(r);
+    if (r.TEST_RESULT === "PASS") return ["Tests passed" + (counts ? " (" + counts + ")" : "") + ".", "ok"];
+    if (r.TEST_RESULT === "FAIL") return ["Tests failed" + (counts ? " (" + counts + ")" : "") + ".", "bad"];
+    return ["The tests could not run.", "bad"];
+  }
   return ["Done.", "ok"];
 }
 
 function overrideText(o) {
   return (o.reason || "no reason given") + " — by " + (o.by || "?") + (o.at ? " at " + o.at : "");
+}
+
+// "2 failed, 8 passed of 10" from the test-agent's counts (or its TESTS text).
+function testCounts(r) {
+  if (typeof r.TESTS_RUN === "number")
+    return (r.TESTS_FAILED || 0) + " failed, " + (r.TESTS_PASSED || 0) + " passed of " + r.TESTS_RUN;
+  return r.TESTS ? String(r.TESTS) : "";
 }
 
 function findingsByFile(findings) {
@@ -519,7 +530,7 @@ function renderTask(head, body, task) {
   if (Array.isArray(r.FINDINGS) && r.FINDINGS.length) {
     parts.push(panel("Findings", r.FINDINGS.length + " in " + new Set(r.FINDINGS.map((f) => f.file)).size + " files", el("div", { id: "findings" }, findingsByFile(r.FINDINGS))));
   }
-  if (Array.isArray(r.FAILURES) && r.FAILURES.length) parts.push(panel("Test failures", r.TESTS || null, el("div", { id: "failures" }, listOf(r.FAILURES))));
+  if (Array.isArray(r.FAILURES) && r.FAILURES.length) parts.push(panel("Test failures", testCounts(r) || null, el("div", { id: "failures" }, listOf(r.FAILURES))));
   const mergeFiles = [["Files changed", r.files_changed], ["Conflicts resolved", r.RESOLVED_FILES], ["Conflicts left", r.FAILED_FILES]]
     .filter(([, list]) => Array.isArray(list) && list.length);
   if (mergeFiles.length) parts.push(panel("Files", null, el("div", { id: "merge-files" }, mergeFiles.map(([t, list]) => [el("h3", {}, t), listOf(list)]))));

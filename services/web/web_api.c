@@ -414,7 +414,16 @@ static json_t *s_review_waiting(client_t *client, const json_t *review, int *rc)
     if (json_object_get(result, "merge_task") || json_object_get(result, "test_task"))
         return NULL;
     const char *issue = json_string_value(json_object_get(review, "issue"));
-    if (issue != NULL) {
+    if (issue == NULL) {
+        char merge_id[300];
+        snprintf(merge_id, sizeof merge_id, "merge-%s",
+                 json_string_value(json_object_get(review, "id")));
+        json_t *merge = s_show(client, merge_id, rc);
+        json_decref(merge);
+        if (*rc != FAILURE_NOT_FOUND)
+            return NULL; /* approved, or the broker did not answer (*rc says) */
+        *rc = 0;
+    } else {
         const char *filter[3] = {NULL, "merge-agent", issue};
         json_t *merges = NULL;
         *rc = s_list_page(client, filter, NULL, 1, &merges);
@@ -469,7 +478,8 @@ web_reply_t web_api_reviews(const web_t *web)
         /* The newest review of an issue decides (a review without one stands alone). */
         const char *issue = json_string_value(json_object_get(review, "issue"));
         const char *key = issue ? issue : json_string_value(json_object_get(review, "id"));
-        if (rc != 0 || json_array_size(waiting) >= WEB_API_REVIEWS || json_object_get(seen, key))
+        if (rc != 0 || json_array_size(waiting) >= WEB_API_REVIEWS ||
+            json_object_size(seen) >= WEB_API_REVIEWS_SCAN || json_object_get(seen, key))
             continue;
         json_object_set_new(seen, key, json_true());
         json_t *shown = s_show(client, json_string_value(json_object_get(review, "id")), &rc);

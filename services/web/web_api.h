@@ -15,8 +15,10 @@
 #define WEB_API_SEARCH_SCAN 10000
 /* The tasks of an issue its page shows (the newest). */
 #define WEB_API_ISSUE_TASKS 100
-/* The reviews awaiting approval listed at most. */
+/* The reviews awaiting approval listed at most, and the issues looked at for them (the
+ * newest reviewed): each costs two control requests. */
 #define WEB_API_REVIEWS 50
+#define WEB_API_REVIEWS_SCAN 100
 
 /* Sends `request` on `client` (borrowed). 0 with *data the reply's data as JSON (caller
  * owns) and *truncated its `truncated`; else the failure code (client_call()) with the
@@ -61,8 +63,9 @@ web_reply_t web_api_queue(const web_t *web, const char *specialist, const char *
                           const char *limit);
 
 /* GET /api/reviews: the finished reviews a merge waits on a person for, newest first: the
- * newest review of each issue whose gate did not chain the next task itself and after
- * which no merge of the issue was queued. Each {id, title, issue, updated, gate,
+ * newest review of each issue (of the WEB_API_REVIEWS_SCAN issues reviewed last) whose gate
+ * did not chain the next task itself and after which no merge of the issue was queued (for
+ * a review without an issue: no merge-<review id>, the merge `pan approve` names). Each {id, title, issue, updated, gate,
  * review_result, review_mode, commit, branch, workspace, target, must_fix (the blocking
  * findings)}. */
 web_reply_t web_api_reviews(const web_t *web);

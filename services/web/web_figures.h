@@ -18,7 +18,7 @@
 #define WEB_FIGURES_DAY_EVERY 6
 #define WEB_FIGURES_DAY_SAMPLES 1440
 /* The newest finished tasks of a specialist read per sample for its latency. */
-#define WEB_FIGURES_LATENCY_TASKS 100
+#define WEB_FIGURES_LATENCY_TASKS 20
 
 /* Starts sampling the broker `web` names (borrowed, outlives the figures). NULL when the
  * thread cannot start. */

@@ -333,6 +333,10 @@ def test_issue_and_reviews(system):
               "submit the review")
         System.wait_for(lambda: '"state": "done"' in system.pan("task", "show", "review-PAN-9",
                                                                "--json").stdout, "the review")
+        check(system.pan("submit", "review-agent", "--id", "review-solo", "--workspace", repo,
+                         "--branch", "feature").returncode == 0, "submit a review of no issue")
+        System.wait_for(lambda: '"state": "done"' in system.pan("task", "show", "review-solo",
+                                                               "--json").stdout, "the review")
         check(system.pan("submit", "test-agent", "--id", "test-PAN-9", "--issue", "PAN-9",
                          "--workspace", repo, "--branch", "feature").returncode == 0,
               "submit the test run")
@@ -378,6 +382,13 @@ def test_issue_and_reviews(system):
     status, body, _ = system.request("/api/reviews")
     check(status == 200 and not any(r.get("issue") == "PAN-9" for r in body),
           "an approved review no longer waits")
+    check(any(r.get("id") == "review-solo" for r in body), "a review of no issue waits too")
+    status, _, _ = system.request("/api/approve", method="POST",
+                                  body={"issue": "review-solo", "force": True, "reason": "test"})
+    check(status == 200, "approve a review by its task id")
+    status, body, _ = system.request("/api/reviews")
+    check(status == 200 and not any(r.get("id") == "review-solo" for r in body),
+          "an approved review of no issue no longer waits")
 
 
 def test_api(system):

@@ -19,9 +19,9 @@
  * verdict). The review task must be `done` and its gate open (its result's GATE, which
  * follows the review mode's rules; a blocked gate is refused with its blocking findings by
  * file:line). --force overrides a blocked gate, and the override is recorded in the merge's
- * payload.override {by, at, reason (--reason, else a default), review} (payload.force tells the broker, which holds
- * the same gate at submit). Its payload gives workspace, branch, target (default main)
- * and issueId.
+ * payload.override {by, at, reason (--reason, else a default), review} (payload.force
+ * tells the broker, which holds the same gate at submit). Its payload gives workspace,
+ * branch, target (default main) and issueId.
  *
  * The merge is submitted through `pan submit` (cmd_submit), so it gets the same payload
  * and the serialisation group merge:<repository root>:<target>: id `merge-<review task

@@ -346,8 +346,8 @@ web_reply_t web_api_task_events(const web_t *web, const char *id)
     if (shown.status != 200)
         return shown;
     json_t *ids = json_pack("[s]", id);
-    web_reply_t reply = web_timeline(
-        web, ids, json_integer_value(json_object_get(shown.body, "created")), s_task_end(shown.body));
+    json_int_t created = json_integer_value(json_object_get(shown.body, "created"));
+    web_reply_t reply = web_timeline(web, ids, created, s_task_end(shown.body));
     json_decref(ids);
     json_decref(shown.body);
     return reply;
@@ -455,8 +455,9 @@ static json_t *s_review_waiting(client_t *client, const json_t *review, int *rc)
     static const char *const from_payload[] = {"branch", "workspace", "target"};
     for (size_t k = 0; k < sizeof from_payload / sizeof from_payload[0]; k++)
         json_object_set(entry, from_payload[k], json_object_get(payload, from_payload[k]));
-    static const char *const from_result[][2] = {
-        {"review_result", "REVIEW_RESULT"}, {"review_mode", "review_mode"}, {"commit", "diff_head"}};
+    static const char *const from_result[][2] = {{"review_result", "REVIEW_RESULT"},
+                                                 {"review_mode", "review_mode"},
+                                                 {"commit", "diff_head"}};
     for (size_t k = 0; k < sizeof from_result / sizeof from_result[0]; k++)
         json_object_set(entry, from_result[k][0], json_object_get(result, from_result[k][1]));
     return entry;

@@ -65,9 +65,9 @@ web_reply_t web_api_queue(const web_t *web, const char *specialist, const char *
 /* GET /api/reviews: the finished reviews a merge waits on a person for, newest first: the
  * newest review of each issue (of the WEB_API_REVIEWS_SCAN issues reviewed last) whose gate
  * did not chain the next task itself and after which no merge of the issue was queued (for
- * a review without an issue: no merge-<review id>, the merge `pan approve` names). Each {id, title, issue, updated, gate,
- * review_result, review_mode, commit, branch, workspace, target, must_fix (the blocking
- * findings)}. */
+ * a review without an issue: no merge-<review id>, the merge `pan approve` names). Each
+ * {id, title, issue, updated, gate, review_result, review_mode, commit, branch, workspace,
+ * target, must_fix (the blocking findings)}. */
 web_reply_t web_api_reviews(const web_t *web);
 
 /* POST /api/tasks/ID/cancel and /retry. */

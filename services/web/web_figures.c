@@ -261,10 +261,9 @@ static json_t *s_series_json(const series_t *series)
     for (size_t i = 0; i < series->count; i++) {
         const json_t *sample = series->samples[(first + i) % series->size];
         json_t *copy = json_deep_copy(sample);
-        double minutes = previous == NULL ? 0
-                                          : (double)(json_integer_value(json_object_get(sample, "t")) -
-                                                     json_integer_value(json_object_get(previous, "t"))) /
-                                                60000.0;
+        json_int_t t = json_integer_value(json_object_get(sample, "t"));
+        json_int_t before = json_integer_value(json_object_get(previous, "t"));
+        double minutes = previous == NULL ? 0 : (double)(t - before) / 60000.0;
         const char *name;
         json_t *entry;
         json_object_foreach(json_object_get(copy, "specialists"), name, entry)

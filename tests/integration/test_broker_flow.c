@@ -989,7 +989,8 @@ int main(void)
     char config[512];
     snprintf(config, sizeof config, "%s/cloister.toml", s_env->home);
     testenv_write_file(config, "[specialists.conf-agent]\ntimeout = 42\nmax_attempts = 7\n"
-                                "[specialists.snake_agent]\ntimeout = 43\n[specialists.move-agent]\n"
+                                "[specialists.snake_agent]\ntimeout = 43\n"
+                                "[specialists.move-agent]\n"
                                 "[security]\nrequire_review = false\n");
     pid_t broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
     CHECK(broker > 0);

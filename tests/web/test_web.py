@@ -574,8 +574,8 @@ class Browser:
 
 def ids(selector):
     """The ids of a table's rows, as a JSON text (JavaScript)."""
-    return "JSON.stringify([...document.querySelectorAll('%s tbody tr')].map(r => r.dataset.task))" \
-        % selector
+    return ("JSON.stringify([...document.querySelectorAll('%s tbody tr')]"
+            ".map(r => r.dataset.task))" % selector)
 
 
 def json_list(values):
@@ -759,8 +759,8 @@ def test_browser(system):
     system.wait_for(lambda: submitted.append(system.pan("submit", "echo-agent", "--title", title))
                     or submitted[-1].returncode == 0, "echo-agent to be known")
     running = submitted[-1].stdout.strip()
-    system.wait_for(lambda: '"state": "running"' in system.pan("task", "show", running, "--json").stdout,
-                    "the task to run")
+    system.wait_for(lambda: '"state": "running"' in system.pan("task", "show", running,
+                                                               "--json").stdout, "the task to run")
     paused_specialist(system, "pause-agent", "the model API refused the key (HTTP 401): test")
     repo, head = git_repo(system, "repo-PAN-7")
     workers = [
@@ -801,7 +801,8 @@ def test_browser(system):
         browser.go("#/figures")
         check(browser.wait_for("document.querySelectorAll('#charts svg').length === 4"),
               "the figures: four charts")
-        check(browser.wait_for("document.querySelector(\"#glance tr a[href='#/queue/queue-agent']\")"),
+        check(browser.wait_for("document.querySelector(%s)"
+                               % json.dumps("#glance tr a[href='#/queue/queue-agent']")),
               "the figures at a glance, per specialist")
         check(browser.wait_for("document.querySelectorAll('#chart-queue polyline, "
                                "#chart-queue circle').length > 0"),

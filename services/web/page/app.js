@@ -579,7 +579,12 @@ function issueView(main, issue) {
       timeline.replaceChildren(...data.events.map((e) => timelineItem(e, true)));
       connectEvents(-1);
     },
-    onEvent(e) { if (e.issue === issue) scheduleRefresh(1000); },
+    // A progress line is added where it belongs; anything else redraws the chain.
+    onEvent(e) {
+      if (e.issue !== issue) return;
+      if (e.event === "task.progress") timeline.append(timelineItem(e, true));
+      else scheduleRefresh(1000);
+    },
     periodic: false,
   };
 }

@@ -46,7 +46,8 @@ function taskLink(id) {
 }
 
 function issueLink(issue) {
-  return issue ? link("#/issue/" + encodeURIComponent(issue), issue) : el("span", { class: "muted" }, "—");
+  return issue ? link("#/issue/" + encodeURIComponent(issue), issue) : el("span",
+    { class: "muted" }, "—");
 }
 
 function queueLink(name) {
@@ -61,15 +62,19 @@ function shortId(id) {
 function table(headers, rows, empty) {
   const head = el("tr", {}, headers.map((h) => h.startsWith("#")
     ? el("th", { class: "num" }, h.slice(1)) : el("th", {}, h)));
-  const body = rows.length ? rows : [el("tr", {}, el("td", { class: "empty", colspan: String(headers.length) }, empty))];
-  return el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), el("tbody", {}, body)));
+  const body = rows.length ? rows : [el("tr", {}, el("td", { class: "empty",
+    colspan: String(headers.length) }, empty))];
+  return el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), el("tbody", {},
+    body)));
 }
 
 function panel(title, aside, ...children) {
-  return el("section", { class: "panel" }, el("h2", {}, title, aside ? el("span", { class: "aside" }, aside) : null), ...children);
+  return el("section", { class: "panel" }, el("h2", {}, title, aside ? el("span",
+    { class: "aside" }, aside) : null), ...children);
 }
 
-const STATE_TONE = { done: "ok", running: "run", queued: "neutral", failed: "bad", dead: "bad", cancelled: "neutral",
+const STATE_TONE = {
+  done: "ok", running: "run", queued: "neutral", failed: "bad", dead: "bad", cancelled: "neutral",
   busy: "run", idle: "neutral", offline: "warn", paused: "bad", open: "ok", blocked: "bad" };
 
 function badge(text, tone) {
@@ -90,7 +95,8 @@ function ago(time) {
 }
 
 function clock(time) {
-  return new Date(time).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
+  return new Date(time).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit",
+    second: "2-digit", hourCycle: "h23" });
 }
 
 function money(usd) {
@@ -130,7 +136,8 @@ function notice(text) {
 
 function failed(error) {
   notice(error.status === 401
-    ? "This browser has no session with the dashboard: open the address `pan web url` prints (it holds the token, exchanged once for a cookie)."
+    ? "This browser has no session with the dashboard: open the address `pan web url` prints " +
+      "(it holds the token, exchanged once for a cookie)."
     : error.status === 502 ? "Cannot reach the broker: " + error.message : error.message);
 }
 
@@ -149,17 +156,20 @@ async function act(fn, out, done) {
 
 function cancelButton(id) {
   return el("button", { type: "button", class: "danger", "data-action": "cancel",
-    onclick: () => act(() => api("/api/tasks/" + encodeURIComponent(id) + "/cancel", { method: "POST", body: {} })) }, "Cancel");
+    onclick: () => act(() => api("/api/tasks/" + encodeURIComponent(id) + "/cancel",
+      { method: "POST", body: {} })) }, "Cancel");
 }
 
 function retryButton(id) {
   return el("button", { type: "button", "data-action": "retry",
-    onclick: () => act(() => api("/api/tasks/" + encodeURIComponent(id) + "/retry", { method: "POST", body: {} })) }, "Retry");
+    onclick: () => act(() => api("/api/tasks/" + encodeURIComponent(id) + "/retry",
+      { method: "POST", body: {} })) }, "Retry");
 }
 
 function urgentButton(id) {
   return el("button", { type: "button", "data-action": "urgent",
-    onclick: () => act(() => api("/api/tasks/" + encodeURIComponent(id) + "/priority", { method: "POST", body: { priority: "urgent" } })) }, "Move to urgent");
+    onclick: () => act(() => api("/api/tasks/" + encodeURIComponent(id) + "/priority",
+      { method: "POST", body: { priority: "urgent" } })) }, "Move to urgent");
 }
 
 // ---- routing ----
@@ -168,7 +178,8 @@ function parseHash() {
   const hash = location.hash.replace(/^#/, "") || "/";
   const [path, query] = hash.split("?");
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
-  return { name: parts[0] || "overview", arg: parts.slice(1).join("/"), params: new URLSearchParams(query || "") };
+  return { name: parts[0] || "overview", arg: parts.slice(1).join("/"),
+    params: new URLSearchParams(query || "") };
 }
 
 const VIEWS = {
@@ -184,7 +195,8 @@ const VIEWS = {
 function route() {
   const { name, arg, params } = parseHash();
   const make = VIEWS[name] || overviewView;
-  for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("current", a.dataset.nav === name);
+  for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("current",
+    a.dataset.nav === name);
   const main = document.getElementById("view");
   main.replaceChildren();
   main.dataset.view = name;
@@ -237,7 +249,8 @@ function overviewView(main) {
       renderTiles(tiles, status.stats, state.specialists);
       renderSpecialists(specialists, state.specialists, runningTasks, status.stats);
       renderRunning(running, runningTasks);
-      renderFailures(failures, items(dead).concat(items(fail)).sort((a, b) => b.updated - a.updated).slice(0, 20));
+      const ended = items(dead).concat(items(fail)).sort((a, b) => b.updated - a.updated);
+      renderFailures(failures, ended.slice(0, 20));
       renderMerges(merges, items(merge));
       wake.setSpecialists(state.specialists);
       connectEvents(status.stats.last_seq || 0);
@@ -249,14 +262,17 @@ function overviewView(main) {
 
 function queuedTotal(stats) {
   let queued = 0;
-  for (const queue of Object.values(stats.queues || {})) for (const depth of Object.values(queue)) queued += depth;
+  for (const queue of Object.values(stats.queues || {}))
+    for (const depth of Object.values(queue)) queued += depth;
   return queued;
 }
 
 function renderTiles(box, stats, specialists) {
   // The specialists' counts are stored by the broker: they survive its restarts.
-  const finished = specialists.reduce((n, s) => n + (s.done || 0) + (s.failed || 0) + (s.dead || 0), 0);
-  const tile = (label, value, id, bad) => el("div", { class: "tile" }, el("div", { class: "label" }, label),
+  const finished = specialists.reduce(
+    (n, s) => n + (s.done || 0) + (s.failed || 0) + (s.dead || 0), 0);
+  const tile = (label, value, id, bad) => el("div", { class: "tile" },
+    el("div", { class: "label" }, label),
     el("div", { class: "value" + (bad ? " bad" : ""), id }, value));
   box.replaceChildren(
     tile("Queued", queuedTotal(stats), "count-queued"),
@@ -284,16 +300,20 @@ function renderSpecialists(box, specialists, running, stats) {
       el("td", {}, badge(status), phase ? el("span", { class: "muted" }, " " + phase.phase) : null,
         s.paused ? el("div", { class: "paused-reason" }, s.paused) : null),
       el("td", { class: "num" }, s.workers || 0),
-      el("td", { class: "num" }, link("#/queue/" + encodeURIComponent(s.name), String(s.queued || 0))),
+      el("td", { class: "num" }, link("#/queue/" + encodeURIComponent(s.name),
+        String(s.queued || 0))),
       el("td", { class: "num" }, s.running || 0),
-      el("td", {}, task ? taskLink(task.id) : "", task ? el("span", { class: "muted" }, " " + age(Date.now() - task.updated)) : ""),
+      el("td", {}, task ? taskLink(task.id) : "", task ? el("span", { class: "muted" },
+        " " + age(Date.now() - task.updated)) : ""),
       el("td", { class: "progress" }, task ? state.progress.get(task.id) || "" : ""),
       el("td", { class: "num" }, s.done || 0),
       el("td", { class: "num" }, (s.failed || 0) + (s.dead || 0)),
-      el("td", {}, session ? session.agent + " · " + session.runs + " runs" : el("span", { class: "muted" }, "—")),
+      el("td", {}, session ? session.agent + " · " + session.runs + " runs" : el("span",
+        { class: "muted" }, "—")),
       el("td", { class: "num" }, session ? money(session.costUsd) : ""));
   });
-  box.replaceChildren(table(["Specialist", "State", "#Workers", "#Queued", "#Running", "Current task", "Last progress",
+  box.replaceChildren(table(["Specialist", "State", "#Workers", "#Queued", "#Running",
+    "Current task", "Last progress",
     "#Done", "#Failed", "Session", "#Cost"], rows, "no specialist known yet"));
   box.querySelector("table").id = "specialists";
 }
@@ -308,7 +328,8 @@ function renderRunning(box, running) {
     el("td", {}, age(Date.now() - t.updated)),
     el("td", { class: "progress" }, state.progress.get(t.id) || ""),
     el("td", { class: "actions" }, cancelButton(t.id))));
-  box.replaceChildren(table(["Task", "Specialist", "Title", "Issue", "Worker", "Running for", "Last progress", ""], rows, "nothing running"));
+  box.replaceChildren(table(["Task", "Specialist", "Title", "Issue", "Worker", "Running for",
+    "Last progress", ""], rows, "nothing running"));
   box.querySelector("table").id = "running";
 }
 
@@ -319,7 +340,8 @@ function renderFailures(box, tasks) {
     el("td", {}, t.specialist),
     el("td", {}, t.title || "", t.error ? el("div", { class: "muted" }, t.error) : null),
     el("td", { class: "actions" }, retryButton(t.id))));
-  box.replaceChildren(table(["Task", "State", "Specialist", "Title / error", ""], rows, "no failure"));
+  box.replaceChildren(table(["Task", "State", "Specialist", "Title / error", ""], rows,
+    "no failure"));
   box.querySelector("table").id = "failures";
 }
 
@@ -338,14 +360,18 @@ function wakeForm() {
   const out = el("p", { class: "result", id: "wake-result" });
   const form = el("form", { id: "wake-form", class: "filters" },
     el("label", {}, "Specialist", select),
-    el("label", { class: "grow" }, "Task", el("input", { name: "task", placeholder: "what to do, in a sentence" })),
-    el("label", {}, "Workspace", el("input", { name: "workspace", placeholder: "/path/to/repository" })),
+    el("label", { class: "grow" }, "Task", el("input", { name: "task",
+      placeholder: "what to do, in a sentence" })),
+    el("label", {}, "Workspace", el("input", { name: "workspace",
+      placeholder: "/path/to/repository" })),
     el("label", {}, "Branch", el("input", { name: "branch", size: "12" })),
     el("button", { type: "submit", class: "primary" }, "Wake"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    const body = { task: form.task.value || undefined, workspace: form.workspace.value || undefined, branch: form.branch.value || undefined };
-    act(() => api("/api/specialists/" + encodeURIComponent(select.value) + "/wake", { method: "POST", body }),
+    const body = { task: form.task.value || undefined, workspace: form.workspace.value || undefined,
+      branch: form.branch.value || undefined };
+    act(() => api("/api/specialists/" + encodeURIComponent(select.value) + "/wake",
+      { method: "POST", body }),
       out, (task) => "Queued as task " + task.id + ".");
   });
   return {
@@ -380,21 +406,27 @@ async function refreshReviewCount() {
 function verdictOf(task) {
   const r = task.result || {};
   if (task.state === "queued") return ["Queued, waiting for a " + task.specialist + " worker.", ""];
-  if (task.state === "running") return ["Running" + (task.phase ? ": " + task.phase : "") + ".", ""];
+  if (task.state === "running")
+    return ["Running" + (task.phase ? ": " + task.phase : "") + ".", ""];
   if (task.state === "cancelled") return ["Cancelled.", ""];
   if (task.state === "dead") return ["Dead: gave up after " + task.attempt + " attempts.", "bad"];
-  if (r.MERGE_RESULT) return r.MERGE_RESULT === "SUCCESS" && task.state === "done" ? ["Merged.", "ok"] : ["The merge failed: " + r.MERGE_RESULT + ".", "bad"];
+  if (r.MERGE_RESULT) {
+    return r.MERGE_RESULT === "SUCCESS" && task.state === "done" ? ["Merged.", "ok"]
+      : ["The merge failed: " + r.MERGE_RESULT + ".", "bad"];
+  }
   if (task.state === "failed") return ["Failed.", "bad"];
   if (r.GATE || r.REVIEW_RESULT) {
     const open = r.GATE ? r.GATE === "open" : r.REVIEW_RESULT === "APPROVED";
     const blocking = (r.FINDINGS || []).filter((f) => f.blocking).length;
-    return open ? ["Gate open" + (r.merge_task || r.test_task ? ": the next step is queued." : ": waiting for approval."), "ok"]
+    return open ? ["Gate open" + (r.merge_task || r.test_task ? ": the next step is queued." :
+      ": waiting for approval."), "ok"]
       : ["Gate blocked by " + blocking + " finding" + (blocking === 1 ? "" : "s") + ".", "bad"];
   }
   if (r.TEST_RESULT) {
     const counts = testCounts(r);
-    if (r.TEST_RESULT === "PASS") return ["Tests passed" + (counts ? " (" + counts + ")" : "") + ".", "ok"];
-    if (r.TEST_RESULT === "FAIL") return ["Tests failed" + (counts ? " (" + counts + ")" : "") + ".", "bad"];
+    const said = counts ? " (" + counts + ")." : ".";
+    if (r.TEST_RESULT === "PASS") return ["Tests passed" + said, "ok"];
+    if (r.TEST_RESULT === "FAIL") return ["Tests failed" + said, "bad"];
     return ["The tests could not run.", "bad"];
   }
   return ["Done.", "ok"];
@@ -407,7 +439,8 @@ function overrideText(o) {
 // "2 failed, 8 passed of 10" from the test-agent's counts (or its TESTS text).
 function testCounts(r) {
   if (typeof r.TESTS_RUN === "number")
-    return (r.TESTS_FAILED || 0) + " failed, " + (r.TESTS_PASSED || 0) + " passed of " + r.TESTS_RUN;
+    return (r.TESTS_FAILED || 0) + " failed, " + (r.TESTS_PASSED || 0) + " passed of " +
+      r.TESTS_RUN;
   return r.TESTS ? String(r.TESTS) : "";
 }
 
@@ -419,10 +452,12 @@ function findingsByFile(findings) {
     groups.get(key).push(f);
   }
   return [...groups.entries()].map(([file, list]) => el("div", { class: "file-group" },
-    el("div", { class: "file" }, file, el("span", { class: "muted" }, "  " + list.length + " finding" + (list.length === 1 ? "" : "s"))),
+    el("div", { class: "file" }, file, el("span", { class: "muted" },
+      "  " + list.length + " finding" + (list.length === 1 ? "" : "s"))),
     list.sort((a, b) => (a.line || 0) - (b.line || 0)).map((f) => el("div", { class: "finding" },
       el("div", { class: "head" },
-        badge(f.severity || "info", f.severity === "error" ? "bad" : f.severity === "warning" ? "warn" : "neutral"),
+        badge(f.severity || "info",
+          f.severity === "error" ? "bad" : f.severity === "warning" ? "warn" : "neutral"),
         f.line ? el("span", { class: "line" }, "line " + f.line) : null,
         el("b", {}, f.title || f.message || ""),
         f.blocking ? badge("blocks the gate", "bad") : null,
@@ -433,7 +468,8 @@ function findingsByFile(findings) {
 }
 
 function listOf(values) {
-  return el("ul", {}, values.map((v) => el("li", {}, typeof v === "string" ? v : JSON.stringify(v))));
+  return el("ul", {}, values.map((v) => el("li", {},
+    typeof v === "string" ? v : JSON.stringify(v))));
 }
 
 function eventText(e) {
@@ -448,7 +484,9 @@ function eventText(e) {
 
 function timelineItem(e, withTask) {
   return el("li", {}, el("span", { class: "when" }, clock(e.time)),
-    el("span", {}, badge(e.event.replace(/^task\./, ""), e.event === "task.done" ? "ok" : /failed|dead|retry/.test(e.event) ? "bad" : e.event === "task.progress" ? "neutral" : "info"),
+    el("span", {}, badge(e.event.replace(/^task\./, ""),
+      e.event === "task.done" ? "ok" : /failed|dead|retry/.test(e.event) ? "bad" :
+      e.event === "task.progress" ? "neutral" : "info"),
       withTask && e.task ? el("span", {}, " ", taskLink(e.task)) : null),
     el("span", { class: "text" }, eventText(e)));
 }
@@ -458,7 +496,8 @@ function taskView(main, id) {
   const body = el("div");
   const timeline = el("ol", { class: "timeline", id: "task-timeline" });
   const timelineNote = el("p", { class: "muted" });
-  main.append(head, body, panel("Timeline", "from the broker's stored events", timeline, timelineNote));
+  main.append(head, body, panel("Timeline", "from the broker's stored events", timeline,
+    timelineNote));
   let seen = new Set();
   let loadedTimeline = false;
   const addEvent = (e) => {
@@ -474,7 +513,9 @@ function taskView(main, id) {
         loadedTimeline = true;
         const stored = await api("/api/tasks/" + encodeURIComponent(id) + "/events");
         stored.events.forEach(addEvent);
-        timelineNote.textContent = stored.truncated ? "Only the first events stored are shown." : stored.events.length ? "" : "No stored event of this task (the broker keeps the newest ones).";
+        timelineNote.textContent = stored.truncated ? "Only the first events stored are shown." :
+          stored.events.length ? "" :
+          "No stored event of this task (the broker keeps the newest ones).";
       }
       connectEvents(-1);
     },
@@ -494,8 +535,10 @@ function renderTask(head, body, task) {
     task.state === "queued" || task.state === "running" ? cancelButton(task.id) : null,
     ["failed", "dead", "cancelled"].includes(task.state) ? retryButton(task.id) : null);
   head.replaceChildren(
-    el("div", { class: "crumbs" }, link("#/", "Overview"), " / ", queueLink(task.specialist), task.issue ? [" / ", issueLink(task.issue)] : null),
-    el("h1", {}, "Task ", el("span", { class: "id", id: "task-id" }, task.id), badge(task.state), actions),
+    el("div", { class: "crumbs" }, link("#/", "Overview"), " / ", queueLink(task.specialist),
+      task.issue ? [" / ", issueLink(task.issue)] : null),
+    el("h1", {}, "Task ", el("span", { class: "id", id: "task-id" }, task.id), badge(task.state),
+      actions),
     el("div", { class: "verdict " + tone, id: "task-verdict" }, verdict));
   const summary = el("dl", { class: "summary" });
   const row = (k, ...v) => summary.append(el("dt", {}, k), el("dd", {}, ...v));
@@ -503,37 +546,49 @@ function renderTask(head, body, task) {
   row("Specialist", queueLink(task.specialist));
   row("Issue", issueLink(task.issue));
   row("Priority", task.priority);
-  row("Attempt", task.attempt + " of " + task.max_attempts + (task.failures ? " (" + task.failures + " failed)" : ""));
+  row("Attempt", task.attempt + " of " + task.max_attempts +
+    (task.failures ? " (" + task.failures + " failed)" : ""));
   if (task.worker) row("Worker", task.worker);
   row("Created", new Date(task.created).toLocaleString() + " (" + ago(task.created) + ")");
   row("Updated", new Date(task.updated).toLocaleString());
   if (task.parent) row("Came from", taskLink(task.parent));
   const payload = task.payload || {};
   if (payload.workspace) row("Workspace", el("span", { class: "mono" }, payload.workspace));
-  if (payload.branch) row("Branch", el("span", { class: "mono" }, payload.branch + (payload.target ? " → " + payload.target : "")));
+  if (payload.branch) row("Branch", el("span", { class: "mono" },
+    payload.branch + (payload.target ? " → " + payload.target : "")));
   const commit = r.diff_head || r.TESTED_COMMIT || r.REVIEWED_COMMIT || payload.commit;
-  if (commit) row(r.TESTED_COMMIT ? "Tested commit" : "Commit", el("span", { class: "mono" }, commit));
-  if (r.cost_usd !== undefined) row("Agent cost", money(r.cost_usd) + (r.agent_cli ? " (" + r.agent_cli + ")" : ""));
+  if (commit) row(r.TESTED_COMMIT ? "Tested commit" : "Commit", el("span", { class: "mono" },
+    commit));
+  if (r.cost_usd !== undefined) row("Agent cost",
+    money(r.cost_usd) + (r.agent_cli ? " (" + r.agent_cli + ")" : ""));
   if (payload.override) row("Gate overridden", overrideText(payload.override));
   if (task.error) row("Error", el("span", { class: "result refused" }, task.error));
   const parts = [panel("Summary", null, summary)];
   const handoff = payload.handoff;
   if (handoff && typeof handoff === "object") {
-    parts.push(panel("Handed off", null, el("p", {}, "From " + (handoff.from || "an agent"), handoff.from_task ? [" (", taskLink(handoff.from_task), ")"] : null, handoff.reason ? ": " + handoff.reason : ""),
+    parts.push(panel("Handed off", null, el("p", {}, "From " + (handoff.from || "an agent"),
+      handoff.from_task ? [" (", taskLink(handoff.from_task), ")"] : null,
+      handoff.reason ? ": " + handoff.reason : ""),
       handoff.context ? el("pre", {}, handoff.context) : null));
   }
   for (const to of Array.isArray(r.handoffs) ? r.handoffs : []) {
-    parts.push(el("p", {}, "Handed off to " + (to.specialist || "?") + " as task ", to.id ? taskLink(to.id) : "?", to.reason ? ": " + to.reason : ""));
+    parts.push(el("p", {}, "Handed off to " + (to.specialist || "?") + " as task ",
+      to.id ? taskLink(to.id) : "?", to.reason ? ": " + to.reason : ""));
   }
   const next = r.merge_task || r.test_task;
   if (next) parts.push(el("p", {}, "Next: ", taskLink(next)));
   if (Array.isArray(r.FINDINGS) && r.FINDINGS.length) {
-    parts.push(panel("Findings", r.FINDINGS.length + " in " + new Set(r.FINDINGS.map((f) => f.file)).size + " files", el("div", { id: "findings" }, findingsByFile(r.FINDINGS))));
+    const files = new Set(r.FINDINGS.map((f) => f.file)).size;
+    const where = r.FINDINGS.length + " in " + files + " file" + (files === 1 ? "" : "s");
+    parts.push(panel("Findings", where, el("div", { id: "findings" }, findingsByFile(r.FINDINGS))));
   }
-  if (Array.isArray(r.FAILURES) && r.FAILURES.length) parts.push(panel("Test failures", testCounts(r) || null, el("div", { id: "failures" }, listOf(r.FAILURES))));
-  const mergeFiles = [["Files changed", r.files_changed], ["Conflicts resolved", r.RESOLVED_FILES], ["Conflicts left", r.FAILED_FILES]]
+  if (Array.isArray(r.FAILURES) && r.FAILURES.length) parts.push(panel("Test failures",
+    testCounts(r) || null, el("div", { id: "failures" }, listOf(r.FAILURES))));
+  const mergeFiles = [["Files changed", r.files_changed], ["Conflicts resolved", r.RESOLVED_FILES],
+    ["Conflicts left", r.FAILED_FILES]]
     .filter(([, list]) => Array.isArray(list) && list.length);
-  if (mergeFiles.length) parts.push(panel("Files", null, el("div", { id: "merge-files" }, mergeFiles.map(([t, list]) => [el("h3", {}, t), listOf(list)]))));
+  if (mergeFiles.length) parts.push(panel("Files", null, el("div", { id: "merge-files" },
+    mergeFiles.map(([t, list]) => [el("h3", {}, t), listOf(list)]))));
   if (r.NOTES) parts.push(panel("Notes", null, el("pre", {}, r.NOTES)));
   parts.push(el("details", {}, el("summary", {}, "Payload and result (JSON)"),
     el("pre", {}, JSON.stringify(payload, null, 2)), el("pre", {}, JSON.stringify(r, null, 2))));
@@ -543,7 +598,8 @@ function renderTask(head, body, task) {
 // ---- an issue ----
 
 function stepKind(task) {
-  return { "review-agent": "Review", "test-agent": "Test", "merge-agent": "Merge" }[task.specialist] || task.specialist;
+  return { "review-agent": "Review", "test-agent": "Test",
+    "merge-agent": "Merge" }[task.specialist] || task.specialist;
 }
 
 function issueView(main, issue) {
@@ -556,24 +612,33 @@ function issueView(main, issue) {
     async refresh() {
       const data = await api("/api/issues/" + encodeURIComponent(issue));
       head.replaceChildren(el("div", { class: "crumbs" }, link("#/", "Overview"), " / issue"),
-        el("h1", {}, "Issue " + data.issue, el("span", { class: "muted", id: "issue-cost" }, " " + money(data.cost_usd) + " spent")));
+        el("h1", {}, "Issue " + data.issue, el("span", { class: "muted", id: "issue-cost" },
+          " " + money(data.cost_usd) + " spent")));
       chain.replaceChildren(...data.tasks.map((t) => {
         const [verdict, tone] = verdictOf(t);
         const r = t.result || {};
-        const commit = r.TESTED_COMMIT || r.diff_head || r.REVIEWED_COMMIT || (t.payload || {}).commit;
+        const commit = r.TESTED_COMMIT || r.diff_head || r.REVIEWED_COMMIT ||
+          (t.payload || {}).commit;
         return el("div", { class: "step " + (tone || (t.state === "running" ? "run" : "")) },
           el("div", { class: "kind" }, stepKind(t)),
           el("div", { class: "what" }, verdict),
-          el("div", {}, taskLink(t.id), " ", badge(t.state), " ", el("span", { class: "muted" }, ago(t.updated))),
-          commit ? el("div", { class: "mono muted" }, (r.TESTED_COMMIT ? "tested " : "commit ") + commit.slice(0, 12)) : null,
+          el("div", {}, taskLink(t.id), " ", badge(t.state), " ", el("span", { class: "muted" },
+            ago(t.updated))),
+          commit ? el("div", { class: "mono muted" },
+            (r.TESTED_COMMIT ? "tested " : "commit ") + commit.slice(0, 12)) : null,
           r.MERGE_RESULT ? el("div", {}, "merge: " + r.MERGE_RESULT) : null,
-          (t.payload || {}).override ? el("div", { class: "result refused" }, "gate overridden: " + overrideText(t.payload.override)) : null,
-          r.cost_usd !== undefined ? el("div", { class: "muted" }, "cost " + money(r.cost_usd)) : null);
+          (t.payload || {}).override ? el("div", { class: "result refused" },
+            "gate overridden: " + overrideText(t.payload.override)) : null,
+          r.cost_usd !== undefined ? el("div", { class: "muted" },
+            "cost " + money(r.cost_usd)) : null);
       }));
-      const review = [...data.tasks].reverse().find((t) => t.specialist === "review-agent" && t.result && t.result.FINDINGS);
+      const review = [...data.tasks].reverse().find((t) => t.specialist === "review-agent" &&
+        t.result && t.result.FINDINGS);
       const parts = [];
-      if (review && review.result.FINDINGS.length) parts.push(panel("Findings of the newest review", taskLink(review.id), findingsByFile(review.result.FINDINGS)));
-      const test = [...data.tasks].reverse().find((t) => t.result && Array.isArray(t.result.FAILURES) && t.result.FAILURES.length);
+      if (review && review.result.FINDINGS.length) parts.push(panel("Findings of the newest review",
+        taskLink(review.id), findingsByFile(review.result.FINDINGS)));
+      const test = [...data.tasks].reverse().find((t) => t.result &&
+        Array.isArray(t.result.FAILURES) && t.result.FAILURES.length);
       if (test) parts.push(panel("Test failures", taskLink(test.id), listOf(test.result.FAILURES)));
       details.replaceChildren(...parts);
       timeline.replaceChildren(...data.events.map((e) => timelineItem(e, true)));
@@ -598,33 +663,45 @@ function queueView(main, name, params) {
   const about = el("p", { class: "muted", id: "queue-about" });
   main.append(el("div", { class: "crumbs" }, link("#/", "Overview"), " / queue"),
     el("h1", {}, "Queue ", name), about,
-    panel("Queued, in dispatch order", link("#/history?specialist=" + encodeURIComponent(name), "history"), body, pager));
+    panel("Queued, in dispatch order", link("#/history?specialist=" + encodeURIComponent(name),
+      "history"), body, pager));
   return {
     async refresh() {
       const status = await api("/api/status");
       const me = (status.specialists || []).find((s) => s.name === name);
       about.replaceChildren(...(me ? [badge(specialistStatus(me)), " ",
-        me.workers + " worker" + (me.workers === 1 ? "" : "s") + " · " + (me.running || 0) + " running · " +
+        me.workers + " worker" + (me.workers === 1 ? "" : "s") + " · " +
+          (me.running || 0) + " running · " +
         (me.done || 0) + " done, " + ((me.failed || 0) + (me.dead || 0)) + " failed",
         me.paused ? el("div", { class: "paused-reason" }, "Paused: " + me.paused) : null,
-        !me.workers ? el("div", {}, "No worker of " + name + " is connected: its tasks wait until one says hello.") : null] : []));
-      const page = await api("/api/queues/" + encodeURIComponent(name) + "?offset=" + offset + "&limit=" + PAGE);
+        !me.workers ? el("div", {},
+          "No worker of " + name + " is connected: its tasks wait until one says hello.") : null]
+        : []));
+      const page = await api("/api/queues/" + encodeURIComponent(name) + "?offset=" + offset +
+        "&limit=" + PAGE);
       const rows = page.items.map((t, i) => el("tr", { "data-task": t.id },
         el("td", { class: "num" }, offset + i + 1),
         el("td", {}, taskLink(t.id)),
-        el("td", {}, badge(t.priority, t.priority === "urgent" ? "bad" : t.priority === "high" ? "warn" : "neutral")),
+        el("td", {}, badge(t.priority,
+          t.priority === "urgent" ? "bad" : t.priority === "high" ? "warn" : "neutral")),
         el("td", {}, t.title || ""),
         el("td", {}, issueLink(t.issue)),
-        el("td", { class: "muted" }, ago(t.created), t.attempt ? " · retried " + t.attempt + "×" : "",
+        el("td", { class: "muted" }, ago(t.created),
+          t.attempt ? " · retried " + t.attempt + "×" : "",
           t.not_before > Date.now() ? " · waits " + age(t.not_before - Date.now()) : ""),
-        el("td", { class: "actions" }, t.priority !== "urgent" ? urgentButton(t.id) : null, cancelButton(t.id))));
-      body.replaceChildren(table(["##", "Task", "Priority", "Title", "Issue", "Queued", ""], rows, "nothing queued"));
+        el("td", { class: "actions" }, t.priority !== "urgent" ? urgentButton(t.id) : null,
+          cancelButton(t.id))));
+      body.replaceChildren(table(["##", "Task", "Priority", "Title", "Issue", "Queued", ""], rows,
+        "nothing queued"));
       body.querySelector("table").id = "queue";
       const base = "#/queue/" + encodeURIComponent(name) + "?offset=";
       pager.replaceChildren(...[
-        el("span", { class: "muted" }, page.total ? (offset + 1) + "–" + (offset + page.items.length) + " of " + page.total : "0 queued"),
+        el("span", { class: "muted" },
+          page.total ? (offset + 1) + "–" + (offset + page.items.length) + " of " + page.total :
+          "0 queued"),
         offset > 0 ? link(base + Math.max(0, offset - PAGE), "← earlier") : null,
-        offset + page.items.length < page.total ? link(base + (offset + PAGE), "later →") : null].filter(Boolean));
+        offset + page.items.length < page.total ? link(base + (offset + PAGE),
+          "later →") : null].filter(Boolean));
       connectEvents(-1);
     },
     onEvent(e) { if (e.specialist === name) scheduleRefresh(); },
@@ -635,10 +712,12 @@ function queueView(main, name, params) {
 
 function historyView(main, arg, params) {
   const specialist = el("select", { name: "specialist" }, el("option", { value: "" }, "any"));
-  const stateSelect = el("select", { name: "state" }, ["", "done", "failed", "dead", "cancelled", "queued", "running"]
+  const stateSelect = el("select", { name: "state" }, ["", "done", "failed", "dead", "cancelled",
+    "queued", "running"]
     .map((s) => el("option", { value: s }, s || "any")));
   const issue = el("input", { name: "issue", placeholder: "PAN-42", size: "10" });
-  const text = el("input", { name: "q", type: "search", placeholder: "id, title, error…", size: "24" });
+  const text = el("input", { name: "q", type: "search", placeholder: "id, title, error…",
+    size: "24" });
   const form = el("form", { class: "filters", id: "history-filters" },
     el("label", {}, "Specialist", specialist), el("label", {}, "State", stateSelect),
     el("label", {}, "Issue", issue), el("label", {}, "Search", text),
@@ -646,11 +725,13 @@ function historyView(main, arg, params) {
   const body = el("div");
   const pager = el("div", { class: "pager" });
   main.append(el("h1", {}, "History"), panel("Tasks, newest first", null, form, body, pager));
-  for (const [key, input] of [["state", stateSelect], ["issue", issue], ["q", text]]) input.value = params.get(key) || "";
+  for (const [key, input] of [["state", stateSelect], ["issue", issue], ["q",
+    text]]) input.value = params.get(key) || "";
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const query = new URLSearchParams();
-    for (const input of [specialist, stateSelect, issue, text]) if (input.value) query.set(input.name, input.value);
+    for (const input of [specialist, stateSelect, issue,
+      text]) if (input.value) query.set(input.name, input.value);
     location.hash = "#/history" + (query.toString() ? "?" + query : "");
   });
   return {
@@ -658,7 +739,8 @@ function historyView(main, arg, params) {
       const status = await api("/api/status");
       const names = status.specialists.map((s) => s.name);
       if (specialist.options.length !== names.length + 1) {
-        specialist.replaceChildren(el("option", { value: "" }, "any"), ...names.map((n) => el("option", { value: n }, n)));
+        specialist.replaceChildren(el("option", { value: "" }, "any"),
+          ...names.map((n) => el("option", { value: n }, n)));
       }
       specialist.value = params.get("specialist") || "";
       const query = new URLSearchParams(params);
@@ -668,17 +750,22 @@ function historyView(main, arg, params) {
         el("td", {}, taskLink(t.id)),
         el("td", {}, badge(t.state)),
         el("td", {}, queueLink(t.specialist)),
-        el("td", {}, t.title || "", t.error && t.state !== "done" ? el("div", { class: "muted" }, t.error) : null),
+        el("td", {}, t.title || "", t.error && t.state !== "done" ? el("div", { class: "muted" },
+          t.error) : null),
         el("td", {}, issueLink(t.issue)),
         el("td", { class: "muted" }, ago(t.updated)),
-        el("td", { class: "actions" }, ["failed", "dead", "cancelled"].includes(t.state) ? retryButton(t.id) : null)));
-      body.replaceChildren(table(["Task", "State", "Specialist", "Title", "Issue", "Updated", ""], rows,
-        params.get("q") ? "no task mentions that among the " + page.scanned + " newest" : "no task"));
+        el("td", { class: "actions" }, ["failed", "dead",
+          "cancelled"].includes(t.state) ? retryButton(t.id) : null)));
+      body.replaceChildren(table(["Task", "State", "Specialist", "Title", "Issue", "Updated", ""],
+        rows,
+        params.get("q") ? "no task mentions that among the " + page.scanned + " newest" :
+          "no task"));
       body.querySelector("table").id = "history";
       const older = new URLSearchParams(params);
       if (page.next) older.set("before", page.next);
       pager.replaceChildren(...[
-        params.get("q") ? el("span", { class: "muted" }, "searched " + page.scanned + " tasks") : null,
+        params.get("q") ? el("span", { class: "muted" },
+          "searched " + page.scanned + " tasks") : null,
         params.get("before") ? link("#/history?" + withoutBefore(params), "newest") : null,
         page.next ? link("#/history?" + older, "older →") : null].filter(Boolean));
     },
@@ -698,7 +785,10 @@ function reviewsView(main) {
   // What was approved stays said here once its card has left the list.
   const approved = el("div", { id: "reviews-approved" });
   main.append(el("h1", {}, "Reviews awaiting approval"),
-    el("p", { class: "muted" }, "The newest review of each issue whose merge waits on a person. Approving queues the merge of the reviewed commit; a blocked gate holds unless you override it, and the override is recorded with your reason."),
+    el("p", { class: "muted" },
+      "The newest review of each issue whose merge waits on a person. Approving queues the " +
+      "merge of the reviewed commit; a blocked gate holds unless you override it, and the " +
+      "override is recorded with your reason."),
     approved, list);
   const onApproved = (review, task) => approved.append(el("div", { class: "verdict ok" },
     "Merge of " + (review.issue || review.id) + " queued as task ", taskLink(task.id), "."));
@@ -717,7 +807,8 @@ function reviewsView(main) {
 function reviewCard(r, onApproved) {
   const blocked = r.gate !== "open";
   const out = el("p", { class: "result" });
-  const reason = el("input", { name: "reason", placeholder: "why the gate is overridden (recorded)" });
+  const reason = el("input", { name: "reason",
+    placeholder: "why the gate is overridden (recorded)" });
   const override = el("input", { type: "checkbox", name: "force" });
   const form = el("form", { "data-review": r.id },
     el("button", { type: "submit", class: "primary" }, blocked ? "Approve" : "Approve & merge"),
@@ -734,17 +825,22 @@ function reviewCard(r, onApproved) {
   });
   return el("div", { class: "review", "data-review": r.id },
     el("div", { class: "head" }, badge(blocked ? "blocked" : "open"),
-      el("span", { class: "title" }, r.issue ? issueLink(r.issue) : "review", " ", r.branch ? el("span", { class: "mono" }, r.branch + " → " + (r.target || "main")) : null),
-      el("span", { class: "muted" }, "review ", taskLink(r.id), " · ", r.review_result || "", r.review_mode ? " · mode " + r.review_mode : "", " · ", ago(r.updated))),
+      el("span", { class: "title" }, r.issue ? issueLink(r.issue) : "review", " ",
+        r.branch ? el("span", { class: "mono" }, r.branch + " → " + (r.target || "main")) : null),
+      el("span", { class: "muted" }, "review ", taskLink(r.id), " · ", r.review_result || "",
+        r.review_mode ? " · mode " + r.review_mode : "", " · ", ago(r.updated))),
     r.must_fix.length ? [el("div", {}, "Must fix (" + r.must_fix.length + "):"),
-      el("ul", {}, r.must_fix.map((f) => el("li", {}, el("span", { class: "mono" }, (f.file || "") + (f.line ? ":" + f.line : "")), " ", f.title || f.message || "")))]
-      : blocked ? el("div", { class: "muted" }, "No blocking finding: the verdict itself blocks.") : null,
+      el("ul", {}, r.must_fix.map((f) => el("li", {}, el("span", { class: "mono" },
+        (f.file || "") + (f.line ? ":" + f.line : "")), " ", f.title || f.message || "")))]
+      : blocked ? el("div", { class: "muted" },
+        "No blocking finding: the verdict itself blocks.") : null,
     form, out);
 }
 
 // ---- figures ----
 
-const COLOURS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#1b7c83", "#bc4c00", "#6e7781"];
+const COLOURS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#1b7c83", "#bc4c00",
+  "#6e7781"];
 
 // A line chart of `series` ([{name, points: [[t, value]]}]) over the last `span` ms. A
 // specialist whose line stays at zero is left out, so the chart shows what moves.
@@ -766,20 +862,26 @@ function lineChart(title, id, all, unit, span) {
   const x = (t) => L + (W - L - R) * Math.max(0, 1 - (now - t) / span);
   const y = (v) => T + (H - T - B) * (1 - v / max);
   for (const f of [0, 0.5, 1]) {
-    add("line", { x1: L, x2: W - R, y1: y(max * f), y2: y(max * f), class: f === 0 ? "axis" : "grid" });
+    add("line", { x1: L, x2: W - R, y1: y(max * f), y2: y(max * f),
+      class: f === 0 ? "axis" : "grid" });
     add("text", { x: L - 6, y: y(max * f) + 4, "text-anchor": "end" }, formatValue(max * f, unit));
   }
   const hours = span >= 86400000;
   for (const f of [0, 0.25, 0.5, 0.75, 1]) {
-    const label = f === 1 ? "now" : hours ? "−" + Math.round(24 * (1 - f)) + " h" : "−" + Math.round(60 * (1 - f)) + " min";
-    add("text", { x: L + (W - L - R) * f, y: H - 5, "text-anchor": f === 0 ? "start" : f === 1 ? "end" : "middle" }, label);
+    const label = f === 1 ? "now" : hours ? "−" + Math.round(24 * (1 - f)) + " h" :
+      "−" + Math.round(60 * (1 - f)) + " min";
+    add("text", { x: L + (W - L - R) * f, y: H - 5,
+      "text-anchor": f === 0 ? "start" : f === 1 ? "end" : "middle" }, label);
   }
   series.forEach((s, i) => {
     const colour = COLOURS[all.indexOf(s) % COLOURS.length];
-    if (s.points.length === 1) add("circle", { cx: x(s.points[0][0]), cy: y(s.points[0][1]), r: 3, fill: colour });
-    else add("polyline", { points: s.points.map(([t, v]) => x(t).toFixed(1) + "," + y(v).toFixed(1)).join(" "), stroke: colour });
+    if (s.points.length === 1) add("circle", { cx: x(s.points[0][0]), cy: y(s.points[0][1]), r: 3,
+      fill: colour });
+    else add("polyline", { points: s.points.map(([t,
+      v]) => x(t).toFixed(1) + "," + y(v).toFixed(1)).join(" "), stroke: colour });
   });
-  if (!series.length) add("text", { x: (L + W - R) / 2, y: (T + H - B) / 2 + 4, "text-anchor": "middle", class: "empty" }, "nothing yet");
+  if (!series.length) add("text", { x: (L + W - R) / 2, y: (T + H - B) / 2 + 4,
+    "text-anchor": "middle", class: "empty" }, "nothing yet");
   const legend = el("div", { class: "legend" }, series.map((s) => {
     const swatch = el("i");
     swatch.style.background = COLOURS[all.indexOf(s) % COLOURS.length]; // CSSOM: allowed by the CSP
@@ -808,7 +910,8 @@ function figuresView(main, arg, params) {
   main.append(el("h1", {}, "Figures", el("span", { class: "range" },
     link("#/figures", "last hour", range === "hour" ? "current" : null),
     link("#/figures?range=day", "last day", range === "day" ? "current" : null))),
-    el("p", { class: "muted", id: "figures-note" }), panel("Now", "per specialist, over the last 10 minutes", glance), charts);
+    el("p", { class: "muted", id: "figures-note" }), panel("Now",
+      "per specialist, over the last 10 minutes", glance), charts);
   return {
     async refresh() {
       const figures = await api("/api/figures");
@@ -816,16 +919,21 @@ function figuresView(main, arg, params) {
       const span = range === "day" ? 86400000 : 3600000;
       const names = [...new Set(samples.flatMap((s) => Object.keys(s.specialists || {})))].sort();
       const per = (key) => names.map((name) => ({ name, points: samples
-        .filter((s) => s.specialists && s.specialists[name] && typeof s.specialists[name][key] === "number")
+        .filter((s) => s.specialists && s.specialists[name] &&
+          typeof s.specialists[name][key] === "number")
         .map((s) => [s.t, s.specialists[name][key]]) }));
       document.getElementById("figures-note").textContent = samples.length
-        ? "A sample every " + (range === "day" ? figures.day_every_ms : figures.every_ms) / 1000 + " s since cloister-web started (" + samples.length + " so far)."
+        ? "A sample every " + (range === "day" ? figures.day_every_ms :
+          figures.every_ms) / 1000 + " s since cloister-web started (" + samples.length +
+          " so far)."
         : "No sample yet: cloister-web asks the broker every " + figures.every_ms / 1000 + " s.";
       renderGlance(glance, figures.hour || [], names);
       charts.replaceChildren(
-        lineChart("Throughput (tasks finished per minute)", "chart-throughput", per("per_min"), "", span),
+        lineChart("Throughput (tasks finished per minute)", "chart-throughput", per("per_min"), "",
+          span),
         lineChart("Queue depth (tasks queued)", "chart-queue", per("queued"), "", span),
-        lineChart("Latency, submit to finish (median)", "chart-latency", per("latency_ms"), "ms", span),
+        lineChart("Latency, submit to finish (median)", "chart-latency", per("latency_ms"), "ms",
+          span),
         lineChart("Agent cost (USD per hour)", "chart-cost", per("cost_per_h"), "$", span));
     },
   };
@@ -850,7 +958,8 @@ function renderGlance(box, samples, names) {
       el("td", { class: "num" }, latency === null ? "—" : formatValue(latency, "ms")),
       el("td", { class: "num" }, money(mean("cost_per_h") || 0) + "/h"));
   });
-  box.replaceChildren(table(["Specialist", "#Finished / min", "#Queued", "#Running", "#Latency p50", "#Cost"], rows, "no sample yet"));
+  box.replaceChildren(table(["Specialist", "#Finished / min", "#Queued", "#Running", "#Latency p50",
+    "#Cost"], rows, "no sample yet"));
   box.querySelector("table").id = "glance";
 }
 
@@ -903,7 +1012,8 @@ async function start() {
   window.addEventListener("hashchange", route);
   route();
   // Views that read much (an issue's timeline) refresh on their events only.
-  setInterval(() => { if (!document.hidden && state.view && state.view.periodic !== false) scheduleRefresh(10); }, 5000);
+  setInterval(() => { if (!document.hidden && state.view &&
+    state.view.periodic !== false) scheduleRefresh(10); }, 5000);
 }
 
 start();

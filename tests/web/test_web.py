@@ -703,8 +703,14 @@ def test_reviews_view(system, browser):
     browser.click(card + " button[type=submit]")
     check(browser.wait_for("document.querySelector(%s).textContent.includes('needs a reason')"
                            % json.dumps(result)), "an override needs a reason")
-    browser.eval("document.querySelector(%s).value = 'hotfix, checked by hand'; true"
-                 % json.dumps(card + " input[name=reason]"))
+    browser.eval("document.querySelector(%s).value = 'hotfix, checked by hand'; "
+                 "window.__card = document.querySelector(%s); refreshView(); true"
+                 % (json.dumps(card + " input[name=reason]"), json.dumps(card)))
+    time.sleep(0.5)
+    check(browser.eval("document.querySelector(%s) === window.__card && "
+                       "document.querySelector(%s).value === 'hotfix, checked by hand'"
+                       % (json.dumps(card), json.dumps(card + " input[name=reason]"))),
+          "a refresh keeps the card and what is typed in it")
     browser.click(card + " button[type=submit]")
     check(browser.wait_for("document.getElementById('reviews-approved').textContent.includes("
                            "'Merge of PAN-7 queued as task merge-review-PAN-7')"),

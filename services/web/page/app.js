@@ -790,6 +790,7 @@ function reviewsView(main) {
       "merge of the reviewed commit; a blocked gate holds unless you override it, and the " +
       "override is recorded with your reason."),
     approved, list);
+  let cards = new Map(); // review id -> {key (its JSON), node}
   const onApproved = (review, task) => approved.append(el("div", { class: "verdict ok" },
     "Merge of " + (review.issue || review.id) + " queued as task ", taskLink(task.id), "."));
   return {
@@ -798,7 +799,17 @@ function reviewsView(main) {
       const pill = document.getElementById("reviews-count");
       pill.hidden = reviews.length === 0;
       pill.textContent = String(reviews.length);
-      list.replaceChildren(...(reviews.length ? reviews.map((r) => reviewCard(r, onApproved))
+      // A card whose review did not change is kept as it is, with what is typed in it.
+      const kept = new Map();
+      const nodes = reviews.map((r) => {
+        const key = JSON.stringify(r);
+        const card = cards.get(r.id);
+        const node = card && card.key === key ? card.node : reviewCard(r, onApproved);
+        kept.set(r.id, { key, node });
+        return node;
+      });
+      cards = kept;
+      list.replaceChildren(...(nodes.length ? nodes
         : [el("div", { class: "panel muted" }, "No review is waiting.")]));
     },
   };

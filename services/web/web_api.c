@@ -388,9 +388,11 @@ web_reply_t web_api_issue(const web_t *web, const char *issue)
         json_decref(tasks);
         return timeline;
     }
-    json_t *body = json_pack("{s:s, s:o, s:f, s:O, s:O}", "issue", issue, "tasks", tasks,
+    json_t *body = json_pack("{s:s, s:o, s:f, s:O, s:O, s:O}", "issue", issue, "tasks", tasks,
                              "cost_usd", cost, "events", json_object_get(timeline.body, "events"),
-                             "events_truncated", json_object_get(timeline.body, "truncated"));
+                             "events_truncated", json_object_get(timeline.body, "truncated"),
+                             "progress_omitted",
+                             json_object_get(timeline.body, "progress_omitted"));
     json_decref(timeline.body);
     return (web_reply_t){.status = 200, .body = body};
 }

@@ -49,12 +49,13 @@ web_reply_t web_api_history(const web_t *web, const web_history_t *query);
 /* GET /api/tasks/ID: the task, with its result. */
 web_reply_t web_api_task(const web_t *web, const char *id);
 
-/* GET /api/tasks/ID/events: {events, truncated}, the task's stored events (web_timeline). */
+/* GET /api/tasks/ID/events: {events, truncated, progress_omitted}, the task's stored events
+ * (web_timeline). */
 web_reply_t web_api_task_events(const web_t *web, const char *id);
 
 /* GET /api/issues/ID: {issue, tasks (oldest first, each with its result), cost_usd (the
- * sum of their results' cost_usd), events, events_truncated}: the issue's chain and the
- * stored events of its tasks. 404 when no task has that issue. */
+ * sum of their results' cost_usd), events, events_truncated, progress_omitted}: the
+ * issue's chain and the stored events of its tasks. 404 when no task has that issue. */
 web_reply_t web_api_issue(const web_t *web, const char *issue);
 
 /* GET /api/queues/NAME?offset=&limit=: {specialist, items (in dispatch order), offset,

@@ -83,6 +83,32 @@ static bool s_wanted(const json_t *tasks, const json_t *event)
     return false;
 }
 
+static bool s_is_progress(const json_t *event)
+{
+    const char *name = json_string_value(json_object_get(event, "event"));
+    return name != NULL && strcmp(name, "task.progress") == 0;
+}
+
+/* `events` without its oldest progress events past WEB_TIMELINE_MAX_PROGRESS (a new array);
+ * *omitted says how many were left out. */
+static json_t *s_cap_progress(const json_t *events, size_t *omitted)
+{
+    size_t progress = 0, i;
+    json_t *event;
+    json_array_foreach(events, i, event) progress += s_is_progress(event);
+    *omitted = progress > WEB_TIMELINE_MAX_PROGRESS ? progress - WEB_TIMELINE_MAX_PROGRESS : 0;
+    json_t *kept = json_array();
+    size_t skipped = 0;
+    json_array_foreach(events, i, event)
+    {
+        if (s_is_progress(event) && skipped < *omitted)
+            skipped++;
+        else
+            json_array_append(kept, event);
+    }
+    return kept;
+}
+
 web_reply_t web_timeline(const web_t *web, const json_t *tasks, int64_t from_ms, int64_t to_ms)
 {
     client_t *client = client_new(web->control_ep, web->timeout_ms);
@@ -119,6 +145,10 @@ web_reply_t web_timeline(const web_t *web, const json_t *tasks, int64_t from_ms,
         json_decref(kept);
         return web_api_failure(rc);
     }
-    json_t *body = json_pack("{s:o, s:b}", "events", kept, "truncated", !ended);
+    size_t omitted;
+    json_t *events = s_cap_progress(kept, &omitted);
+    json_decref(kept);
+    json_t *body = json_pack("{s:o, s:b, s:I}", "events", events, "truncated", !ended,
+                             "progress_omitted", (json_int_t)omitted);
     return (web_reply_t){.status = 200, .body = body};
 }

@@ -177,12 +177,14 @@ def git_repo(system, name):
 
 class ScriptedWorker:
     """A worker of `specialist` spoken over the protocol (PROTOCOL.md) from a thread: each task
-    it gets is answered at once with answer(task) -> (outcome, error, result map)."""
+    it gets is answered at once with answer(task) -> (outcome, error, result map), after
+    `progress` progress lines."""
 
-    def __init__(self, system, specialist, answer):
+    def __init__(self, system, specialist, answer, progress=0):
         import threading
         import zmq
         self.system, self.specialist, self.answer = system, specialist, answer
+        self.progress = progress
         self.worker = specialist + "-scripted"
         self.context = zmq.Context()
         self.pull = self.context.socket(zmq.PULL)
@@ -207,6 +209,10 @@ class ScriptedWorker:
             if self.pull.poll(100):
                 message = msgpack.unpackb(self.pull.recv(), raw=False)
                 if message.get("type") == "task":
+                    for i in range(self.progress):
+                        self.send({"type": "progress", "worker": self.worker,
+                                   "task": message["id"], "attempt": message["attempt"],
+                                   "kind": "agent", "text": "line %d" % i})
                     outcome, error, result = self.answer(message)
                     reply = {"type": "result", "worker": self.worker, "task": message["id"],
                              "attempt": message["attempt"], "outcome": outcome,
@@ -391,6 +397,34 @@ def test_issue_and_reviews(system):
           "an approved review of no issue no longer waits")
 
 
+def test_long_timeline(system):
+    """An issue whose tasks said more progress lines than a timeline keeps: the newest are
+    kept with every other event, and the page is told how many were left out."""
+    chatty = ScriptedWorker(system, "chatty-agent", lambda task: ("done", None, {}),
+                            progress=20)
+    try:
+        System.wait_for(lambda: system.pan("submit", "chatty-agent", "--issue", "CHAT-1",
+                                           "--id", "chat-0").returncode == 0,
+                        "chatty-agent to be known")
+        for i in range(1, 55):
+            system.pan("submit", "chatty-agent", "--issue", "CHAT-1", "--id", "chat-%d" % i)
+        System.wait_for(lambda: '"state": "done"' in system.pan("task", "show", "chat-54",
+                                                               "--json").stdout,
+                        "the chatty tasks", timeout=60)
+    finally:
+        chatty.stop()
+    status, body, _ = system.request("/api/issues/CHAT-1")
+    events = body.get("events", []) if status == 200 else []
+    progress = [e for e in events if e["event"] == "task.progress"]
+    check(len(body.get("tasks", [])) == 55, "the chatty issue's tasks")
+    check(len(progress) == 1000 and body.get("progress_omitted") == 100,
+          "a timeline keeps the newest 1000 progress lines and says how many it left out: "
+          "%d kept, %s left out" % (len(progress), body.get("progress_omitted")))
+    check(progress and progress[-1]["task"] == "chat-54" and progress[-1]["text"] == "line 19",
+          "the newest progress lines are the ones kept")
+    check(sum(e["event"] == "task.done" for e in events) == 55, "every other event is kept")
+
+
 def test_api(system):
     url = system.pan("web", "url").stdout.strip()
     check(url == "%s/#token=%s" % (system.base, system.token), "pan web url: " + url)
@@ -473,6 +507,7 @@ def test_api(system):
         system.request("/api/tasks/%s/cancel" % task["id"], method="POST", body={})
     test_queue_and_history(system)
     test_issue_and_reviews(system)
+    test_long_timeline(system)
 
     check(system.request("/api/events?since=abc")[0] == 400, "events since no number: 400")
     request = urllib.request.Request(system.base + "/api/events?since=0",

@@ -498,8 +498,9 @@ function taskView(main, id) {
   const timelineNote = el("p", { class: "muted" });
   main.append(head, body, panel("Timeline", "from the broker's stored events", timeline,
     timelineNote));
-  let seen = new Set();
+  const seen = new Set();
   let loadedTimeline = false;
+  let shown = "";
   const addEvent = (e) => {
     if (seen.has(e.seq)) return;
     seen.add(e.seq);
@@ -508,14 +509,19 @@ function taskView(main, id) {
   return {
     async refresh() {
       const task = await api("/api/tasks/" + encodeURIComponent(id));
-      renderTask(head, body, task);
+      // Drawn again only when it changed, so an opened <details> stays open.
+      const key = JSON.stringify(task);
+      if (key !== shown) renderTask(head, body, task);
+      shown = key;
       if (!loadedTimeline) {
         loadedTimeline = true;
         const stored = await api("/api/tasks/" + encodeURIComponent(id) + "/events");
         stored.events.forEach(addEvent);
-        timelineNote.textContent = stored.truncated ? "Only the first events stored are shown." :
-          stored.events.length ? "" :
-          "No stored event of this task (the broker keeps the newest ones).";
+        timelineNote.textContent = stored.progress_omitted
+          ? stored.progress_omitted + " older progress lines are not shown." : "";
+        if (stored.truncated) timelineNote.textContent = "Only the first events stored are shown.";
+        else if (!stored.events.length)
+          timelineNote.textContent = "No stored event of this task (the broker keeps the newest).";
       }
       connectEvents(-1);
     },

@@ -539,8 +539,9 @@ class Browser:
         port_file = os.path.join(profile, "DevToolsActivePort")
         System.wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(),
                         "Chromium's DevTools port", timeout=30)
-        port = open(port_file).read().split()[0]
-        targets = json.loads(urllib.request.urlopen("http://127.0.0.1:%s/json/list" % port).read())
+        self.port = open(port_file).read().split()[0]
+        targets = json.loads(urllib.request.urlopen(
+            "http://127.0.0.1:%s/json/list" % self.port).read())
         page = [t for t in targets if t.get("type") == "page"][0]
         self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30)
         self.next_id = 0
@@ -600,6 +601,21 @@ class Browser:
                 f.write(base64.b64decode(data))
         self.call("Emulation.setDeviceMetricsOverride", width=1400, height=900,
                   deviceScaleFactor=1, mobile=False)
+
+    def new_tab(self, url):
+        """Opens `url` in a new tab of the same browser: its target id and a websocket to it."""
+        import websocket
+        target = self.call("Target.createTarget", url=url)["targetId"]
+        targets = json.loads(urllib.request.urlopen(
+            "http://127.0.0.1:%s/json/list" % self.port).read())
+        page = [t for t in targets if t.get("id") == target][0]
+        return target, websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30)
+
+    def close_tab(self, target, tab):
+        """Closes a tab new_tab() opened; this one is in front again."""
+        tab.close()
+        self.call("Target.closeTarget", targetId=target)
+        self.call("Page.bringToFront")
 
     def close(self):
         self.ws.close()
@@ -710,6 +726,27 @@ def test_task_views(system, browser):
     check(browser.wait_for("document.getElementById('task-id') && "
                            "document.getElementById('task-id').textContent === 'review-PAN-7'"),
           "a reload shows the same task")
+    # A link opened in a new tab: the cookie, not the token, lets it in.
+    href = browser.eval("document.querySelector(\"a[href='#/issue/PAN-7']\")"
+                        "?.getAttribute('href')")
+    check(href == "#/issue/PAN-7", "the task page links to its issue with a real link")
+    target, tab = browser.new_tab(system.base + "/" + (href or ""))
+    try:
+        opened = False
+        deadline = time.time() + 15
+        while not opened and time.time() < deadline:
+            tab.send(json.dumps({"id": 1, "method": "Runtime.evaluate", "params": {
+                "expression": "document.querySelectorAll('#chain .step').length",
+                "returnByValue": True}}))
+            while True:
+                reply = json.loads(tab.recv())
+                if reply.get("id") == 1:
+                    break
+            opened = reply.get("result", {}).get("result", {}).get("value") == 2
+            time.sleep(0.1)
+        check(opened, "the issue's link opens in a new tab")
+    finally:
+        browser.close_tab(target, tab)
     browser.go("#/task/test-PAN-7")
     check(browser.wait_for("(document.getElementById('failures') || {}).textContent"
                            "?.includes('test_a: expected 1, got 2')"), "the test run's failures")

@@ -239,9 +239,10 @@ static bool s_task_mentions(const json_t *task, const char *needle)
     return false;
 }
 
-/* One list_tasks page of `filter` (state, specialist, issue) after `before`. */
-static int s_list_page(client_t *client, const char *const filter[3], const char *before,
-                       long limit, json_t **page)
+/* One list_tasks page of `filter` (state, specialist, issue) after `before`; *cut when the
+ * broker cut it short of `limit` to keep its reply under the cap (may be NULL). */
+static int s_list_page_cut(client_t *client, const char *const filter[3], const char *before,
+                           long limit, json_t **page, bool *cut)
 {
     wire_writer_t *w = wire_writer_new();
     wire_writer_start(w, MSG_LIST_TASKS);
@@ -253,7 +254,15 @@ static int s_list_page(client_t *client, const char *const filter[3], const char
     bool truncated;
     int rc = web_api_ask(client, w, page, &truncated);
     wire_writer_destroy(&w);
+    if (cut != NULL)
+        *cut = truncated;
     return rc;
+}
+
+static int s_list_page(client_t *client, const char *const filter[3], const char *before,
+                       long limit, json_t **page)
+{
+    return s_list_page_cut(client, filter, before, limit, page, NULL);
 }
 
 /* A filter value from the query: absent or empty is no filter. */
@@ -286,10 +295,11 @@ web_reply_t web_api_history(const web_t *web, const web_history_t *query)
     int rc = 0;
     while (more && (long)json_array_size(items) < limit && scanned < WEB_API_SEARCH_SCAN) {
         json_t *page = NULL;
-        rc = s_list_page(client, filter, next, page_size, &page);
+        bool cut = false;
+        rc = s_list_page_cut(client, filter, next, page_size, &page, &cut);
         if (rc != 0)
             break;
-        more = (long)json_array_size(page) == page_size;
+        more = cut || (long)json_array_size(page) == page_size;
         size_t i;
         json_t *task;
         json_array_foreach(page, i, task)

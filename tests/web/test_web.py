@@ -397,6 +397,32 @@ def test_issue_and_reviews(system):
           "an approved review of no issue no longer waits")
 
 
+def test_history_cut_pages(system):
+    """The broker cuts a listing to keep its reply under its cap (two of these tasks fill
+    it): the history reads on past the cut, so no task is skipped."""
+    import msgpack
+    import zmq
+    context = zmq.Context()
+    control = context.socket(zmq.REQ)
+    control.connect(system.env["CLOISTER_CONTROL"])
+    big = "x" * (1536 * 1024)
+    try:
+        for i in range(3):
+            control.send(msgpack.packb({"v": 1, "type": "submit", "id": "big-%d" % i,
+                                        "specialist": "queue-agent", "issue": "BIG-1",
+                                        "payload": {"context": {"text": big}}}))
+            check(msgpack.unpackb(control.recv(), raw=False).get("ok"), "submit a big task")
+    finally:
+        control.close(0)
+        context.term()
+    status, body, _ = system.request("/api/tasks?issue=BIG-1&limit=50")
+    listed = [t["id"] for t in body.get("items", [])] if status == 200 else []
+    check(listed == ["big-2", "big-1", "big-0"] and body.get("next") is None,
+          "a page the broker cut is followed by the rest: %s" % listed)
+    for i in range(3):
+        system.request("/api/tasks/big-%d/cancel" % i, method="POST", body={})
+
+
 def test_long_timeline(system):
     """An issue whose tasks said more progress lines than a timeline keeps: the newest are
     kept with every other event, and the page is told how many were left out."""
@@ -508,6 +534,7 @@ def test_api(system):
     test_queue_and_history(system)
     test_issue_and_reviews(system)
     test_long_timeline(system)
+    test_history_cut_pages(system)
 
     check(system.request("/api/events?since=abc")[0] == 400, "events since no number: 400")
     request = urllib.request.Request(system.base + "/api/events?since=0",

@@ -121,6 +121,17 @@ static const wire_field_t s_specialist_ref[] = {
     {FIELD_SPECIALIST, WIRE_STR, true, NAME_CAP},
 };
 
+static const wire_field_t s_list_queue[] = {
+    {FIELD_SPECIALIST, WIRE_STR, true, NAME_CAP},
+    {FIELD_OFFSET, WIRE_INT, false, 0},
+    {FIELD_LIMIT, WIRE_INT, false, 0},
+};
+
+static const wire_field_t s_set_priority[] = {
+    {FIELD_ID, WIRE_STR, true, MESSAGES_ID_CAP},
+    {FIELD_PRIORITY, WIRE_STR, true, 16},
+};
+
 static const wire_field_t s_none[] = {
     {FIELD_CLIENT, WIRE_STR, false, MESSAGES_ID_CAP},
 };
@@ -194,7 +205,7 @@ const wire_spec_t messages_table[MSG_COUNT] = {
     [MSG_SHOW_TASK] = SPEC(MSG_SHOW_TASK, s_task_ref),
     [MSG_CANCEL_TASK] = SPEC(MSG_CANCEL_TASK, s_cancel_task),
     [MSG_RETRY_TASK] = SPEC(MSG_RETRY_TASK, s_task_ref),
-    [MSG_LIST_QUEUE] = SPEC(MSG_LIST_QUEUE, s_specialist_ref),
+    [MSG_LIST_QUEUE] = SPEC(MSG_LIST_QUEUE, s_list_queue),
     [MSG_LIST_SPECIALISTS] = SPEC(MSG_LIST_SPECIALISTS, s_none),
     [MSG_STATS] = SPEC(MSG_STATS, s_none),
     [MSG_REPLAY] = SPEC(MSG_REPLAY, s_replay),
@@ -204,6 +215,7 @@ const wire_spec_t messages_table[MSG_COUNT] = {
     [MSG_RELOAD] = SPEC(MSG_RELOAD, s_none),
     [MSG_NOTE_TASK] = SPEC(MSG_NOTE_TASK, s_note_task),
     [MSG_RESUME] = SPEC(MSG_RESUME, s_specialist_ref),
+    [MSG_SET_PRIORITY] = SPEC(MSG_SET_PRIORITY, s_set_priority),
 };
 
 const size_t messages_count = sizeof messages_table / sizeof messages_table[0];

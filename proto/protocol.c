@@ -28,6 +28,7 @@ static const char *const s_msg_names[MSG_COUNT] = {
     [MSG_RELOAD] = "reload",
     [MSG_NOTE_TASK] = "note_task",
     [MSG_RESUME] = "resume",
+    [MSG_SET_PRIORITY] = "set_priority",
 };
 
 static const char *const s_field_names[FIELD_COUNT] = {
@@ -84,6 +85,7 @@ static const char *const s_field_names[FIELD_COUNT] = {
     [FIELD_NEXT] = "next",
     [FIELD_NOTES] = "notes",
     [FIELD_NOT_BEFORE] = "not_before",
+    [FIELD_OFFSET] = "offset",
     [FIELD_OK] = "ok",
     [FIELD_OLDEST_QUEUED_AGE_MS] = "oldest_queued_age_ms",
     [FIELD_OUTCOME] = "outcome",

@@ -35,6 +35,7 @@ typedef enum {
     MSG_RELOAD,
     MSG_NOTE_TASK,
     MSG_RESUME,
+    MSG_SET_PRIORITY,
     MSG_COUNT
 } msg_type_t;
 
@@ -93,6 +94,7 @@ typedef enum {
     FIELD_NEXT,
     FIELD_NOTES,
     FIELD_NOT_BEFORE,
+    FIELD_OFFSET,
     FIELD_OK,
     FIELD_OLDEST_QUEUED_AGE_MS,
     FIELD_OUTCOME,

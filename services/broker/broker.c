@@ -1106,6 +1106,17 @@ static void s_add_specialist(const char *name, void *arg)
     broker_queue(arg, name, true);
 }
 
+/* A known specialist's stored counts of ended tasks (a forgotten one's are not shown). */
+static void s_load_counters(const char *name, const int64_t counts[3], void *arg)
+{
+    queue_t *queue = broker_queue(arg, name, false);
+    if (queue == NULL)
+        return;
+    queue->done = (size_t)counts[0];
+    queue->failed = (size_t)counts[1];
+    queue->dead = (size_t)counts[2];
+}
+
 
 static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
 {
@@ -1241,6 +1252,9 @@ int broker_new(const broker_config_t *config, broker_t **out)
     if (rc != 0)
         goto out;
     store_specialists_load(self->store, s_add_specialist, self);
+    rc = store_counters_load(self->store, s_load_counters, self);
+    if (rc != 0)
+        goto out;
     self->last_seq = store_last_seq(self->store);
     self->next_order = store_max_order(self->store);
     self->dead_count = store_count_state(self->store, "dead");

@@ -231,9 +231,19 @@ static void s_retry(request_t *req, const wire_msg_t *msg)
     s_reply_task(req, task);
 }
 
+/* list_queue: a queue's tasks in dispatch order, from `offset` (default 0), at most
+ * `limit` (default: as many as the reply holds). Walking to the offset costs its length,
+ * in memory. */
 static void s_list_queue(request_t *req, const wire_msg_t *msg)
 {
     const char *name = wire_msg_str(msg, FIELD_SPECIALIST, "");
+    int64_t offset = wire_msg_int(msg, FIELD_OFFSET, 0);
+    int64_t limit = wire_msg_int(msg, FIELD_LIMIT, INT64_MAX);
+    if (offset < 0 || limit < 1) {
+        s_reply_error(req, FAILURE_INVALID,
+                      "list_queue: offset must be 0 or more and limit 1 or more");
+        return;
+    }
     queue_t *queue = broker_queue(req->broker, name, false);
     if (queue == NULL) {
         char reason[160];
@@ -244,13 +254,18 @@ static void s_list_queue(request_t *req, const wire_msg_t *msg)
     wire_writer_t *w = s_reply_ok(req);
     wire_open_array(w, FIELD_DATA);
     bool truncated = false;
-    for (int p = 0; p < PRIORITY_COUNT && !truncated; p++) {
-        for (task_t *task = queue->head[p]; task && !truncated; task = task->next) {
+    int64_t index = 0, listed = 0;
+    for (int p = 0; p < PRIORITY_COUNT && !truncated && listed < limit; p++) {
+        for (task_t *task = queue->head[p]; task && !truncated && listed < limit;
+             task = task->next, index++) {
+            if (index < offset)
+                continue;
             truncated = wire_writer_size(w) + task->payload_len > REPLY_BUDGET;
             if (!truncated) {
                 wire_open_map_key(w, NULL);
                 broker_write_task(w, task, false);
                 wire_close(w);
+                listed++;
             }
         }
     }
@@ -258,6 +273,66 @@ static void s_list_queue(request_t *req, const wire_msg_t *msg)
     if (truncated)
         wire_put_bool(w, FIELD_TRUNCATED, true);
     s_send(req);
+}
+
+/* set_priority: a queued task moves to another priority, at its submit-order place there
+ * (a priority's list is in submit order), so "move to urgent" puts it before every queued
+ * task of the lower priorities. Only a queued task can move: a running one has been
+ * dispatched, an ended one never will be. */
+static void s_set_priority(request_t *req, const wire_msg_t *msg)
+{
+    broker_t *self = req->broker;
+    const char *wanted = wire_msg_str(msg, FIELD_PRIORITY, "");
+    int priority = priority_parse(wanted);
+    if (priority < 0) {
+        char reason[128];
+        snprintf(reason, sizeof reason, "invalid priority '%.16s' (urgent, high, normal, low)",
+                 wanted);
+        s_reply_error(req, FAILURE_INVALID, reason);
+        return;
+    }
+    bool loaded;
+    task_t *task = s_find(req, wire_msg_str(msg, FIELD_ID, ""), &loaded);
+    if (task == NULL)
+        return;
+    if (task->state != TASK_QUEUED) {
+        char reason[256];
+        snprintf(reason, sizeof reason, "task %s is %s; only a queued task can change priority",
+                 task->id, task_state_name(task->state));
+        s_reply_error(req, FAILURE_STATE, reason);
+        if (loaded)
+            task_destroy(&task);
+        return;
+    }
+    if (!s_may_change(req, task)) {
+        s_reply_error(req, FAILURE_DENIED, failure_message());
+        return;
+    }
+    if ((int)task->priority != priority) {
+        priority_t was = task->priority;
+        int64_t updated = task->updated;
+        task->priority = (priority_t)priority;
+        task->updated = clock_wall_ms();
+        int rc = store_begin(self->store);
+        if (rc == 0)
+            rc = store_task_priority(self->store, task);
+        if (rc != 0) {
+            task->priority = was;
+            task->updated = updated;
+            s_reply_error(req, rc, failure_message());
+            return;
+        }
+        task->priority = was;
+        queue_remove(task->queue, task);
+        task->priority = (priority_t)priority;
+        queue_insert(task->queue, task);
+        char text[64];
+        snprintf(text, sizeof text, "moved to %s by a user", priority_name(task->priority));
+        event_extra_t extra = {.text = text};
+        broker_emit(self, EVENT_TASK_QUEUED, task, &extra);
+        req->durable = true;
+    }
+    s_reply_task(req, task);
 }
 
 /* One list_tasks reply being written. */
@@ -775,6 +850,7 @@ void broker_handle_control(broker_t *self, zmsg_t *envelope, const void *data, s
     case MSG_RELOAD: s_reload(&req); break;
     case MSG_NOTE_TASK: s_note(&req, msg); break;
     case MSG_RESUME: s_resume(&req, msg); break;
+    case MSG_SET_PRIORITY: s_set_priority(&req, msg); break;
     default: {
         char reason[128];
         snprintf(reason, sizeof reason, "'%s' is not a control request",

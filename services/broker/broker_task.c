@@ -95,6 +95,8 @@ int broker_task_finish(broker_t *self, task_t *task, task_state_t state, const c
     task->updated = clock_wall_ms();
     task_set_text(&task->error, error);
     int rc = store_task_update(self->store, task, result ? result : "", result ? result_len : 0);
+    if (rc == 0 && state != TASK_CANCELLED)
+        rc = store_count_finished(self->store, task->queue->name, state);
     if (rc != 0)
         return rc;
     event_type_t event = state == TASK_DONE     ? EVENT_TASK_DONE

@@ -74,6 +74,13 @@ static const char *s_migrations[] = {
     /* 6: the ended-state index's predicate as an OR chain (see ENDED_STATES), same rows. */
     "DROP INDEX tasks_by_ended_state;"
     "CREATE INDEX tasks_by_ended_state ON tasks(state, created, rid) WHERE " ENDED_STATES ";",
+    /* 7: each specialist's finished tasks, counted as they end (list_specialists' done,
+     * failed, dead), so the counts survive a restart and outlive retention; a store made
+     * before starts from the tasks it keeps. */
+    "CREATE TABLE counters (specialist TEXT PRIMARY KEY, done INTEGER NOT NULL DEFAULT 0,"
+    "  failed INTEGER NOT NULL DEFAULT 0, dead INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+    "INSERT INTO counters SELECT specialist, SUM(state = 'done'), SUM(state = 'failed'),"
+    "  SUM(state = 'dead') FROM tasks WHERE " ENDED_STATES " GROUP BY specialist;",
 };
 
 enum {
@@ -83,6 +90,7 @@ enum {
     STMT_TASK_UPDATE,
     STMT_TASK_UPDATE_RESULT,
     STMT_TASK_DISPATCHED,
+    STMT_TASK_PRIORITY,
     STMT_TASK_LOAD,
     STMT_ATTEMPT_INSERT,
     STMT_ATTEMPTS_FOR_ISSUE,
@@ -93,6 +101,7 @@ enum {
     STMT_TASKS_PRUNE,
     STMT_ATTEMPTS_PRUNE,
     STMT_SPECIALISTS_FORGET,
+    STMT_COUNT_FINISHED,
     STMT_COUNT
 };
 
@@ -111,6 +120,7 @@ static const char *s_sql[STMT_COUNT] = {
     [STMT_TASK_UPDATE_RESULT] = "UPDATE tasks SET state=?2, attempt=?3, failures=?4, worker=?5,"
                                 " error=?6, not_before=?7, updated=?8, max_attempts=?9, result=?10"
                                 " WHERE rid=?1",
+    [STMT_TASK_PRIORITY] = "UPDATE tasks SET priority=?2, updated=?3 WHERE rid=?1",
     [STMT_TASK_DISPATCHED] = "UPDATE tasks SET state=?2, attempt=?3, worker=?4, updated=?5,"
                               " worker_key=?6 WHERE rid=?1",
     [STMT_TASK_LOAD] = "SELECT " TASK_COLUMNS " FROM tasks WHERE id=?",
@@ -130,6 +140,9 @@ static const char *s_sql[STMT_COUNT] = {
                          " AND created < ?1 AND updated < ?1 LIMIT ?2)",
     [STMT_ATTEMPTS_PRUNE] = "DELETE FROM attempts WHERE (task, attempt) IN (SELECT task, attempt"
                             " FROM attempts WHERE finished < ?1 LIMIT ?2)",
+    [STMT_COUNT_FINISHED] = "INSERT INTO counters (specialist, done, failed, dead)"
+                           " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (specialist) DO UPDATE SET"
+                           " done = done + ?2, failed = failed + ?3, dead = dead + ?4",
     [STMT_SPECIALISTS_FORGET] = "DELETE FROM specialists WHERE last_seen < ? AND NOT EXISTS ("
                                 "  SELECT 1 FROM tasks WHERE tasks.specialist = specialists.name"
                                 "  AND state IN ('queued', 'running'))",
@@ -825,6 +838,18 @@ int store_task_dispatched(store_t *self, const task_t *task)
     return s_write(self, stmt, "updating a dispatched task");
 }
 
+int store_task_priority(store_t *self, const task_t *task)
+{
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
+    const int stmt = STMT_TASK_PRIORITY;
+    s_put_int(self, stmt, 1, task->rowid);
+    s_put_int(self, stmt, 2, task->priority);
+    s_put_int(self, stmt, 3, task->updated);
+    return s_write(self, stmt, "changing a task's priority");
+}
+
 static char *s_column_text(sqlite3_stmt *stmt, int column)
 {
     const unsigned char *text = sqlite3_column_text(stmt, column);
@@ -1159,6 +1184,37 @@ int store_specialists_load(store_t *self, void (*fn)(const char *name, void *arg
         fn((const char *)sqlite3_column_text(stmt, 0), arg);
     sqlite3_finalize(stmt);
     return 0;
+}
+
+int store_count_finished(store_t *self, const char *specialist, task_state_t state)
+{
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
+    const int stmt = STMT_COUNT_FINISHED;
+    s_put_text(self, stmt, 1, specialist);
+    s_put_int(self, stmt, 2, state == TASK_DONE);
+    s_put_int(self, stmt, 3, state == TASK_FAILED);
+    s_put_int(self, stmt, 4, state == TASK_DEAD);
+    return s_write(self, stmt, "counting a finished task");
+}
+
+int store_counters_load(store_t *self, void (*fn)(const char *specialist, const int64_t counts[3],
+                                                  void *arg),
+                        void *arg)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(self->db, "SELECT specialist, done, failed, dead FROM counters", -1,
+                           &stmt, NULL) != SQLITE_OK)
+        return s_fail(self, "loading the counters");
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        const int64_t counts[3] = {sqlite3_column_int64(stmt, 1), sqlite3_column_int64(stmt, 2),
+                                   sqlite3_column_int64(stmt, 3)};
+        fn((const char *)sqlite3_column_text(stmt, 0), counts, arg);
+    }
+    sqlite3_finalize(stmt);
+    return step == SQLITE_DONE ? 0 : s_fail(self, "loading the counters");
 }
 
 static int64_t s_scalar(store_t *self, const char *sql, const char *param)

@@ -63,6 +63,8 @@ int store_task_update(store_t *self, const task_t *task, const void *result, siz
  * other column already matches the task). The broker may write it late, or never for a
  * task that ends first (broker.c, "dispatches"). */
 int store_task_dispatched(store_t *self, const task_t *task);
+/* Writes a queued task's priority and updated (set_priority). */
+int store_task_priority(store_t *self, const task_t *task);
 
 /* Loads one task by id into a new task_t (specialist and result filled). Returns 0,
  * FAILURE_NOT_FOUND or FAILURE_STORE. The caller owns *out. */
@@ -130,6 +132,13 @@ int store_specialist_remember(store_t *self, const char *name, int64_t seen);
  * that have no queued or running task. Returns how many went, or FAILURE_STORE. */
 int store_specialists_forget(store_t *self, int64_t before);
 int store_specialists_load(store_t *self, void (*fn)(const char *name, void *arg), void *arg);
+/* Counts a task of `specialist` that ended `state` (done, failed or dead; anything else
+ * counts nothing), in the open transaction. */
+int store_count_finished(store_t *self, const char *specialist, task_state_t state);
+/* Calls fn with each specialist's counts of ended tasks: {done, failed, dead}. */
+int store_counters_load(store_t *self, void (*fn)(const char *specialist, const int64_t counts[3],
+                                                  void *arg),
+                        void *arg);
 
 /* Highest event seq, highest task order, and the number of dead tasks (for startup). */
 int64_t store_last_seq(store_t *self);

@@ -73,7 +73,7 @@ typedef struct queue_t {
     size_t depth[PRIORITY_COUNT];
     int default_timeout_s;
     int default_max_attempts;
-    size_t done, failed, dead; /* since start */
+    size_t done, failed, dead; /* ever (the store's counters) */
     char *paused; /* why none of its tasks is dispatched now (a worker's release paused the
                      specialist until someone resumes it), or NULL. Owned */
 } queue_t;

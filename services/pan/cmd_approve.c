@@ -1,6 +1,6 @@
 /* pan approve: the seed's "Approve & Merge". Queues the merge of a reviewed issue.
  *
- *   pan approve <issue-or-task> [--force] [--priority P] [--json]
+ *   pan approve <issue-or-task> [--force [--reason TEXT]] [--priority P] [--json]
  *               [--wait [--wait-timeout S] [--chain]]
  *               [--workspace DIR --branch B [--target T]]
  *
@@ -19,9 +19,9 @@
  * verdict). The review task must be `done` and its gate open (its result's GATE, which
  * follows the review mode's rules; a blocked gate is refused with its blocking findings by
  * file:line). --force overrides a blocked gate, and the override is recorded in the merge's
- * payload.override {by, at, reason, review} (payload.force tells the broker, which holds
- * the same gate at submit). Its payload gives workspace, branch, target (default main)
- * and issueId.
+ * payload.override {by, at, reason (--reason, else a default), review} (payload.force
+ * tells the broker, which holds the same gate at submit). Its payload gives workspace,
+ * branch, target (default main) and issueId.
  *
  * The merge is submitted through `pan submit` (cmd_submit), so it gets the same payload
  * and the serialisation group merge:<repository root>:<target>: id `merge-<review task
@@ -41,7 +41,8 @@
 #include <strings.h>
 
 static const char *const s_usage =
-    "pan approve <issue-or-review-task> [--force] [--priority urgent|high|normal|low] [--json]\n"
+    "pan approve <issue-or-review-task> [--force [--reason TEXT]] [--json]\n"
+    "       [--priority urgent|high|normal|low]\n"
     "       [--wait [--wait-timeout SECONDS] [--chain]] [--workspace DIR --branch B [--target T]]";
 
 /* Asks the broker for task `id`. Returns 0 with *task (caller owns), FAILURE_NOT_FOUND
@@ -234,7 +235,7 @@ static int s_check_review(const json_t *review, bool force, bool *overridden)
 /* The merge's payload beyond the flags: the reviewed commit it is pinned to, and the
  * override record when --force overrode a blocked gate. Returns its JSON text (caller
  * frees) or NULL when memory runs out. */
-static char *s_merge_payload(const json_t *review, bool overridden)
+static char *s_merge_payload(const json_t *review, bool overridden, const char *reason)
 {
     json_t *payload = json_object();
     /* The merge is pinned to the commit the review read: a branch that moved since is not
@@ -247,7 +248,8 @@ static char *s_merge_payload(const json_t *review, bool overridden)
         json_object_set_new(payload, "commit", json_string(reviewed));
     if (payload != NULL && overridden)
         json_object_set_new(payload, "override",
-                            pan_override_new("review gate blocked (pan approve --force)",
+                            pan_override_new(reason ? reason
+                                                    : "review gate blocked (pan approve --force)",
                                              pan_json_str(review, "id", "")));
     char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
     json_decref(payload);
@@ -256,7 +258,7 @@ static char *s_merge_payload(const json_t *review, bool overridden)
 
 /* What `pan approve` was asked. */
 typedef struct {
-    const char *what, *priority, *workspace, *branch, *target, *wait_timeout;
+    const char *what, *priority, *workspace, *branch, *target, *wait_timeout, *reason;
     bool force, json, wait, chain;
 } approve_args_t;
 
@@ -270,7 +272,7 @@ static int s_parse(int argc, char **argv, approve_args_t *args)
             const char **value;
         } options[] = {{"--priority", &args->priority}, {"--workspace", &args->workspace},
                        {"--branch", &args->branch},     {"--target", &args->target},
-                       {"--wait-timeout", &args->wait_timeout}};
+                       {"--wait-timeout", &args->wait_timeout}, {"--reason", &args->reason}};
         int found = 0;
         for (size_t k = 0; k < sizeof options / sizeof options[0] && found == 0; k++) {
             found = pan_option(argc, argv, &i, options[k].name, options[k].value);
@@ -300,6 +302,8 @@ static int s_parse(int argc, char **argv, approve_args_t *args)
                          args->priority);
     if ((args->workspace == NULL) != (args->branch == NULL))
         return pan_usage(s_usage, "--workspace and --branch go together");
+    if (args->reason != NULL && (!args->force || args->reason[0] == '\0'))
+        return pan_usage(s_usage, "--reason goes with --force, and says why");
     if ((args->chain || args->wait_timeout) && !args->wait)
         return pan_usage(s_usage, "--chain and --wait-timeout go with --wait");
     return PAN_EXIT_OK;
@@ -413,7 +417,7 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
     code = s_check_review(review, args.force, &overridden);
     char *merge_id = NULL, *extra = NULL;
     if (code == PAN_EXIT_OK) {
-        extra = s_merge_payload(review, overridden);
+        extra = s_merge_payload(review, overridden, args.reason);
         if (extra == NULL || asprintf(&merge_id, "merge-%s", review_id) < 0)
             code = pan_fail(PAN_EXIT_ERROR, "out of memory");
     }

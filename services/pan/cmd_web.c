@@ -2,8 +2,8 @@
  *
  * cloister-web writes the port it listens on to $PANOPTICON_HOME/web.port and keeps its
  * token in $PANOPTICON_HOME/web.token; the token rides in the address's fragment
- * (#token=...), which the browser never sends to a server: the page reads it and shows it
- * on every request. */
+ * (#token=...), which the browser never sends to a server: the page reads it, exchanges it
+ * once for the dashboard's HttpOnly session cookie and takes it out of the address. */
 #include "pan.h"
 
 #include "config.h"

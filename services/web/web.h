@@ -11,7 +11,7 @@
 #include <limits.h>
 #include <stdbool.h>
 
-/* The token every /api request shows (X-Cloister-Token, or ?token= for EventSource). */
+/* The token every /api request shows (X-Cloister-Token, or the session cookie made from it). */
 #define WEB_TOKEN_SIZE 65
 
 typedef struct web_figures_t web_figures_t;

@@ -16,7 +16,14 @@
 struct web_http_t {
     struct MHD_Daemon *daemon;
     uint16_t port;
+    web_t *web;
+    /* The session cookie's name, with the port: browsers keep cookies per host, not per
+     * port, so two dashboards on one host must not overwrite each other's. */
+    char cookie[32];
 };
+
+/* How a request showed the token. */
+typedef enum { AUTH_NONE, AUTH_HEADER, AUTH_COOKIE } auth_t;
 
 /* A request's body, gathered over MHD's calls. */
 typedef struct {
@@ -28,12 +35,16 @@ typedef struct {
 static const char s_csp[] = "default-src 'self'; img-src 'self' data:; style-src 'self'; "
                             "script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
 
-static enum MHD_Result s_send(struct MHD_Connection *c, int status, const char *type,
-                              const void *data, size_t size, enum MHD_ResponseMemoryMode mode)
+/* Sends a response; `cookie` (may be NULL) goes in a Set-Cookie header. */
+static enum MHD_Result s_send_cookie(struct MHD_Connection *c, int status, const char *type,
+                                     const void *data, size_t size,
+                                     enum MHD_ResponseMemoryMode mode, const char *cookie)
 {
     struct MHD_Response *response = MHD_create_response_from_buffer(size, (void *)data, mode);
     if (response == NULL)
         return MHD_NO;
+    if (cookie != NULL)
+        MHD_add_response_header(response, "Set-Cookie", cookie);
     MHD_add_response_header(response, "Content-Type", type);
     MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(response, "X-Frame-Options", "DENY");
@@ -42,6 +53,12 @@ static enum MHD_Result s_send(struct MHD_Connection *c, int status, const char *
     enum MHD_Result result = MHD_queue_response(c, (unsigned)status, response);
     MHD_destroy_response(response);
     return result;
+}
+
+static enum MHD_Result s_send(struct MHD_Connection *c, int status, const char *type,
+                              const void *data, size_t size, enum MHD_ResponseMemoryMode mode)
+{
+    return s_send_cookie(c, status, type, data, size, mode, NULL);
 }
 
 static enum MHD_Result s_send_reply(struct MHD_Connection *c, web_reply_t reply)
@@ -84,36 +101,63 @@ static bool s_same(const char *a, const char *b)
     return diff == 0;
 }
 
-static bool s_token_ok(const web_t *web, struct MHD_Connection *c)
+/* The token in the X-Cloister-Token header (scripts, and the page's one exchange), else
+ * in the session cookie (the page from then on). A wrong header is not rescued by a
+ * cookie. */
+static auth_t s_auth(const web_http_t *self, struct MHD_Connection *c)
 {
     const char *token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Cloister-Token");
-    if (token == NULL)
-        token = s_arg(c, "token");
-    return token != NULL && s_same(token, web->token);
+    if (token != NULL)
+        return s_same(token, self->web->token) ? AUTH_HEADER : AUTH_NONE;
+    token = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, self->cookie);
+    return token != NULL && s_same(token, self->web->token) ? AUTH_COOKIE : AUTH_NONE;
 }
 
-/* A POST from another site's page carries that site as its Origin. */
-static bool s_same_origin(struct MHD_Connection *c)
+/* A POST from another site's page carries that site as its Origin. A browser sends the
+ * cookie by itself, so a POST the cookie authenticates must show its Origin (browsers
+ * always send one with a POST); a script showing the token in a header may omit it. */
+static bool s_same_origin(struct MHD_Connection *c, auth_t auth)
 {
     const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
     if (origin == NULL)
-        return true; /* not a browser's cross-site request: they always send it */
+        return auth == AUTH_HEADER;
     char expected[512];
     snprintf(expected, sizeof expected, "http://%s", host ? host : "");
-    return strcmp(origin, expected) == 0;
+    return host != NULL && strcmp(origin, expected) == 0;
 }
 
-/* The id in "/api/tasks/<id>[/<action>]" into buf, and the action ("" when none). */
-static bool s_task_path(const char *url, char *id, size_t size, const char **action)
+/* POST /api/session: the token, shown once in the header, exchanged for the cookie that
+ * stands for it from then on -- HttpOnly (no script reads it), SameSite=Strict (no other
+ * site's page sends it), Path=/api (only the API sees it). */
+static enum MHD_Result s_session(const web_http_t *self, struct MHD_Connection *c, auth_t auth)
 {
-    const char *rest = url + strlen("/api/tasks/");
+    if (auth != AUTH_HEADER)
+        return s_send_reply(c, web_error(401, "the session is made from the token, shown in "
+                                              "the X-Cloister-Token header"));
+    char cookie[160];
+    snprintf(cookie, sizeof cookie, "%s=%s; HttpOnly; SameSite=Strict; Path=/api", self->cookie,
+             self->web->token);
+    static const char body[] = "{\"session\":true}";
+    return s_send_cookie(c, 200, "application/json", body, sizeof body - 1,
+                         MHD_RESPMEM_PERSISTENT, cookie);
+}
+
+/* Splits "<prefix><name>[/<action>]" into name (into buf) and action ("" when none);
+ * false when the url has another prefix, or the name is empty or too long. */
+static bool s_resource(const char *url, const char *prefix, char *name, size_t size,
+                       const char **action)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(url, prefix, n) != 0)
+        return false;
+    const char *rest = url + n;
     const char *slash = strchr(rest, '/');
     size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
     if (len == 0 || len >= size)
         return false;
-    memcpy(id, rest, len);
-    id[len] = '\0';
+    memcpy(name, rest, len);
+    name[len] = '\0';
     *action = slash ? slash + 1 : "";
     return true;
 }
@@ -134,27 +178,36 @@ static enum MHD_Result s_events(const web_t *web, struct MHD_Connection *c)
     return result;
 }
 
-static enum MHD_Result s_get(web_t *web, struct MHD_Connection *c, const char *url)
+static web_reply_t s_get_reply(web_t *web, struct MHD_Connection *c, const char *url)
 {
-    if (strcmp(url, "/api/status") == 0)
-        return s_send_reply(c, web_api_status(web));
-    if (strcmp(url, "/api/tasks") == 0)
-        return s_send_reply(c, web_api_tasks(web, s_arg(c, "state"), s_arg(c, "specialist"),
-                                             s_arg(c, "issue"), s_arg(c, "limit"),
-                                             s_arg(c, "before")));
-    if (strcmp(url, "/api/figures") == 0)
-        return s_send_reply(c, (web_reply_t){.status = 200,
-                                             .body = web_figures_json(web->figures)});
-    if (strcmp(url, "/api/events") == 0)
-        return s_events(web, c);
-    if (strncmp(url, "/api/queues/", 12) == 0)
-        return s_send_reply(c, web_api_queue(web, url + 12));
-    char id[256];
+    char name[256];
     const char *action = NULL;
-    if (strncmp(url, "/api/tasks/", 11) == 0 && s_task_path(url, id, sizeof id, &action) &&
-        action[0] == '\0')
-        return s_send_reply(c, web_api_task(web, id));
-    return s_send_reply(c, web_error(404, "no such resource: %.200s", url));
+    if (strcmp(url, "/api/status") == 0)
+        return web_api_status(web);
+    if (strcmp(url, "/api/tasks") == 0) {
+        web_history_t query = {.state = s_arg(c, "state"),
+                               .specialist = s_arg(c, "specialist"),
+                               .issue = s_arg(c, "issue"),
+                               .text = s_arg(c, "q"),
+                               .before = s_arg(c, "before"),
+                               .limit = s_arg(c, "limit")};
+        return web_api_history(web, &query);
+    }
+    if (strcmp(url, "/api/reviews") == 0)
+        return web_api_reviews(web);
+    if (strcmp(url, "/api/figures") == 0)
+        return (web_reply_t){.status = 200, .body = web_figures_json(web->figures)};
+    if (s_resource(url, "/api/queues/", name, sizeof name, &action) && action[0] == '\0')
+        return web_api_queue(web, name, s_arg(c, "offset"), s_arg(c, "limit"));
+    if (s_resource(url, "/api/issues/", name, sizeof name, &action) && action[0] == '\0')
+        return web_api_issue(web, name);
+    if (s_resource(url, "/api/tasks/", name, sizeof name, &action)) {
+        if (action[0] == '\0')
+            return web_api_task(web, name);
+        if (strcmp(action, "events") == 0)
+            return web_api_task_events(web, name);
+    }
+    return web_error(404, "no such resource: %.200s", url);
 }
 
 /* The body as a JSON object (an empty body is {}). */
@@ -174,36 +227,24 @@ static web_reply_t s_parse_body(const body_t *body, json_t **out)
     return (web_reply_t){.status = 0};
 }
 
-static enum MHD_Result s_post(web_t *web, struct MHD_Connection *c, const char *url,
-                              const body_t *raw)
+static web_reply_t s_post_reply(web_t *web, const char *url, const json_t *body)
 {
-    json_t *body = NULL;
-    web_reply_t refused = s_parse_body(raw, &body);
-    if (refused.status != 0)
-        return s_send_reply(c, refused);
-    web_reply_t reply = web_error(404, "no such action: %.200s", url);
-    char id[256];
+    char name[256];
     const char *action = NULL;
-    if (strcmp(url, "/api/approve") == 0) {
-        json_decref(reply.body);
-        reply = web_api_approve(web, body);
-    } else if (strncmp(url, "/api/tasks/", 11) == 0 && s_task_path(url, id, sizeof id, &action) &&
-               (strcmp(action, "cancel") == 0 || strcmp(action, "retry") == 0)) {
-        json_decref(reply.body);
-        reply = strcmp(action, "cancel") == 0 ? web_api_cancel(web, id) : web_api_retry(web, id);
-    } else if (strncmp(url, "/api/specialists/", 17) == 0) {
-        char name[128];
-        const char *slash = strchr(url + 17, '/');
-        size_t len = slash ? (size_t)(slash - (url + 17)) : 0;
-        if (slash != NULL && strcmp(slash, "/wake") == 0 && len > 0 && len < sizeof name) {
-            memcpy(name, url + 17, len);
-            name[len] = '\0';
-            json_decref(reply.body);
-            reply = web_api_wake(web, name, body);
-        }
+    if (strcmp(url, "/api/approve") == 0)
+        return web_api_approve(web, body);
+    if (s_resource(url, "/api/tasks/", name, sizeof name, &action)) {
+        if (strcmp(action, "cancel") == 0)
+            return web_api_cancel(web, name);
+        if (strcmp(action, "retry") == 0)
+            return web_api_retry(web, name);
+        if (strcmp(action, "priority") == 0)
+            return web_api_priority(web, name, body);
     }
-    json_decref(body);
-    return s_send_reply(c, reply);
+    if (s_resource(url, "/api/specialists/", name, sizeof name, &action) &&
+        strcmp(action, "wake") == 0)
+        return web_api_wake(web, name, body);
+    return web_error(404, "no such action: %.200s", url);
 }
 
 static bool s_ends_with(const char *text, const char *suffix)
@@ -216,9 +257,55 @@ static bool s_ends_with(const char *text, const char *suffix)
 static bool s_is_action(const char *url)
 {
     bool task = strncmp(url, "/api/tasks/", 11) == 0;
-    return strcmp(url, "/api/approve") == 0 ||
-           (task && (s_ends_with(url, "/cancel") || s_ends_with(url, "/retry"))) ||
+    return strcmp(url, "/api/approve") == 0 || strcmp(url, "/api/session") == 0 ||
+           (task && (s_ends_with(url, "/cancel") || s_ends_with(url, "/retry") ||
+                     s_ends_with(url, "/priority"))) ||
            (strncmp(url, "/api/specialists/", 17) == 0 && s_ends_with(url, "/wake"));
+}
+
+/* A POST's body, gathered over MHD's calls; false when memory runs out. */
+static bool s_gather(body_t *body, const char *upload, size_t *upload_size)
+{
+    if (body->len + *upload_size > WEB_HTTP_MAX_BODY) {
+        body->too_big = true;
+    } else {
+        char *grown = realloc(body->data, body->len + *upload_size);
+        if (grown == NULL)
+            return false;
+        memcpy(grown + body->len, upload, *upload_size);
+        body->data = grown;
+        body->len += *upload_size;
+    }
+    *upload_size = 0;
+    return true;
+}
+
+static enum MHD_Result s_api(web_http_t *self, struct MHD_Connection *c, const char *url,
+                             const char *method, const body_t *raw)
+{
+    web_t *web = self->web;
+    auth_t auth = s_auth(self, c);
+    if (auth == AUTH_NONE)
+        return s_send_reply(c, web_error(401, "this needs the dashboard's token (pan web url)"));
+    if (strcmp(method, "GET") == 0) {
+        if (s_is_action(url))
+            return s_send_reply(c, web_error(405, "%s needs POST", url));
+        if (strcmp(url, "/api/events") == 0)
+            return s_events(web, c);
+        return s_send_reply(c, s_get_reply(web, c, url));
+    }
+    if (strcmp(method, "POST") != 0)
+        return s_send_reply(c, web_error(405, "%s is not allowed", method));
+    if (!s_same_origin(c, auth))
+        return s_send_reply(c, web_error(403, "a request from another origin is refused"));
+    if (strcmp(url, "/api/session") == 0)
+        return s_session(self, c, auth);
+    json_t *body = NULL;
+    web_reply_t reply = s_parse_body(raw, &body);
+    if (reply.status == 0)
+        reply = s_post_reply(web, url, body);
+    json_decref(body);
+    return s_send_reply(c, reply);
 }
 
 static enum MHD_Result s_handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -226,42 +313,20 @@ static enum MHD_Result s_handle(void *cls, struct MHD_Connection *c, const char 
                                 size_t *upload_size, void **state)
 {
     (void)version;
-    web_t *web = cls;
+    web_http_t *self = cls;
     bool post = strcmp(method, "POST") == 0;
     if (post && *state == NULL) { /* the first call: the body comes next */
         *state = calloc(1, sizeof(body_t));
         return *state ? MHD_YES : MHD_NO;
     }
-    if (post && *upload_size > 0) {
-        body_t *body = *state;
-        if (body->len + *upload_size > WEB_HTTP_MAX_BODY) {
-            body->too_big = true;
-        } else {
-            char *grown = realloc(body->data, body->len + *upload_size);
-            if (grown == NULL)
-                return MHD_NO;
-            memcpy(grown + body->len, upload, *upload_size);
-            body->data = grown;
-            body->len += *upload_size;
-        }
-        *upload_size = 0;
-        return MHD_YES;
-    }
+    if (post && *upload_size > 0)
+        return s_gather(*state, upload, upload_size) ? MHD_YES : MHD_NO;
     if (strncmp(url, "/api/", 5) != 0) {
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
             return s_send_reply(c, web_error(405, "%s is not allowed here", method));
         return s_page(c, url);
     }
-    if (!s_token_ok(web, c))
-        return s_send_reply(c, web_error(401, "this needs the dashboard's token (pan web url)"));
-    if (strcmp(method, "GET") == 0)
-        return s_is_action(url) ? s_send_reply(c, web_error(405, "%s needs POST", url))
-                                : s_get(web, c, url);
-    if (!post)
-        return s_send_reply(c, web_error(405, "%s is not allowed", method));
-    if (!s_same_origin(c))
-        return s_send_reply(c, web_error(403, "a request from another origin is refused"));
-    return s_post(web, c, url, *state);
+    return s_api(self, c, url, method, *state);
 }
 
 static void s_completed(void *cls, struct MHD_Connection *c, void **state,
@@ -288,9 +353,10 @@ web_http_t *web_http_start(web_t *web, const char *bind_address, uint16_t port)
     web_http_t *self = calloc(1, sizeof *self);
     if (self == NULL)
         return NULL;
+    self->web = web;
     self->daemon = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-        port, NULL, NULL, s_handle, web, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
+        port, NULL, NULL, s_handle, self, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
         MHD_OPTION_NOTIFY_COMPLETED, s_completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)256, MHD_OPTION_END);
     if (self->daemon == NULL) {
@@ -301,6 +367,7 @@ web_http_t *web_http_start(web_t *web, const char *bind_address, uint16_t port)
     const union MHD_DaemonInfo *info =
         MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_BIND_PORT);
     self->port = info ? info->port : port;
+    snprintf(self->cookie, sizeof self->cookie, "cloister_%u", (unsigned)self->port);
     return self;
 }
 

@@ -2,23 +2,29 @@
  *
  * Routes:
  *   GET  /, /index.html, /app.css, /app.js    the page (no token: it holds no data)
+ *   POST /api/session                         the token (header) exchanged for the cookie
  *   GET  /api/status                          stats and specialists
- *   GET  /api/tasks?state=&specialist=&issue=&limit=&before=
- *   GET  /api/tasks/ID                        one task with its result
- *   GET  /api/queues/NAME                     a queue in dispatch order
- *   GET  /api/figures                         the last hour's samples
+ *   GET  /api/tasks?state=&specialist=&issue=&q=&before=&limit=   history, newest first
+ *   GET  /api/tasks/ID, /api/tasks/ID/events  one task with its result; its stored events
+ *   GET  /api/issues/ID                       an issue's chain and its stored events
+ *   GET  /api/queues/NAME?offset=&limit=      a queue in dispatch order
+ *   GET  /api/reviews                         reviews awaiting approval
+ *   GET  /api/figures                         the sampled figures
  *   GET  /api/events?since=SEQ                Server-Sent Events (Last-Event-ID wins)
- *   POST /api/tasks/ID/cancel, /api/tasks/ID/retry
- *   POST /api/approve                         {"issue", "force"}
+ *   POST /api/tasks/ID/cancel, /retry, /priority {"priority"}
+ *   POST /api/approve                         {"issue", "force", "reason"}
  *   POST /api/specialists/NAME/wake           {"task", "workspace", "branch", ...}
  *
- * Every /api request shows the dashboard's token (header X-Cloister-Token, or ?token= for
- * an EventSource, which cannot set headers): 401 without it. A POST must also come from
- * the page's own origin (an Origin header, when sent, equal to http://<Host>; 403
- * otherwise) and carry a JSON body when it takes one (400 for bad JSON, 413 over
- * WEB_HTTP_MAX_BODY). Unknown paths are 404, a known path with the wrong method 405. Every
- * response forbids framing and sniffing, and the page runs under a Content-Security-Policy
- * that allows only its own script: no inline script, so an injected tag cannot run. */
+ * Every /api request shows the dashboard's token: in the X-Cloister-Token header (scripts,
+ * and the page once), or as the session cookie POST /api/session set (the page: HttpOnly,
+ * SameSite=Strict, Path=/api, named cloister_<port>), compared in constant time; 401
+ * without it. A POST must also come from the page's own origin: an Origin header equal to
+ * http://<Host> (403 otherwise), and one is required when the cookie authenticates it,
+ * since a browser sends a cookie by itself. A POST carries a JSON body when it takes one
+ * (400 for bad JSON, 413 over WEB_HTTP_MAX_BODY). Unknown paths are 404, a known path with
+ * the wrong method 405. Every response forbids framing and sniffing, and the page runs
+ * under a Content-Security-Policy that allows only its own script: no inline script, so
+ * an injected tag cannot run. */
 #ifndef CLOISTER_WEB_HTTP_H
 #define CLOISTER_WEB_HTTP_H
 

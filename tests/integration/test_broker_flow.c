@@ -2,6 +2,7 @@
  * at dispatch time, group serialisation, chained tasks exactly once, leases, lost workers,
  * retries to dead and back, cancel, and a broker restart while a worker holds a task. */
 #include "check.h"
+#include "failure.h"
 #include "msgjson.h"
 #include "fakeworker.h"
 #include "testbroker.h"
@@ -123,6 +124,140 @@ static void test_priority_at_dispatch(void)
     s_run_expecting(worker, "p-h1");
     s_run_expecting(worker, "p-n1");
     s_run_expecting(worker, "p-n2");
+    fakeworker_bye(worker);
+    fakeworker_destroy(&worker);
+}
+
+/* A string field of task `id` as show_task gives it, copied into buf ("" when absent). */
+static const char *s_task_str(const char *id, field_t key, char *buf, size_t size)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, MSG_SHOW_TASK);
+    wire_put_str(w, FIELD_ID, id);
+    wire_msg_t *reply = NULL;
+    buf[0] = '\0';
+    if (client_call(s_client, w, &reply) == 0)
+        wire_obj_str(wire_map_get(wire_msg_object(reply, FIELD_DATA), key), buf, size, "");
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    return buf;
+}
+
+/* A set_priority request: its reply's code ("" when ok). */
+static const char *s_set_priority(const char *id, const char *priority, char *code, size_t size)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, MSG_SET_PRIORITY);
+    wire_put_str(w, FIELD_ID, id);
+    wire_put_str(w, FIELD_PRIORITY, priority);
+    wire_msg_t *reply = NULL;
+    int rc = client_call(s_client, w, &reply);
+    snprintf(code, size, "%s", rc == 0 ? "" : failure_name(rc));
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    return code;
+}
+
+/* The ids of a list_queue page (offset, limit), space-separated. */
+static const char *s_queue_page(const char *specialist, int64_t offset, int64_t limit, char *buf,
+                                size_t size)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, MSG_LIST_QUEUE);
+    wire_put_str(w, FIELD_SPECIALIST, specialist);
+    wire_put_int(w, FIELD_OFFSET, offset);
+    wire_put_int(w, FIELD_LIMIT, limit);
+    wire_msg_t *reply = NULL;
+    buf[0] = '\0';
+    if (client_call(s_client, w, &reply) == 0) {
+        const msgpack_object *data = wire_msg_object(reply, FIELD_DATA);
+        for (uint32_t i = 0; data && i < data->via.array.size; i++) {
+            char id[64];
+            wire_obj_str(wire_map_get(&data->via.array.ptr[i], FIELD_ID), id, sizeof id, "?");
+            size_t used = strlen(buf);
+            snprintf(buf + used, size - used, "%s%s", used ? " " : "", id);
+        }
+    } else {
+        snprintf(buf, size, "error: %s", failure_message());
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    return buf;
+}
+
+/* A count of `specialist` in list_specialists (-1 when it is not listed). */
+static int64_t s_specialist_count(const char *specialist, field_t key)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, MSG_LIST_SPECIALISTS);
+    wire_msg_t *reply = NULL;
+    int64_t count = -1;
+    if (client_call(s_client, w, &reply) == 0) {
+        const msgpack_object *list = wire_msg_object(reply, FIELD_DATA);
+        for (uint32_t i = 0; list && i < list->via.array.size; i++) {
+            char name[64];
+            const msgpack_object *item = &list->via.array.ptr[i];
+            const msgpack_object *value = wire_map_get(item, key);
+            if (strcmp(wire_obj_str(wire_map_get(item, FIELD_NAME), name, sizeof name, ""),
+                       specialist) == 0 && value != NULL)
+                count = (int64_t)value->via.u64;
+        }
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&w);
+    return count;
+}
+
+/* "Move to urgent": a queued task changes priority and takes its submit-order place among
+ * that priority's tasks, is dispatched in that order, and keeps it over a broker restart.
+ * list_queue pages through the queue in dispatch order. */
+static void test_set_priority_and_queue_pages(pid_t *broker)
+{
+    char queue[512], code[32];
+    /* No worker: everything stays queued. */
+    CHECK_INT(testbroker_submit(s_client, "m-n1", "move-agent", "normal", NULL), 0);
+    CHECK_INT(testbroker_submit(s_client, "m-n2", "move-agent", "normal", NULL), 0);
+    CHECK_INT(testbroker_submit(s_client, "m-u1", "move-agent", "urgent", NULL), 0);
+    CHECK_INT(testbroker_submit(s_client, "m-n3", "move-agent", "normal", NULL), 0);
+    CHECK_INT(testbroker_submit(s_client, "m-u2", "move-agent", "urgent", NULL), 0);
+    CHECK_STR(testbroker_queue(s_client, "move-agent", queue, sizeof queue),
+              "m-u1 m-u2 m-n1 m-n2 m-n3");
+    CHECK_STR(s_set_priority("m-n3", "urgent", code, sizeof code), "");
+    /* Among the urgent ones by submit order: after m-u1, before m-u2. */
+    CHECK_STR(testbroker_queue(s_client, "move-agent", queue, sizeof queue),
+              "m-u1 m-n3 m-u2 m-n1 m-n2");
+    CHECK_STR(s_task_str("m-n3", FIELD_PRIORITY, queue, sizeof queue), "urgent");
+    CHECK_STR(s_set_priority("m-n3", "urgent", code, sizeof code), ""); /* no change */
+    CHECK_STR(s_set_priority("m-u1", "low", code, sizeof code), "");
+    CHECK_STR(s_queue_page("move-agent", 0, 2, queue, sizeof queue), "m-n3 m-u2");
+    CHECK_STR(s_queue_page("move-agent", 2, 2, queue, sizeof queue), "m-n1 m-n2");
+    CHECK_STR(s_queue_page("move-agent", 4, 2, queue, sizeof queue), "m-u1");
+    CHECK_STR(s_queue_page("move-agent", 9, 2, queue, sizeof queue), "");
+    CHECK(strstr(s_queue_page("move-agent", -1, 2, queue, sizeof queue), "offset") != NULL);
+    CHECK(strstr(s_queue_page("move-agent", 0, 0, queue, sizeof queue), "limit") != NULL);
+    CHECK_STR(s_set_priority("m-n1", "asap", code, sizeof code), "invalid");
+    CHECK_STR(s_set_priority("no-such-task", "urgent", code, sizeof code), "not_found");
+    CHECK_STR(s_set_priority("p-first", "urgent", code, sizeof code), "state"); /* done */
+    /* Stored: a restarted broker has the same queue, and the counts of what ended. */
+    int64_t done = s_specialist_count("test-agent", FIELD_DONE);
+    int64_t dead = s_specialist_count("test-agent", FIELD_DEAD);
+    CHECK(done > 0 && dead >= 0);
+    testenv_signal(*broker, SIGKILL);
+    testenv_wait(s_env, *broker, 3000);
+    *broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
+    CHECK(*broker > 0);
+    CHECK_STR(testbroker_queue(s_client, "move-agent", queue, sizeof queue),
+              "m-n3 m-u2 m-n1 m-n2 m-u1");
+    CHECK_INT(s_specialist_count("test-agent", FIELD_DONE), done);
+    CHECK_INT(s_specialist_count("test-agent", FIELD_DEAD), dead);
+    /* And a worker gets them in that order. */
+    fakeworker_t *worker = fakeworker_new(s_env->dir, s_env->in_ep, "move-agent", "move-w1");
+    fakeworker_hello(worker, NULL, 0);
+    s_run_expecting(worker, "m-n3");
+    s_run_expecting(worker, "m-u2");
+    s_run_expecting(worker, "m-n1");
+    s_run_expecting(worker, "m-n2");
+    s_run_expecting(worker, "m-u1");
     fakeworker_bye(worker);
     fakeworker_destroy(&worker);
 }
@@ -908,6 +1043,7 @@ int main(void)
     snprintf(config, sizeof config, "%s/cloister.toml", s_env->home);
     testenv_write_file(config, "[specialists.conf-agent]\ntimeout = 42\nmax_attempts = 7\n"
                                 "[specialists.snake_agent]\ntimeout = 43\n"
+                                "[specialists.move-agent]\n"
                                 "[security]\nrequire_review = false\n");
     pid_t broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
     CHECK(broker > 0);
@@ -927,6 +1063,7 @@ int main(void)
         test_undelivered_ends_dead();
         test_heartbeat_mismatch_and_group_while_draining();
         test_result_only_for_running_attempt();
+        test_set_priority_and_queue_pages(&broker);
         test_restart_keeps_running_task(&broker);
         test_restart_holds_draining_group(&broker);
         test_restart_after_dispatch_event_trimmed(&broker, config);

@@ -14,7 +14,8 @@
  *             once (one side-effect line each), and no worker is declared lost
  *   events    `pan events --follow --since 0 --json`, run in the namespace from the start
  *             (so through the other two as well), cut off while a burst of events is
- *             published, then healed: it prints every event once, in order
+ *             published -- more than the publisher holds for it, so the last are dropped
+ *             -- then healed, with no event after: it prints every event once, in order
  *
  * Needs root and iproute2 (`ip netns`, `tc`); on a machine where a namespace cannot be made
  * it says so and exits 77 (skipped). Everything it makes is named after its pid
@@ -39,11 +40,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* How long the follower is cut off while events are published as fast as submits go:
- * short, since after a longer cut TCP's retransmission backoff (doubling from 200 ms)
- * delays the healed connection by as much again. */
+/* The follower is cut off while at least BURST_MIN events are published (as fast as
+ * submits go), more than the broker's publisher holds for it (10,000 messages), so the
+ * last ones are dropped; and for BURST_MS at least. After the cut, TCP's retransmission
+ * backoff (doubling from 200 ms) delays the healed connection by as much again: the
+ * follower's replays catch it up meanwhile. */
 #define BURST_MS 3000
-#define BURST_MAX 20000
+#define BURST_MIN 14000
+#define BURST_MAX 40000
 /* How long the lossy link lasts, and how many tasks are submitted over it. */
 #define LOSSY_MS 15000
 #define LOSSY_TASKS 24
@@ -533,37 +537,42 @@ static bool s_follower_printed(void *text)
     return found;
 }
 
-/* (c) The follower (started before the other scenarios) is cut off during a burst. */
-static void s_scenario_events(client_t *client, pid_t follower)
+/* (c) The follower (started before the other scenarios) is cut off during a burst. The
+ * workers in the namespace are stopped first: none says hello again after the cut, so no
+ * event follows the burst, whose last events the publisher dropped. */
+static void s_scenario_events(client_t *client, pid_t follower, const pid_t *ns_workers)
 {
+    for (int i = 0; ns_workers[i] > 0; i++)
+        testenv_signal(ns_workers[i], SIGTERM);
+    CHECK(s_saw_event(0, "worker.left", NULL, "wn", 10000));
+    CHECK(s_saw_event(0, "worker.left", NULL, "wn2", 10000));
     CHECK_INT(testbroker_submit(client, "gap-first", "gap-agent", NULL, NULL), 0);
     CHECK(testenv_wait_until(s_follower_printed, "gap-first", 10000));
     CHECK(s_cut());
     int64_t t0 = clock_now_ms();
     int burst = 0;
-    while (burst < BURST_MAX && clock_now_ms() - t0 < BURST_MS) {
-        char id[32];
+    char id[32] = "";
+    while (burst < BURST_MAX && (burst < BURST_MIN || clock_now_ms() - t0 < BURST_MS)) {
         snprintf(id, sizeof id, "gap-%05d", burst++);
         CHECK_INT(testbroker_submit(client, id, "gap-agent", NULL, NULL), 0);
     }
+    int64_t cut_ms = clock_now_ms() - t0;
     CHECK(s_heal());
     int64_t healed_at = clock_now_ms();
-    testenv_sleep_ms(500);
-    CHECK_INT(testbroker_submit(client, "gap-last", "gap-agent", NULL, NULL), 0);
-    bool caught_up = testenv_wait_until(s_follower_printed, "gap-last", 30000);
+    char quoted[40];
+    snprintf(quoted, sizeof quoted, "\"%s\"", id);
+    bool caught_up = testenv_wait_until(s_follower_printed, quoted, 30000);
     int64_t caught_up_ms = clock_now_ms() - healed_at;
     testenv_kill_group(follower);
     CHECK(caught_up);
 
-    /* Events may follow gap-last (workers the cut made lost say hello again): the follower
-     * was stopped somewhere after it. */
-    json_t *last = s_wait_event(0, "task.queued", "gap-last", NULL, 0);
+    json_t *last = s_wait_event(0, "task.queued", id, NULL, 0);
     CHECK(last != NULL);
     int64_t last_seq = s_seq(last);
     json_decref(last);
     static int64_t seqs[BURST_MAX + 2000];
     int n = s_printed_seqs("follower.out", seqs, BURST_MAX + 2000);
-    /* From the first stored event to gap-last (at least): every seq once, in order. */
+    /* From the first stored event to the burst's last: every seq once, in order. */
     int out_of_order = 0;
     for (int i = 1; i < n; i++)
         out_of_order += seqs[i] != seqs[i - 1] + 1;
@@ -571,9 +580,10 @@ static void s_scenario_events(client_t *client, pid_t follower)
     CHECK(n > 0 && seqs[0] == 1);
     CHECK(n >= last_seq);
     fprintf(stderr,
-            "test_partition: events: %d published in %.1f s while cut off; caught up %.1f s "
-            "after healing; the follower printed all %d events once, in order\n",
-            burst, (double)BURST_MS / 1000, (double)caught_up_ms / 1000, n);
+            "test_partition: events: %d published in %.1f s while cut off, none after; "
+            "caught up %.1f s after healing; the follower printed all %d events once, in "
+            "order\n",
+            burst, (double)cut_ms / 1000, (double)caught_up_ms / 1000, n);
 }
 
 int main(void)
@@ -604,15 +614,17 @@ int main(void)
 
     pid_t follower = s_follower("follower", "--since", "0");
     CHECK(follower > 0);
-    CHECK(s_worker("wn", true) > 0);
+    pid_t ns_workers[] = {s_worker("wn", true), -1, -1};
+    CHECK(ns_workers[0] > 0);
     CHECK(s_saw_event(0, "worker.joined", NULL, "wn", 10000));
 
     pid_t host_worker = -1;
     s_scenario_cut(client, &host_worker);
-    CHECK(s_worker("wn2", true) > 0);
+    ns_workers[1] = s_worker("wn2", true);
+    CHECK(ns_workers[1] > 0);
     CHECK(s_saw_event(0, "worker.joined", NULL, "wn2", 10000));
     s_scenario_lossy(client);
-    s_scenario_events(client, follower);
+    s_scenario_events(client, follower, ns_workers);
 
     client_destroy(&client);
     testenv_destroy(&s_env);

@@ -7,8 +7,9 @@
  *   cut       a worker cut off mid-task (100 % loss both ways) past its lease, then healed:
  *             the broker declares it lost, a worker on the host runs attempt 2, the cut-off
  *             attempt makes no side effect (its command makes one only once `pan task
- *             fence` passes), its late result is refused (the task is done once, by attempt
- *             2), and the worker says hello again and runs a new task
+ *             fence` passes), its late result is refused (acknowledged, not applied:
+ *             stats.rejected.stale_result; the task is done once, by attempt 2), and the
+ *             worker says hello again and runs a new task
  *   lossy     30 % loss and 200 ms delay on the namespace's side for 15 s, with the default
  *             heartbeat (1000 ms, 3 misses): every task submitted meanwhile is done exactly
  *             once (one side-effect line each), and no worker is declared lost
@@ -381,6 +382,12 @@ static int s_fence_from_netns(const char *task, const char *attempt)
     return testenv_run(s_env, argv, out, sizeof out, 15000);
 }
 
+/* Has the broker acknowledged and ignored a result (stats.rejected.stale_result)? */
+static bool s_stale_result_seen(void *client)
+{
+    return testbroker_rejected(client, "stale_result") > 0;
+}
+
 /* (a) Cut off mid-task past the lease, then healed. */
 static void s_scenario_cut(client_t *client, pid_t *host_worker)
 {
@@ -419,6 +426,7 @@ static void s_scenario_cut(client_t *client, pid_t *host_worker)
 
     /* Its late result (attempt 1's, resent once healed) was refused: one result, attempt
      * 2's, and one side effect. */
+    CHECK(testenv_wait_until(s_stale_result_seen, client, 10000));
     json_t *events = s_events();
     CHECK_INT(s_count(events, 0, "task.done", "cut-1", NULL), 1);
     CHECK_INT(s_count(events, 0, "task.failed", "cut-1", NULL), 0);

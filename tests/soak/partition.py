@@ -444,18 +444,21 @@ class Partitions:
 def run(system_class, bin_dir):
     """Runs the scenarios; returns the report rows (name, figures, PASS/FAIL/SKIPPED) and
     how the faults were made (None when skipped)."""
-    names = ["a worker cut off mid-task past its lease",
-             "30 %% loss, 200 ms delay, %d s, one way" % LOSSY_S,
-             "30 %% loss, 200 ms delay, %d s, both ways" % LOSSY_S] + \
-            ["events follower cut off %d s" % s for s in EVENT_CUTS_S]
+    def names(delay):
+        return (["a worker cut off mid-task past its lease"] +
+                ["30 %% loss%s, %d s, %s" % (delay, LOSSY_S, way)
+                 for way in ("one way", "both ways")] +
+                ["events follower cut off %d s" % s for s in EVENT_CUTS_S])
     why = unavailable()
     if why is not None:
-        return [(name, "not tested: %s" % why, "SKIPPED") for name in names], None
+        return [(name, "not tested: %s" % why, "SKIPPED")
+                for name in names(", 200 ms delay")], None
     netns = Netns()
     system = None
     rows = []
     try:
         netns.add()
+        names = names(", 200 ms delay" if netns.netem else " (no delay: no netem)")
         system = system_class(bin_dir, endpoints=tcp_endpoints(netns.host_ip), config=CONFIG)
         system.start_broker()
         parts = Partitions(system, netns)

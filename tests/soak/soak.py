@@ -42,7 +42,8 @@ import msgpack
 import zmq
 import zmq.auth
 
-import partition
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+import partition  # noqa: E402 (after the line above)
 
 BATCH = 50  # ordinary tasks submitted after each attack
 

@@ -308,8 +308,8 @@ class Partitions:
         by = done.get("result", {}).get("RAN_ATTEMPT") if done else None
         tasks_done = (done is not None) + (after is not None)
         figures = ("2 submitted, %d done, %d lost, %d run twice; cut-1: lease lost after "
-                   "%.1f s, cut %.0f s, %d side effect (attempt %s's), %d result, %d late "
-                   "result(s) refused; worker %s" % (
+                   "%.1f s, cut %.0f s, %d side effect (attempt %s's), %d result; the late "
+                   "result refused (%d copies: resent while cut off); worker %s" % (
                        tasks_done, 2 - tasks_done, int(effects > 1), lost_after, cut_s,
                        effects, by or "none", results, late_refused,
                        "resynchronised" if resynced else "NOT resynchronised"))

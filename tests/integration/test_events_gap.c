@@ -64,16 +64,18 @@ int main(void)
 {
     testenv_t *env = testenv_new("events-gap");
     CHECK(env != NULL);
-    char config[600], out[600], err[600];
+    char config[600], out[600];
     snprintf(config, sizeof config, "%s/cloister.toml", env->home);
     CHECK(testenv_write_file(config, "[specialists.gap-agent]\nenabled = true\n") == 0);
     pid_t broker = testbroker_start(env, 0, NULL);
     CHECK(broker > 0);
-    snprintf(out, sizeof out, "%s/follow.out", env->dir);
-    snprintf(err, sizeof err, "%s/follow.err", env->dir);
+    /* Its stdout and stderr (no JSON object there) in follow.log; spawned, so a failed
+     * check does not leave it running (stopped, perhaps). */
+    snprintf(out, sizeof out, "%s/follow.log", env->dir);
     /* From the start of the store: what it prints does not depend on when it subscribed. */
-    const char *argv[] = {testenv_bin("pan"), "events", "--follow", "--since", "0", "--json", NULL};
-    pid_t follower = testenv_start_io(env->dir, argv, NULL, out, err);
+    char *argv[] = {(char *)testenv_bin("pan"), "events", "--follow", "--since", "0", "--json",
+                    NULL};
+    pid_t follower = testenv_spawn(env, "follow", argv);
     CHECK(follower > 0);
     client_t *client = testbroker_client(env);
     /* Two events printed: the first may come from the replay at its start, the second only
@@ -94,7 +96,8 @@ int main(void)
     char last[32];
     snprintf(last, sizeof last, "\"tail-%05d\"", EVENTS - 1);
     bool caught_up = s_printed(out, last);
-    testenv_kill_group(follower);
+    testenv_signal(follower, SIGKILL);
+    testenv_wait(env, follower, 5000);
     CHECK(caught_up);
     char *text = testenv_read_file(out);
     CHECK(text != NULL);

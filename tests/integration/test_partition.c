@@ -524,21 +524,20 @@ static int s_printed_seqs(const char *name, int64_t *seqs, int max)
     return n;
 }
 
-/* Starts `pan events --follow ...ARGS --json` in the namespace, printing into `name`. */
-static pid_t s_follower(const char *name, const char *since_or_topic, const char *value)
+/* Starts `pan events --follow --since SINCE --json` in the namespace, printing into
+ * follower.log (its stderr too: no line of that is a JSON object). Spawned, so a failed
+ * check before its end does not leave it running. */
+static pid_t s_follower(const char *since)
 {
-    char out[600], err[600];
-    snprintf(out, sizeof out, "%s/%s.out", s_env->dir, name);
-    snprintf(err, sizeof err, "%s/%s.err", s_env->dir, name);
-    const char *argv[] = {s_ip, "netns", "exec", s_netns, testenv_bin("pan"),
-                          "events", "--follow", since_or_topic, value, "--json", NULL};
-    return testenv_start_io(s_env->dir, argv, NULL, out, err);
+    char *argv[] = {(char *)s_ip, "netns", "exec", s_netns, (char *)testenv_bin("pan"),
+                    "events", "--follow", "--since", (char *)since, "--json", NULL};
+    return testenv_spawn(s_env, "follower", argv);
 }
 
 static bool s_follower_printed(void *text)
 {
     char path[600];
-    snprintf(path, sizeof path, "%s/follower.out", s_env->dir);
+    snprintf(path, sizeof path, "%s/follower.log", s_env->dir);
     char *out = testenv_read_file(path);
     bool found = out != NULL && strstr(out, text) != NULL;
     free(out);
@@ -571,7 +570,8 @@ static void s_scenario_events(client_t *client, pid_t follower, const pid_t *ns_
     snprintf(quoted, sizeof quoted, "\"%s\"", id);
     bool caught_up = testenv_wait_until(s_follower_printed, quoted, 30000);
     int64_t caught_up_ms = clock_now_ms() - healed_at;
-    testenv_kill_group(follower);
+    testenv_signal(follower, SIGKILL);
+    testenv_wait(s_env, follower, 5000);
     CHECK(caught_up);
 
     json_t *last = s_wait_event(0, "task.queued", id, NULL, 0);
@@ -579,7 +579,7 @@ static void s_scenario_events(client_t *client, pid_t follower, const pid_t *ns_
     int64_t last_seq = s_seq(last);
     json_decref(last);
     static int64_t seqs[BURST_MAX + 2000];
-    int n = s_printed_seqs("follower.out", seqs, BURST_MAX + 2000);
+    int n = s_printed_seqs("follower.log", seqs, BURST_MAX + 2000);
     /* From the first stored event to the burst's last: every seq once, in order. */
     int out_of_order = 0;
     for (int i = 1; i < n; i++)
@@ -620,7 +620,7 @@ int main(void)
     client_t *client = testbroker_client(s_env);
     CHECK(client != NULL);
 
-    pid_t follower = s_follower("follower", "--since", "0");
+    pid_t follower = s_follower("0");
     CHECK(follower > 0);
     pid_t ns_workers[] = {s_worker("wn", true), -1, -1};
     CHECK(ns_workers[0] > 0);

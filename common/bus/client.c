@@ -15,6 +15,12 @@
 /* Longest single wait while following, so a stop flag set between two checks is seen. */
 #define CLIENT_STOP_CHECK_MS 250
 
+/* How long a follower hears nothing before it asks the broker for what it may have missed
+ * (client_events_run). The publisher drops events for a subscriber it cannot reach (cut
+ * off, or too slow); a gap in the sequence numbers shows that only when a later event gets
+ * through, and when none follows, only this check does. */
+#define CLIENT_SILENCE_CHECK_MS 2000
+
 /* How long a request nobody answered waits more to read the broker's greeting (why). */
 #define CLIENT_GREETING_MS 500
 
@@ -517,16 +523,23 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
     static const int64_t catchup_after_ms[] = {50, 250, 1000, 3000};
     size_t catchups = replayed ? 0 : sizeof catchup_after_ms / sizeof catchup_after_ms[0];
     int64_t started = clock_now_ms();
+    int64_t heard = started; /* when the events socket last gave something, or a replay ran */
     bool live = false;
     for (;;) {
         bool catching_up = !live && catchups < sizeof catchup_after_ms / sizeof catchup_after_ms[0];
-        int64_t deadline = catching_up ? started + catchup_after_ms[catchups] : -1;
+        /* Silence is checked once there is a seq to replay from. */
+        bool checking = replayed || live;
+        int64_t deadline = catching_up ? started + catchup_after_ms[catchups]
+                           : checking  ? heard + CLIENT_SILENCE_CHECK_MS
+                                       : -1;
         int ready = s_wait_readable(self->sub, deadline, stop);
-        if (ready == 0 && (stop == NULL || !*stop) && catching_up) {
-            catchups++;
+        if (ready == 0 && !s_stopped(stop) && (catching_up || checking)) {
+            if (catching_up)
+                catchups++;
             int rc = s_replay_while_following(self, control, stop, fn, arg);
             if (rc != 0)
                 return rc > 0 ? 0 : rc;
+            heard = clock_now_ms();
             continue;
         }
         if (ready == 0)
@@ -537,6 +550,7 @@ int client_events_run(client_events_t *self, client_t *control, int64_t since, b
         void *raw = NULL;
         size_t len = 0;
         int rc = s_receive(self->sub, &raw, &len);
+        heard = clock_now_ms();
         wire_msg_t *event = NULL;
         if (rc == 0)
             rc = wire_decode(raw, len, &event);

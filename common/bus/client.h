@@ -96,6 +96,8 @@ void client_events_destroy(client_events_t **self_p);
  * - follow: then the live stream (needs an events endpoint). Following every event (no
  *   topic), a gap in the sequence numbers -- events the publisher dropped while this
  *   subscriber was cut off or too slow -- is filled by a replay before the next event.
+ *   Events dropped with none after them show no gap: after 2 s without an event (once
+ *   there is a seq to replay from), a replay asks for what came since, topic or not.
  *   While following, a replay the broker does not answer (a partition, a restart) is asked
  *   again until it is answered or *stop is set.
  * Delivery ends when `fn` returns nonzero or `*stop` (may be NULL) becomes nonzero -- e.g.

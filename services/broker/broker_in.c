@@ -413,9 +413,11 @@ static void s_handle_result(broker_t *self, const wire_msg_t *msg)
     task_t *task = zhashx_lookup(self->tasks, wire_msg_str(msg, FIELD_TASK, ""));
     int64_t attempt = wire_msg_int(msg, FIELD_ATTEMPT, 0);
     /* Whether it applies or not (finished already: a resent result; or unknown), the
-     * worker must stop resending, so it is acknowledged. */
+     * worker must stop resending, so it is acknowledged; one that does not is counted. */
     if (s_result_applies(task, worker_id, attempt))
         s_apply_result(self, task, msg, outcome);
+    else
+        broker_count_rejected(self, "stale_result");
     s_send_ack(self, worker_id, wire_msg_str(msg, FIELD_TASK, ""), wire_msg_int(msg, FIELD_ATTEMPT, 0));
 }
 

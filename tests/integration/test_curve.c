@@ -106,23 +106,6 @@ static void s_push_as(testenv_t *env, zcert_t *cert, const char *broker_key, wir
     zsock_destroy(&push);
 }
 
-/* How many messages the broker refused as `category` (stats.rejected). */
-static int64_t s_rejected(client_t *client, const char *category)
-{
-    wire_writer_t *stats = wire_writer_new();
-    wire_writer_start(stats, MSG_STATS);
-    wire_msg_t *reply = NULL;
-    int64_t count = -1;
-    if (client_call(client, stats, &reply) == 0) {
-        const msgpack_object *n = wire_map_get_key(
-            wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_REJECTED), category);
-        count = n != NULL && n->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)n->via.u64 : 0;
-    }
-    wire_msg_destroy(&reply);
-    wire_writer_destroy(&stats);
-    return count;
-}
-
 /* Another authorised party knows a worker's id and its task's attempt (events say both):
  * its result, progress, hello and goodbye in that worker's name are refused, and the
  * worker's own result is the one that counts. */
@@ -158,7 +141,7 @@ static void test_results_bound_to_key(testenv_t *env, pid_t broker, client_t *cl
     CHECK(thief != NULL);
     testenv_signal(broker, SIGHUP);
     testenv_sleep_ms(300);
-    int64_t refused_before = s_rejected(client, "foreign_key");
+    int64_t refused_before = testbroker_rejected(client, "foreign_key");
     msg_type_t forged[] = {MSG_PROGRESS, MSG_RESULT, MSG_HELLO, MSG_BYE};
     for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
         wire_writer_t *w = wire_writer_new();
@@ -175,7 +158,7 @@ static void test_results_bound_to_key(testenv_t *env, pid_t broker, client_t *cl
     }
     testenv_sleep_ms(500);
     CHECK_STR(testbroker_state(client, "owned-1", state, sizeof state), "running");
-    CHECK(s_rejected(client, "foreign_key") >= refused_before + 4);
+    CHECK(testbroker_rejected(client, "foreign_key") >= refused_before + 4);
 
     CHECK(testenv_write_file(go, "") == 0);
     for (int i = 0; i < 100 && strcmp(testbroker_state(client, "owned-1", state, sizeof state),
@@ -253,13 +236,13 @@ static void test_identity_survives_restart(testenv_t *env, pid_t *broker, client
     CHECK(thief != NULL);
     char thief_bind[400];
     snprintf(thief_bind, sizeof thief_bind, "ipc://%s/thief.sock", env->dir);
-    int64_t refused_before = s_rejected(*client, "foreign_key");
+    int64_t refused_before = testbroker_rejected(*client, "foreign_key");
     s_forge(env, thief, broker_key, MSG_HELLO, "w3", "owned-2", thief_bind);
     s_forge(env, thief, broker_key, MSG_RESULT, "w3", "owned-2", thief_bind);
     testenv_sleep_ms(500);
     /* Running still, or queued again once its worker missed the restart's grace. */
     CHECK(strcmp(testbroker_state(*client, "owned-2", state, sizeof state), "done") != 0);
-    CHECK(s_rejected(*client, "foreign_key") >= refused_before + 2);
+    CHECK(testbroker_rejected(*client, "foreign_key") >= refused_before + 2);
 
     testenv_signal(w3, SIGCONT);
     CHECK(testenv_write_file(go, "") == 0);
@@ -356,7 +339,7 @@ static void test_key_roles(testenv_t *env, pid_t broker, const char *broker_key)
 
     /* A submitter's hello in a worker's name is refused: no worker joins. */
     client_t *client = testbroker_client(env);
-    int64_t denied_before = s_rejected(client, "denied");
+    int64_t denied_before = testbroker_rejected(client, "denied");
     snprintf(path, sizeof path, "%s/keys/clients/sub_secret", env->home);
     path[strlen(path) - 7] = '\0';
     zcert_t *sub = zcert_load(path);
@@ -365,7 +348,7 @@ static void test_key_roles(testenv_t *env, pid_t broker, const char *broker_key)
     snprintf(bind, sizeof bind, "ipc://%s/sub-worker.sock", env->dir);
     s_forge(env, sub, broker_key, MSG_HELLO, "sub-worker", "none", bind);
     testenv_sleep_ms(300);
-    CHECK(s_rejected(client, "denied") >= denied_before + 1);
+    CHECK(testbroker_rejected(client, "denied") >= denied_before + 1);
     zcert_destroy(&sub);
     client_destroy(&client);
 

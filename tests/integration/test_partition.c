@@ -7,14 +7,16 @@
  *   cut       a worker cut off mid-task (100 % loss both ways) past its lease, then healed:
  *             the broker declares it lost, a worker on the host runs attempt 2, the cut-off
  *             attempt makes no side effect (its command makes one only once `pan task
- *             fence` passes), its late result is refused (the task is done once, by attempt
- *             2), and the worker says hello again and runs a new task
+ *             fence` passes), its late result is refused (acknowledged, not applied:
+ *             stats.rejected.stale_result; the task is done once, by attempt 2), and the
+ *             worker says hello again and runs a new task
  *   lossy     30 % loss and 200 ms delay on the namespace's side for 15 s, with the default
  *             heartbeat (1000 ms, 3 misses): every task submitted meanwhile is done exactly
  *             once (one side-effect line each), and no worker is declared lost
  *   events    `pan events --follow --since 0 --json`, run in the namespace from the start
  *             (so through the other two as well), cut off while a burst of events is
- *             published, then healed: it prints every event once, in order
+ *             published -- more than the publisher holds for it, so the last are dropped
+ *             -- then healed, with no event after: it prints every event once, in order
  *
  * Needs root and iproute2 (`ip netns`, `tc`); on a machine where a namespace cannot be made
  * it says so and exits 77 (skipped). Everything it makes is named after its pid
@@ -39,11 +41,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* How long the follower is cut off while events are published as fast as submits go:
- * short, since after a longer cut TCP's retransmission backoff (doubling from 200 ms)
- * delays the healed connection by as much again. */
+/* The follower is cut off while at least BURST_MIN events are published (as fast as
+ * submits go), more than the broker's publisher holds for it (10,000 messages), so the
+ * last ones are dropped; and for BURST_MS at least. After the cut, TCP's retransmission
+ * backoff (doubling from 200 ms) delays the healed connection by as much again: the
+ * follower's replays catch it up meanwhile. */
 #define BURST_MS 3000
-#define BURST_MAX 20000
+#define BURST_MIN 14000
+#define BURST_MAX 40000
 /* How long the lossy link lasts, and how many tasks are submitted over it. */
 #define LOSSY_MS 15000
 #define LOSSY_TASKS 24
@@ -377,6 +382,12 @@ static int s_fence_from_netns(const char *task, const char *attempt)
     return testenv_run(s_env, argv, out, sizeof out, 15000);
 }
 
+/* Has the broker acknowledged and ignored a result (stats.rejected.stale_result)? */
+static bool s_stale_result_seen(void *client)
+{
+    return testbroker_rejected(client, "stale_result") > 0;
+}
+
 /* (a) Cut off mid-task past the lease, then healed. */
 static void s_scenario_cut(client_t *client, pid_t *host_worker)
 {
@@ -415,6 +426,7 @@ static void s_scenario_cut(client_t *client, pid_t *host_worker)
 
     /* Its late result (attempt 1's, resent once healed) was refused: one result, attempt
      * 2's, and one side effect. */
+    CHECK(testenv_wait_until(s_stale_result_seen, client, 10000));
     json_t *events = s_events();
     CHECK_INT(s_count(events, 0, "task.done", "cut-1", NULL), 1);
     CHECK_INT(s_count(events, 0, "task.failed", "cut-1", NULL), 0);
@@ -512,58 +524,63 @@ static int s_printed_seqs(const char *name, int64_t *seqs, int max)
     return n;
 }
 
-/* Starts `pan events --follow ...ARGS --json` in the namespace, printing into `name`. */
-static pid_t s_follower(const char *name, const char *since_or_topic, const char *value)
+/* Starts `pan events --follow --since SINCE --json` in the namespace, printing into
+ * follower.log (its stderr too: no line of that is a JSON object). Spawned, so a failed
+ * check before its end does not leave it running. */
+static pid_t s_follower(const char *since)
 {
-    char out[600], err[600];
-    snprintf(out, sizeof out, "%s/%s.out", s_env->dir, name);
-    snprintf(err, sizeof err, "%s/%s.err", s_env->dir, name);
-    const char *argv[] = {s_ip, "netns", "exec", s_netns, testenv_bin("pan"),
-                          "events", "--follow", since_or_topic, value, "--json", NULL};
-    return testenv_start_io(s_env->dir, argv, NULL, out, err);
+    char *argv[] = {(char *)s_ip, "netns", "exec", s_netns, (char *)testenv_bin("pan"),
+                    "events", "--follow", "--since", (char *)since, "--json", NULL};
+    return testenv_spawn(s_env, "follower", argv);
 }
 
 static bool s_follower_printed(void *text)
 {
     char path[600];
-    snprintf(path, sizeof path, "%s/follower.out", s_env->dir);
+    snprintf(path, sizeof path, "%s/follower.log", s_env->dir);
     char *out = testenv_read_file(path);
     bool found = out != NULL && strstr(out, text) != NULL;
     free(out);
     return found;
 }
 
-/* (c) The follower (started before the other scenarios) is cut off during a burst. */
-static void s_scenario_events(client_t *client, pid_t follower)
+/* (c) The follower (started before the other scenarios) is cut off during a burst. The
+ * workers in the namespace are stopped first: none says hello again after the cut, so no
+ * event follows the burst, whose last events the publisher dropped. */
+static void s_scenario_events(client_t *client, pid_t follower, const pid_t *ns_workers)
 {
+    for (int i = 0; ns_workers[i] > 0; i++)
+        testenv_signal(ns_workers[i], SIGTERM);
+    CHECK(s_saw_event(0, "worker.left", NULL, "wn", 10000));
+    CHECK(s_saw_event(0, "worker.left", NULL, "wn2", 10000));
     CHECK_INT(testbroker_submit(client, "gap-first", "gap-agent", NULL, NULL), 0);
     CHECK(testenv_wait_until(s_follower_printed, "gap-first", 10000));
     CHECK(s_cut());
     int64_t t0 = clock_now_ms();
     int burst = 0;
-    while (burst < BURST_MAX && clock_now_ms() - t0 < BURST_MS) {
-        char id[32];
+    char id[32] = "";
+    while (burst < BURST_MAX && (burst < BURST_MIN || clock_now_ms() - t0 < BURST_MS)) {
         snprintf(id, sizeof id, "gap-%05d", burst++);
         CHECK_INT(testbroker_submit(client, id, "gap-agent", NULL, NULL), 0);
     }
+    int64_t cut_ms = clock_now_ms() - t0;
     CHECK(s_heal());
     int64_t healed_at = clock_now_ms();
-    testenv_sleep_ms(500);
-    CHECK_INT(testbroker_submit(client, "gap-last", "gap-agent", NULL, NULL), 0);
-    bool caught_up = testenv_wait_until(s_follower_printed, "gap-last", 30000);
+    char quoted[40];
+    snprintf(quoted, sizeof quoted, "\"%s\"", id);
+    bool caught_up = testenv_wait_until(s_follower_printed, quoted, 30000);
     int64_t caught_up_ms = clock_now_ms() - healed_at;
-    testenv_kill_group(follower);
+    testenv_signal(follower, SIGKILL);
+    testenv_wait(s_env, follower, 5000);
     CHECK(caught_up);
 
-    /* Events may follow gap-last (workers the cut made lost say hello again): the follower
-     * was stopped somewhere after it. */
-    json_t *last = s_wait_event(0, "task.queued", "gap-last", NULL, 0);
+    json_t *last = s_wait_event(0, "task.queued", id, NULL, 0);
     CHECK(last != NULL);
     int64_t last_seq = s_seq(last);
     json_decref(last);
     static int64_t seqs[BURST_MAX + 2000];
-    int n = s_printed_seqs("follower.out", seqs, BURST_MAX + 2000);
-    /* From the first stored event to gap-last (at least): every seq once, in order. */
+    int n = s_printed_seqs("follower.log", seqs, BURST_MAX + 2000);
+    /* From the first stored event to the burst's last: every seq once, in order. */
     int out_of_order = 0;
     for (int i = 1; i < n; i++)
         out_of_order += seqs[i] != seqs[i - 1] + 1;
@@ -571,9 +588,10 @@ static void s_scenario_events(client_t *client, pid_t follower)
     CHECK(n > 0 && seqs[0] == 1);
     CHECK(n >= last_seq);
     fprintf(stderr,
-            "test_partition: events: %d published in %.1f s while cut off; caught up %.1f s "
-            "after healing; the follower printed all %d events once, in order\n",
-            burst, (double)BURST_MS / 1000, (double)caught_up_ms / 1000, n);
+            "test_partition: events: %d published in %.1f s while cut off, none after; "
+            "caught up %.1f s after healing; the follower printed all %d events once, in "
+            "order\n",
+            burst, (double)cut_ms / 1000, (double)caught_up_ms / 1000, n);
 }
 
 int main(void)
@@ -602,17 +620,19 @@ int main(void)
     client_t *client = testbroker_client(s_env);
     CHECK(client != NULL);
 
-    pid_t follower = s_follower("follower", "--since", "0");
+    pid_t follower = s_follower("0");
     CHECK(follower > 0);
-    CHECK(s_worker("wn", true) > 0);
+    pid_t ns_workers[] = {s_worker("wn", true), -1, -1};
+    CHECK(ns_workers[0] > 0);
     CHECK(s_saw_event(0, "worker.joined", NULL, "wn", 10000));
 
     pid_t host_worker = -1;
     s_scenario_cut(client, &host_worker);
-    CHECK(s_worker("wn2", true) > 0);
+    ns_workers[1] = s_worker("wn2", true);
+    CHECK(ns_workers[1] > 0);
     CHECK(s_saw_event(0, "worker.joined", NULL, "wn2", 10000));
     s_scenario_lossy(client);
-    s_scenario_events(client, follower);
+    s_scenario_events(client, follower, ns_workers);
 
     client_destroy(&client);
     testenv_destroy(&s_env);

@@ -13,8 +13,20 @@ ordinary tasks as the legitimate client and waits for them:
   RSS       the broker's resident memory afterwards, MB
   disk      the store (broker.db + WAL) afterwards, MB
 
-  usage: tests/soak/soak.py [BIN_DIR]      (default: build/bin)
-Needs python3-zmq and python3-msgpack (deploy/setup.sh installs them).
+Then the network partitions (partition.py): a second broker, on TCP with CURVE, with
+generic workers and a `pan events --follow` in a network namespace of their own (needs root
+and iproute2; skipped, and said so, where a namespace cannot be made). One line each:
+
+  a worker cut off mid-task past its lease, then healed
+  30 % loss and 200 ms delay for a minute (the delay only where the kernel has netem)
+  an events follower cut off for 8 s, then for 30 s, while events are published
+
+each with its figures (tasks submitted, done, lost, run twice; side effects; late results
+refused; events missed, duplicated) and PASS or FAIL.
+
+  usage: tests/soak/soak.py [--only attacks|partitions] [BIN_DIR]   (default: build/bin)
+Needs python3-zmq and python3-msgpack (deploy/setup.sh installs them). Exits 1 if an
+ordinary task was lost, the broker died or a partition line failed.
 """
 import os
 import random
@@ -30,26 +42,31 @@ import msgpack
 import zmq
 import zmq.auth
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+import partition  # noqa: E402 (after the line above)
+
 BATCH = 50  # ordinary tasks submitted after each attack
 
 
 class System:
     """A broker and its workers in a temporary directory."""
 
-    def __init__(self, bin_dir):
+    def __init__(self, bin_dir, endpoints=None, config=None):
+        """endpoints: {in, events, control} (default: ipc in the directory); config: the
+        text of cloister.toml (default: CURVE on, sync normal, 20,000 events kept)."""
         self.bin = bin_dir
         self.dir = tempfile.mkdtemp(prefix="cloister-soak-")
         self.home = os.path.join(self.dir, "home")
         os.makedirs(self.home)
-        self.ep = {name: "ipc://%s/%s.sock" % (self.dir, name)
-                   for name in ("in", "events", "control")}
+        self.ep = endpoints or {name: "ipc://%s/%s.sock" % (self.dir, name)
+                                for name in ("in", "events", "control")}
         self.env = dict(os.environ, PANOPTICON_HOME=self.home,
                         CLOISTER_IN=self.ep["in"], CLOISTER_EVENTS=self.ep["events"],
                         CLOISTER_CONTROL=self.ep["control"],
                         CLOISTER_WORKSPACE_ROOTS=self.dir)
         with open(os.path.join(self.home, "cloister.toml"), "w") as f:
-            f.write("[security]\ncurve = true\n\n[broker]\nsync = \"normal\"\n"
-                    "event_retention = 20000\n")
+            f.write(config or "[security]\ncurve = true\n\n[broker]\nsync = \"normal\"\n"
+                              "event_retention = 20000\n")
         self.procs = []
         self.broker = None
         self.ctx = zmq.Context()
@@ -173,7 +190,10 @@ class System:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         self.ctx.destroy(linger=0)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("CLOISTER_KEEP_TESTDIR"):
+            print("soak: kept %s" % self.dir, file=sys.stderr)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ---- the attacks: each returns its `result` text ---------------------------------------
@@ -359,10 +379,9 @@ ATTACKS = [
 ]
 
 
-def main():
-    bin_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "bin")
-    system = System(os.path.abspath(bin_dir))
+def run_attacks(bin_dir):
+    """The attack list; returns its rows (name, result, lost, crashed, RSS, disk)."""
+    system = System(bin_dir)
     rows = []
     try:
         system.start_broker()
@@ -392,7 +411,35 @@ def main():
     for row in rows:
         print("%-*s | %-70s | %4d | %-7s | %6.0f | %7.1f" % (width, row[0], row[1][:70], row[2],
                                                              row[3], row[4], row[5]))
-    return 1 if any(row[2] or row[3] == "yes" for row in rows) else 0
+    return any(row[2] or row[3] == "yes" for row in rows)
+
+
+def run_partitions(bin_dir):
+    """The partition scenarios; prints their lines; returns whether one failed."""
+    rows, how = partition.run(System, bin_dir)
+    print()
+    print("partitions%s:" % (" (faults by %s)" % how if how else ""))
+    width = max(len(row[0]) for row in rows)
+    for name, figures, verdict in rows:
+        print("%-*s | %-7s | %s" % (width, name, verdict, figures))
+    return any(verdict == "FAIL" for _, _, verdict in rows)
+
+
+def main():
+    args = sys.argv[1:]
+    only = None
+    if args[:1] == ["--only"] and len(args) > 1 and args[1] in ("attacks", "partitions"):
+        only, args = args[1], args[2:]
+    elif args[:1] == ["--only"]:
+        raise SystemExit("soak: --only takes attacks or partitions")
+    bin_dir = os.path.abspath(args[0] if args else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "bin"))
+    failed = False
+    if only != "partitions":
+        failed |= run_attacks(bin_dir)
+    if only != "attacks":
+        failed |= run_partitions(bin_dir)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -111,3 +111,19 @@ const char *testbroker_queue(client_t *client, const char *specialist, char *buf
     wire_msg_destroy(&reply);
     return buf;
 }
+
+int64_t testbroker_rejected(client_t *client, const char *category)
+{
+    wire_writer_t *stats = wire_writer_new();
+    wire_writer_start(stats, MSG_STATS);
+    wire_msg_t *reply = NULL;
+    int64_t count = -1;
+    if (client_call(client, stats, &reply) == 0) {
+        const msgpack_object *n = wire_map_get_key(
+            wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_REJECTED), category);
+        count = n != NULL && n->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)n->via.u64 : 0;
+    }
+    wire_msg_destroy(&reply);
+    wire_writer_destroy(&stats);
+    return count;
+}

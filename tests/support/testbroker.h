@@ -34,4 +34,8 @@ const char *testbroker_state(client_t *client, const char *id, char *buf, size_t
 /* The ids queued for `specialist` in dispatch order, written space-separated into buf. */
 const char *testbroker_queue(client_t *client, const char *specialist, char *buf, size_t size);
 
+/* How many messages the broker refused as `category` (stats.rejected); -1 when stats
+ * could not be had. */
+int64_t testbroker_rejected(client_t *client, const char *category);
+
 #endif

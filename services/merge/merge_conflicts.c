@@ -364,14 +364,31 @@ static int s_merge_pruned(merge_conflicts_t *out, const merge_repo_t *repo, cons
     return rc;
 }
 
+/* out->options for a merge of ours <- theirs: git's rename limit, git's similarity on
+ * the three trees (the ancestor's only with one merge base). */
+static int s_options(merge_conflicts_t *out, git_repository *repo, const git_oid *base,
+                     git_commit *ours, git_commit *theirs)
+{
+    git_merge_options_init(&out->options, GIT_MERGE_OPTIONS_VERSION);
+    out->options.target_limit = merge_conflicts_rename_limit(repo);
+    git_commit *base_commit = NULL;
+    if ((base != NULL && (git_commit_lookup(&base_commit, repo, base) < 0 ||
+                          git_commit_tree(&out->trees[0], base_commit) < 0)) ||
+        git_commit_tree(&out->trees[1], ours) < 0 || git_commit_tree(&out->trees[2], theirs) < 0) {
+        git_commit_free(base_commit);
+        return s_git_fail("cannot read the merge's trees");
+    }
+    git_commit_free(base_commit);
+    merge_similarity_init(&out->similarity, &out->options, out->trees[0], out->trees[1],
+                          out->trees[2]);
+    return 0;
+}
+
 int merge_conflicts_find(merge_conflicts_t *out, const merge_repo_t *repo, const git_oid *ours,
                          const git_oid *theirs)
 {
     memset(out, 0, sizeof *out);
     git_commit *our_commit = NULL, *their_commit = NULL;
-    git_merge_options opts;
-    git_merge_options_init(&opts, GIT_MERGE_OPTIONS_VERSION);
-    opts.target_limit = merge_conflicts_rename_limit(repo->repo);
     git_oidarray bases = {NULL, 0};
     int rc = 0;
     if (git_commit_lookup(&our_commit, repo->repo, ours) < 0 ||
@@ -379,10 +396,13 @@ int merge_conflicts_find(merge_conflicts_t *out, const merge_repo_t *repo, const
         rc = s_git_fail("three-way merge failed");
     else if (git_merge_bases(&bases, repo->repo, ours, theirs) < 0)
         git_error_clear(); /* no common history: libgit2 merges on an empty ancestor */
+    if (rc == 0)
+        rc = s_options(out, repo->repo, bases.count == 1 ? &bases.ids[0] : NULL, our_commit,
+                       their_commit);
     if (rc == 0 && bases.count == 1 && repo->scratch != NULL)
-        rc = s_merge_pruned(out, repo, &bases.ids[0], our_commit, their_commit, &opts);
-    else if (rc == 0 &&
-             git_merge_commits(&out->index, repo->repo, our_commit, their_commit, &opts) < 0)
+        rc = s_merge_pruned(out, repo, &bases.ids[0], our_commit, their_commit, &out->options);
+    else if (rc == 0 && git_merge_commits(&out->index, repo->repo, our_commit, their_commit,
+                                          &out->options) < 0)
         rc = s_git_fail("three-way merge failed");
     git_oidarray_dispose(&bases);
     git_commit_free(our_commit);
@@ -462,5 +482,7 @@ void merge_conflicts_clear(merge_conflicts_t *conflicts)
         free(conflicts->skipped[i]);
     free(conflicts->skipped);
     git_index_free(conflicts->index);
+    for (int t = 0; t < 3; t++)
+        git_tree_free(conflicts->trees[t]);
     memset(conflicts, 0, sizeof *conflicts);
 }

@@ -6,7 +6,8 @@
  * The merge is libgit2's git_merge_commits() with rename detection, under git's rename
  * limit: merge.renameLimit, else diff.renameLimit, else MERGE_CONFLICTS_RENAME_LIMIT (git's
  * default; libgit2's own is 1000, and above it a merge that moved many files sees each
- * rename as a deletion and an addition, so modify/delete conflicts git does not have).
+ * rename as a deletion and an addition, so modify/delete conflicts git does not have),
+ * and git's rename similarity and relevance rule (merge_similarity.h).
  *
  * A rename conflict is listed once, under git's path. libgit2 records it as index
  * entries at the old path and at the new one(s), and a NAME entry tying them together;
@@ -28,6 +29,7 @@
 #define CLOISTER_MERGE_CONFLICTS_H
 
 #include "merge_repos.h"
+#include "merge_similarity.h"
 
 #include <git2.h>
 #include <stdbool.h>
@@ -43,10 +45,17 @@ typedef struct {
     git_oid ours, theirs;
 } merge_conflict_t;
 
-/* The outcome of one merge; release with merge_conflicts_clear(). */
+/* The outcome of one merge; release with merge_conflicts_clear(). Not to be copied:
+ * options points into it. */
 typedef struct {
     git_index *index;            /* the merged index, conflict entries included, skipped
                                     directories as placeholders (owned) */
+    git_merge_options options;   /* what the merge ran with, for a merge into a worktree
+                                    that must find the same conflicts: git's rename limit,
+                                    git's similarity (merge_similarity.h) */
+    merge_similarity_t similarity;
+    git_tree *trees[3];          /* ancestor (NULL unless one merge base), ours, theirs:
+                                    the similarity's (owned) */
     merge_conflict_t *conflicts; /* sorted by path; none when the merge is clean */
     size_t count;
     char **skipped; /* the placeholders' paths, sorted (owned) */

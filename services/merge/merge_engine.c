@@ -749,10 +749,9 @@ static int s_resolve_conflicts(s_job_t *job)
     }
     git_repository *wt_repo = worktree_repo(job->worktree);
     git_annotated_commit *source = NULL;
-    git_merge_options merge_opts;
-    git_merge_options_init(&merge_opts, GIT_MERGE_OPTIONS_VERSION);
-    /* The same rename limit as the analysis, so the worktree holds the same conflicts. */
-    merge_opts.target_limit = merge_conflicts_rename_limit(job->repo);
+    /* The analysis's options (rename limit, similarity), so the worktree holds the same
+     * conflicts. */
+    git_merge_options merge_opts = job->merge.options;
     git_checkout_options checkout_opts;
     git_checkout_options_init(&checkout_opts, GIT_CHECKOUT_OPTIONS_VERSION);
     checkout_opts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_ALLOW_CONFLICTS;

@@ -34,7 +34,43 @@ static void s_write_file(const char *repo, const char *file, const char *line10)
     s_write_text(repo, file, line10, NULL);
 }
 
-/* Applies "mv A B", "edit F TEXT", "rm F" or "add F TEXT" in `repo`. */
+/* Two small headers alike in their boilerplate: git scores the pair 36 % similar (under
+ * its 50 % rename threshold), libgit2's own metric 57 %. */
+static const char *const s_headers[][2] = {
+    {"old-header", "/*\n * Copyright (C) the example authors. All rights reserved.\n *\n"
+                   " * This file is part of example, distributed under the MIT licence.\n"
+                   " * See the COPYING file for terms.\n */\n\n"
+                   "#ifndef INCLUDE_win32_findfile_h__\n#define INCLUDE_win32_findfile_h__\n\n"
+                   "#include \"util.h\"\n\n"
+                   "/** Sets the mock registry root for testing. */\n"
+                   "extern int find_set_registry_dir(const wchar_t *mock_sysdir);\n\n"
+                   "extern int find_system_dirs(str *out, const char *subpath);\n"
+                   "extern int find_global_dirs(str *out);\nextern int find_xdg_dirs(str *out);\n"
+                   "extern int find_programdata_dirs(str *out);\n\n#endif\n"},
+    {"new-header", "/*\n * Copyright (C) the example authors. All rights reserved.\n *\n"
+                   " * This file is part of example, distributed under the MIT licence.\n"
+                   " * See the COPYING file for terms.\n */\n\n"
+                   "#ifndef INCLUDE_allocators_debugalloc_h__\n"
+                   "#define INCLUDE_allocators_debugalloc_h__\n\n"
+                   "#include \"util.h\"\n\n#include \"alloc.h\"\n\n"
+                   "int debugalloc_init_allocator(allocator *allocator);\n\n#endif\n"},
+};
+
+/* Writes the header named `name` (s_headers) to `file` in `repo`, then `tail` if any. */
+static void s_write_header(const char *repo, const char *file, const char *name,
+                           const char *tail)
+{
+    char path[1024], text[4096] = "";
+    for (size_t i = 0; i < sizeof s_headers / sizeof s_headers[0]; i++)
+        if (strcmp(s_headers[i][0], name) == 0)
+            snprintf(text, sizeof text, "%s%s", s_headers[i][1], tail ? tail : "");
+    CHECK(text[0] != '\0');
+    snprintf(path, sizeof path, "%s/%s", repo, file);
+    testenv_write_file(path, text);
+}
+
+/* Applies "mv A B", "edit F TEXT", "rm F", "add F TEXT", "header F NAME" (write header
+ * NAME) or "grow F" (a line more at the end of header F) in `repo`. */
 static void s_apply(const char *repo, const char *op)
 {
     char verb[16], a[256], b[256];
@@ -46,7 +82,11 @@ static void s_apply(const char *repo, const char *op)
         testgit_run(repo, "mv", a, b, NULL);
     else if (strcmp(verb, "rm") == 0)
         testgit_run(repo, "rm", "-q", a, NULL);
-    else {
+    else if (strcmp(verb, "header") == 0 || strcmp(verb, "grow") == 0) {
+        s_write_header(repo, a, strcmp(verb, "grow") == 0 ? "old-header" : b,
+                       strcmp(verb, "grow") == 0 ? "/* grown */\n" : NULL);
+        testgit_run(repo, "add", a, NULL);
+    } else {
         s_write_file(repo, a, b);
         testgit_run(repo, "add", a, NULL);
     }
@@ -62,6 +102,7 @@ static void s_scenario(char *repo, size_t size, const char *name, const char *co
     s_write_file(repo, "a.txt", "a base");
     s_write_file(repo, "b.txt", "b base");
     s_write_file(repo, "c.txt", "c base");
+    s_write_header(repo, "find.h", "old-header", NULL);
     testgit_run(repo, "add", ".", NULL);
     testgit_run(repo, "commit", "-q", "-m", "base", NULL);
     const char *const *sides[2] = {ours, theirs};
@@ -151,6 +192,29 @@ static void test_rename_conflicts(void)
             (const char *[]){"edit a.txt THEIRS", "edit b.txt THEIRS", NULL}, "a.txt b.txt");
     s_check("clean", (const char *[]){"mv a.txt x.txt", NULL},
             (const char *[]){"edit b.txt THEIRS", NULL}, "");
+}
+
+/* Which deleted file a new one continues is git's call: its similarity score, and only
+ * files the other side changed too. libgit2's own rules, in each case, make a rename git
+ * does not see and a conflict git does not have (or lists elsewhere). */
+static void test_rename_similarity(void)
+{
+    /* The two headers are 36 % alike for git: a deletion and an addition, so theirs' edit
+     * is a modify/delete at the old path (libgit2's metric: a rename, theirs' edit merged
+     * into alloc.h, no conflict). */
+    s_check("dissimilar-headers-modified",
+            (const char *[]){"rm find.h", "header alloc.h new-header", NULL},
+            (const char *[]){"grow find.h", NULL}, "find.h");
+    /* ... and with both sides deleting it, no conflict (libgit2's: rename/delete). */
+    s_check("dissimilar-headers-deleted",
+            (const char *[]){"rm find.h", "header alloc.h new-header", NULL},
+            (const char *[]){"rm find.h", NULL}, "");
+    /* Theirs renames a.txt to x.txt (98 % alike) and ours, leaving a.txt alone, adds the
+     * same x.txt: git does not look for renames of a file the other side did not change,
+     * so both added x.txt alike and the merge is clean (libgit2's: rename/add). */
+    s_check("rename-of-file-other-side-kept",
+            (const char *[]){"add x.txt NEW", NULL},
+            (const char *[]){"rm a.txt", "add x.txt NEW", NULL}, "");
 }
 
 /* Theirs moves more files than libgit2's default rename limit (1000 changed entries)
@@ -324,6 +388,7 @@ int main(void)
     }
     git_libgit2_init();
     test_rename_conflicts();
+    test_rename_similarity();
     test_rename_limit();
     test_unchanged_subtrees();
     git_libgit2_shutdown();

@@ -37,6 +37,7 @@ static const wire_field_t s_heartbeat[] = {
     {FIELD_WORKER, WIRE_STR, true, MESSAGES_ID_CAP},
     {FIELD_TASK, WIRE_STR, false, MESSAGES_ID_CAP},
     {FIELD_ATTEMPT, WIRE_INT, false, 0},
+    {FIELD_PING_SEQ, WIRE_INT, false, 0},
 };
 
 static const wire_field_t s_progress[] = {
@@ -105,6 +106,7 @@ static const wire_field_t s_ping[] = {
     {FIELD_EPOCH, WIRE_STR, true, MESSAGES_ID_CAP},
     {FIELD_HEARTBEAT_MS, WIRE_INT, false, 0},
     {FIELD_HEARTBEAT_MISSES, WIRE_INT, false, 0},
+    {FIELD_PING_SEQ, WIRE_INT, false, 0},
 };
 
 /* pan / any client -> control (each answered by one "reply") */

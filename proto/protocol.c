@@ -99,6 +99,7 @@ static const char *const s_field_names[FIELD_COUNT] = {
     [FIELD_PHASE] = "phase",
     [FIELD_PHASES] = "phases",
     [FIELD_PID] = "pid",
+    [FIELD_PING_SEQ] = "ping_seq",
     [FIELD_PRIOR] = "prior",
     [FIELD_PRIORITY] = "priority",
     [FIELD_QUEUED] = "queued",

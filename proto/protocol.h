@@ -108,6 +108,7 @@ typedef enum {
     FIELD_PHASE,
     FIELD_PHASES,
     FIELD_PID,
+    FIELD_PING_SEQ,
     FIELD_PRIOR,
     FIELD_PRIORITY,
     FIELD_QUEUED,

@@ -131,6 +131,8 @@ typedef struct {
     pending_t *pending;
 
     char epoch[SPECIALIST_ID_CAP + 1];
+    int64_t last_ping; /* the ping_seq of the last ping since our hello (0: none), echoed in
+                          heartbeats: it tells the broker which of its messages reached us */
     int64_t last_contact;
     int64_t next_heartbeat;
     int64_t last_tick; /* when the loop last ran (s_on_deadlines) */
@@ -570,6 +572,7 @@ static void s_send_hello(loop_t *loop)
         wire_put_int(w, FIELD_ATTEMPT, held->task.attempt);
     }
     s_send_writer(loop);
+    loop->last_ping = 0; /* the broker may number its pings anew from this hello */
     loop->stats.hellos++;
     log_info("hello: worker %s at %s%s%s", loop->worker_id, loop->endpoint,
              held ? ", holding " : "", held ? held->task.id : "");
@@ -587,6 +590,7 @@ static void s_send_heartbeat(loop_t *loop)
         wire_put_str(w, FIELD_TASK, held->task.id);
         wire_put_int(w, FIELD_ATTEMPT, held->task.attempt);
     }
+    wire_put_int(w, FIELD_PING_SEQ, loop->last_ping);
     s_send_writer(loop);
 }
 
@@ -945,6 +949,7 @@ static void s_follow_heartbeat(loop_t *loop, const wire_msg_t *msg)
 static void s_on_ping(loop_t *loop, const wire_msg_t *msg)
 {
     s_follow_heartbeat(loop, msg);
+    loop->last_ping = wire_msg_int(msg, FIELD_PING_SEQ, loop->last_ping);
     const char *epoch = wire_msg_str(msg, FIELD_EPOCH, "");
     if (loop->epoch[0] != '\0' && strcmp(loop->epoch, epoch) != 0 && !loop->leaving) {
         log_info("broker restarted (epoch %s -> %s); announcing again", loop->epoch, epoch);

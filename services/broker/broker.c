@@ -440,6 +440,9 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     task_set_text(&task->worker_id, worker->id);
     task_set_text(&task->worker_key, worker->key);
     task->dispatched_at = clock_now_ms();
+    /* Pings go out at once, the task message with the outbox at the end of this iteration:
+     * every ping numbered after this one follows it on the wire. */
+    task->dispatch_ping = worker->pings_sent;
     task->lease_until = broker_lease_deadline(self, task, task->dispatched_at);
     task->updated = clock_wall_ms();
     task->prev = NULL;
@@ -544,6 +547,7 @@ void broker_send_ping(broker_t *self, worker_t *worker)
     wire_put_str(w, FIELD_EPOCH, self->epoch);
     wire_put_int(w, FIELD_HEARTBEAT_MS, self->config.heartbeat_ms);
     wire_put_int(w, FIELD_HEARTBEAT_MISSES, self->config.heartbeat_misses);
+    wire_put_int(w, FIELD_PING_SEQ, ++worker->pings_sent);
     size_t len;
     const void *data = wire_writer_data(w, &len);
     zmq_send(worker->push, data, len, ZMQ_DONTWAIT);

@@ -234,6 +234,21 @@ static void s_handle_hello(broker_t *self, const wire_msg_t *msg, const char *pe
     s_reconcile_held_task(self, worker, msg, restarted);
 }
 
+/* An idle heartbeat from the worker `task` was dispatched to: did the task reach it, and
+ * it not take it? A worker that echoes the last ping it received (ping_seq) says so
+ * exactly: its task socket delivers our messages in order, so a ping sent after the task
+ * proves the task came first. Until then the task may still be on its way -- TCP under
+ * heavy loss retransmits for seconds -- and handing it out again would run it twice: the
+ * broker waits (the lease and the worker's heartbeats bound that). A worker that does not
+ * echo is given two heartbeat intervals. */
+static bool s_dispatch_refused(const broker_t *self, const task_t *task, const wire_msg_t *msg,
+                               int64_t now)
+{
+    if (wire_msg_has(msg, FIELD_PING_SEQ))
+        return wire_msg_int(msg, FIELD_PING_SEQ, 0) > task->dispatch_ping;
+    return now - task->dispatched_at > 2L * self->config.heartbeat_ms;
+}
+
 static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
 {
     worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, FIELD_WORKER, ""));
@@ -249,11 +264,13 @@ static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
          * one arriving within a heartbeat interval may have crossed it. */
         if (worker->draining && now - worker->draining_since >= self->config.heartbeat_ms)
             broker_worker_idle(self, worker);
-        /* It is idle but we think it runs a task: the task message was lost (or the worker
-         * cannot take it). Give the message time to arrive before concluding that; it
-         * counts as a failure so such a task ends up dead rather than bouncing for ever. */
-        if (task != NULL && now - task->dispatched_at > 2L * self->config.heartbeat_ms) {
-            broker_task_requeue(self, task, "undelivered", true, "the worker never received it");
+        /* It is idle but we think it runs a task: once the task message surely reached it
+         * and it did not take it, that counts as a failure, so such a task ends up dead
+         * rather than bouncing for ever. */
+        if (task != NULL && s_dispatch_refused(self, task, msg, now)) {
+            broker_task_requeue(self, task, "undelivered", true,
+                                "the worker did not take it (it never arrived, or the worker "
+                                "could not run it)");
             worker->idle_since = now;
         }
         return;

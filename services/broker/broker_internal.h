@@ -35,6 +35,9 @@ typedef struct worker_t {
                             later message must come from it. NULL on a plain bus */
     int64_t pid;         /* the process its last hello came from (0: not said): another
                             pid under the same id is a restarted worker */
+    int64_t pings_sent;  /* numbers its pings (ping_seq): messages on its task socket arrive
+                            in order, so its heartbeat's echo of the last one it received
+                            says which of our messages have reached it */
 } worker_t;
 
 /* Something to send once the current transaction is committed. Its bytes live in the

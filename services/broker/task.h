@@ -54,6 +54,8 @@ typedef struct task_t {
     int64_t unsaved_dispatch;
     int64_t lease_until;   /* monotonic ms */
     int64_t dispatched_at; /* monotonic ms */
+    int64_t dispatch_ping; /* the ping_seq of the last ping sent to its worker before the
+                              task message: a later one received proves this one was */
     /* progress rate limit (broker_in.c): the current one-second window, the events
      * published in it, and the progress messages folded since the last one published */
     int64_t progress_window; /* monotonic ms when it began */

@@ -684,6 +684,60 @@ static void test_undelivered_ends_dead(void)
     fakeworker_destroy(&deaf);
 }
 
+/* A worker whose heartbeats echo the pings it got: while it has not received a ping sent
+ * after a task, the task may still be on its way (TCP retransmitting under loss), so it is
+ * neither requeued nor counted as a failure, however long the worker says it is idle; once
+ * it has received a later ping and still not taken the task, the task counts a failure. */
+static void test_dispatch_in_flight_waits(void)
+{
+    fakeworker_t *w = fakeworker_new(s_env->dir, s_env->in_ep, "flight-agent", "flight-w1");
+    fakeworker_hello(w, NULL, 0);
+    wire_msg_t *ping = fakeworker_expect(w, MSG_PING, 3000, NULL, 0);
+    CHECK(ping != NULL);
+    int64_t before = ping ? wire_msg_int(ping, FIELD_PING_SEQ, -1) : -1;
+    wire_msg_destroy(&ping);
+    CHECK(before > 0);
+    submit_t submit = {.id = "flight-1", .specialist = "flight-agent", .max_attempts = 2};
+    wire_msg_t *reply = NULL;
+    CHECK_INT(client_submit(s_client, &submit, NULL, 0, &reply), 0);
+    wire_msg_destroy(&reply);
+    CHECK(s_wait_state("flight-1", "running"));
+    /* The task message waits unread, as if still on the wire, for five intervals. */
+    for (int waited = 0; waited < 5 * HEARTBEAT_MS; waited += 50) {
+        fakeworker_heartbeat_echo(w, before);
+        testenv_sleep_ms(50);
+    }
+    CHECK_INT(s_task_int("flight-1", FIELD_FAILURES), 0);
+    CHECK_INT(s_task_int("flight-1", FIELD_ATTEMPT), 1);
+    wire_msg_t *task = fakeworker_take(w, MSG_TASK);
+    CHECK_STR(s_task_id(task), "flight-1");
+    wire_msg_destroy(&task);
+    fakeworker_result(w, "flight-1", 1, "done", NULL, NULL, 0);
+    wire_msg_t *ack = fakeworker_expect(w, MSG_ACK, 3000, NULL, 0);
+    CHECK(ack != NULL);
+    wire_msg_destroy(&ack);
+    char state[32];
+    CHECK_STR(testbroker_state(s_client, "flight-1", state, sizeof state), "done");
+    CHECK_INT(s_task_int("flight-1", FIELD_FAILURES), 0);
+
+    /* Received (a later ping came after it) and not taken: a failure, so it can die. */
+    submit.id = "flight-2";
+    CHECK_INT(client_submit(s_client, &submit, NULL, 0, &reply), 0);
+    wire_msg_destroy(&reply);
+    task = fakeworker_expect(w, MSG_TASK, 3000, NULL, 0);
+    CHECK_STR(s_task_id(task), "flight-2");
+    wire_msg_destroy(&task);
+    ping = fakeworker_expect(w, MSG_PING, 3000, NULL, 0);
+    CHECK(ping != NULL);
+    fakeworker_heartbeat_echo(w, ping ? wire_msg_int(ping, FIELD_PING_SEQ, 0) : 0);
+    wire_msg_destroy(&ping);
+    for (int i = 0; i < 100 && s_task_int("flight-2", FIELD_FAILURES) == 0; i++)
+        testenv_sleep_ms(20);
+    CHECK_INT(s_task_int("flight-2", FIELD_FAILURES), 1);
+    fakeworker_bye(w);
+    fakeworker_destroy(&w);
+}
+
 /* A worker that says it works on something else than what it was given: the given task
  * goes back to the queue and the worker is told to stop the other. Meanwhile a group
  * stays locked while a cancelled worker has not stopped. */
@@ -1061,6 +1115,7 @@ int main(void)
         test_progress_and_release();
     test_progress_flood_is_coalesced();
         test_undelivered_ends_dead();
+        test_dispatch_in_flight_waits();
         test_heartbeat_mismatch_and_group_while_draining();
         test_result_only_for_running_attempt();
         test_set_priority_and_queue_pages(&broker);

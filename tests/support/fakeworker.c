@@ -105,6 +105,13 @@ void fakeworker_heartbeat(fakeworker_t *self, const char *task, int attempt)
     s_send(self);
 }
 
+void fakeworker_heartbeat_echo(fakeworker_t *self, int64_t ping_seq)
+{
+    s_start(self, MSG_HEARTBEAT);
+    wire_put_int(self->w, FIELD_PING_SEQ, ping_seq);
+    s_send(self);
+}
+
 void fakeworker_progress(fakeworker_t *self, const char *task, int attempt, const char *text)
 {
     s_start(self, MSG_PROGRESS);

@@ -26,6 +26,8 @@ void fakeworker_destroy(fakeworker_t **self_p);
 void fakeworker_hello(fakeworker_t *self, const char *task, int attempt);
 /* heartbeat, holding `task` or idle (NULL). */
 void fakeworker_heartbeat(fakeworker_t *self, const char *task, int attempt);
+/* An idle heartbeat that echoes `ping_seq`: the last ping the worker says it received. */
+void fakeworker_heartbeat_echo(fakeworker_t *self, int64_t ping_seq);
 void fakeworker_progress(fakeworker_t *self, const char *task, int attempt, const char *text);
 /* result with `outcome`; `next_raw` is an encoded msgpack array of submit maps, or NULL. */
 void fakeworker_result(fakeworker_t *self, const char *task, int attempt, const char *outcome,

@@ -84,6 +84,7 @@ static const wire_field_t s_task[] = {
     {FIELD_GROUP, WIRE_STR, false, 1024},
     {FIELD_MAX_ATTEMPTS, WIRE_INT, false, 0},
     {FIELD_TIMEOUT_S, WIRE_INT, false, 0},
+    {FIELD_PING_SEQ, WIRE_INT, false, 0},
     {FIELD_PAYLOAD, WIRE_MAP, false, 0},
     {FIELD_CONTEXT, WIRE_MAP, false, 0},
 };

@@ -131,8 +131,9 @@ typedef struct {
     pending_t *pending;
 
     char epoch[SPECIALIST_ID_CAP + 1];
-    int64_t last_ping; /* the ping_seq of the last ping since our hello (0: none), echoed in
-                          heartbeats: it tells the broker which of its messages reached us */
+    int64_t last_ping; /* the highest ping_seq received since our hello (0: none), echoed in
+                          heartbeats: it tells the broker which of its messages reached us,
+                          and a task sent before it is one the broker has given up */
     int64_t last_contact;
     int64_t next_heartbeat;
     int64_t last_tick; /* when the loop last ran (s_on_deadlines) */
@@ -903,6 +904,9 @@ static void s_on_task(loop_t *loop, wire_msg_t **msg_p, const void *raw, size_t 
         why = "this worker is busy";
     else if (strcmp(wire_msg_str(msg, FIELD_SPECIALIST, ""), loop->specialist) != 0)
         why = "it is for another specialist";
+    else if (wire_msg_int(msg, FIELD_PING_SEQ, 0) < loop->last_ping)
+        why = "a ping sent after it came first (on a newer connection): the broker has "
+              "given this attempt up";
     if (why != NULL) {
         loop->stats.tasks_ignored++;
         log_warn("ignored task %s (attempt %lld): %s", id, (long long)attempt, why);
@@ -949,7 +953,11 @@ static void s_follow_heartbeat(loop_t *loop, const wire_msg_t *msg)
 static void s_on_ping(loop_t *loop, const wire_msg_t *msg)
 {
     s_follow_heartbeat(loop, msg);
-    loop->last_ping = wire_msg_int(msg, FIELD_PING_SEQ, loop->last_ping);
+    /* The highest: a ping still on its way on a connection the broker has closed (it took
+     * this worker for lost) is older than those on the new one. */
+    int64_t seq = wire_msg_int(msg, FIELD_PING_SEQ, 0);
+    if (seq > loop->last_ping)
+        loop->last_ping = seq;
     const char *epoch = wire_msg_str(msg, FIELD_EPOCH, "");
     if (loop->epoch[0] != '\0' && strcmp(loop->epoch, epoch) != 0 && !loop->leaving) {
         log_info("broker restarted (epoch %s -> %s); announcing again", loop->epoch, epoch);

@@ -442,7 +442,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     task->dispatched_at = clock_now_ms();
     /* Pings go out at once, the task message with the outbox at the end of this iteration:
      * every ping numbered after this one follows it on the wire. */
-    task->dispatch_ping = worker->pings_sent;
+    task->dispatch_ping = worker->last_ping;
     task->lease_until = broker_lease_deadline(self, task, task->dispatched_at);
     task->updated = clock_wall_ms();
     task->prev = NULL;
@@ -480,6 +480,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     wire_put_str(w, FIELD_GROUP, task->group);
     wire_put_int(w, FIELD_MAX_ATTEMPTS, task->max_attempts);
     wire_put_int(w, FIELD_TIMEOUT_S, task->timeout_s);
+    wire_put_int(w, FIELD_PING_SEQ, task->dispatch_ping);
     wire_put_raw(w, FIELD_PAYLOAD, task->payload, task->payload_len);
     s_write_context(self, w, task);
     size_t len;
@@ -547,7 +548,8 @@ void broker_send_ping(broker_t *self, worker_t *worker)
     wire_put_str(w, FIELD_EPOCH, self->epoch);
     wire_put_int(w, FIELD_HEARTBEAT_MS, self->config.heartbeat_ms);
     wire_put_int(w, FIELD_HEARTBEAT_MISSES, self->config.heartbeat_misses);
-    wire_put_int(w, FIELD_PING_SEQ, ++worker->pings_sent);
+    worker->last_ping = ++self->ping_seq;
+    wire_put_int(w, FIELD_PING_SEQ, worker->last_ping);
     size_t len;
     const void *data = wire_writer_data(w, &len);
     zmq_send(worker->push, data, len, ZMQ_DONTWAIT);

@@ -35,9 +35,9 @@ typedef struct worker_t {
                             later message must come from it. NULL on a plain bus */
     int64_t pid;         /* the process its last hello came from (0: not said): another
                             pid under the same id is a restarted worker */
-    int64_t pings_sent;  /* numbers its pings (ping_seq): messages on its task socket arrive
-                            in order, so its heartbeat's echo of the last one it received
-                            says which of our messages have reached it */
+    int64_t last_ping;   /* the ping_seq of the last ping sent to it. Messages on its task
+                            socket arrive in order, so its heartbeat's echo of the last ping
+                            it received says which of our messages have reached it */
 } worker_t;
 
 /* Something to send once the current transaction is committed. Its bytes live in the
@@ -130,6 +130,9 @@ struct broker_t {
     size_t idle_cap;
 
     int64_t next_ping;
+    int64_t ping_seq;        /* numbers every ping sent (ping_seq): one counter for all
+                                workers, so a ping still on its way on a connection the broker
+                                has closed is older than all it sends on the new one */
     int64_t next_check;      /* when a worker may be lost or a lease end (s_next_deadline) */
     int64_t next_not_before; /* monotonic ms a retry waiting for an idle worker is due */
     /* statistics */

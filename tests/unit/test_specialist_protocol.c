@@ -3,7 +3,7 @@
  * child runs specialist_run() with a scripted job. Covers hello/heartbeat, tasks for
  * another worker or while busy, progress, result resent until ack, next tasks, cancel,
  * the task timeout, a job that ignores cancellation, re-hello on a new epoch or silence,
- * and SIGTERM (release, bye, exit 0). */
+ * the ping echo and a task that came after a later ping, and SIGTERM (release, bye, exit 0). */
 #include "check.h"
 #include "clock.h"
 #include "specialist.h"
@@ -113,8 +113,9 @@ static void s_send(fake_t *fake, wire_writer_t *w)
     zmq_send(fake->push, data, len, 0);
 }
 
-static void s_send_task(fake_t *fake, const char *worker, const char *id, int attempt,
-                        const char *mode, int timeout_s)
+/* A task message; `ping_seq` > 0: the ping the broker sent before it. */
+static void s_send_task_after(fake_t *fake, const char *worker, const char *id, int attempt,
+                              const char *mode, int timeout_s, int64_t ping_seq)
 {
     wire_writer_t *w = wire_writer_new();
     wire_writer_start(w, MSG_TASK);
@@ -126,11 +127,19 @@ static void s_send_task(fake_t *fake, const char *worker, const char *id, int at
     wire_put_str(w, FIELD_TITLE, "a test task");
     if (timeout_s > 0)
         wire_put_int(w, FIELD_TIMEOUT_S, timeout_s);
+    if (ping_seq > 0)
+        wire_put_int(w, FIELD_PING_SEQ, ping_seq);
     wire_open_map(w, FIELD_PAYLOAD);
     wire_put_key_str(w, "mode", mode);
     wire_close(w);
     s_send(fake, w);
     wire_writer_destroy(&w);
+}
+
+static void s_send_task(fake_t *fake, const char *worker, const char *id, int attempt,
+                        const char *mode, int timeout_s)
+{
+    s_send_task_after(fake, worker, id, attempt, mode, timeout_s, 0);
 }
 
 static void s_send_simple(fake_t *fake, msg_type_t type, const char *task, int attempt,
@@ -374,6 +383,38 @@ static void test_rehello(testenv_t *env)
     CHECK_INT(s_teardown(&fake, env, pid, true), 0);
 }
 
+/* The worker echoes the highest ping_seq it received in its heartbeats (so the broker knows
+ * which of its messages arrived), and does not run a task sent before a ping it already
+ * has: that task came late on an older connection, and the broker has given it up. */
+static void test_ping_echo_and_stale_task(testenv_t *env)
+{
+    fake_t fake;
+    pid_t pid = s_setup(&fake, env);
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, MSG_PING);
+    wire_put_str(w, FIELD_WORKER, "w1");
+    wire_put_str(w, FIELD_EPOCH, "epoch-a");
+    wire_put_int(w, FIELD_PING_SEQ, 7);
+    s_send(&fake, w);
+    wire_writer_destroy(&w);
+    int64_t echoed = -1;
+    for (int i = 0; i < 20 && echoed != 7; i++) {
+        wire_msg_t *hb = s_expect(&fake, MSG_HEARTBEAT, 500);
+        echoed = hb ? wire_msg_int(hb, FIELD_PING_SEQ, -1) : -1;
+        wire_msg_destroy(&hb);
+    }
+    CHECK_INT(echoed, 7);
+    s_send_task_after(&fake, "w1", "old", 1, "echo", 0, 5);
+    wire_msg_t *result = s_expect(&fake, MSG_RESULT, 500);
+    CHECK(result == NULL);
+    wire_msg_destroy(&result);
+    s_send_task_after(&fake, "w1", "new", 1, "echo", 0, 7);
+    result = s_expect(&fake, MSG_RESULT, 2000);
+    CHECK_STR(result ? wire_msg_str(result, FIELD_TASK, "") : "(none)", "new");
+    wire_msg_destroy(&result);
+    CHECK_INT(s_teardown(&fake, env, pid, true), 0);
+}
+
 static void test_sigterm_releases(testenv_t *env)
 {
     fake_t fake;
@@ -427,6 +468,7 @@ int main(void)
     test_timeout(env);
     test_stuck_job(env);
     test_rehello(env);
+    test_ping_echo_and_stale_task(env);
     test_sigterm_releases(env);
     testenv_destroy(&env);
     return check_exit_code("test_specialist_protocol");

@@ -573,7 +573,7 @@ static void s_send_hello(loop_t *loop)
         wire_put_int(w, FIELD_ATTEMPT, held->task.attempt);
     }
     s_send_writer(loop);
-    loop->last_ping = 0; /* the broker may number its pings anew from this hello */
+    loop->last_ping = 0; /* a restarted broker numbers its pings anew */
     loop->stats.hellos++;
     log_info("hello: worker %s at %s%s%s", loop->worker_id, loop->endpoint,
              held ? ", holding " : "", held ? held->task.id : "");

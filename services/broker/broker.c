@@ -417,6 +417,19 @@ static void s_write_context(broker_t *self, wire_writer_t *w, const task_t *task
     wire_close(w);
 }
 
+/* Puts `task` at the head of the running list and holds its group. */
+static void s_running_push(broker_t *self, task_t *task)
+{
+    task->prev = NULL;
+    task->next = self->running;
+    if (self->running)
+        self->running->prev = task;
+    self->running = task;
+    self->running_count++;
+    if (task->group)
+        broker_group_hold(self, task->group);
+}
+
 /* Dispatches. On a plain bus a dispatch writes no task row: its task.dispatched event
  * (task, attempt, worker), committed in the same transaction as everything else of the
  * iteration, records it, and the row keeps saying queued with the attempt before. Most
@@ -445,14 +458,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     task->dispatch_ping = worker->last_ping;
     task->lease_until = broker_lease_deadline(self, task, task->dispatched_at);
     task->updated = clock_wall_ms();
-    task->prev = NULL;
-    task->next = self->running;
-    if (self->running)
-        self->running->prev = task;
-    self->running = task;
-    self->running_count++;
-    if (task->group)
-        broker_group_hold(self, task->group);
+    s_running_push(self, task);
     worker->task = task;
 
     /* On a plain bus the dispatch is stored only as its event (see "dispatches" above). */
@@ -784,13 +790,7 @@ static void s_recover_running(broker_t *self, task_t *task)
 {
     s_encode_context_entry(self, task);
     task->worker = NULL;
-    task->next = self->running;
-    if (self->running)
-        self->running->prev = task;
-    self->running = task;
-    self->running_count++;
-    if (task->group)
-        broker_group_hold(self, task->group);
+    s_running_push(self, task);
 }
 
 /* Where a running task's lease stood before a reload, to keep it. */

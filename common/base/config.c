@@ -79,6 +79,7 @@ static const schema_t s_schema[] = {
     {"broker", "sync", SCHEMA_STRING, true, "full", 0, 0, "full|normal|off"},
     {"broker", "heartbeat_ms", SCHEMA_INT, true, NULL, 1000, 1, NULL},
     {"broker", "heartbeat_misses", SCHEMA_INT, true, NULL, 3, 1, NULL},
+    {"broker", "remote_heartbeat_misses", SCHEMA_INT, true, NULL, 10, 1, NULL},
     {"broker", "event_retention", SCHEMA_INT, true, NULL, 100000, 1, NULL},
     {"broker", "max_attempts", SCHEMA_INT, true, NULL, 3, 1, NULL},
     {"broker", "retry_backoff_ms", SCHEMA_INT, true, NULL, 1000, 0, NULL},

@@ -20,7 +20,8 @@
  * defaults, so the generic getters below always find them:
  *   [broker]   in="tcp://127.0.0.1:5560" events="tcp://127.0.0.1:5561"
  *              control="tcp://127.0.0.1:5562" sync="full" (full|normal|off)
- *              heartbeat_ms=1000 heartbeat_misses=3 event_retention=100000
+ *              heartbeat_ms=1000 heartbeat_misses=3 remote_heartbeat_misses=10
+ *              event_retention=100000
  *              max_attempts=3 retry_backoff_ms=1000
  *   [agent]    cli="claude" (claude|codex|gemini) command="claude" args=[] permission_mode="acceptEdits" allowed_tools=[]
  *              fallback_model (none)

@@ -343,10 +343,23 @@ queue_t *broker_queue(broker_t *self, const char *specialist, bool create)
 /* The specialist skeleton gives a job 5 s after its timeout before it reports. */
 #define WORKER_TIMEOUT_GRACE_MS 5000
 
-int64_t broker_lease_deadline(const broker_t *self, const task_t *task, int64_t now)
+/* True when a tcp:// endpoint's host is this machine's loopback. */
+static bool s_loopback(const char *host)
 {
-    int64_t grace = WORKER_TIMEOUT_GRACE_MS +
-                    (int64_t)self->config.heartbeat_ms * self->config.heartbeat_misses;
+    return strncmp(host, "127.", 4) == 0 || strncmp(host, "localhost:", 10) == 0 ||
+           strncmp(host, "[::1]:", 6) == 0;
+}
+
+int broker_worker_misses(const broker_t *self, const char *endpoint)
+{
+    bool remote = strncmp(endpoint, "tcp://", 6) == 0 && !s_loopback(endpoint + 6);
+    return remote ? self->config.remote_heartbeat_misses : self->config.heartbeat_misses;
+}
+
+int64_t broker_lease_deadline(const broker_t *self, const task_t *task, const worker_t *worker,
+                              int64_t now)
+{
+    int64_t grace = WORKER_TIMEOUT_GRACE_MS + (int64_t)self->config.heartbeat_ms * worker->misses;
     return now + (int64_t)task->timeout_s * 1000 + grace;
 }
 
@@ -456,7 +469,7 @@ static int s_dispatch_one(broker_t *self, worker_t *worker, task_t *task)
     /* Pings go out at once, the task message with the outbox at the end of this iteration:
      * every ping numbered after this one follows it on the wire. */
     task->dispatch_ping = worker->last_ping;
-    task->lease_until = broker_lease_deadline(self, task, task->dispatched_at);
+    task->lease_until = broker_lease_deadline(self, task, worker, task->dispatched_at);
     task->updated = clock_wall_ms();
     s_running_push(self, task);
     worker->task = task;
@@ -553,7 +566,7 @@ void broker_send_ping(broker_t *self, worker_t *worker)
     wire_put_str(w, FIELD_WORKER, worker->id);
     wire_put_str(w, FIELD_EPOCH, self->epoch);
     wire_put_int(w, FIELD_HEARTBEAT_MS, self->config.heartbeat_ms);
-    wire_put_int(w, FIELD_HEARTBEAT_MISSES, self->config.heartbeat_misses);
+    wire_put_int(w, FIELD_HEARTBEAT_MISSES, worker->misses);
     worker->last_ping = ++self->ping_seq;
     wire_put_int(w, FIELD_PING_SEQ, worker->last_ping);
     size_t len;
@@ -570,12 +583,11 @@ static void s_ping_workers(broker_t *self)
 
 static int s_check_workers(broker_t *self, int64_t now)
 {
-    int64_t silence = (int64_t)self->config.heartbeat_ms * self->config.heartbeat_misses;
     /* Collect first: losing a worker deletes it from the table we iterate. */
     zlistx_t *lost = zlistx_new();
     for (worker_t *worker = zhashx_first(self->workers); worker;
          worker = zhashx_next(self->workers))
-        if (now - worker->last_seen > silence)
+        if (now - worker->last_seen > (int64_t)self->config.heartbeat_ms * worker->misses)
             zlistx_add_end(lost, worker);
     int rc = 0;
     for (worker_t *worker = zlistx_first(lost); worker && rc == 0; worker = zlistx_next(lost)) {
@@ -833,7 +845,7 @@ static void s_reattach(broker_t *self, task_t *task, zhashx_t *leases, int64_t n
     bool same = lease != NULL && lease->attempt == task->attempt;
     task->worker = worker;
     worker->task = task;
-    task->lease_until = same ? lease->lease_until : broker_lease_deadline(self, task, now);
+    task->lease_until = same ? lease->lease_until : broker_lease_deadline(self, task, worker, now);
     task->dispatched_at = same ? lease->dispatched_at : now;
 }
 
@@ -1015,11 +1027,10 @@ static int64_t s_min(int64_t a, int64_t b)
  * comes with a message. */
 static int64_t s_next_deadline(broker_t *self, int64_t now)
 {
-    int64_t silence = (int64_t)self->config.heartbeat_ms * self->config.heartbeat_misses;
     int64_t next = s_min(self->next_ping, self->next_not_before);
     for (worker_t *worker = zhashx_first(self->workers); worker;
          worker = zhashx_next(self->workers))
-        next = s_min(next, worker->last_seen + silence + 1);
+        next = s_min(next, worker->last_seen + (int64_t)self->config.heartbeat_ms * worker->misses + 1);
     for (task_t *task = self->running; task != NULL; task = task->next)
         next = s_min(next, task->worker != NULL ? task->lease_until : self->orphan_deadline);
     if (now < self->orphan_deadline)
@@ -1215,6 +1226,8 @@ int broker_new(const broker_config_t *config, broker_t **out)
     if (self == NULL)
         return failure_set(FAILURE_MEMORY, "out of memory");
     self->config = *config;
+    if (self->config.remote_heartbeat_misses < 1)
+        self->config.remote_heartbeat_misses = self->config.heartbeat_misses;
     self->tasks = zhashx_new();
     zhashx_set_destructor(self->tasks, s_task_destructor);
     self->queues = zhashx_new();
@@ -1269,7 +1282,10 @@ int broker_new(const broker_config_t *config, broker_t **out)
         goto out;
     s_remember_committed(self);
     int64_t now = clock_now_ms();
-    self->orphan_deadline = now + (int64_t)config->heartbeat_ms * (config->heartbeat_misses + 1);
+    /* Workers say hello again after their grace of silence: those that reach `in` over
+     * a network are allowed remote_heartbeat_misses. */
+    int misses = broker_worker_misses(self, config->in_endpoint);
+    self->orphan_deadline = now + (int64_t)config->heartbeat_ms * (misses + 1);
     self->next_ping = now;
     self->next_check = now;
     self->next_not_before = INT64_MAX;

@@ -27,7 +27,11 @@ typedef struct {
     const char *db_path;
     store_sync_t sync;
     int heartbeat_ms;      /* ping interval; workers are lost after heartbeat_misses */
-    int heartbeat_misses;
+    int heartbeat_misses;  /* ... intervals of silence, on this host (ipc://, loopback) */
+    /* ... and over a network (tcp:// to another address: another host, a container): a
+     * lossy link holds a heartbeat back for seconds while TCP retransmits, and taking a
+     * worker that is still running for lost runs its task twice. 0: heartbeat_misses. */
+    int remote_heartbeat_misses;
     int64_t event_retention; /* events kept for replay */
     int retry_backoff_ms;    /* base of the exponential backoff */
     int64_t wal_limit_mb;    /* the store's WAL bound (0: the store's default) */

@@ -130,6 +130,7 @@ static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const 
         worker->push = push;
         free(worker->endpoint);
         worker->endpoint = strdup(endpoint);
+        worker->misses = broker_worker_misses(self, endpoint);
         return worker;
     }
     queue_t *queue = s_announced_queue(self, specialist);
@@ -142,6 +143,7 @@ static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const 
     worker = calloc(1, sizeof *worker);
     worker->id = strdup(id);
     worker->endpoint = strdup(endpoint);
+    worker->misses = broker_worker_misses(self, endpoint);
     worker->queue = queue;
     worker->push = push;
     worker->key = peer_key ? strdup(peer_key) : NULL;
@@ -204,7 +206,7 @@ static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_m
         /* Reattached after a broker restart: the lease starts again. A worker that is
          * already attached keeps its lease, however often it says hello. */
         if (task->worker == NULL)
-            task->lease_until = broker_lease_deadline(self, task, clock_now_ms());
+            task->lease_until = broker_lease_deadline(self, task, worker, clock_now_ms());
         task->worker = worker;
         worker->task = task;
         return;

@@ -30,6 +30,8 @@ typedef struct worker_t {
     char *held_group;    /* while draining: the group of the task it was told to stop, kept
                             locked until it is idle, so no second task of the group runs */
     int64_t last_seen;   /* monotonic ms */
+    int misses;          /* heartbeat intervals of silence before it is lost (its transport's,
+                            broker_worker_misses) */
     int64_t idle_since;  /* monotonic ms, for fair dispatch */
     char *key;           /* with CURVE: the public key (Z85) it said hello with; its every
                             later message must come from it. NULL on a plain bus */
@@ -147,17 +149,22 @@ struct broker_t {
 /* A malloc'd copy of `len` bytes (at least one byte allocated); NULL if memory runs out. */
 void *broker_copy(const void *data, size_t len);
 
-/* Sends `worker` a ping: the broker's epoch, heartbeat_ms and heartbeat_misses (also the
- * answer to its hello). */
+/* Sends `worker` a ping: the broker's epoch, heartbeat_ms and the heartbeat misses it is
+ * allowed (also the answer to its hello). */
 void broker_send_ping(broker_t *self, worker_t *worker);
 
 /* Groups are counted locks: a running task holds its group (one more holder). */
 void broker_group_hold(broker_t *self, const char *group);
 
 /* broker.c */
-/* When a task dispatched now loses its lease: its timeout plus a grace that lets the
- * worker's own timeout report (sent after its job's grace) arrive first. */
-int64_t broker_lease_deadline(const broker_t *self, const task_t *task, int64_t now);
+/* When a task dispatched now to `worker` loses its lease: its timeout plus a grace that
+ * lets the worker's own timeout report (sent after its job's grace) arrive first. */
+int64_t broker_lease_deadline(const broker_t *self, const task_t *task, const worker_t *worker,
+                              int64_t now);
+/* The heartbeat intervals a worker at `endpoint` may miss before it is lost:
+ * remote_heartbeat_misses for tcp:// to an address other than loopback (127.0.0.0/8,
+ * ::1, localhost), heartbeat_misses otherwise. */
+int broker_worker_misses(const broker_t *self, const char *endpoint);
 int broker_emit(broker_t *self, event_type_t event, const task_t *task, const event_extra_t *extra);
 /* Emits a refusal event (task.rejected / message.rejected) and logs it; `coalesced` is how
  * many refusals before it got no event of their own (see broker_in.c), 0 for none. */

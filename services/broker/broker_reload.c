@@ -23,6 +23,7 @@ static const struct {
 } s_restart_keys[] = {
     {"broker", "in"},           {"broker", "events"},           {"broker", "control"},
     {"broker", "sync"},         {"broker", "heartbeat_ms"},     {"broker", "heartbeat_misses"},
+    {"broker", "remote_heartbeat_misses"},
     {"broker", "wal_limit_mb"}, {"broker", "min_free_mb"},      {"broker", "reserve_mb"},
     {"security", "curve"},      {"security", "allow_insecure"},
 };

@@ -219,6 +219,7 @@ int main(int argc, char **argv)
         .sync = sync,
         .heartbeat_ms = heartbeat_ms ? (int)heartbeat_ms : (int)config_int(config, "broker", "heartbeat_ms", 1000),
         .heartbeat_misses = misses ? (int)misses : (int)config_int(config, "broker", "heartbeat_misses", 3),
+        .remote_heartbeat_misses = (int)config_int(config, "broker", "remote_heartbeat_misses", 10),
         .event_retention = retention ? retention : config_int(config, "broker", "event_retention", 100000),
         .retry_backoff_ms = (int)config_int(config, "broker", "retry_backoff_ms", 1000),
         .wal_limit_mb = config_int(config, "broker", "wal_limit_mb", 64),

@@ -11,8 +11,9 @@
  *             stats.rejected.stale_result; the task is done once, by attempt 2), and the
  *             worker says hello again and runs a new task
  *   lossy     30 % loss and 200 ms delay on the namespace's side for 15 s, with the default
- *             heartbeat (1000 ms, 3 misses): every task submitted meanwhile is done exactly
- *             once (one side-effect line each), and no worker is declared lost
+ *             heartbeat (1000 ms; a worker on another address may miss 10): every task
+ *             submitted meanwhile is done exactly once (one side-effect line each), and no
+ *             worker is declared lost
  *   events    `pan events --follow --since 0 --json`, run in the namespace from the start
  *             (so through the other two as well), cut off while a burst of events is
  *             published -- more than the publisher holds for it, so the last are dropped
@@ -398,7 +399,8 @@ static void s_scenario_cut(client_t *client, pid_t *host_worker)
     int64_t cut_at = clock_now_ms();
     *host_worker = s_worker("wh", false);
     CHECK(*host_worker > 0);
-    json_t *lost = s_wait_event(0, "worker.lost", NULL, "wn", 10000);
+    /* A worker on another address is allowed remote_heartbeat_misses (10) intervals. */
+    json_t *lost = s_wait_event(0, "worker.lost", NULL, "wn", 20000);
     CHECK(lost != NULL);
     int64_t lost_after = clock_now_ms() - cut_at;
     json_t *second = s_wait_event(0, "task.dispatched", "cut-1", "wh", 10000);
@@ -496,8 +498,10 @@ static void s_scenario_lossy(client_t *client)
     int retried = s_count(events, start_seq, "task.retry", NULL, NULL);
     CHECK_INT(s_count(events, start_seq, "task.done", NULL, NULL), LOSSY_TASKS);
     json_decref(events);
-    /* Heartbeats tolerating the loss is reported, not asserted: a machine loaded by the
-     * rest of the suite can stretch a heartbeat past the grace. */
+    /* Heartbeats tolerate the loss: TCP holds a heartbeat back for a second or two while
+     * it retransmits, well inside the 10 s a remote worker may be silent. */
+    CHECK_INT(lost_meanwhile, 0);
+    CHECK_INT(retried, 0);
     fprintf(stderr,
             "test_partition: lossy: %d of %d tasks done during %d s of 30%% loss%s, each with "
             "one side effect; %d workers declared lost, %d tasks retried\n",

@@ -1,4 +1,4 @@
-/* pan task show / wait / fence, cancel, retry, status, reload: one task, or the broker's
+/* pan task show / wait / fence, cancel, retry, priority, status, reload: one task, or the broker's
  * numbers and settings (task list, dead and retry --all-dead are in cmd_list.c). */
 #include "pan.h"
 #include "pan_wait.h"
@@ -274,6 +274,40 @@ int cmd_retry(const pan_t *pan, int argc, char **argv)
         }
     }
     return s_change(pan, argc, argv, "pan retry <id>", MSG_RETRY_TASK, "Requeued");
+}
+
+/* priority <id> <urgent|high|normal|low>: a queued task moves to another priority, at its
+ * submit-order place there. */
+int cmd_priority(const pan_t *pan, int argc, char **argv)
+{
+    static const char *const usage = "pan priority <id> urgent|high|normal|low";
+    static const char *const priorities[] = {"urgent", "high", "normal", "low", NULL};
+    if (argc != 2)
+        return pan_usage(usage, "%s", argc < 2 ? "which task id and which priority?"
+                                               : "one task id and one priority");
+    const char *priority = argv[1];
+    bool known = false;
+    for (int i = 0; priorities[i] != NULL; i++)
+        known = known || strcmp(priority, priorities[i]) == 0;
+    if (!known)
+        return pan_usage(usage, "priority is one of urgent, high, normal, low");
+    char id[256];
+    int code = s_parse_id(pan, 1, argv, usage, id, sizeof id, NULL);
+    if (code != PAN_EXIT_OK)
+        return code;
+    wire_writer_t *writer = wire_writer_new();
+    wire_writer_start(writer, MSG_SET_PRIORITY);
+    wire_put_str(writer, FIELD_ID, id);
+    wire_put_str(writer, FIELD_PRIORITY, priority);
+    json_t *task = NULL;
+    code = pan_call(pan, writer, &task);
+    wire_writer_destroy(&writer);
+    if (code != PAN_EXIT_OK)
+        return code;
+    printf("Moved %s to %s (state: %s)\n", pan_json_str(task, "id", id),
+           pan_json_str(task, "priority", priority), pan_json_str(task, "state", "?"));
+    json_decref(task);
+    return PAN_EXIT_OK;
 }
 
 static void s_print_stats(const pan_t *pan, const json_t *stats, const json_t *specialists)

@@ -70,6 +70,12 @@ static const help_t s_help[] = {
      "<id>: the whole id or a unique start of it.\n"
      "  --all-dead            every dead task (of one specialist or issue, when given)\n"
      "  --json                with --all-dead: {retried, failed} as JSON\n"},
+    {"priority",
+     "usage: pan priority <id> urgent|high|normal|low\n"
+     "Moves a queued task to another priority, at its submit-order place among that\n"
+     "priority's queued tasks (dispatch takes urgent, then high, normal, low). Only a queued\n"
+     "task: a running or ended one is refused (exit 1).\n"
+     "<id>: the whole id or a unique start of it.\n"},
     {"cancel",
      "usage: pan cancel <id>\n"
      "Cancels a queued or running task (a running one is stopped by its worker).\n"

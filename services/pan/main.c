@@ -36,6 +36,7 @@ static const char *const s_usage =
     "  task wait <id>... [--timeout S] [--chain] [--json]   (exit: the verdict's, below)\n"
     "  cancel <id>\n"
     "  retry <id> | --all-dead [--specialist S] [--issue I] [--json]\n"
+    "  priority <id> urgent|high|normal|low   (a queued task)\n"
     "  dead [--specialist S] [--issue I] [--since DURATION] [--limit N] [--json]\n"
     "  status [--json] | status --watch [--interval S] [--frames N]\n"
     "  reload [--json]        read cloister.toml again (the broker and the launched services)\n"
@@ -180,6 +181,8 @@ int main(int argc, char **argv)
         code = cmd_dead(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "retry") == 0)
         code = cmd_retry(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "priority") == 0)
+        code = cmd_priority(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "top") == 0)
         code = cmd_top(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "status") == 0)
@@ -204,9 +207,10 @@ int main(int argc, char **argv)
         code = cmd_doctor(&pan, argc - 1, argv + 1, config_error[0] ? config_error : NULL);
     else {
         static const char *const commands[] = {
-            "submit", "specialists", "events",  "task",   "cancel",  "dead",    "retry",
-            "top",    "status",      "reload",  "tests",  "approve", "prompt",  "keys",
-            "web",    "backup",      "restore", "doctor", "help",    "version", NULL};
+            "submit",  "specialists", "events", "task",    "cancel", "dead",
+            "retry",   "priority",    "top",    "status",  "reload", "tests",
+            "approve", "prompt",      "keys",   "web",     "backup", "restore",
+            "doctor",  "help",        "version", NULL};
         const char *near = pan_suggest(command, commands);
         if (near != NULL)
             fprintf(stderr, "pan: unknown command '%s'; did you mean '%s'?\n\n%s", command, near,

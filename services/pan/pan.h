@@ -217,6 +217,7 @@ int cmd_dead(const pan_t *pan, int argc, char **argv);
 int cmd_retry_all_dead(const pan_t *pan, int argc, char **argv);
 int cmd_cancel(const pan_t *pan, int argc, char **argv);
 int cmd_retry(const pan_t *pan, int argc, char **argv);
+int cmd_priority(const pan_t *pan, int argc, char **argv);
 int cmd_status(const pan_t *pan, int argc, char **argv);
 int cmd_reload(const pan_t *pan, int argc, char **argv);
 int cmd_top(const pan_t *pan, int argc, char **argv);

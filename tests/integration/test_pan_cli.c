@@ -163,6 +163,21 @@ static void test_cancel_retry(testenv_t *env)
     json_decref(task);
     CHECK_INT(harness_pan(env, s_out, "retry", "c-1", NULL), 0);
     CHECK(strstr(s_out, "state: queued") != NULL);
+    /* A queued task moves to another priority; a bad priority is a usage error; an
+     * ended task is refused. */
+    CHECK_INT(harness_pan(env, s_out, "priority", "c-1", "urgent", NULL), 0);
+    CHECK(strstr(s_out, "Moved c-1 to urgent (state: queued)") != NULL);
+    CHECK_INT(harness_pan(env, s_out, "task", "show", "c-1", "--json", NULL), 0);
+    task = harness_json(s_out);
+    CHECK_STR(json_string_value(json_object_get(task, "priority")), "urgent");
+    json_decref(task);
+    CHECK_INT(harness_pan_all(env, s_out, "priority", "c-1", "sideways", NULL), 2);
+    CHECK(strstr(s_out, "urgent, high, normal, low") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "priority", "c-1", NULL), 2);
+    CHECK_INT(harness_pan(env, s_out, "cancel", "c-1", NULL), 0);
+    CHECK_INT(harness_pan_all(env, s_out, "priority", "c-1", "high", NULL), 1);
+    CHECK(strncmp(s_out, "pan: ", 5) == 0 && strstr(s_out, "queued") != NULL);
+    CHECK_INT(harness_pan(env, s_out, "retry", "c-1", NULL), 0);
     CHECK_INT(harness_pan_all(env, s_out, "cancel", "no-such-task", NULL), 1);
     CHECK(strncmp(s_out, "pan: ", 5) == 0);
     CHECK_INT(harness_pan_all(env, s_out, "task", "show", "no-such-task", NULL), 1);

@@ -1030,7 +1030,8 @@ static int64_t s_next_deadline(broker_t *self, int64_t now)
     int64_t next = s_min(self->next_ping, self->next_not_before);
     for (worker_t *worker = zhashx_first(self->workers); worker;
          worker = zhashx_next(self->workers))
-        next = s_min(next, worker->last_seen + (int64_t)self->config.heartbeat_ms * worker->misses + 1);
+        next = s_min(next, worker->last_seen +
+                               (int64_t)self->config.heartbeat_ms * worker->misses + 1);
     for (task_t *task = self->running; task != NULL; task = task->next)
         next = s_min(next, task->worker != NULL ? task->lease_until : self->orphan_deadline);
     if (now < self->orphan_deadline)

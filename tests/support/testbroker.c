@@ -1,6 +1,7 @@
 /* testbroker: a real broker for tests (see testbroker.h). */
 #include "testbroker.h"
 
+#include "failure.h"
 #include "wire.h"
 
 #include <stdio.h>
@@ -92,6 +93,20 @@ const char *testbroker_state(client_t *client, const char *id, char *buf, size_t
         wire_obj_str(wire_map_get(wire_msg_object(reply, FIELD_DATA), FIELD_STATE), buf, size, "");
     wire_msg_destroy(&reply);
     return buf;
+}
+
+bool testbroker_task_unknown(client_t *client, const char *id)
+{
+    wire_writer_t *w = wire_writer_new();
+    wire_writer_start(w, MSG_SHOW_TASK);
+    wire_put_str(w, FIELD_ID, id);
+    wire_msg_t *reply = NULL;
+    int rc = client_call(client, w, &reply);
+    wire_writer_destroy(&w);
+    wire_msg_destroy(&reply);
+    if (rc != 0 && rc != FAILURE_NOT_FOUND)
+        fprintf(stderr, "testbroker: show %s: no answer (%s)\n", id, failure_message());
+    return rc == FAILURE_NOT_FOUND;
 }
 
 const char *testbroker_queue(client_t *client, const char *specialist, char *buf, size_t size)

@@ -28,8 +28,14 @@ client_t *testbroker_client(testenv_t *env);
 int testbroker_submit(client_t *client, const char *id, const char *specialist,
                       const char *priority, const char *group);
 
-/* The state of task `id` ("queued", "running", ...) copied into buf; "" if unknown. */
+/* The state of task `id` ("queued", "running", ...) copied into buf; "" when the broker
+ * has no such task and also when it did not answer: fit for waiting for a state, not for
+ * checking that a task does not exist (testbroker_task_unknown() does that). */
 const char *testbroker_state(client_t *client, const char *id, char *buf, size_t size);
+
+/* True when the broker answers that it has no task `id`; false when it has one, and when
+ * it does not answer at all (a broker that crashed must not read as "no such task"). */
+bool testbroker_task_unknown(client_t *client, const char *id);
 
 /* The ids queued for `specialist` in dispatch order, written space-separated into buf. */
 const char *testbroker_queue(client_t *client, const char *specialist, char *buf, size_t size);

@@ -435,3 +435,28 @@ void testenv_kill_group(pid_t pid)
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
 }
+
+bool testenv_bwrap_works(bool own_network)
+{
+    char *argv[14] = {"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                      "--unshare-pid", "--die-with-parent"};
+    int n = 10;
+    if (own_network)
+        argv[n++] = "--unshare-net";
+    argv[n++] = "true";
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid < 0)
+        return false;
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid)
+        return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}

@@ -80,6 +80,11 @@ bool testenv_process_running(const char *marker);
  * (a const char *). */
 bool testenv_process_gone(void *marker);
 
+/* True when bubblewrap runs a trivial command on this machine (with a network namespace of
+ * its own when `own_network`): the test's own look at the machine, so that a sandbox the
+ * service under test failed to set up is a failure, not "bwrap does not work here". */
+bool testenv_bwrap_works(bool own_network);
+
 /* Polls until `pred(arg)` is true or timeout_ms passes; returns the final value. */
 bool testenv_wait_until(bool (*pred)(void *arg), void *arg, int timeout_ms);
 

@@ -1,6 +1,7 @@
 /* testgit: fixture git repositories for integration tests (see testgit.h). */
 #include "testgit.h"
 
+#include "check.h"
 #include "testenv.h"
 
 #include <fcntl.h>
@@ -86,13 +87,23 @@ void testgit_rev(const char *dir, const char *rev, char *buf)
         memcpy(buf, s_out, 41);
 }
 
+/* Stops the test (a failed check) when a fixture step `what` in `dir` did not work: a
+ * fixture that was not made must not let a test that expects a refusal pass. */
+static void s_step(int code, const char *what, const char *dir)
+{
+    if (code != 0) {
+        fprintf(stderr, "testgit: %s in %s failed (%d)\n", what, dir, code);
+        check_fail();
+    }
+}
+
 void testgit_commit(const char *dir, const char *file, const char *text, const char *msg)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    testenv_write_file(path, text);
-    testgit_run(dir, "add", file, NULL);
-    testgit_run(dir, "commit", "-q", "-m", msg, NULL);
+    s_step(testenv_write_file(path, text), "writing the file to commit", path);
+    s_step(testgit_run(dir, "add", file, NULL), "git add", dir);
+    s_step(testgit_run(dir, "commit", "-q", "-m", msg, NULL), "git commit", dir);
 }
 
 void testgit_fixture(testgit_fixture_t *fixture, const char *dir)
@@ -100,27 +111,32 @@ void testgit_fixture(testgit_fixture_t *fixture, const char *dir)
     snprintf(fixture->remote, sizeof fixture->remote, "%s/remote.git", dir);
     snprintf(fixture->user, sizeof fixture->user, "%s/user", dir);
     snprintf(fixture->dev, sizeof fixture->dev, "%s/dev", dir);
-    testgit_run(dir, "init", "-q", "--bare", "-b", "main", fixture->remote, NULL);
-    testgit_run(dir, "clone", "-q", fixture->remote, fixture->user, NULL);
-    testgit_run(fixture->user, "checkout", "-q", "-b", "main", NULL);
+    s_step(testgit_run(dir, "init", "-q", "--bare", "-b", "main", fixture->remote, NULL),
+           "git init --bare", dir);
+    s_step(testgit_run(dir, "clone", "-q", fixture->remote, fixture->user, NULL), "git clone",
+           dir);
+    s_step(testgit_run(fixture->user, "checkout", "-q", "-b", "main", NULL), "git checkout -b main",
+           fixture->user);
     testgit_commit(fixture->user, "a.c", "int a(void)\n{\n    return 1;\n}\n", "initial a");
     testgit_commit(fixture->user, "b.c", "int b(void)\n{\n    return 2;\n}\n", "initial b");
     testgit_commit(fixture->user, "c.txt", "notes\n", "initial c");
-    testgit_run(fixture->user, "push", "-q", "origin", "main", NULL);
-    testgit_run(dir, "clone", "-q", fixture->remote, fixture->dev, NULL);
+    s_step(testgit_run(fixture->user, "push", "-q", "origin", "main", NULL), "git push",
+           fixture->user);
+    s_step(testgit_run(dir, "clone", "-q", fixture->remote, fixture->dev, NULL), "git clone", dir);
 }
 
 void testgit_push_branch(const char *clone, const char *branch, const char *file, const char *text)
 {
-    testgit_run(clone, "checkout", "-q", "-b", branch, "main", NULL);
+    s_step(testgit_run(clone, "checkout", "-q", "-b", branch, "main", NULL), "git checkout -b",
+           clone);
     testgit_commit(clone, file, text, "feature work");
-    testgit_run(clone, "push", "-q", "origin", branch, NULL);
-    testgit_run(clone, "checkout", "-q", "main", NULL);
+    s_step(testgit_run(clone, "push", "-q", "origin", branch, NULL), "git push", clone);
+    s_step(testgit_run(clone, "checkout", "-q", "main", NULL), "git checkout main", clone);
 }
 
 void testgit_push_main(const char *clone, const char *file, const char *text)
 {
-    testgit_run(clone, "pull", "-q", "origin", "main", NULL);
+    s_step(testgit_run(clone, "pull", "-q", "origin", "main", NULL), "git pull", clone);
     testgit_commit(clone, file, text, "work on main");
-    testgit_run(clone, "push", "-q", "origin", "main", NULL);
+    s_step(testgit_run(clone, "push", "-q", "origin", "main", NULL), "git push", clone);
 }

@@ -7,8 +7,10 @@
  * that plays other people pushing. testgit_run() runs any other git command and keeps its
  * stdout for testgit_out().
  *
- * Failures of git itself are not checked here (a test checks the outcome it cares about).
- * Not thread-safe: the output is one static buffer. */
+ * testgit_run() returns git's exit code for the caller to judge; the fixture helpers
+ * (testgit_commit, testgit_fixture, testgit_push_*) stop the test with a failed check when
+ * one of their steps fails: a fixture that was not made must never let a test that expects
+ * a refusal pass. Not thread-safe: the output is one static buffer. */
 #ifndef CLOISTER_TESTGIT_H
 #define CLOISTER_TESTGIT_H
 

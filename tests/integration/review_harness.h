@@ -86,12 +86,12 @@ static inline review_env_t *review_env_new(const char *name)
     snprintf(r->workdir, sizeof r->workdir, "%s/agentwork", dir);
     review_config(r, NULL);
     /* main with src/db.c (node_modules/ is ignored), feature changing src/db.c. */
-    testgit_run(dir, "init", "-q", "-b", "main", r->repo, NULL);
+    CHECK(testgit_run(dir, "init", "-q", "-b", "main", r->repo, NULL) == 0);
     snprintf(path, sizeof path, "%s/node_modules/dep/index.js", r->repo);
-    testenv_write_file(path, "x\n");
+    CHECK(testenv_write_file(path, "x\n") == 0);
     testgit_commit(r->repo, ".gitignore", "node_modules\n", "ignore node_modules");
     testgit_commit(r->repo, "src/db.c", "int query(void) { return 0; }\n", "base");
-    testgit_run(r->repo, "checkout", "-q", "-b", "feature", NULL);
+    CHECK(testgit_run(r->repo, "checkout", "-q", "-b", "feature", NULL) == 0);
     testgit_commit(r->repo, "src/db.c",
                    "int query(const char *name) { return run(\"SELECT * WHERE n=\" name); }\n",
                    "query by name");

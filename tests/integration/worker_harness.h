@@ -48,7 +48,7 @@ static inline harness_t *harness_new_config(const char *name, const char *config
     }
     char config[512];
     snprintf(config, sizeof config, "%s/cloister.toml", h->env->home);
-    testenv_write_file(config, config_text);
+    CHECK(testenv_write_file(config, config_text) == 0);
     h->broker = testbroker_start(h->env, atoi(HARNESS_HB), NULL);
     CHECK(h->broker > 0);
     h->zmq = zmq_ctx_new();
@@ -156,6 +156,19 @@ static inline void harness_submit(harness_t *h, const char *id, const char *spec
     wire_writer_destroy(&w);
 }
 
+/* Records an event (the harness owns it). One more than HARNESS_MAX_EVENTS fails the test:
+ * dropped quietly, it would make a check that some event never came pass. */
+static inline void harness_record(harness_t *h, json_t *event)
+{
+    if (h->nevents == HARNESS_MAX_EVENTS) {
+        fprintf(stderr, "harness: more than %d events; raise HARNESS_MAX_EVENTS\n",
+                HARNESS_MAX_EVENTS);
+        json_decref(event);
+        check_fail();
+    }
+    h->events[h->nevents++] = event;
+}
+
 /* Receives events for up to ms milliseconds into h->events. */
 static inline void harness_pump(harness_t *h, int ms)
 {
@@ -171,11 +184,12 @@ static inline void harness_pump(harness_t *h, int ms)
             zmq_msg_close(&body);
             return;
         }
-        if (zmq_msg_more(&topic) && zmq_msg_recv(&body, h->sub, 0) >= 0 &&
-            h->nevents < HARNESS_MAX_EVENTS) {
+        if (zmq_msg_more(&topic) && zmq_msg_recv(&body, h->sub, 0) >= 0) {
             json_t *event = msgjson_from_raw(zmq_msg_data(&body), zmq_msg_size(&body));
-            if (event != NULL)
-                h->events[h->nevents++] = event;
+            if (event == NULL)
+                fprintf(stderr, "harness: the broker published an event that is not msgpack\n");
+            CHECK(event != NULL);
+            harness_record(h, event);
         }
         zmq_msg_close(&topic);
         zmq_msg_close(&body);
@@ -275,7 +289,7 @@ static inline const char *harness_path(harness_t *h, const char *name)
 /* Creates the go file `name` in the test directory. */
 static inline void harness_go(harness_t *h, const char *name)
 {
-    testenv_write_file(harness_path(h, name), "go\n");
+    CHECK(testenv_write_file(harness_path(h, name), "go\n") == 0);
 }
 
 /* True if pid no longer runs (gone, or a zombie waiting for its parent). */

@@ -31,6 +31,7 @@ int main(void)
              "cat '%s/secret.txt' 2>&1\n"
              "echo written > own-file && cat own-file\n"
              "setsid sleep 31.713 < /dev/null > /dev/null 2>&1 &\n"
+             "kill -0 $! && echo 'sleeper running'\n"
              "echo '=== 1 passed in 0.01s ==='\n",
              h->env->home);
     tsh_file(h, "proj", "tests.sh", script);
@@ -57,6 +58,7 @@ int main(void)
     }
     CHECK_STR(sandbox, "bwrap");
     CHECK(strstr(output, "sekrit") == NULL);
+    CHECK(strstr(output, "sleeper running") != NULL); /* else its end would prove nothing */
     CHECK(testenv_wait_until(testenv_process_gone, "sleep 31.713", 5000));
     harness_destroy(&h);
     return check_exit_code("test_sandbox");

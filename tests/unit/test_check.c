@@ -16,14 +16,21 @@ static void s_hook(void *arg)
     testenv_write_file(arg, "hook ran\n");
 }
 
-/* The child: a live environment with a process, then a failing check. */
+static bool s_running(void *marker)
+{
+    return testenv_process_running(marker);
+}
+
+/* The child: a live environment with a process, then a failing check. Exit status 3 when
+ * the process never ran (its being gone afterwards would prove nothing). */
 static void s_failing_child(const char *report, const char *dir_file)
 {
     testenv_t *env = testenv_new("check-child");
     if (env == NULL)
         _exit(3);
     char *const argv[] = {"/bin/sleep", "53.917", NULL};
-    testenv_spawn(env, NULL, argv);
+    if (testenv_spawn(env, NULL, argv) < 0 || !testenv_wait_until(s_running, "sleep 53.917", 3000))
+        _exit(3);
     if (testenv_write_file(dir_file, env->dir) != 0)
         _exit(3);
     check_on_fail(s_hook, (void *)report);

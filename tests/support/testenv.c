@@ -322,22 +322,32 @@ bool testenv_wait_until(bool (*pred)(void *arg), void *arg, int timeout_ms)
     return pred(arg);
 }
 
+/* Read to the end, not to the size stat reports: /proc files report 0 and would read as
+ * "" (a process's command line then never matches, so "no such process" always passes). */
 char *testenv_read_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)size + 1);
-    if (text == NULL) {
-        fclose(f);
+    size_t size = 0, capacity = 4096;
+    char *text = malloc(capacity);
+    while (text != NULL) {
+        size += fread(text + size, 1, capacity - size - 1, f);
+        if (size < capacity - 1)
+            break;
+        capacity *= 2;
+        char *bigger = realloc(text, capacity);
+        if (bigger == NULL)
+            free(text);
+        text = bigger;
+    }
+    bool failed = ferror(f) != 0;
+    fclose(f);
+    if (text == NULL || failed) {
+        free(text);
         return NULL;
     }
-    size_t n = fread(text, 1, (size_t)size, f);
-    text[n] = '\0';
-    fclose(f);
+    text[size] = '\0';
     return text;
 }
 

@@ -205,7 +205,7 @@ static const char *s_script(const char *name, const char *body)
     snprintf(path, sizeof path, "%s/%s", env->dir, name);
     char text[4096];
     snprintf(text, sizeof text, "#!/bin/sh\n%s\n", body);
-    testenv_write_file(path, text);
+    CHECK(testenv_write_file(path, text) == 0);
     chmod(path, 0755);
     return path;
 }
@@ -429,7 +429,7 @@ static void test_streaming_progress(void)
     setenv("FAKE_CLAUDE_DELAY_MS", "300", 1);
     char actions[PATH_MAX];
     snprintf(actions, sizeof actions, "%s/actions.txt", env->dir);
-    testenv_write_file(actions, "write notes.txt hello\nsay all done\n");
+    CHECK(testenv_write_file(actions, "write notes.txt hello\nsay all done\n") == 0);
     setenv("FAKE_CLAUDE_ACTIONS", actions, 1);
     agent_settings_t set = s_settings("stream-agent");
     events_t ev = {0};
@@ -846,7 +846,7 @@ static void test_rotation_and_cwd(void)
      * input-side tokens while the context stays at 3500. */
     char actions[PATH_MAX];
     snprintf(actions, sizeof actions, "%s/rotation-actions.txt", env->dir);
-    testenv_write_file(actions, "write rot.txt a\nappend rot.txt b\nsay ok\n");
+    CHECK(testenv_write_file(actions, "write rot.txt a\nappend rot.txt b\nsay ok\n") == 0);
     setenv("FAKE_CLAUDE_ACTIONS", actions, 1);
     agent_run_t *run = NULL;
     CHECK_INT(agent_run(&run, &set, "1", "t1", NULL, NULL), 0);
@@ -908,7 +908,7 @@ static void test_rotation_and_cwd(void)
     /* A corrupt session file: fresh, never a crash. */
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/specialists/rotating-agent.session", env->home);
-    testenv_write_file(path, "{\"session_id\": tru");
+    CHECK(testenv_write_file(path, "{\"session_id\": tru") == 0);
     CHECK_INT(agent_run(&run, &set, "5", "t5", NULL, NULL), 0);
     CHECK(agent_run_outcome(run)->ok);
     CHECK_STR(agent_run_outcome(run)->fresh_reason, "session file unreadable");

@@ -446,11 +446,11 @@ static const char *s_first_event_str(const char *topic, field_t key)
     wire_put_int(w, FIELD_SINCE, 0);
     wire_put_str(w, FIELD_TOPIC, topic);
     wire_msg_t *reply = NULL;
-    if (client_call(s_client, w, &reply) == 0) {
-        const msgpack_object *events = wire_msg_object(reply, FIELD_DATA);
-        if (events != NULL && events->type == MSGPACK_OBJECT_ARRAY && events->via.array.size > 0)
-            wire_obj_str(wire_map_get(&events->via.array.ptr[0], key), value, sizeof value, "");
-    }
+    /* A replay that failed must not read as "no such event" (the trim test checks that). */
+    CHECK_INT(client_call(s_client, w, &reply), 0);
+    const msgpack_object *events = wire_msg_object(reply, FIELD_DATA);
+    if (events != NULL && events->type == MSGPACK_OBJECT_ARRAY && events->via.array.size > 0)
+        wire_obj_str(wire_map_get(&events->via.array.ptr[0], key), value, sizeof value, "");
     wire_msg_destroy(&reply);
     wire_writer_destroy(&w);
     return value;
@@ -1041,9 +1041,9 @@ static void test_restart_holds_draining_group(pid_t *broker)
  * hand attempt 1 out a second time. */
 static void test_restart_after_dispatch_event_trimmed(pid_t *broker, const char *config)
 {
-    testenv_write_file(config, "[broker]\nevent_retention = 10\n"
-                               "[specialists.trim-nobody]\ntimeout = 60\n"
-                               "[security]\nrequire_review = false\n");
+    CHECK(testenv_write_file(config, "[broker]\nevent_retention = 10\n"
+                                     "[specialists.trim-nobody]\ntimeout = 60\n"
+                                     "[security]\nrequire_review = false\n") == 0);
     testenv_signal(*broker, SIGKILL);
     testenv_wait(s_env, *broker, 3000);
     *broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
@@ -1095,10 +1095,10 @@ int main(void)
         return 1;
     char config[512];
     snprintf(config, sizeof config, "%s/cloister.toml", s_env->home);
-    testenv_write_file(config, "[specialists.conf-agent]\ntimeout = 42\nmax_attempts = 7\n"
-                                "[specialists.snake_agent]\ntimeout = 43\n"
-                                "[specialists.move-agent]\n"
-                                "[security]\nrequire_review = false\n");
+    CHECK(testenv_write_file(config, "[specialists.conf-agent]\ntimeout = 42\nmax_attempts = 7\n"
+                                      "[specialists.snake_agent]\ntimeout = 43\n"
+                                      "[specialists.move-agent]\n"
+                                      "[security]\nrequire_review = false\n") == 0);
     pid_t broker = testbroker_start(s_env, HEARTBEAT_MS, "full");
     CHECK(broker > 0);
     s_client = testbroker_client(s_env);

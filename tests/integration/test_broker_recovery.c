@@ -148,8 +148,8 @@ int main(void)
         return 1;
     char path[512];
     snprintf(path, sizeof path, "%s/cloister.toml", s_env->home);
-    testenv_write_file(path, "[specialists." SPECIALIST "]\ntimeout = 600\n"
-                             "[security]\nrequire_review = false\n");
+    CHECK(testenv_write_file(path, "[specialists." SPECIALIST "]\ntimeout = 600\n"
+                                   "[security]\nrequire_review = false\n") == 0);
     snprintf(path, sizeof path, "%s/broker.db", s_env->home);
     CHECK_INT(s_write_store(path), 0);
     pid_t broker = testbroker_start(s_env, HEARTBEAT_MS, "full");

@@ -104,8 +104,8 @@ int main(void)
         return 1;
     char config[512];
     snprintf(config, sizeof config, "%s/cloister.toml", s_env->home);
-    testenv_write_file(config, "[broker]\nretry_backoff_ms = 50\n\n"
-                               "[specialists.chaos-agent]\nmax_attempts = 50\n");
+    CHECK(testenv_write_file(config, "[broker]\nretry_backoff_ms = 50\n\n"
+                                     "[specialists.chaos-agent]\nmax_attempts = 50\n") == 0);
     s_broker = testbroker_start(s_env, 100, "full");
     CHECK(s_broker > 0);
     for (int i = 0; i < WORKERS; i++)

@@ -26,7 +26,7 @@ static void s_write_text(const char *repo, const char *file, const char *line10,
     if (tail != NULL)
         snprintf(text + used, sizeof text - used, "%s\n", tail);
     snprintf(path, sizeof path, "%s/%s", repo, file);
-    testenv_write_file(path, text);
+    CHECK(testenv_write_file(path, text) == 0);
 }
 
 static void s_write_file(const char *repo, const char *file, const char *line10)
@@ -66,7 +66,7 @@ static void s_write_header(const char *repo, const char *file, const char *name,
             snprintf(text, sizeof text, "%s%s", s_headers[i][1], tail ? tail : "");
     CHECK(text[0] != '\0');
     snprintf(path, sizeof path, "%s/%s", repo, file);
-    testenv_write_file(path, text);
+    CHECK(testenv_write_file(path, text) == 0);
 }
 
 /* Applies "mv A B", "edit F TEXT", "rm F", "add F TEXT", "header F NAME" (write header

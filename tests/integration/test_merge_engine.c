@@ -29,7 +29,7 @@ static void s_write(const char *dir, const char *file, const char *text)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    testenv_write_file(path, text);
+    CHECK(testenv_write_file(path, text) == 0);
 }
 
 static void s_unlink(const char *dir, const char *file)
@@ -670,7 +670,7 @@ static void test_push_refused(void)
     testgit_rev(s_repos.user, "main", user_main_before);
     char lock[700];
     snprintf(lock, sizeof lock, "%s/refs/heads/main.lock", s_repos.remote);
-    testenv_write_file(lock, "");
+    CHECK(testenv_write_file(lock, "") == 0);
     s_calls_t calls = {.tests = MERGE_TESTS_PASS};
     merge_request_t req;
     s_request(&req, "feature", &calls);
@@ -801,7 +801,7 @@ static void test_stale_lock(void)
     testgit_push_branch(s_repos.user, "feature", "a.c", "int a(void)\n{\n    return 10;\n}\n");
     char lock[700];
     snprintf(lock, sizeof lock, "%s/.git/index.lock", s_repos.user);
-    testenv_write_file(lock, "");
+    CHECK(testenv_write_file(lock, "") == 0);
     s_calls_t calls = {.tests = MERGE_TESTS_PASS};
     merge_request_t req;
     s_request(&req, "feature", &calls);
@@ -837,7 +837,7 @@ static void test_stale_lock(void)
     CHECK(chmod(editor, 0755) == 0);
     char user_file[700];
     snprintf(user_file, sizeof user_file, "%s/c.txt", s_repos.user);
-    testenv_write_file(user_file, "edited by the user\n");
+    CHECK(testenv_write_file(user_file, "edited by the user\n") == 0);
     char editor_env[800];
     snprintf(editor_env, sizeof editor_env, "GIT_EDITOR=%s", editor);
     char *commit[] = {"/usr/bin/env", editor_env, "git", "-C", s_repos.user, "commit", "-q", "-a",
@@ -857,7 +857,7 @@ static void test_stale_lock(void)
     CHECK(access(lock, F_OK) == 0);
     merge_result_clear(&res);
     /* The user's commit then completes normally. */
-    testenv_write_file(release, "");
+    CHECK(testenv_write_file(release, "") == 0);
     CHECK_INT(testenv_wait(s_env, user_git, 10000), 0);
     testgit_run(s_repos.user, "log", "-1", "--format=%s", NULL);
     CHECK_STR(testgit_out(), "user work");

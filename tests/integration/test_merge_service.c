@@ -246,7 +246,7 @@ static void s_actions(const char *script)
 {
     char path[700];
     snprintf(path, sizeof path, "%s/actions.txt", s_h->env->dir);
-    testenv_write_file(path, script);
+    CHECK(testenv_write_file(path, script) == 0);
     setenv("FAKE_CLAUDE_ACTIONS", path, 1);
 }
 
@@ -317,7 +317,7 @@ static void test_local_target(void)
     s_remote_main(remote_before);
     char path[700];
     snprintf(path, sizeof path, "%s/c.txt", s_repos.user);
-    testenv_write_file(path, "an edit of my own\n");
+    CHECK(testenv_write_file(path, "an edit of my own\n") == 0);
     s_start_merge("merge-1");
 
     s_submit("local-1", "feature/local", s_group(), 0, NULL);

@@ -49,7 +49,7 @@ static void test_reload(harness_t *h, pid_t worker)
              "[broker]\nin = \"%s\"\nheartbeat_ms = 150\nretry_backoff_ms = 50\n"
              "[specialists.cfg-agent]\ntimeout = 42\n[review]\nmode = \"strict\"\n",
              h->env->in_ep);
-    testenv_write_file(config, text);
+    CHECK(testenv_write_file(config, text) == 0);
     kill(worker, SIGHUP);
     json_t *report = s_report(h, worker, "reloaded");
     CHECK(report != NULL);
@@ -75,7 +75,7 @@ static void test_reload(harness_t *h, pid_t worker)
     json_decref(report);
 
     /* A file that does not parse: refused with the reason; the worker goes on. */
-    testenv_write_file(config, "[broker\n");
+    CHECK(testenv_write_file(config, "[broker\n") == 0);
     kill(worker, SIGHUP);
     report = s_report(h, worker, "refused");
     CHECK(report != NULL);
@@ -96,7 +96,7 @@ static void test_settings_from_config(harness_t *h)
     snprintf(config, sizeof config, "%s/cloister.toml", h->env->home);
     snprintf(text, sizeof text,
              "[broker]\nin = \"%s\"\nheartbeat_ms = 100\nretry_backoff_ms = 50\n", h->env->in_ep);
-    testenv_write_file(config, text);
+    CHECK(testenv_write_file(config, text) == 0);
 
     /* No CLOISTER_IN and no --in: the endpoint can only come from the file. */
     char in_ep[sizeof h->env->in_ep];
@@ -135,7 +135,7 @@ static void test_bad_config(harness_t *h)
     char home[400], config[512];
     snprintf(home, sizeof home, "%s/bad-home", h->env->dir);
     snprintf(config, sizeof config, "%s/cloister.toml", home);
-    testenv_write_file(config, "[broker]\nheartbeat_ms = \"fast\"\n");
+    CHECK(testenv_write_file(config, "[broker]\nheartbeat_ms = \"fast\"\n") == 0);
     setenv("PANOPTICON_HOME", home, 1);
     const char *const flags[] = {NULL};
     pid_t pid = harness_spawn_worker(h, "wbad", "bad-agent", SCRIPT, flags);

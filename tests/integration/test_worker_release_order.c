@@ -171,7 +171,7 @@ static specialist_outcome_t s_stubborn_job(specialist_ctx_t *ctx, void *arg)
     char path[512], text[32];
     snprintf(path, sizeof path, "%s/reaped", dir);
     snprintf(text, sizeof text, "%lld\n", (long long)clock_wall_ms());
-    testenv_write_file(path, text);
+    CHECK(testenv_write_file(path, text) == 0);
     return SPECIALIST_FAILED;
 }
 

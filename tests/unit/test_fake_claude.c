@@ -93,7 +93,7 @@ static pid_t s_start(world_t *w, const char *stdin_text, const char *const *args
     snprintf(in_path, sizeof in_path, "%s/run%d.in", w->env->dir, w->runs);
     snprintf(out_path, path_size, "%s/run%d.out", w->env->dir, w->runs);
     snprintf(err_path, path_size, "%s/run%d.err", w->env->dir, w->runs);
-    testenv_write_file(in_path, stdin_text != NULL ? stdin_text : "");
+    CHECK(testenv_write_file(in_path, stdin_text != NULL ? stdin_text : "") == 0);
     const char *argv[64];
     int argc = 0;
     argv[argc++] = testenv_bin("fake-claude");
@@ -775,7 +775,7 @@ static void s_write_work(const world_t *w, const char *rel, const char *text)
 {
     char path[800];
     s_path(w, rel, path, sizeof path);
-    testenv_write_file(path, text);
+    CHECK(testenv_write_file(path, text) == 0);
 }
 
 /* Runs the action script with Bash granted (--allowedTools Bash), unless `asking`: then
@@ -784,7 +784,7 @@ static result_t s_act_as(world_t *w, const char *script, bool asking)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/actions%d.txt", w->env->dir, w->runs + 1);
-    testenv_write_file(path, script);
+    CHECK(testenv_write_file(path, script) == 0);
     setenv("FAKE_CLAUDE_ACTIONS", path, 1);
     result_t r = s_run(w, "do it",
                        asking ? (const char *[]){"-p", "--output-format", "stream-json",

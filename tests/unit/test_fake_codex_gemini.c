@@ -85,7 +85,7 @@ static pid_t s_start(world_t *w, const char *program, const char *stdin_text,
     snprintf(in_path, sizeof in_path, "%s/run%d.in", w->env->dir, w->runs);
     snprintf(out_path, path_size, "%s/run%d.out", w->env->dir, w->runs);
     snprintf(err_path, path_size, "%s/run%d.err", w->env->dir, w->runs);
-    testenv_write_file(in_path, stdin_text != NULL ? stdin_text : "");
+    CHECK(testenv_write_file(in_path, stdin_text != NULL ? stdin_text : "") == 0);
     const char *argv[64];
     int argc = 0;
     argv[argc++] = testenv_bin(program);
@@ -265,7 +265,7 @@ static void s_write_work(const world_t *w, const char *rel, const char *text)
 {
     char path[800];
     snprintf(path, sizeof path, "%s/%s", w->work, rel);
-    testenv_write_file(path, text);
+    CHECK(testenv_write_file(path, text) == 0);
 }
 
 static char *s_read_work(const world_t *w, const char *rel)
@@ -280,7 +280,7 @@ static void s_actions(const world_t *w, const char *knob, const char *script)
 {
     char path[700];
     snprintf(path, sizeof path, "%s/actions.txt", w->env->dir);
-    testenv_write_file(path, script);
+    CHECK(testenv_write_file(path, script) == 0);
     setenv(knob, path, 1);
 }
 

@@ -169,7 +169,7 @@ static void test_budgets_from_config(testenv_t *env)
     for (int i = 0; i < 40; i++) {
         char path[700];
         snprintf(path, sizeof path, "%s/file_number_%02d.txt", repo, i);
-        testenv_write_file(path, "x\n");
+        CHECK(testenv_write_file(path, "x\n") == 0);
     }
     json_t *task = s_task(repo);
     const char *toml = "[context]\ntree_budget_chars = 100\n";

@@ -27,7 +27,7 @@ int main(void)
     snprintf(sub, sizeof sub, "%s/sub/dir", repos.user);
     char file[800];
     snprintf(file, sizeof file, "%s/file", sub);
-    testenv_write_file(file, "x\n");
+    CHECK(testenv_write_file(file, "x\n") == 0);
     CHECK_INT(repository_root(sub, root, sizeof root), 0);
     CHECK_STR(root, real_user);
     snprintf(worktree, sizeof worktree, "%s/linked", env->dir);

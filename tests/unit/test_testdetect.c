@@ -26,7 +26,7 @@ static const char *s_project(const char *first, ...)
         const char *text = va_arg(ap, const char *);
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, name);
-        testenv_write_file(path, text);
+        CHECK(testenv_write_file(path, text) == 0);
     }
     va_end(ap);
     return dir;

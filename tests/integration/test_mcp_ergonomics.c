@@ -101,12 +101,12 @@ int main(void)
     snprintf(home, sizeof home, "%s/userhome", s_h->env->dir);
     testgit_env(home);
     snprintf(repo, sizeof repo, "%s/repo", s_h->env->dir);
-    testgit_run(s_h->env->dir, "init", "-q", "-b", "main", repo, NULL);
+    CHECK_INT(testgit_run(s_h->env->dir, "init", "-q", "-b", "main", repo, NULL), 0);
     testgit_commit(repo, "a.txt", "one\ntwo\nthree\n", "a");
     testgit_commit(repo, "sub/c.txt", "-- sql\nselect 1;\n", "c");
-    testgit_run(repo, "checkout", "-q", "-b", "feature", NULL);
+    CHECK_INT(testgit_run(repo, "checkout", "-q", "-b", "feature", NULL), 0);
     testgit_commit(repo, "a.txt", "one\n2\nthree\n", "feature");
-    testgit_run(repo, "checkout", "-q", "main", NULL);
+    CHECK_INT(testgit_run(repo, "checkout", "-q", "main", NULL), 0);
     /* A review-agent whose reviews block. */
     harness_worker(s_h, "review-1", "review-agent",
                    "echo 'REVIEW_RESULT: CHANGES_REQUESTED'; echo 'GATE: blocked'");

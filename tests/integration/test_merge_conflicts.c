@@ -79,16 +79,16 @@ static void s_apply(const char *repo, const char *op)
         return;
     }
     if (strcmp(verb, "mv") == 0)
-        testgit_run(repo, "mv", a, b, NULL);
+        CHECK_INT(testgit_run(repo, "mv", a, b, NULL), 0);
     else if (strcmp(verb, "rm") == 0)
-        testgit_run(repo, "rm", "-q", a, NULL);
+        CHECK_INT(testgit_run(repo, "rm", "-q", a, NULL), 0);
     else if (strcmp(verb, "header") == 0 || strcmp(verb, "grow") == 0) {
         s_write_header(repo, a, strcmp(verb, "grow") == 0 ? "old-header" : b,
                        strcmp(verb, "grow") == 0 ? "/* grown */\n" : NULL);
-        testgit_run(repo, "add", a, NULL);
+        CHECK_INT(testgit_run(repo, "add", a, NULL), 0);
     } else {
         s_write_file(repo, a, b);
-        testgit_run(repo, "add", a, NULL);
+        CHECK_INT(testgit_run(repo, "add", a, NULL), 0);
     }
 }
 
@@ -103,12 +103,12 @@ static void s_scenario(char *repo, size_t size, const char *name, const char *co
     s_write_file(repo, "b.txt", "b base");
     s_write_file(repo, "c.txt", "c base");
     s_write_header(repo, "find.h", "old-header", NULL);
-    testgit_run(repo, "add", ".", NULL);
-    testgit_run(repo, "commit", "-q", "-m", "base", NULL);
+    CHECK_INT(testgit_run(repo, "add", ".", NULL), 0);
+    CHECK_INT(testgit_run(repo, "commit", "-q", "-m", "base", NULL), 0);
     const char *const *sides[2] = {ours, theirs};
     const char *names[2] = {"ours", "theirs"};
     for (int s = 0; s < 2; s++) {
-        testgit_run(repo, "checkout", "-q", "-b", names[s], "main", NULL);
+        CHECK_INT(testgit_run(repo, "checkout", "-q", "-b", names[s], "main", NULL), 0);
         for (size_t i = 0; sides[s][i] != NULL; i++)
             s_apply(repo, sides[s][i]);
         CHECK_INT(testgit_run(repo, "commit", "-q", "-m", names[s], NULL), 0);
@@ -232,12 +232,12 @@ static void test_rename_limit(void)
         snprintf(line, sizeof line, "file-%d", i);
         s_write_file(repo, file, line);
     }
-    testgit_run(repo, "add", ".", NULL);
-    testgit_run(repo, "commit", "-q", "-m", "base", NULL);
-    testgit_run(repo, "checkout", "-q", "-b", "ours", "main", NULL);
+    CHECK_INT(testgit_run(repo, "add", ".", NULL), 0);
+    CHECK_INT(testgit_run(repo, "commit", "-q", "-m", "base", NULL), 0);
+    CHECK_INT(testgit_run(repo, "checkout", "-q", "-b", "ours", "main", NULL), 0);
     s_write_file(repo, "f007.txt", "ours edits f007");
-    testgit_run(repo, "commit", "-q", "-am", "ours", NULL);
-    testgit_run(repo, "checkout", "-q", "-b", "theirs", "main", NULL);
+    CHECK_INT(testgit_run(repo, "commit", "-q", "-am", "ours", NULL), 0);
+    CHECK_INT(testgit_run(repo, "checkout", "-q", "-b", "theirs", "main", NULL), 0);
     char path[600];
     for (int i = 0; i < 520; i++) {
         snprintf(file, sizeof file, "f%03d.txt", i);
@@ -247,8 +247,8 @@ static void test_rename_limit(void)
         snprintf(path, sizeof path, "%s/%s", repo, file);
         unlink(path);
     }
-    testgit_run(repo, "add", "-A", ".", NULL);
-    testgit_run(repo, "commit", "-q", "-m", "theirs", NULL);
+    CHECK_INT(testgit_run(repo, "add", "-A", ".", NULL), 0);
+    CHECK_INT(testgit_run(repo, "commit", "-q", "-m", "theirs", NULL), 0);
 
     git_repository *r = NULL;
     CHECK_INT(git_repository_open(&r, repo), 0);
@@ -262,7 +262,7 @@ static void test_rename_limit(void)
 
     /* The repository's own setting wins, as in git: under a limit of 10 both see the
      * deletion, a modify/delete conflict. */
-    testgit_run(repo, "config", "merge.renameLimit", "10", NULL);
+    CHECK_INT(testgit_run(repo, "config", "merge.renameLimit", "10", NULL), 0);
     CHECK_INT(git_repository_open(&r, repo), 0);
     CHECK_INT(merge_conflicts_rename_limit(r), 10);
     git_repository_free(r);
@@ -273,7 +273,7 @@ static void test_rename_limit(void)
 /* git merge-tree's tree id for ours <- theirs (its first line) into buf. */
 static void s_git_tree(const char *repo, char *buf, size_t size)
 {
-    testgit_run(repo, "merge-tree", "--write-tree", "ours", "theirs", NULL);
+    CHECK_INT(testgit_run(repo, "merge-tree", "--write-tree", "ours", "theirs", NULL), 0);
     snprintf(buf, size, "%.40s", testgit_out());
 }
 
@@ -301,12 +301,12 @@ static void test_unchanged_subtrees(void)
     s_write_file(repo, "c.txt", "c base");
     for (size_t i = 0; base[i] != NULL; i++)
         s_apply(repo, base[i]);
-    testgit_run(repo, "add", ".", NULL);
-    testgit_run(repo, "commit", "-q", "-m", "base", NULL);
+    CHECK_INT(testgit_run(repo, "add", ".", NULL), 0);
+    CHECK_INT(testgit_run(repo, "commit", "-q", "-m", "base", NULL), 0);
     const char *const *sides[2] = {ours, theirs};
     const char *names[2] = {"ours", "theirs"};
     for (int s = 0; s < 2; s++) {
-        testgit_run(repo, "checkout", "-q", "-b", names[s], "main", NULL);
+        CHECK_INT(testgit_run(repo, "checkout", "-q", "-b", names[s], "main", NULL), 0);
         for (size_t i = 0; sides[s][i] != NULL; i++)
             s_apply(repo, sides[s][i]);
         CHECK_INT(testgit_run(repo, "commit", "-q", "-m", names[s], NULL), 0);
@@ -340,9 +340,9 @@ static void test_unchanged_subtrees(void)
     merge_conflicts_clear(&merge);
 
     /* A conflict below unchanged neighbours: found, and once resolved the tree is whole. */
-    testgit_run(repo, "checkout", "-q", "ours", NULL);
+    CHECK_INT(testgit_run(repo, "checkout", "-q", "ours", NULL), 0);
     s_apply(repo, "edit src/io/net/n.txt OURS");
-    testgit_run(repo, "commit", "-q", "-m", "ours conflicts", NULL);
+    CHECK_INT(testgit_run(repo, "commit", "-q", "-m", "ours conflicts", NULL), 0);
     CHECK_INT(git_reference_name_to_id(&o, lent->repo, "refs/heads/ours"), 0);
     CHECK_INT(merge_conflicts_find(&merge, lent, &o, &t), 0);
     CHECK_INT(merge.count, 1);
@@ -357,16 +357,16 @@ static void test_unchanged_subtrees(void)
     CHECK_INT(git_index_add(merge.index, &resolved), 0);
     CHECK_INT(merge_conflicts_write_tree(&tree, &merge, lent->repo), 0);
     git_oid_tostr(engine_tree, sizeof engine_tree, &tree);
-    testgit_run(repo, "ls-tree", "-r", engine_tree, NULL);
+    CHECK_INT(testgit_run(repo, "ls-tree", "-r", engine_tree, NULL), 0);
     CHECK(strstr(testgit_out(), "lib/util/deep/d.txt") != NULL);
     CHECK(strstr(testgit_out(), "docs/guide.txt") != NULL);
     CHECK(strstr(testgit_out(), "commit") == NULL);
-    testgit_run(repo, "show", "ours:src/io/net/n.txt", NULL);
+    CHECK_INT(testgit_run(repo, "show", "ours:src/io/net/n.txt", NULL), 0);
     char ours_text[4096];
     snprintf(ours_text, sizeof ours_text, "%s", testgit_out());
     char spec[128];
     snprintf(spec, sizeof spec, "%s:src/io/net/n.txt", engine_tree);
-    testgit_run(repo, "show", spec, NULL);
+    CHECK_INT(testgit_run(repo, "show", spec, NULL), 0);
     CHECK_STR(testgit_out(), ours_text);
     merge_conflicts_clear(&merge);
     merge_repos_put(repos, &lent);

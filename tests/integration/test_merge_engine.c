@@ -68,18 +68,18 @@ static void s_teardown(void)
 static bool s_repo_left_clean(void)
 {
     bool ok = true;
-    testgit_run(s_repos.user, "worktree", "list", "--porcelain", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "worktree", "list", "--porcelain", NULL), 0);
     if (strstr(testgit_out(), s_wtdir) != NULL) {
         fprintf(stderr, "worktree left: %s\n", testgit_out());
         ok = false;
     }
-    testgit_run(s_repos.user, "for-each-ref", "--format=%(refname)", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "for-each-ref", "--format=%(refname)", NULL), 0);
     if (strstr(testgit_out(), "refs/heads/cloister-wt-") ||
         strstr(testgit_out(), "refs/cloister-wt/")) {
         fprintf(stderr, "ref left: %s\n", testgit_out());
         ok = false;
     }
-    testgit_run(s_repos.user, "status", "--porcelain", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "status", "--porcelain", NULL), 0);
     if (testgit_out()[0] != '\0') {
         fprintf(stderr, "user tree changed: %s\n", testgit_out());
         ok = false;
@@ -129,16 +129,21 @@ static int s_resolve(const char *worktree_path, const char *const *files, size_t
     if (calls->outside_file)
         s_write(worktree_path, calls->outside_file, "changed by the agent\n");
     if (calls->commit_in_resolve) {
-        testgit_run(worktree_path, "add", "-A", NULL);
-        testgit_run(worktree_path, "commit", "-q", "--no-edit", NULL);
+        CHECK_INT(testgit_run(worktree_path, "add", "-A", NULL), 0);
+        CHECK_INT(testgit_run(worktree_path, "commit", "-q", "--no-edit", NULL), 0);
     }
     if (calls->branch_in_resolve)
-        testgit_run(worktree_path, "checkout", "-q", "-b", calls->branch_in_resolve, NULL);
+        CHECK_INT(
+            testgit_run(worktree_path, "checkout", "-q", "-b", calls->branch_in_resolve, NULL), 0);
     if (calls->force_in_resolve)
-        testgit_run(worktree_path, "branch", "-f", calls->force_in_resolve, "HEAD", NULL);
+        CHECK_INT(testgit_run(worktree_path, "branch", "-f", calls->force_in_resolve, "HEAD", NULL),
+                  0);
     if (calls->commit_on_in_resolve) {
-        testgit_run(worktree_path, "checkout", "-q", calls->commit_on_in_resolve, NULL);
-        testgit_run(worktree_path, "commit", "-q", "--allow-empty", "-m", "agent was here", NULL);
+        CHECK_INT(testgit_run(worktree_path, "checkout", "-q", calls->commit_on_in_resolve, NULL),
+                  0);
+        CHECK_INT(testgit_run(worktree_path, "commit", "-q", "--allow-empty", "-m",
+                              "agent was here", NULL),
+                  0);
     }
     if (calls->cancel_in_resolve)
         calls->cancel = true;
@@ -179,7 +184,7 @@ static void s_request(merge_request_t *req, const char *source, s_calls_t *calls
 
 static int s_parent_count(const char *dir, const char *rev)
 {
-    testgit_run(dir, "rev-list", "--parents", "-n", "1", rev, NULL);
+    CHECK_INT(testgit_run(dir, "rev-list", "--parents", "-n", "1", rev, NULL), 0);
     int words = 0;
     for (const char *c = testgit_out(); *c; c++)
         if (*c == ' ')
@@ -263,11 +268,11 @@ static void test_clean_merge_and_idempotence(void)
     CHECK_STR(remote_main, res.merge_commit);
     CHECK_STR(calls.tests_head, res.merge_commit);
     CHECK_INT(s_parent_count(s_repos.remote, "main"), 2);
-    testgit_run(s_repos.remote, "log", "-1", "--format=%s", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "log", "-1", "--format=%s", "main", NULL), 0);
     CHECK_STR(testgit_out(), "Merge branch 'feature' into main");
-    testgit_run(s_repos.remote, "show", "main:a.c", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "show", "main:a.c", NULL), 0);
     CHECK(strstr(testgit_out(), "return 10") != NULL);
-    testgit_run(s_repos.remote, "show", "main:b.c", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "show", "main:b.c", NULL), 0);
     CHECK(strstr(testgit_out(), "return 20") != NULL);
     /* The user's clean checkout of main, behind the remote's, is fast-forwarded to the merge. */
     char after[41];
@@ -356,7 +361,7 @@ static void test_conflict_resolved(void)
     CHECK_INT(res.resolved_count, 1);
     CHECK(res.resolved_count == 1 && strcmp(res.resolved_files[0], "a.c") == 0);
     CHECK_INT(s_parent_count(s_repos.remote, "main"), 2);
-    testgit_run(s_repos.remote, "show", "main:a.c", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "show", "main:a.c", NULL), 0);
     CHECK(strstr(testgit_out(), "return 300") != NULL);
     CHECK_STR(calls.tests_head, res.merge_commit);
     char *text = merge_result_render(&res);
@@ -401,19 +406,19 @@ static void s_rename_fixture(const char *name, const char *renamed, const char *
     /* A directory no side touches: skipped by the detection, whole in the merge. */
     testgit_push_main(s_repos.dev, "lib/util/u.c", "int u;\n");
     testgit_push_main(s_repos.dev, "a.c", text);
-    testgit_run(s_repos.user, "pull", "-q", "origin", "main", NULL);
-    testgit_run(s_repos.user, "checkout", "-q", "-b", "feature", "main", NULL);
-    testgit_run(s_repos.user, "mv", "a.c", renamed, NULL);
+    CHECK_INT(testgit_run(s_repos.user, "pull", "-q", "origin", "main", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "-b", "feature", "main", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "mv", "a.c", renamed, NULL), 0);
     s_long_text(text, sizeof text, "int feature;");
     testgit_commit(s_repos.user, renamed, text, "rename and edit");
-    testgit_run(s_repos.user, "push", "-q", "origin", "feature", NULL);
-    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "push", "-q", "origin", "feature", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
     s_long_text(text, sizeof text, "int main_line;");
-    testgit_run(s_repos.dev, "pull", "-q", "origin", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.dev, "pull", "-q", "origin", "main", NULL), 0);
     if (other_rename != NULL)
-        testgit_run(s_repos.dev, "mv", "a.c", other_rename, NULL);
+        CHECK_INT(testgit_run(s_repos.dev, "mv", "a.c", other_rename, NULL), 0);
     testgit_commit(s_repos.dev, other_rename ? other_rename : "a.c", text, "edit on main");
-    testgit_run(s_repos.dev, "push", "-q", "origin", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.dev, "push", "-q", "origin", "main", NULL), 0);
 }
 
 /* A rename/modify conflict is one conflict, under the new path (as git names it): the
@@ -434,10 +439,10 @@ static void test_rename_modify_conflict(void)
     CHECK_STR(calls.first_conflict, "renamed.c");
     CHECK_INT(res.resolved_count, 1);
     CHECK(res.resolved_count == 1 && strcmp(res.resolved_files[0], "renamed.c") == 0);
-    testgit_run(s_repos.remote, "show", "main:renamed.c", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "show", "main:renamed.c", NULL), 0);
     CHECK(strstr(testgit_out(), "int both;") != NULL);
     CHECK(testgit_run(s_repos.remote, "cat-file", "-e", "main:a.c", NULL) != 0);
-    testgit_run(s_repos.remote, "ls-tree", "-r", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "ls-tree", "-r", "main", NULL), 0);
     CHECK(strstr(testgit_out(), "lib/util/u.c") != NULL);
     CHECK(strstr(testgit_out(), " commit ") == NULL);
     char *text = merge_result_render(&res);
@@ -715,9 +720,9 @@ static void test_source_missing(void)
     CHECK_STR(res.reason, "source branch 'no-such-branch' not found locally or on origin");
     merge_result_clear(&res);
     /* A branch that exists only locally (never pushed) is used. */
-    testgit_run(s_repos.user, "checkout", "-q", "-b", "local-only", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "-b", "local-only", NULL), 0);
     testgit_commit(s_repos.user, "c.txt", "local\n", "local work");
-    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
     s_request(&req, "local-only", &calls);
     CHECK_INT(merge_engine_run(&req, &res), 0);
     CHECK_INT(res.strategy, MERGE_STRATEGY_FAST_FORWARD);
@@ -735,10 +740,10 @@ static void test_source_pinned(void)
     testgit_rev(s_repos.user, "feature", reviewed);
     testgit_rev(s_repos.remote, "main", remote_before);
     /* Someone pushes one more commit to the branch after the review. */
-    testgit_run(s_repos.user, "checkout", "-q", "feature", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "feature", NULL), 0);
     testgit_commit(s_repos.user, "b.c", "unreviewed\n", "after the review");
-    testgit_run(s_repos.user, "push", "-q", "origin", "feature", NULL);
-    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "push", "-q", "origin", "feature", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
     s_calls_t calls = {.tests = MERGE_TESTS_PASS};
     merge_request_t req;
     s_request(&req, "feature", &calls);
@@ -859,7 +864,7 @@ static void test_stale_lock(void)
     /* The user's commit then completes normally. */
     CHECK(testenv_write_file(release, "") == 0);
     CHECK_INT(testenv_wait(s_env, user_git, 10000), 0);
-    testgit_run(s_repos.user, "log", "-1", "--format=%s", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "log", "-1", "--format=%s", NULL), 0);
     CHECK_STR(testgit_out(), "user work");
     s_teardown();
 }
@@ -901,7 +906,7 @@ static void test_branch_names(void)
     s_request(&req, weird, &calls);
     CHECK_INT(merge_engine_run(&req, &res), 0);
     CHECK_INT(res.strategy, MERGE_STRATEGY_CLEAN);
-    testgit_run(s_repos.remote, "log", "-1", "--format=%s", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "log", "-1", "--format=%s", "main", NULL), 0);
     CHECK_STR(testgit_out(), "Merge branch 'feat/it's;touch${IFS}canary' into main");
     merge_result_clear(&res);
     CHECK(access(canary, F_OK) != 0);
@@ -916,10 +921,10 @@ static void test_branch_names(void)
 static void test_local_and_worktree(void)
 {
     s_fixture("merge-local");
-    testgit_run(s_repos.user, "remote", "remove", "origin", NULL);
-    testgit_run(s_repos.user, "checkout", "-q", "-b", "feature", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "remote", "remove", "origin", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "-b", "feature", NULL), 0);
     testgit_commit(s_repos.user, "a.c", "int a(void) { return 5; }\n", "feature");
-    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
     testgit_commit(s_repos.user, "b.c", "int b(void) { return 6; }\n", "main moves on");
     char main_before[41];
     testgit_rev(s_repos.user, "main", main_before);
@@ -943,7 +948,7 @@ static void test_local_and_worktree(void)
     merge_result_clear(&res);
 
     /* Clean (an untracked file does not count): merged onto main, the checkout with it. */
-    testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL), 0);
     s_write(s_repos.user, "notes.txt", "untracked\n");
     CHECK_INT(merge_engine_run(&req, &res), 0);
     CHECK(res.pushed);
@@ -955,16 +960,17 @@ static void test_local_and_worktree(void)
     char *a = s_read(s_repos.user, "a.c");
     CHECK(a && strcmp(a, "int a(void) { return 5; }\n") == 0);
     free(a);
-    testgit_run(s_repos.user, "status", "--porcelain", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "status", "--porcelain", NULL), 0);
     CHECK_STR(testgit_out(), "?? notes.txt");
     merge_result_clear(&res);
 
     /* From a linked worktree, main checked out nowhere: main moves alone. */
-    testgit_run(s_repos.user, "checkout", "-q", "feature", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "feature", NULL), 0);
     testgit_commit(s_repos.user, "a.c", "int a(void) { return 7; }\n", "feature again");
     char wt[700], feature[41];
     snprintf(wt, sizeof wt, "%s/user-wt", s_env->dir);
-    testgit_run(s_repos.user, "worktree", "add", "-q", "--detach", wt, "feature", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "worktree", "add", "-q", "--detach", wt, "feature", NULL),
+              0);
     testgit_rev(s_repos.user, "feature", feature);
     req.repo_path = wt;
     CHECK_INT(merge_engine_run(&req, &res), 0);
@@ -1009,7 +1015,7 @@ static void test_local_target_behind(void)
     merge_result_clear(&res);
 
     /* Clean but for an untracked file where the merge puts one: left alone too. */
-    testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL), 0);
     testgit_push_branch(s_repos.dev, "feature2", "e.c", "int e;\n");
     s_write(s_repos.user, "e.c", "mine, untracked\n");
     s_request(&req, "feature2", &calls);
@@ -1024,9 +1030,9 @@ static void test_local_target_behind(void)
     s_unlink(s_repos.user, "e.c");
 
     /* push = false: main (and the clean checkout) take the merge, the remote does not. */
-    testgit_run(s_repos.user, "checkout", "-q", "-b", "feature3", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "-b", "feature3", "main", NULL), 0);
     testgit_commit(s_repos.user, "c.txt", "local only\n", "feature3");
-    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
     testgit_rev(s_repos.remote, "main", remote_main);
     s_request(&req, "feature3", &calls);
     req.push = false;

@@ -67,7 +67,7 @@ static void test_reuse_and_invalidation(void)
     s_cycle(repos, false, "nothing changed, again");
 
     /* A ref moved (a branch made, then moved) by someone else: reopened, and seen. */
-    testgit_run(s_repos.user, "branch", "other", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "branch", "other", "main", NULL), 0);
     s_cycle(repos, true, "branch created");
     testgit_commit(s_repos.user, "d.txt", "new file\n", "new objects on main");
     char head[41], seen[41];
@@ -87,13 +87,14 @@ static void test_reuse_and_invalidation(void)
     s_cycle(repos, false, "nothing changed after the commit");
 
     /* A ref deep under refs/ (a remote-tracking branch), packed refs, a repack, config. */
-    testgit_run(s_repos.user, "update-ref", "refs/remotes/origin/deep/x", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "update-ref", "refs/remotes/origin/deep/x", "main", NULL),
+              0);
     s_cycle(repos, true, "nested ref");
-    testgit_run(s_repos.user, "pack-refs", "--all", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "pack-refs", "--all", NULL), 0);
     s_cycle(repos, true, "packed refs");
-    testgit_run(s_repos.user, "repack", "-a", "-d", "-q", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "repack", "-a", "-d", "-q", NULL), 0);
     s_cycle(repos, true, "repack");
-    testgit_run(s_repos.user, "config", "merge.renameLimit", "50", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "config", "merge.renameLimit", "50", NULL), 0);
     s_cycle(repos, true, "config");
     s_cycle(repos, false, "nothing changed after all that");
 
@@ -144,7 +145,7 @@ static void test_engine_runs(void)
     merge_repos_t *repos = NULL;
     CHECK_INT(merge_repos_new(&repos), 0);
     testgit_push_main(s_repos.dev, "lib/util/u.c", "int u;\n");
-    testgit_run(s_repos.user, "pull", "-q", "origin", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "pull", "-q", "origin", "main", NULL), 0);
     testgit_push_branch(s_repos.user, "one", "d.txt", "one\n");
     testgit_push_main(s_repos.dev, "e.txt", "main moved\n");
     merge_request_t req;
@@ -163,9 +164,9 @@ static void test_engine_runs(void)
 
     /* Between two runs the user commits a new branch (new objects, a new ref) that was
      * never pushed, and main moves on the remote: the next run sees both. */
-    testgit_run(s_repos.user, "checkout", "-q", "-b", "two", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "-b", "two", "main", NULL), 0);
     testgit_commit(s_repos.user, "f.txt", "two\n", "branch two");
-    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
     testgit_push_main(s_repos.dev, "g.txt", "main moved again\n");
     s_request(&req, repos, "two");
     CHECK_INT(merge_engine_run(&req, &res), 0);
@@ -173,12 +174,12 @@ static void test_engine_runs(void)
     CHECK_INT(res.strategy, MERGE_STRATEGY_CLEAN);
     merge_result_clear(&res);
     CHECK_INT(merge_repos_opened(repos), 2);
-    testgit_run(s_repos.remote, "show", "main:f.txt", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "show", "main:f.txt", NULL), 0);
     CHECK_STR(testgit_out(), "two");
-    testgit_run(s_repos.remote, "show", "main:g.txt", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "show", "main:g.txt", NULL), 0);
     CHECK_STR(testgit_out(), "main moved again");
     /* lib/ was skipped by the detection; the merge holds it whole, as a directory. */
-    testgit_run(s_repos.remote, "ls-tree", "-r", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "ls-tree", "-r", "main", NULL), 0);
     CHECK(strstr(testgit_out(), "lib/util/u.c") != NULL);
     CHECK(strstr(testgit_out(), " commit ") == NULL);
     merge_repos_destroy(&repos);

@@ -25,7 +25,8 @@ static void s_remote_main(char *buf)
 /* Number of merge commits on the remote's main. */
 static int s_remote_merges(void)
 {
-    testgit_run(s_repos.remote, "rev-list", "--merges", "--count", "refs/heads/main", NULL);
+    CHECK_INT(
+        testgit_run(s_repos.remote, "rev-list", "--merges", "--count", "refs/heads/main", NULL), 0);
     return atoi(testgit_out());
 }
 
@@ -40,17 +41,17 @@ static bool s_user_clean(const char *head)
         fprintf(stderr, "user HEAD moved: %s -> %s\n", head, now);
         ok = false;
     }
-    testgit_run(s_repos.user, "status", "--porcelain", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "status", "--porcelain", NULL), 0);
     if (testgit_out()[0] != '\0') {
         fprintf(stderr, "user tree changed: %s\n", testgit_out());
         ok = false;
     }
-    testgit_run(s_repos.user, "worktree", "list", "--porcelain", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "worktree", "list", "--porcelain", NULL), 0);
     if (strstr(testgit_out(), s_wtdir) != NULL) {
         fprintf(stderr, "worktree left: %s\n", testgit_out());
         ok = false;
     }
-    testgit_run(s_repos.user, "for-each-ref", "--format=%(refname)", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "for-each-ref", "--format=%(refname)", NULL), 0);
     if (strstr(testgit_out(), "cloister-merge") != NULL) {
         fprintf(stderr, "ref left: %s\n", testgit_out());
         ok = false;
@@ -308,9 +309,9 @@ static void test_fast_forward(void)
 static void test_local_target(void)
 {
     s_setup("merge-svc-local", "[merge]\npush = false\n");
-    testgit_run(s_repos.user, "checkout", "-q", "-b", "feature/local", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "-b", "feature/local", NULL), 0);
     testgit_commit(s_repos.user, "d.c", "int d;\n", "local work");
-    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
     char head[41], remote_before[41], remote_after[41], feature[41];
     testgit_rev(s_repos.user, "HEAD", head);
     testgit_rev(s_repos.user, "feature/local", feature);
@@ -329,7 +330,7 @@ static void test_local_target(void)
     testgit_rev(s_repos.user, "main", now);
     CHECK_STR(now, head);
 
-    testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL), 0);
     s_submit("local-2", "feature/local", s_group(), 0, NULL);
     end = s_wait_end("local-2", 20000);
     CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.done") == 0);
@@ -380,7 +381,7 @@ static void test_conflict_resolved(void)
     CHECK(strcmp(after, before) != 0);
     CHECK_STR(s_result_str(end, "merge_commit"), after);
     CHECK_INT(s_remote_merges(), 1);
-    testgit_run(s_repos.remote, "show", "refs/heads/main:a.c", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "show", "refs/heads/main:a.c", NULL), 0);
     CHECK(strstr(testgit_out(), "return 20;") != NULL && strstr(testgit_out(), "<<<<<<<") == NULL);
     CHECK(s_user_clean(after));
 
@@ -400,11 +401,12 @@ static void test_conflict_resolved(void)
     free(log);
 
     /* A second conflicting merge resumes the same agent session. */
-    testgit_run(s_repos.user, "fetch", "-q", "origin", NULL);
-    testgit_run(s_repos.user, "checkout", "-q", "-b", "feature/y", "origin/main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "fetch", "-q", "origin", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "-b", "feature/y", "origin/main", NULL),
+              0);
     testgit_commit(s_repos.user, "b.c", "int b(void)\n{\n    return 30;\n}\n", "feature y");
-    testgit_run(s_repos.user, "push", "-q", "origin", "feature/y", NULL);
-    testgit_run(s_repos.user, "checkout", "-q", "main", NULL);
+    CHECK_INT(testgit_run(s_repos.user, "push", "-q", "origin", "feature/y", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
     testgit_push_main(s_repos.dev, "b.c", "int b(void)\n{\n    return 40;\n}\n");
     s_submit("resolve-2", "feature/y", s_group(), 0, "PAN-3");
     end = s_wait_end("resolve-2", 30000);
@@ -572,7 +574,7 @@ static void test_remote_unreachable(void)
     testgit_push_branch(s_repos.user, "feature/x", "d.c", "int d;\n");
     char gone[700], payload[1200];
     snprintf(gone, sizeof gone, "%s/moved-away.git", s_h->env->dir);
-    testgit_run(s_repos.user, "remote", "set-url", "origin", gone, NULL);
+    CHECK_INT(testgit_run(s_repos.user, "remote", "set-url", "origin", gone, NULL), 0);
     s_start_merge("merge-1");
     snprintf(payload, sizeof payload, "{\"workspace\": \"%s\", \"branch\": \"feature/x\"}",
              s_repos.user);
@@ -659,7 +661,7 @@ static void test_killed_mid_merge(void)
     CHECK(end != NULL && harness_int(end, "attempt") == 2);
     CHECK_STR(harness_field(end, "worker"), "merge-2");
     CHECK_INT(s_remote_merges(), 1);
-    testgit_run(s_repos.remote, "show", "refs/heads/main:a.c", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "show", "refs/heads/main:a.c", NULL), 0);
     CHECK(strstr(testgit_out(), "return 20;") != NULL);
     char main_after[41];
     s_remote_main(main_after);
@@ -837,7 +839,7 @@ static void test_approve_disabled(void)
                 "--wait", "--wait-timeout", "30", NULL) == 0);
     CHECK(strstr(s_pan_out, "Review mode is disabled for 'main'") != NULL);
     CHECK(strstr(s_pan_out, "merged") != NULL);
-    testgit_run(s_repos.remote, "show", "refs/heads/main:d.c", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "show", "refs/heads/main:d.c", NULL), 0);
     CHECK_STR(testgit_out(), "int d;");
     s_teardown();
 }
@@ -853,7 +855,7 @@ static void test_doctor_push(void)
     CHECK(strstr(s_pan_out, "✓ push") != NULL);
     char before[41], after[41];
     testgit_rev(s_repos.remote, "refs/heads/main", before);
-    testgit_run(s_repos.remote, "for-each-ref", "--format=%(refname)", NULL);
+    CHECK_INT(testgit_run(s_repos.remote, "for-each-ref", "--format=%(refname)", NULL), 0);
     CHECK(strstr(testgit_out(), "cloister-doctor") == NULL); /* a dry run writes nothing */
     testgit_rev(s_repos.remote, "refs/heads/main", after);
     CHECK_STR(after, before);

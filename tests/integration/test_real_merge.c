@@ -25,7 +25,7 @@ static const char *s_remote_file(real_env_t *r, const char *path)
 {
     char spec[256];
     snprintf(spec, sizeof spec, "refs/heads/main:%s", path);
-    testgit_run(r->repos.remote, "show", spec, NULL);
+    CHECK_INT(testgit_run(r->repos.remote, "show", spec, NULL), 0);
     return testgit_out();
 }
 
@@ -76,11 +76,12 @@ int main(void)
     json_decref(session);
 
     /* 2. Another conflict, another branch: the same session, resumed; an Edit this time. */
-    testgit_run(r->repos.user, "fetch", "-q", "origin", NULL);
-    testgit_run(r->repos.user, "checkout", "-q", "-b", "feature/y", "origin/main", NULL);
+    CHECK_INT(testgit_run(r->repos.user, "fetch", "-q", "origin", NULL), 0);
+    CHECK_INT(testgit_run(r->repos.user, "checkout", "-q", "-b", "feature/y", "origin/main", NULL),
+              0);
     testgit_commit(r->repos.user, "b.c", "int b(void)\n{\n    return 30;\n}\n", "feature y");
-    testgit_run(r->repos.user, "push", "-q", "origin", "feature/y", NULL);
-    testgit_run(r->repos.user, "checkout", "-q", "main", NULL);
+    CHECK_INT(testgit_run(r->repos.user, "push", "-q", "origin", "feature/y", NULL), 0);
+    CHECK_INT(testgit_run(r->repos.user, "checkout", "-q", "main", NULL), 0);
     testgit_push_main(r->repos.dev, "b.c", "int b(void)\n{\n    return 40;\n}\n");
     s_submit(r, "merge-2", "feature/y", "PAN-2");
     end = real_wait_end(r, "merge-2", 90000);

@@ -83,7 +83,14 @@ const char *testgit_out(void)
 void testgit_rev(const char *dir, const char *rev, char *buf)
 {
     buf[0] = '\0';
-    if (testgit_run(dir, "rev-parse", "--verify", "-q", rev, NULL) == 0 && strlen(s_out) == 40)
+    int code = testgit_run(dir, "rev-parse", "--verify", "-q", rev, NULL);
+    /* 1 is "no such revision"; anything else is a repository git cannot read, which must
+     * not read as "" (two of those compare equal: "unchanged"). */
+    if (code != 0 && code != 1) {
+        fprintf(stderr, "testgit: git rev-parse %s in %s failed (%d)\n", rev, dir, code);
+        check_fail();
+    }
+    if (code == 0 && strlen(s_out) == 40)
         memcpy(buf, s_out, 41);
 }
 

@@ -35,7 +35,8 @@ int testgit_run(const char *dir, ...) __attribute__((sentinel));
 /* The stdout of the last testgit_run() (static; valid until the next call). */
 const char *testgit_out(void);
 
-/* The commit id `rev` names in `dir` into buf (41 bytes); "" when it names none. */
+/* The commit id `rev` names in `dir` into buf (41 bytes); "" when it names none. A failed
+ * check when git cannot read the repository at all. */
 void testgit_rev(const char *dir, const char *rev, char *buf);
 
 /* Writes `text` to `file` (relative to `dir`, parents created), adds and commits it with

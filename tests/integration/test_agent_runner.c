@@ -45,11 +45,14 @@ typedef struct {
     int64_t at_ms[MAX_EVENTS];
 } events_t;
 
+/* Records a progress event; one more than MAX_EVENTS fails the test (dropped, it would make
+ * a check that some kind of event never came pass). */
 static void s_on_progress(void *arg, const agent_progress_t *progress)
 {
     events_t *ev = arg;
-    if (ev->count >= MAX_EVENTS)
-        return;
+    if (ev->count == MAX_EVENTS)
+        fprintf(stderr, "test_agent_runner: more than %d progress events\n", MAX_EVENTS);
+    CHECK(ev->count < MAX_EVENTS);
     ev->kind[ev->count] = progress->kind;
     snprintf(ev->text[ev->count], sizeof ev->text[0], "%s", progress->text);
     snprintf(ev->detail[ev->count], sizeof ev->detail[0], "%s", progress->detail);

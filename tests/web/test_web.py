@@ -729,10 +729,17 @@ def test_queue_view(system, browser, queued):
     moved = [queued[2], queued[0], queued[1], queued[3]]
     check(browser.wait_for("%s === %s" % (rows, json_list(moved))),
           "the moved task is first")
-    check(browser.click("#queue tr[data-task='%s'] button[data-action=cancel]" % queued[3]),
-          "click Cancel")
+    cancel = "#queue tr[data-task='%s'] button[data-action=cancel]" % queued[3]
+    check(browser.click(cancel), "click Cancel")
+    check(browser.wait_for("document.querySelector(%s).textContent === 'Really cancel?'"
+                           % json.dumps(cancel)), "one click on Cancel only asks")
+    time.sleep(1)
+    status, body, _ = system.request("/api/tasks/%s" % queued[3])
+    check(status == 200 and body.get("state") == "queued",
+          "one click cancelled nothing (the task is still queued)")
+    check(browser.click(cancel), "click Really cancel?")
     check(browser.wait_for("%s === %s" % (rows, json_list(moved[:3]))),
-          "the cancelled task left the queue")
+          "the second click cancelled it: it left the queue")
 
 
 def test_task_views(system, browser):

@@ -16,7 +16,10 @@ const state = {
   view: null,            // {name, arg, params, refresh, onEvent}
   refreshTimer: null,
   history: [],           // the `before` cursors of the history pages seen
+  cancelArmed: null,     // {id, until}: a Cancel clicked once, waiting for its second click
 };
+
+const CANCEL_CONFIRM_MS = 5000;
 
 // ---- building blocks ----
 
@@ -154,10 +157,41 @@ async function act(fn, out, done) {
   scheduleRefresh(300);
 }
 
+// Cancelling stops an agent's work and cannot be undone (a retry starts it again): the first
+// click asks, a second within CANCEL_CONFIRM_MS does it. The question is kept in `state`,
+// not only in the button, since a refresh renders the row anew.
+function cancelArmed(id) {
+  return state.cancelArmed !== null && state.cancelArmed.id === id &&
+    Date.now() < state.cancelArmed.until;
+}
+
+// Shows the button asking or not, as `state` says; an asking one turns back when its time
+// is up.
+function showCancel(button, id) {
+  const armed = cancelArmed(id);
+  button.textContent = armed ? "Really cancel?" : "Cancel";
+  if (!armed) {
+    delete button.dataset.armed;
+    return;
+  }
+  button.dataset.armed = "yes";
+  setTimeout(() => showCancel(button, id), state.cancelArmed.until - Date.now() + 50);
+}
+
 function cancelButton(id) {
-  return el("button", { type: "button", class: "danger", "data-action": "cancel",
-    onclick: () => act(() => api("/api/tasks/" + encodeURIComponent(id) + "/cancel",
-      { method: "POST", body: {} })) }, "Cancel");
+  const button = el("button", { type: "button", class: "danger", "data-action": "cancel",
+    onclick: () => {
+      if (!cancelArmed(id)) {
+        state.cancelArmed = { id, until: Date.now() + CANCEL_CONFIRM_MS };
+        showCancel(button, id);
+        return;
+      }
+      state.cancelArmed = null;
+      act(() => api("/api/tasks/" + encodeURIComponent(id) + "/cancel",
+        { method: "POST", body: {} }));
+    } });
+  showCancel(button, id);
+  return button;
 }
 
 function retryButton(id) {

@@ -9,7 +9,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 packages="build-essential cmake pkg-config git libzmq3-dev libczmq-dev libmsgpack-dev \
 libgit2-dev libsqlite3-dev libjansson-dev uuid-dev bubblewrap docker-compose python3-zmq \
 python3-msgpack python3-websocket libmicrohttpd-dev chromium libhiredis-dev logrotate iproute2 \
-iptables libcurl4-openssl-dev libsodium-dev"
+iptables libcurl4-openssl-dev libsodium-dev libnetfilter-queue-dev"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

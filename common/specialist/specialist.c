@@ -31,6 +31,7 @@
 #include "msgjson.h"
 #include "proc.h"
 #include "submit.h"
+#include "tcp_thin.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -94,13 +95,21 @@ struct specialist_ctx_t {
     bool hand_back_pause;
 };
 
+/* A result sent and not yet acknowledged: sent again after resend_ms, which doubles up to
+ * PENDING_RESEND_MAX_INTERVALS heartbeats. Sending it every heartbeat would fill a stalled
+ * TCP connection with copies, and a connection with several segments in flight loses
+ * its linear retransmission timeouts (tcp_thin.h): it would stall longer still. */
 typedef struct pending_t {
     char task[SPECIALIST_ID_CAP + 1];
     int64_t attempt;
     void *data;
     size_t len;
+    int64_t resend_at; /* monotonic ms */
+    int64_t resend_ms;
     struct pending_t *next;
 } pending_t;
+
+#define PENDING_RESEND_MAX_INTERVALS 8
 
 typedef struct {
     char specialist[65];
@@ -120,6 +129,7 @@ typedef struct {
     void *zmq;
     zactor_t *auth; /* with CURVE: admits only the broker to the task socket */
     void *push;
+    tcp_thin_t *push_thin; /* the push's connections to the broker retransmit linearly */
     void *pull;
     int signal_fd;
     int wake_fd;
@@ -557,6 +567,8 @@ static specialist_ctx_t *s_held(loop_t *loop)
     return loop->ctx;
 }
 
+static void s_pending_resend_soon(loop_t *loop);
+
 static void s_send_hello(loop_t *loop)
 {
     wire_writer_t *w = loop->writer;
@@ -573,6 +585,7 @@ static void s_send_hello(loop_t *loop)
         wire_put_int(w, FIELD_ATTEMPT, held->task.attempt);
     }
     s_send_writer(loop);
+    s_pending_resend_soon(loop);
     loop->last_ping = 0; /* a restarted broker numbers its pings anew */
     loop->stats.hellos++;
     log_info("hello: worker %s at %s%s%s", loop->worker_id, loop->endpoint,
@@ -686,6 +699,8 @@ static void s_pending_add(loop_t *loop, const specialist_ctx_t *ctx)
     p->attempt = ctx->task.attempt;
     p->data = copy;
     p->len = len;
+    p->resend_ms = loop->heartbeat_ms;
+    p->resend_at = clock_now_ms() + p->resend_ms;
     p->next = loop->pending;
     loop->pending = p;
     s_send(loop, data, len);
@@ -710,11 +725,27 @@ static int s_pending_drop(loop_t *loop, const char *task, int64_t attempt)
     return dropped;
 }
 
-static void s_pending_resend(loop_t *loop)
+/* Sends again the results whose time has come. */
+static void s_pending_resend(loop_t *loop, int64_t now)
 {
+    int64_t most = (int64_t)loop->heartbeat_ms * PENDING_RESEND_MAX_INTERVALS;
     for (pending_t *p = loop->pending; p != NULL; p = p->next) {
+        if (now < p->resend_at)
+            continue;
         s_send(loop, p->data, p->len);
         loop->stats.results_resent++;
+        p->resend_ms = p->resend_ms * 2 < most ? p->resend_ms * 2 : most;
+        p->resend_at = now + p->resend_ms;
+    }
+}
+
+/* After a hello (a restarted broker, or one that did not hear from us for a while), every
+ * result not yet acknowledged goes again at the next heartbeat. */
+static void s_pending_resend_soon(loop_t *loop)
+{
+    for (pending_t *p = loop->pending; p != NULL; p = p->next) {
+        p->resend_ms = loop->heartbeat_ms;
+        p->resend_at = 0;
     }
 }
 
@@ -1183,7 +1214,7 @@ static void s_on_deadlines(loop_t *loop, int64_t now)
     if (now >= loop->next_heartbeat) {
         if (!loop->bye_sent)
             s_send_heartbeat(loop);
-        s_pending_resend(loop);
+        s_pending_resend(loop, now);
         loop->next_heartbeat += loop->heartbeat_ms;
         if (loop->next_heartbeat <= now)
             loop->next_heartbeat = now + loop->heartbeat_ms;
@@ -1360,6 +1391,10 @@ static int s_setup(loop_t *loop, const specialist_config_t *config)
         return FAILURE_INVALID;
     if (curve_client() != NULL)
         curve_apply_client(curve_client(), loop->push);
+    /* Heartbeats and results must not stall for long on a lossy link: the broker would
+     * take this worker for lost. Before the connect, so the first connection is seen. */
+    if (tcp_thin_new(loop->zmq, loop->push, loop->worker_id, &loop->push_thin) != 0)
+        return FAILURE_IO;
     if (zmq_connect(loop->push, loop->in_endpoint) != 0)
         return failure_set(FAILURE_IO, "cannot connect to %s: %s", loop->in_endpoint,
                            zmq_strerror(errno));
@@ -1374,6 +1409,7 @@ static void s_teardown(loop_t *loop)
         free(p->data);
         free(p);
     }
+    tcp_thin_destroy(&loop->push_thin);
     if (loop->push != NULL)
         zmq_close(loop->push);
     if (loop->pull != NULL)
@@ -1420,10 +1456,11 @@ int specialist_run(const specialist_config_t *config, specialist_job_fn *job, vo
     loop->last_tick = now;
     loop->next_heartbeat = now + loop->heartbeat_ms;
 
-    zmq_pollitem_t items[3] = {
+    zmq_pollitem_t items[4] = {
         {loop->pull, 0, ZMQ_POLLIN, 0},
         {NULL, loop->signal_fd, ZMQ_POLLIN, 0},
         {NULL, loop->wake_fd, ZMQ_POLLIN, 0},
+        {tcp_thin_socket(loop->push_thin), 0, ZMQ_POLLIN, 0},
     };
     while (!loop->done) {
         now = clock_now_ms();
@@ -1433,7 +1470,7 @@ int specialist_run(const specialist_config_t *config, specialist_job_fn *job, vo
         int64_t wait = s_next_deadline(loop) - now;
         if (wait < 0)
             wait = 0;
-        if (zmq_poll(items, 3, (long)wait) < 0) {
+        if (zmq_poll(items, 4, (long)wait) < 0) {
             if (errno == EINTR)
                 continue;
             log_error("zmq_poll: %s", zmq_strerror(errno));
@@ -1446,6 +1483,8 @@ int specialist_run(const specialist_config_t *config, specialist_job_fn *job, vo
             s_drain_pull(loop, now);
         if (items[2].revents & ZMQ_POLLIN)
             s_on_wake(loop);
+        if (items[3].revents & ZMQ_POLLIN)
+            tcp_thin_drain(loop->push_thin);
         if (items[1].revents & ZMQ_POLLIN)
             s_on_signal(loop, now);
         s_reload_if_idle(loop);

@@ -3,6 +3,8 @@
 
 #include "failure.h"
 #include "log.h"
+#include "monitor_event.h"
+#include "tcp_thin.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -85,11 +87,16 @@ static bool s_accepted_on(int fd, const listener_t *listener)
     return false;
 }
 
-/* A connection was accepted on `listener`: counted, and shut down when over the cap. */
+/* A connection was accepted on `listener`: counted, and shut down when over the cap. One
+ * over TCP retransmits at a fixed interval (tcp_thin.h): what the broker sends on it,
+ * events and replies, does not stall for long on a lossy link. */
 static void s_accepted(peer_guard_t *self, int fd, const listener_t *listener)
 {
     int64_t peers = atomic_fetch_add(&self->peers, 1) + 1;
-    if (peers <= self->max_peers || !s_accepted_on(fd, listener))
+    bool ours = s_accepted_on(fd, listener);
+    if (ours)
+        tcp_thin_apply(fd);
+    if (peers <= self->max_peers || !ours)
         return;
     shutdown(fd, SHUT_RDWR);
     atomic_fetch_add(&self->refused, 1);
@@ -99,30 +106,12 @@ static void s_accepted(peer_guard_t *self, int fd, const listener_t *listener)
                      (long long)peers - 1, (long long)self->max_peers);
 }
 
-/* Handles the events waiting on one monitor: each is two frames, [event id (2 bytes),
- * value (4 bytes: the connection's descriptor)] and the endpoint. */
+/* Handles the events waiting on one monitor. */
 static void s_drain(peer_guard_t *self, void *monitor, const listener_t *listener)
 {
-    for (;;) {
-        zmq_msg_t frame;
-        zmq_msg_init(&frame);
-        if (zmq_msg_recv(&frame, monitor, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&frame);
-            return;
-        }
-        uint16_t event = 0;
-        uint32_t value = 0;
-        if (zmq_msg_size(&frame) >= 6) {
-            memcpy(&event, zmq_msg_data(&frame), 2);
-            memcpy(&value, (const char *)zmq_msg_data(&frame) + 2, 4);
-        }
-        bool more = zmq_msg_more(&frame);
-        while (more) {
-            zmq_msg_close(&frame);
-            zmq_msg_init(&frame);
-            more = zmq_msg_recv(&frame, monitor, 0) >= 0 && zmq_msg_more(&frame);
-        }
-        zmq_msg_close(&frame);
+    uint16_t event;
+    uint32_t value;
+    while (monitor_event_read(monitor, &event, &value)) {
         if (event == ZMQ_EVENT_ACCEPTED)
             s_accepted(self, (int)value, listener);
         else if (event == ZMQ_EVENT_DISCONNECTED && atomic_load(&self->peers) > 0)

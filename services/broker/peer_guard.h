@@ -13,7 +13,8 @@
  * port), never one the kernel gave to something else since.
  *
  * With CURVE the same monitors count the handshakes the authenticator refused (ZeroMQ
- * allows one monitor per socket). */
+ * allows one monitor per socket), and each connection over TCP gets linear retransmission
+ * timeouts (tcp_thin.h). */
 #ifndef CLOISTER_PEER_GUARD_H
 #define CLOISTER_PEER_GUARD_H
 

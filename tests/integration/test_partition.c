@@ -125,18 +125,28 @@ static bool s_netns_link(void)
            s_sh("ip -n %s link set lo up", s_netns) == 0;
 }
 
-/* The faults. netem (sch_netem) where the kernel has it; otherwise iptables in the
- * namespace (its tables are its own), which can drop packets but not delay them. */
+/* The faults. netem (sch_netem) where the kernel has it. Otherwise iptables in the
+ * namespace (its tables are its own): a cut drops every packet, and the lossy link hands
+ * what the namespace sends to netfault (tests/soak/netfault.c, through an NFQUEUE queue),
+ * which drops some and lets the others through 200 ms late; where netfault was not built
+ * (no libnetfilter_queue), iptables drops them at random, with no delay. */
 static bool s_has_netem;
+static bool s_has_netfault;
+static pid_t s_netfault; /* while the lossy link lasts */
 
 static void s_detect_netem(void)
 {
     s_has_netem = s_sh("ip netns exec %s tc qdisc add dev %s root netem delay 1ms 2>/dev/null",
                        s_netns, s_ns_link) == 0 &&
                   s_sh("ip netns exec %s tc qdisc del dev %s root", s_netns, s_ns_link) == 0;
-    if (!s_has_netem)
-        fprintf(stderr, "test_partition: this kernel has no netem qdisc: faults are made with "
-                        "iptables in the namespace, and the lossy link has no added delay\n");
+    s_has_netfault = !s_has_netem && access(testenv_bin("netfault"), X_OK) == 0;
+    if (s_has_netfault)
+        fprintf(stderr, "test_partition: this kernel has no netem qdisc: the lossy link's loss "
+                        "and delay are made by netfault (NFQUEUE), a cut by iptables\n");
+    else if (!s_has_netem)
+        fprintf(stderr, "test_partition: this kernel has no netem qdisc and netfault was not "
+                        "built: faults are made with iptables in the namespace, and the lossy "
+                        "link has no added delay\n");
 }
 
 /* Cuts the namespace off: every packet either way is lost. */
@@ -150,12 +160,37 @@ static bool s_cut(void)
            s_sh("ip netns exec %s iptables -I OUTPUT -o %s -j DROP", s_netns, s_ns_link) == 0;
 }
 
-/* 30 % loss and 200 ms delay on what leaves the namespace (the delay only with netem). */
+static bool s_netfault_ready(void *unused)
+{
+    (void)unused;
+    char path[600];
+    snprintf(path, sizeof path, "%s/netfault.log", s_env->dir);
+    char *out = testenv_read_file(path);
+    bool ready = out != NULL && strstr(out, "ready\n") != NULL;
+    free(out);
+    return ready;
+}
+
+/* netfault in the namespace on queue 1, then what leaves the namespace goes to it. */
+static bool s_netfault_start(void)
+{
+    char *argv[] = {(char *)s_ip, "netns", "exec", s_netns, (char *)testenv_bin("netfault"),
+                    "--queue", "1", "--delay-ms", "200", "--loss-percent", "30", NULL};
+    s_netfault = testenv_spawn(s_env, "netfault", argv);
+    return s_netfault > 0 && testenv_wait_until(s_netfault_ready, NULL, 5000) &&
+           s_sh("ip netns exec %s iptables -I OUTPUT -o %s -j NFQUEUE --queue-num 1 "
+                "--queue-bypass", s_netns, s_ns_link) == 0;
+}
+
+/* 30 % loss and 200 ms delay on what leaves the namespace (the delay with netem or
+ * netfault). */
 static bool s_lossy(void)
 {
     if (s_has_netem)
         return s_sh("ip netns exec %s tc qdisc replace dev %s root netem delay 200ms loss 30%%",
                     s_netns, s_ns_link) == 0;
+    if (s_has_netfault)
+        return s_netfault_start();
     return s_sh("ip netns exec %s iptables -I OUTPUT -o %s -m statistic --mode random "
                 "--probability 0.3 -j DROP",
                 s_netns, s_ns_link) == 0;
@@ -168,8 +203,13 @@ static bool s_heal(void)
         return s_sh("ip netns exec %s tc qdisc del dev %s root 2>/dev/null || true", s_netns,
                     s_ns_link) == 0 &&
                s_sh("tc qdisc del dev %s root 2>/dev/null || true", s_host_link) == 0;
-    return s_sh("ip netns exec %s iptables -F INPUT", s_netns) == 0 &&
-           s_sh("ip netns exec %s iptables -F OUTPUT", s_netns) == 0;
+    bool healed = s_sh("ip netns exec %s iptables -F INPUT", s_netns) == 0 &&
+                  s_sh("ip netns exec %s iptables -F OUTPUT", s_netns) == 0;
+    if (s_netfault > 0) {
+        testenv_signal(s_netfault, SIGTERM);
+        s_netfault = 0;
+    }
+    return healed;
 }
 
 /* A free TCP port on the host's address (bound once, then let go). */
@@ -506,7 +546,10 @@ static void s_scenario_lossy(client_t *client)
             "test_partition: lossy: %d of %d tasks done during %d s of 30%% loss%s, each with "
             "one side effect; %d workers declared lost, %d tasks retried\n",
             done_meanwhile, LOSSY_TASKS, LOSSY_MS / 1000,
-            s_has_netem ? " and 200 ms delay" : " (no delay: no netem)", lost_meanwhile, retried);
+            s_has_netem     ? " and 200 ms delay (netem)"
+            : s_has_netfault ? " and 200 ms delay (netfault)"
+                             : " (no delay: no netem, no netfault)",
+            lost_meanwhile, retried);
 }
 
 /* The seqs printed by a follower (JSON lines in the file `name`), into seqs; their count. */

@@ -2,8 +2,11 @@
 workers and an events follower in a network namespace of their own, as on another host.
 
 The namespace is joined to this one by a veth pair. Faults are made with `tc netem` where
-the kernel has the netem qdisc, else with iptables in the namespace (random drops with the
-statistic match; no added delay, and the report says so). Everything is named after this
+the kernel has the netem qdisc; else loss and delay by `netfault` (tests/soak/netfault.c:
+iptables in the namespace hands the packets to an NFQUEUE queue, and it drops some and lets
+the others through late), or, where that was not built, by iptables alone (random drops
+with the statistic match; no added delay, and the report says so). A cut is an iptables
+DROP without netem. Everything is named after this
 process's pid (namespace cloister-soak-PID, links csH/csN+PID, network 10.A.B.0/24 with A
 in 200..249, apart from test_partition's 100..199) and removed at the end.
 
@@ -41,7 +44,7 @@ def unavailable():
 class Netns:
     """A namespace linked to this one by a veth pair; the faults on that link."""
 
-    def __init__(self):
+    def __init__(self, bin_dir):
         pid = os.getpid()
         self.name = "cloister-soak-%d" % pid
         self.host_link = "csH%d" % pid
@@ -51,6 +54,9 @@ class Netns:
         self.ns_ip = "10.%d.%d.2" % (a, b)
         self.made = False
         self.netem = False
+        netfault = os.path.join(bin_dir, "netfault")
+        self.netfault = netfault if os.access(netfault, os.X_OK) else None
+        self.netfault_proc = None
 
     def sh(self, command, check=True):
         done = subprocess.run(command, shell=True, capture_output=True, text=True)
@@ -78,36 +84,65 @@ class Netns:
             self.sh(self.inside("tc qdisc del dev %s root" % self.ns_link))
 
     def remove(self):
+        if self.netfault_proc is not None:
+            self.netfault_proc.kill()
+            self.netfault_proc.wait()
+            self.netfault_proc = None
         if not self.made:
             return
         self.sh("ip link del %s" % self.host_link, check=False)
         self.sh("ip netns del %s" % self.name, check=False)
         self.made = False
 
+    def delays(self):
+        """True when the lossy link also gets its 200 ms delay."""
+        return self.netem or self.netfault is not None
+
     def how(self):
-        return "netem" if self.netem else "iptables (no netem qdisc in this kernel)"
+        if self.netem:
+            return "netem"
+        if self.netfault:
+            return "netfault (NFQUEUE; no netem qdisc in this kernel)"
+        return "iptables (no netem qdisc in this kernel, netfault not built)"
 
     def cut(self):
         """Every packet either way is lost."""
-        self.faults("loss 100%", 1.0, True)
+        self.faults(0, 1.0, True)
 
     def lossy(self, both_ways):
-        """30 % loss and 200 ms delay (where netem can add it) on what the namespace sends,
-        as netem on a worker's interface makes them, or on both directions."""
-        self.faults("delay 200ms loss 30%", 0.3, both_ways)
+        """30 % loss and 200 ms delay (where netem or netfault can add it) on what the
+        namespace sends, as netem on a worker's interface makes them, or on both
+        directions."""
+        self.faults(200, 0.3, both_ways)
 
-    def faults(self, netem_args, drop, both_ways):
+    def faults(self, delay_ms, drop, both_ways):
         if self.netem:
-            self.sh(self.inside("tc qdisc replace dev %s root netem %s"
-                                % (self.ns_link, netem_args)))
+            args = "delay %dms loss %d%%" % (delay_ms, round(drop * 100))
+            self.sh(self.inside("tc qdisc replace dev %s root netem %s" % (self.ns_link, args)))
             if both_ways:
-                self.sh("tc qdisc replace dev %s root netem %s"
-                        % (self.host_link, netem_args))
+                self.sh("tc qdisc replace dev %s root netem %s" % (self.host_link, args))
+            return
+        if self.netfault and drop < 1:
+            self.netfault_faults(delay_ms, drop, both_ways)
             return
         match = "" if drop >= 1 else "-m statistic --mode random --probability %.2f " % drop
         self.sh(self.inside("iptables -I OUTPUT -o %s %s-j DROP" % (self.ns_link, match)))
         if both_ways:
             self.sh(self.inside("iptables -I INPUT -i %s %s-j DROP" % (self.ns_link, match)))
+
+    def netfault_faults(self, delay_ms, drop, both_ways):
+        """netfault in the namespace on queue 1 (what it sends) and 2 (what it gets)."""
+        argv = ["ip", "netns", "exec", self.name, self.netfault, "--queue", "1", "--queue",
+                "2", "--delay-ms", str(delay_ms), "--loss-percent", str(round(drop * 100))]
+        self.netfault_proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                              stderr=subprocess.PIPE, text=True)
+        if self.netfault_proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("netfault did not start: %s" % self.netfault_proc.stderr.read())
+        self.sh(self.inside("iptables -I OUTPUT -o %s -j NFQUEUE --queue-num 1 --queue-bypass"
+                            % self.ns_link))
+        if both_ways:
+            self.sh(self.inside("iptables -I INPUT -i %s -j NFQUEUE --queue-num 2 "
+                                "--queue-bypass" % self.ns_link))
 
     def heal(self):
         if self.netem:
@@ -116,6 +151,10 @@ class Netns:
             return
         self.sh(self.inside("iptables -F INPUT"))
         self.sh(self.inside("iptables -F OUTPUT"))
+        if self.netfault_proc is not None:
+            self.netfault_proc.terminate()
+            self.netfault_proc.wait(timeout=10)
+            self.netfault_proc = None
 
 
 def free_port(ip):
@@ -350,7 +389,7 @@ class Partitions:
         retried = sum(1 for e in after if e.get("event") == "task.retry")
         twice = sum(1 for task in tasks if self.effects(task) > 1)
         no_effect = sum(1 for task in tasks if task not in pending and self.effects(task) == 0)
-        delay = "200 ms delay" if netns.netem else "no delay (no netem here)"
+        delay = "200 ms delay" if netns.delays() else "no delay (no netem or netfault here)"
         figures = ("%.0f s of 30%% loss %s, %s: %d submitted, %d done, %d lost%s, %d run "
                    "twice, %d done without a side effect; %d worker(s) declared lost, %d "
                    "task(s) retried" % (
@@ -453,12 +492,12 @@ def run(system_class, bin_dir):
     if why is not None:
         return [(name, "not tested: %s" % why, "SKIPPED")
                 for name in names(", 200 ms delay")], None
-    netns = Netns()
+    netns = Netns(bin_dir)
     system = None
     rows = []
     try:
         netns.add()
-        names = names(", 200 ms delay" if netns.netem else " (no delay: no netem)")
+        names = names(", 200 ms delay" if netns.delays() else " (no delay: no netem)")
         system = system_class(bin_dir, endpoints=tcp_endpoints(netns.host_ip), config=CONFIG)
         system.start_broker()
         parts = Partitions(system, netns)

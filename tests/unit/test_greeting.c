@@ -3,8 +3,11 @@
 #include "check.h"
 #include "greeting.h"
 
+#include <arpa/inet.h>
 #include <czmq.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* The mechanism a bound ROUTER socket (CURVE server when `curve`) reports to the probe. */
@@ -46,14 +49,20 @@ static void s_check_mechanism(bool curve, const char *expected)
 /* A port nothing listens on, and a listener that is not ZeroMQ (it says nothing). */
 static void s_check_unknown(void)
 {
-    zsock_t *router = zsock_new(ZMQ_ROUTER);
-    int port = zsock_bind(router, "tcp://127.0.0.1:*");
-    CHECK(port > 0);
-    zsock_destroy(&router);
+    /* A socket bound and never listening holds the port, and the kernel refuses every
+     * connection to it. (A ZeroMQ listener destroyed just before would not do: its I/O
+     * thread closes the port a moment later, and may still answer.) */
+    int holder = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof address;
+    CHECK(holder >= 0 && bind(holder, (struct sockaddr *)&address, sizeof address) == 0 &&
+          getsockname(holder, (struct sockaddr *)&address, &len) == 0);
+    int port = ntohs(address.sin_port);
     char endpoint[64];
     char mechanism[32];
     snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
     CHECK_INT(greeting_mechanism(endpoint, 500, mechanism, sizeof mechanism), -1);
+    close(holder);
 
     zsock_t *stream = zsock_new(ZMQ_STREAM); /* raw TCP: accepts, sends no greeting */
     port = zsock_bind(stream, "tcp://127.0.0.1:*");

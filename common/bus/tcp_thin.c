@@ -76,12 +76,16 @@ void *tcp_thin_socket(tcp_thin_t *self)
     return self->monitor;
 }
 
-void tcp_thin_drain(tcp_thin_t *self)
+int tcp_thin_drain(tcp_thin_t *self)
 {
     uint16_t event;
     uint32_t value;
+    int connections = 0;
     while (monitor_event_read(self->monitor, &event, &value)) {
-        if (event == ZMQ_EVENT_CONNECTED || event == ZMQ_EVENT_ACCEPTED)
+        if (event == ZMQ_EVENT_CONNECTED || event == ZMQ_EVENT_ACCEPTED) {
             tcp_thin_apply((int)value);
+            connections++;
+        }
     }
+    return connections;
 }

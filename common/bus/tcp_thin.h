@@ -31,8 +31,9 @@ void tcp_thin_destroy(tcp_thin_t **self_p);
  * I/O thread waits when a monitor's queue is full, so it must be read. */
 void *tcp_thin_socket(tcp_thin_t *self);
 
-/* Reads the events waiting and sets the option on each new connection. */
-void tcp_thin_drain(tcp_thin_t *self);
+/* Reads the events waiting and sets the option on each new connection; returns how many
+ * connections were made (or accepted) since the last call. */
+int tcp_thin_drain(tcp_thin_t *self);
 
 /* Sets the option on `fd` if it is a TCP socket; true when it did. */
 bool tcp_thin_apply(int fd);

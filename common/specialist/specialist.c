@@ -130,6 +130,7 @@ typedef struct {
     zactor_t *auth; /* with CURVE: admits only the broker to the task socket */
     void *push;
     tcp_thin_t *push_thin; /* the push's connections to the broker retransmit linearly */
+    int64_t push_connections; /* made so far: after the first, a reconnection */
     void *pull;
     int signal_fd;
     int wake_fd;
@@ -739,14 +740,27 @@ static void s_pending_resend(loop_t *loop, int64_t now)
     }
 }
 
-/* After a hello (a restarted broker, or one that did not hear from us for a while), every
- * result not yet acknowledged goes again at the next heartbeat. */
+/* After a hello (a restarted broker, or one that did not hear from us for a while) or a
+ * new connection (what was in flight on the old one is lost), every result not yet
+ * acknowledged goes again at the next heartbeat. */
 static void s_pending_resend_soon(loop_t *loop)
 {
     for (pending_t *p = loop->pending; p != NULL; p = p->next) {
         p->resend_ms = loop->heartbeat_ms;
         p->resend_at = 0;
     }
+}
+
+static void s_on_push_connections(loop_t *loop, int made)
+{
+    if (made <= 0)
+        return;
+    if (loop->push_connections > 0) {
+        log_info("connection to the broker made anew (%s)", loop->in_endpoint);
+        s_pending_resend_soon(loop);
+        s_pending_resend(loop, clock_now_ms());
+    }
+    loop->push_connections += made;
 }
 
 /* Sends the queued progress of the running job. */
@@ -1484,7 +1498,7 @@ int specialist_run(const specialist_config_t *config, specialist_job_fn *job, vo
         if (items[2].revents & ZMQ_POLLIN)
             s_on_wake(loop);
         if (items[3].revents & ZMQ_POLLIN)
-            tcp_thin_drain(loop->push_thin);
+            s_on_push_connections(loop, tcp_thin_drain(loop->push_thin));
         if (items[1].revents & ZMQ_POLLIN)
             s_on_signal(loop, now);
         s_reload_if_idle(loop);

@@ -1156,6 +1156,15 @@ static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
         int64_t max = WIRE_MAX_MESSAGE + 1024;
         zmq_setsockopt(socket, ZMQ_MAXMSGSIZE, &max, sizeof max);
     }
+    /* A peer that went away without a word (its host partitioned, or a worker that gave up
+     * a stalled connection and made a new one) leaves a connection nothing is sent on, so
+     * TCP never notices: keepalives find it after about two minutes of silence and free
+     * its place under max_peers. */
+    int keepalive = 1, idle_s = 60, interval_s = 10, probes = 6;
+    zmq_setsockopt(socket, ZMQ_TCP_KEEPALIVE, &keepalive, sizeof keepalive);
+    zmq_setsockopt(socket, ZMQ_TCP_KEEPALIVE_IDLE, &idle_s, sizeof idle_s);
+    zmq_setsockopt(socket, ZMQ_TCP_KEEPALIVE_INTVL, &interval_s, sizeof interval_s);
+    zmq_setsockopt(socket, ZMQ_TCP_KEEPALIVE_CNT, &probes, sizeof probes);
     if (self->curve != NULL)
         curve_apply_server(self->curve, socket);
     if (zmq_bind(socket, endpoint) != 0) {

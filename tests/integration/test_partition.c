@@ -1,6 +1,7 @@
 /* test_partition: network partitions between the broker and a worker on another "host" --
  * here a network namespace of the test's own, joined to this one by a veth pair, with
- * `tc netem` for the faults. The broker listens over TCP (so with CURVE) on the host side's
+ * `tc netem` for the faults (or, without netem, iptables and netfault: see s_has_netem
+ * below). The broker listens over TCP (so with CURVE) on the host side's
  * address; workers and a follower run in the namespace (`ip netns exec`) and reach it
  * through the pair, as a worker on another machine would.
  *

@@ -18,7 +18,8 @@ generic workers and a `pan events --follow` in a network namespace of their own 
 and iproute2; skipped, and said so, where a namespace cannot be made). One line each:
 
   a worker cut off mid-task past its lease, then healed
-  30 % loss and 200 ms delay for a minute (the delay only where the kernel has netem)
+  30 % loss and 200 ms delay for a minute, one way and both ways (the delay by netem, or by
+  netfault where the kernel has no netem; none where neither)
   an events follower cut off for 8 s, then for 30 s, while events are published
 
 each with its figures (tasks submitted, done, lost, run twice; side effects; late results

@@ -87,6 +87,52 @@ const char *curve_role_name(curve_role_t role)
     return s_role_names[role];
 }
 
+/* True when the certificate file `path` holds `cert`'s public key and role already. */
+static bool s_same_public(zcert_t *cert, const char *path)
+{
+    zcert_t *old = s_exists(path) ? zcert_load(path) : NULL;
+    if (old == NULL)
+        return false;
+    const char *role = zcert_meta(cert, CURVE_ROLE_META);
+    const char *old_role = zcert_meta(old, CURVE_ROLE_META);
+    bool same = strcmp(zcert_public_txt(old), zcert_public_txt(cert)) == 0 &&
+                (role == NULL ? old_role == NULL
+                              : old_role != NULL && strcmp(role, old_role) == 0);
+    zcert_destroy(&old);
+    return same;
+}
+
+/* Writes `cert` (its public part alone, or `with_secret` also <path>_secret) to `path`
+ * through a temporary file renamed over it: the broker's key store and every worker's ZAP
+ * handler read these directories again whenever they change, and one that read a file
+ * half-written lost the key for that moment (a refused handshake, a refused result). The
+ * temporary files live in keys/ itself, outside the directories the readers list. An
+ * unchanged public file is not written at all (every `pan` call and specialist start runs
+ * curve_keys_init), so the readers have nothing to reload. */
+static int s_save_atomic(zcert_t *cert, const char *path, bool with_secret)
+{
+    if (!with_secret && s_same_public(cert, path))
+        return 0;
+    static unsigned s_serial;
+    char tmp[4300], tmp_secret[4400], secret[4400];
+    s_key_path(tmp, sizeof tmp, "");
+    snprintf(tmp + strlen(tmp), sizeof tmp - strlen(tmp), ".tmp-%d-%u", (int)getpid(),
+             s_serial++);
+    snprintf(tmp_secret, sizeof tmp_secret, "%s_secret", tmp);
+    snprintf(secret, sizeof secret, "%s_secret", path);
+    int rc = with_secret ? zcert_save(cert, tmp) : zcert_save_public(cert, tmp);
+    /* The secret first: a reader that sees the public file finds its secret beside it. */
+    if (rc == 0 && with_secret && rename(tmp_secret, secret) != 0)
+        rc = -1;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -1;
+    if (rc != 0) {
+        unlink(tmp);
+        unlink(tmp_secret);
+    }
+    return rc;
+}
+
 /* Makes the pair `name` (keys/<name> and <name>_secret) unless it exists; the secret file
  * is 0600. With `authorized`, its public key is also copied to authorized/<authorized>,
  * with `role` in its metadata (a pair made before roles gets it then). */
@@ -105,20 +151,20 @@ static int s_make_pair(const char *name, const char *authorized, curve_role_t ro
     if (authorized != NULL)
         zcert_set_meta(cert, CURVE_ROLE_META, "%s", curve_role_name(role));
     mode_t old = umask(077);
-    int rc = s_exists(secret) ? 0 : zcert_save(cert, path);
+    int rc = s_exists(secret) ? 0 : s_save_atomic(cert, path, true);
     if (rc == 0 && authorized != NULL) {
         char allowed[4200], allowed_dir[4200];
         s_key_path(allowed_dir, sizeof allowed_dir, "authorized");
         s_key_path(allowed, sizeof allowed, "authorized");
         snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "/%s", authorized);
-        rc = home_mkdirs(allowed_dir) == 0 ? zcert_save_public(cert, allowed) : -1;
+        rc = home_mkdirs(allowed_dir) == 0 ? s_save_atomic(cert, allowed, false) : -1;
     }
     umask(old);
     zcert_destroy(&cert);
     return rc == 0 ? 0 : failure_set(FAILURE_IO, "cannot write the key pair %s", path);
 }
 
-/* Copies the broker's public key to trusted/broker. */
+/* Copies the broker's public key to trusted/broker (unless it is there already). */
 static int s_trust_broker(void)
 {
     char broker[4300], dir[4300], trusted[4400];
@@ -127,7 +173,7 @@ static int s_trust_broker(void)
     snprintf(trusted, sizeof trusted, "%s/broker", dir);
     zcert_t *cert = zcert_load(broker);
     mode_t old = umask(077);
-    int rc = cert != NULL && home_mkdirs(dir) == 0 ? zcert_save_public(cert, trusted) : -1;
+    int rc = cert != NULL && home_mkdirs(dir) == 0 ? s_save_atomic(cert, trusted, false) : -1;
     umask(old);
     zcert_destroy(&cert);
     return rc == 0 ? 0 : failure_set(FAILURE_IO, "cannot write %s", trusted);

@@ -1,8 +1,11 @@
 /* key_roles: what each authorized CURVE key may do on the bus (see curve.h for the roles).
  *
  * The roles are read from the authorized/ directory's certificates (their "role"
- * metadata); czmq's certificate store reloads the directory when it changes, so `pan keys
- * add --role` and `pan keys revoke` take effect without a restart. On a plain bus (no CURVE,
+ * metadata). The directory is read again when it changes (checked at each lookup: its time
+ * stamp, and every KEY_ROLES_RESCAN_MS its files'), so `pan keys add --role` and `pan keys
+ * revoke` take effect without a restart. A reload is atomic: the keys in force stay until
+ * the new set is read to the end, and a file that cannot be read (caught half-written)
+ * keeps the key it held before. On a plain bus (no CURVE,
  * the ipc default inside the 0700 home) there are no keys and everything is allowed. */
 #ifndef CLOISTER_KEY_ROLES_H
 #define CLOISTER_KEY_ROLES_H

@@ -131,6 +131,7 @@ typedef struct {
     void *push;
     tcp_thin_t *push_thin; /* the push's connections to the broker retransmit linearly */
     int64_t push_connections; /* made so far: after the first, a reconnection */
+    int push_sockets;         /* sockets to the broker made so far (s_connect_push) */
     void *pull;
     int signal_fd;
     int wake_fd;
@@ -547,9 +548,23 @@ static void s_ctx_kill_child(specialist_ctx_t *ctx)
 
 /* ---- sending ---- */
 
+static int s_connect_push(loop_t *loop);
+
+/* A PUSH that cannot take a message has no connection left (or a full queue): libzmq
+ * gives up on a connection whose handshake the broker refused -- its ZAP handler, say,
+ * while it could not read our key -- and never tries again, so every later message would
+ * be dropped. A new connection queues the message until its handshake is done. */
 static void s_send(loop_t *loop, const void *data, size_t len)
 {
-    if (zmq_send(loop->push, data, len, ZMQ_DONTWAIT) < 0)
+    if (zmq_send(loop->push, data, len, ZMQ_DONTWAIT) >= 0)
+        return;
+    if (errno != EAGAIN) {
+        log_warn("send to broker failed (%s); dropped", zmq_strerror(errno));
+        return;
+    }
+    log_warn("the connection to the broker is gone (%s); connecting again",
+             zmq_strerror(errno));
+    if (s_connect_push(loop) != 0 || zmq_send(loop->push, data, len, ZMQ_DONTWAIT) < 0)
         log_warn("send to broker failed (%s); dropped", zmq_strerror(errno));
 }
 
@@ -1340,6 +1355,33 @@ static int s_resolve_endpoint(loop_t *loop, const char *advertise)
     return 0;
 }
 
+/* The socket to the broker's `in` (loop->push, with its tcp_thin watch), made anew over
+ * the old one if there was one. */
+static int s_connect_push(loop_t *loop)
+{
+    tcp_thin_destroy(&loop->push_thin);
+    if (loop->push != NULL)
+        zmq_close(loop->push);
+    loop->push = zmq_socket(loop->zmq, ZMQ_PUSH);
+    if (loop->push == NULL)
+        return failure_set(FAILURE_IO, "zmq_socket: %s", zmq_strerror(errno));
+    int linger = loop->grace_ms;
+    zmq_setsockopt(loop->push, ZMQ_LINGER, &linger, sizeof linger);
+    if (curve_client() != NULL)
+        curve_apply_client(curve_client(), loop->push);
+    /* Heartbeats and results must not stall for long on a lossy link: the broker would
+     * take this worker for lost. Before the connect, so the first connection is seen. The
+     * monitor's name is new each time (the old one's is released asynchronously). */
+    char name[SPECIALIST_ID_CAP + 32];
+    snprintf(name, sizeof name, "%s-%d", loop->worker_id, loop->push_sockets++);
+    if (tcp_thin_new(loop->zmq, loop->push, name, &loop->push_thin) != 0)
+        return FAILURE_IO;
+    if (zmq_connect(loop->push, loop->in_endpoint) != 0)
+        return failure_set(FAILURE_IO, "cannot connect to %s: %s", loop->in_endpoint,
+                           zmq_strerror(errno));
+    return 0;
+}
+
 static int s_setup(loop_t *loop, const specialist_config_t *config)
 {
     if (specialist_check_name(config->specialist) != 0)
@@ -1383,12 +1425,9 @@ static int s_setup(loop_t *loop, const specialist_config_t *config)
         return FAILURE_IO;
     if (loop->writer == NULL || loop->zmq == NULL)
         return failure_set(FAILURE_MEMORY, "cannot create the writer or the ZeroMQ context");
-    loop->push = zmq_socket(loop->zmq, ZMQ_PUSH);
     loop->pull = zmq_socket(loop->zmq, ZMQ_PULL);
-    if (loop->push == NULL || loop->pull == NULL)
+    if (loop->pull == NULL)
         return failure_set(FAILURE_IO, "zmq_socket: %s", zmq_strerror(errno));
-    int linger = loop->grace_ms;
-    zmq_setsockopt(loop->push, ZMQ_LINGER, &linger, sizeof linger);
     int no_linger = 0;
     zmq_setsockopt(loop->pull, ZMQ_LINGER, &no_linger, sizeof no_linger);
     int64_t max_size = WIRE_MAX_MESSAGE;
@@ -1403,16 +1442,7 @@ static int s_setup(loop_t *loop, const specialist_config_t *config)
         return failure_set(FAILURE_IO, "cannot bind %s: %s", bind, zmq_strerror(errno));
     if (s_resolve_endpoint(loop, config->advertise) != 0)
         return FAILURE_INVALID;
-    if (curve_client() != NULL)
-        curve_apply_client(curve_client(), loop->push);
-    /* Heartbeats and results must not stall for long on a lossy link: the broker would
-     * take this worker for lost. Before the connect, so the first connection is seen. */
-    if (tcp_thin_new(loop->zmq, loop->push, loop->worker_id, &loop->push_thin) != 0)
-        return FAILURE_IO;
-    if (zmq_connect(loop->push, loop->in_endpoint) != 0)
-        return failure_set(FAILURE_IO, "cannot connect to %s: %s", loop->in_endpoint,
-                           zmq_strerror(errno));
-    return 0;
+    return s_connect_push(loop);
 }
 
 static void s_teardown(loop_t *loop)
@@ -1481,6 +1511,7 @@ int specialist_run(const specialist_config_t *config, specialist_job_fn *job, vo
         s_on_deadlines(loop, now);
         if (loop->done)
             break;
+        items[3].socket = tcp_thin_socket(loop->push_thin); /* s_send may make it anew */
         int64_t wait = s_next_deadline(loop) - now;
         if (wait < 0)
             wait = 0;

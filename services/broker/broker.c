@@ -136,6 +136,21 @@ static void s_outbox_answer(broker_t *self, const outbox_item_t *item)
         replies_send(self->replies, item->envelope, data, item->len, item->len);
 }
 
+/* A PUSH that cannot take a message has no connection left: libzmq gives up on one whose
+ * handshake the worker refused (its ZAP handler, say, while it could not read the broker's
+ * key), and never tries again, so the worker would stay deaf however often it said hello.
+ * A new connection queues the message until its handshake is done. */
+static void s_send_again(broker_t *self, worker_t *worker, const void *data, size_t len)
+{
+    int why = errno;
+    if (why != EAGAIN || broker_worker_reconnect(self, worker) != 0 ||
+        zmq_send(worker->push, data, len, ZMQ_DONTWAIT) < 0) {
+        log_warn("could not send to worker %s: %s", worker->id, zmq_strerror(why));
+        return;
+    }
+    log_info("worker %s: its task connection was gone; connected again", worker->id);
+}
+
 static void s_outbox_flush(broker_t *self)
 {
     for (size_t i = 0; i < self->outbox_len; i++) {
@@ -148,7 +163,7 @@ static void s_outbox_flush(broker_t *self)
         } else if (item->kind == OUTBOX_WORKER) {
             worker_t *worker = zhashx_lookup(self->workers, target);
             if (worker != NULL && zmq_send(worker->push, data, item->len, ZMQ_DONTWAIT) < 0)
-                log_warn("could not send to worker %s: %s", worker->id, zmq_strerror(errno));
+                s_send_again(self, worker, data, item->len);
         } else {
             s_outbox_answer(self, item);
         }
@@ -1003,6 +1018,9 @@ static void s_take_guard_counts(broker_t *self)
 {
     int64_t refused = peer_guard_take_refused(self->guard) + fd_reserve_take_dropped();
     int64_t strangers = peer_guard_take_failed_handshakes(self->guard);
+    int64_t aborted = peer_guard_take_aborted_handshakes(self->guard);
+    for (int64_t i = 0; i < aborted; i++)
+        broker_count_rejected(self, "handshake_aborted");
     for (int64_t i = 0; i < refused; i++)
         broker_count_rejected(self, "too_many_peers");
     for (int64_t i = 0; i < strangers; i++)
@@ -1098,6 +1116,7 @@ static void s_worker_destroy(void **item)
     zmq_close(worker->push);
     free(worker->held_group);
     free(worker->key);
+    free(worker->task_key);
     free(worker->id);
     free(worker->endpoint);
     free(worker);

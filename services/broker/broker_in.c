@@ -90,6 +90,23 @@ static void *s_connect_worker(broker_t *self, const char *endpoint, const char *
     return push;
 }
 
+int broker_worker_reconnect(broker_t *self, worker_t *worker)
+{
+    void *push = s_connect_worker(self, worker->endpoint, worker->task_key);
+    if (push == NULL)
+        return -1;
+    zmq_close(worker->push);
+    worker->push = push;
+    return 0;
+}
+
+static void s_set_task_key(worker_t *worker, const wire_msg_t *msg)
+{
+    const char *key = wire_msg_str(msg, FIELD_CURVE_KEY, NULL);
+    free(worker->task_key);
+    worker->task_key = key ? strdup(key) : NULL;
+}
+
 /* A worker that said hello with the endpoint another worker had replaces it. */
 static void s_drop_same_endpoint(broker_t *self, const char *id, const char *endpoint)
 {
@@ -130,6 +147,7 @@ static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const 
         worker->push = push;
         free(worker->endpoint);
         worker->endpoint = strdup(endpoint);
+        s_set_task_key(worker, msg);
         worker->misses = broker_worker_misses(self, endpoint);
         return worker;
     }
@@ -147,6 +165,7 @@ static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const 
     worker->queue = queue;
     worker->push = push;
     worker->key = peer_key ? strdup(peer_key) : NULL;
+    s_set_task_key(worker, msg);
     worker->idle_since = clock_now_ms();
     zhashx_insert(self->workers, id, worker);
     event_extra_t extra = {.worker = id, .specialist = queue->name};
@@ -503,12 +522,26 @@ static bool s_from_worker_key(broker_t *self, const wire_msg_t *msg, const char 
     return false;
 }
 
+/* True when `msg` names a running attempt that was given to `peer_key`. */
+static bool s_attempt_of_key(broker_t *self, const wire_msg_t *msg, const char *peer_key)
+{
+    const char *task_id = wire_msg_str(msg, FIELD_TASK, NULL);
+    const task_t *task = task_id ? zhashx_lookup(self->tasks, task_id) : NULL;
+    return peer_key != NULL && task != NULL && task->state == TASK_RUNNING &&
+           task->attempt == wire_msg_int(msg, FIELD_ATTEMPT, 0) && task->worker_key != NULL &&
+           strcmp(task->worker_key, peer_key) == 0;
+}
+
 /* A worker's message (anything on `in` but a submit) needs a key whose role lets it work.
- * True when `msg` may be handled. */
+ * A key that was valid when it took a task is never refused that attempt's messages (its
+ * result above all): a reload of the key store in between must not turn a finished task
+ * into a retry that runs it twice. A revoked key's next connection is refused by the ZAP
+ * handler. True when `msg` may be handled. */
 static bool s_worker_role(broker_t *self, const wire_msg_t *msg, const char *peer_key)
 {
     if (wire_msg_type(msg) == MSG_SUBMIT ||
-        key_roles_check(self->roles, peer_key, KEY_ACTION_WORK) == 0)
+        key_roles_check(self->roles, peer_key, KEY_ACTION_WORK) == 0 ||
+        s_attempt_of_key(self, msg, peer_key))
         return true;
     char reason[400];
     snprintf(reason, sizeof reason, "%s from worker %.128s: %s", msg_type_name(wire_msg_type(msg)),

@@ -35,6 +35,7 @@ typedef struct worker_t {
     int64_t idle_since;  /* monotonic ms, for fair dispatch */
     char *key;           /* with CURVE: the public key (Z85) it said hello with; its every
                             later message must come from it. NULL on a plain bus */
+    char *task_key;      /* with CURVE: its task socket's server key (hello's curve_key) */
     int64_t pid;         /* the process its last hello came from (0: not said): another
                             pid under the same id is a restarted worker */
     int64_t last_ping;   /* the ping_seq of the last ping sent to it. Messages on its task
@@ -165,6 +166,9 @@ int64_t broker_lease_deadline(const broker_t *self, const task_t *task, const wo
  * remote_heartbeat_misses for tcp:// to an address other than loopback (127.0.0.0/8,
  * ::1, localhost), heartbeat_misses otherwise. */
 int broker_worker_misses(const broker_t *self, const char *endpoint);
+/* Replaces the worker's PUSH with a new connection to its endpoint (what was queued on the
+ * old one is dropped). Returns 0, or a failure with the reason. */
+int broker_worker_reconnect(broker_t *self, worker_t *worker);
 int broker_emit(broker_t *self, event_type_t event, const task_t *task, const event_extra_t *extra);
 /* Emits a refusal event (task.rejected / message.rejected) and logs it; `coalesced` is how
  * many refusals before it got no event of their own (see broker_in.c), 0 for none. */

@@ -39,7 +39,7 @@ struct peer_guard_t {
     void *stop;                        /* the owner's end of that */
     pthread_t thread;
     bool running;
-    atomic_int_fast64_t peers, refused, failed_handshakes;
+    atomic_int_fast64_t peers, refused, failed_handshakes, aborted_handshakes;
     log_limit_t warnings; /* the thread's */
 };
 
@@ -116,9 +116,10 @@ static void s_drain(peer_guard_t *self, void *monitor, const listener_t *listene
             s_accepted(self, (int)value, listener);
         else if (event == ZMQ_EVENT_DISCONNECTED && atomic_load(&self->peers) > 0)
             atomic_fetch_sub(&self->peers, 1);
-        else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL))
+        else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL))
             atomic_fetch_add(&self->failed_handshakes, 1);
+        else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+            atomic_fetch_add(&self->aborted_handshakes, 1);
     }
 }
 
@@ -240,6 +241,11 @@ void peer_guard_destroy(peer_guard_t **self_p)
 int64_t peer_guard_take_refused(peer_guard_t *self)
 {
     return atomic_exchange(&self->refused, 0);
+}
+
+int64_t peer_guard_take_aborted_handshakes(peer_guard_t *self)
+{
+    return atomic_exchange(&self->aborted_handshakes, 0);
 }
 
 int64_t peer_guard_take_failed_handshakes(peer_guard_t *self)

@@ -37,5 +37,8 @@ void peer_guard_destroy(peer_guard_t **self_p);
  * call takes them: the broker adds them to its counts). */
 int64_t peer_guard_take_refused(peer_guard_t *self);
 int64_t peer_guard_take_failed_handshakes(peer_guard_t *self);
+/* Handshakes that ended without a refusal (the peer hung up, or the connection broke, half
+ * way: a client that exits at once), counted apart from refused ones. */
+int64_t peer_guard_take_aborted_handshakes(peer_guard_t *self);
 
 #endif

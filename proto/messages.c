@@ -31,6 +31,7 @@ static const wire_field_t s_hello[] = {
     {FIELD_PID, WIRE_INT, false, 0},
     {FIELD_TASK, WIRE_STR, false, MESSAGES_ID_CAP},
     {FIELD_ATTEMPT, WIRE_INT, false, 0},
+    {FIELD_UNACKED, WIRE_ARRAY, false, 0},
 };
 
 static const wire_field_t s_heartbeat[] = {
@@ -38,6 +39,7 @@ static const wire_field_t s_heartbeat[] = {
     {FIELD_TASK, WIRE_STR, false, MESSAGES_ID_CAP},
     {FIELD_ATTEMPT, WIRE_INT, false, 0},
     {FIELD_PING_SEQ, WIRE_INT, false, 0},
+    {FIELD_UNACKED, WIRE_ARRAY, false, 0},
 };
 
 static const wire_field_t s_progress[] = {

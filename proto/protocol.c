@@ -128,6 +128,7 @@ static const char *const s_field_names[FIELD_COUNT] = {
     [FIELD_TOPIC] = "topic",
     [FIELD_TRUNCATED] = "truncated",
     [FIELD_TYPE] = "type",
+    [FIELD_UNACKED] = "unacked",
     [FIELD_UNREAD_REPLIES_MB] = "unread_replies_mb",
     [FIELD_UNREAD_REPLIES_PEERS] = "unread_replies_peers",
     [FIELD_UPDATED] = "updated",

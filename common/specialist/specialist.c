@@ -110,6 +110,9 @@ typedef struct pending_t {
 } pending_t;
 
 #define PENDING_RESEND_MAX_INTERVALS 8
+/* Unacknowledged results a heartbeat names at most (a worker holds one result at a time,
+ * and a few after a burst of retries). */
+#define SPECIALIST_UNACKED_MAX 16
 
 typedef struct {
     char specialist[65];
@@ -585,6 +588,25 @@ static specialist_ctx_t *s_held(loop_t *loop)
 
 static void s_pending_resend_soon(loop_t *loop);
 
+/* The results sent and not yet acknowledged, as `unacked` ([{task, attempt}], at most
+ * SPECIALIST_UNACKED_MAX): a broker that restarted, or that missed the result on a
+ * connection that broke, waits for them instead of reading "idle" as "never took it". */
+static void s_put_unacked(loop_t *loop, wire_writer_t *w)
+{
+    if (loop->pending == NULL)
+        return;
+    wire_open_array(w, FIELD_UNACKED);
+    int n = 0;
+    for (const pending_t *p = loop->pending; p != NULL && n < SPECIALIST_UNACKED_MAX;
+         p = p->next, n++) {
+        wire_open_map_key(w, NULL);
+        wire_put_str(w, FIELD_TASK, p->task);
+        wire_put_int(w, FIELD_ATTEMPT, p->attempt);
+        wire_close(w);
+    }
+    wire_close(w);
+}
+
 static void s_send_hello(loop_t *loop)
 {
     wire_writer_t *w = loop->writer;
@@ -600,6 +622,7 @@ static void s_send_hello(loop_t *loop)
         wire_put_str(w, FIELD_TASK, held->task.id);
         wire_put_int(w, FIELD_ATTEMPT, held->task.attempt);
     }
+    s_put_unacked(loop, w);
     s_send_writer(loop);
     s_pending_resend_soon(loop);
     loop->last_ping = 0; /* a restarted broker numbers its pings anew */
@@ -621,6 +644,7 @@ static void s_send_heartbeat(loop_t *loop)
         wire_put_int(w, FIELD_ATTEMPT, held->task.attempt);
     }
     wire_put_int(w, FIELD_PING_SEQ, loop->last_ping);
+    s_put_unacked(loop, w);
     s_send_writer(loop);
 }
 

@@ -192,6 +192,56 @@ static void s_cancel_stale(broker_t *self, worker_t *worker, const char *task_id
     task_destroy(&stored);
 }
 
+/* True when `msg` (a hello or heartbeat) lists `task`'s running attempt among the results
+ * its worker sent and has not had acknowledged (`unacked`): the attempt is over on the
+ * worker's side and its result is on its way (it is resent until acknowledged). */
+static bool s_result_unacked(const wire_msg_t *msg, const task_t *task)
+{
+    const msgpack_object *list = wire_msg_object(msg, FIELD_UNACKED);
+    if (task == NULL || list == NULL || list->type != MSGPACK_OBJECT_ARRAY)
+        return false;
+    for (uint32_t i = 0; i < list->via.array.size; i++) {
+        const msgpack_object *item = &list->via.array.ptr[i];
+        char id[MESSAGES_ID_CAP + 1];
+        const msgpack_object *attempt = wire_map_get(item, FIELD_ATTEMPT);
+        if (attempt != NULL && attempt->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+            attempt->via.u64 == (uint64_t)task->attempt &&
+            strcmp(wire_obj_str(wire_map_get(item, FIELD_TASK), id, sizeof id, ""), task->id) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The running task whose attempt `worker` reports an unacknowledged result of, if it was
+ * given to that worker (after a broker restart: not attached to it yet). */
+static task_t *s_unacked_task(broker_t *self, const worker_t *worker, const wire_msg_t *msg)
+{
+    const msgpack_object *list = wire_msg_object(msg, FIELD_UNACKED);
+    for (uint32_t i = 0; list != NULL && list->type == MSGPACK_OBJECT_ARRAY &&
+                         i < list->via.array.size;
+         i++) {
+        char id[MESSAGES_ID_CAP + 1];
+        task_t *task = zhashx_lookup(
+            self->tasks, wire_obj_str(wire_map_get(&list->via.array.ptr[i], FIELD_TASK), id,
+                                      sizeof id, ""));
+        if (task != NULL && task->state == TASK_RUNNING && task->worker_id != NULL &&
+            strcmp(task->worker_id, worker->id) == 0 && s_result_unacked(msg, task) &&
+            (task->worker == NULL || task->worker == worker))
+            return task;
+    }
+    return NULL;
+}
+
+/* Attaches `task` (running, given to `worker`) to it again after a broker restart: the
+ * lease starts anew. A worker already attached keeps its lease. */
+static void s_reattach(broker_t *self, worker_t *worker, task_t *task)
+{
+    if (task->worker == NULL)
+        task->lease_until = broker_lease_deadline(self, task, worker, clock_now_ms());
+    task->worker = worker;
+    worker->task = task;
+}
+
 /* After a hello: reconcile the task the worker says it holds with what the broker thinks.
  * `restarted`: the hello comes from another process than the one registered under this
  * worker id (or from one not registered yet).
@@ -203,13 +253,23 @@ static void s_cancel_stale(broker_t *self, worker_t *worker, const char *task_id
  * worker runs it. So only a worker that restarted (another pid) loses its task here; from
  * the same process the task stays, and the heartbeats settle it: one naming the task
  * confirms it, idle ones for two intervals after the dispatch mean it never arrived
- * (broker_in.c's heartbeat handler requeues it as undelivered). */
+ * (broker_in.c's heartbeat handler requeues it as undelivered).
+ *
+ * A hello that holds nothing but lists the task's attempt among its unacknowledged results
+ * (`unacked`) finished it: the result is on its way, and the task stays with the worker
+ * until it comes -- after a broker restart, it is attached to the worker again, rather than
+ * left to be requeued as an orphan and run a second time. */
 static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_msg_t *msg,
                                   bool restarted)
 {
     const char *held_id = wire_msg_str(msg, FIELD_TASK, NULL);
     int held_attempt = (int)wire_msg_int(msg, FIELD_ATTEMPT, 0);
     if (held_id == NULL) {
+        task_t *finished = s_unacked_task(self, worker, msg);
+        if (finished != NULL && (worker->task == NULL || worker->task == finished)) {
+            s_reattach(self, worker, finished);
+            return;
+        }
         if (worker->task != NULL && !restarted)
             return;
         if (worker->task != NULL)
@@ -224,10 +284,7 @@ static void s_reconcile_held_task(broker_t *self, worker_t *worker, const wire_m
     if (its_own) {
         /* Reattached after a broker restart: the lease starts again. A worker that is
          * already attached keeps its lease, however often it says hello. */
-        if (task->worker == NULL)
-            task->lease_until = broker_lease_deadline(self, task, worker, clock_now_ms());
-        task->worker = worker;
-        worker->task = task;
+        s_reattach(self, worker, task);
         return;
     }
     s_cancel_stale(self, worker, held_id, held_attempt);
@@ -280,6 +337,13 @@ static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
     const char *held = wire_msg_str(msg, FIELD_TASK, NULL);
     int64_t held_attempt = wire_msg_int(msg, FIELD_ATTEMPT, 0);
     task_t *task = worker->task;
+    if (held == NULL && task == NULL && !worker->draining) {
+        /* A finished attempt whose result is on its way, not attached since a restart. */
+        task_t *finished = s_unacked_task(self, worker, msg);
+        if (finished != NULL)
+            s_reattach(self, worker, finished);
+        return;
+    }
     if (held == NULL) {
         /* An idle heartbeat proves the worker stopped only if it was sent after the cancel:
          * one arriving within a heartbeat interval may have crossed it. */
@@ -287,8 +351,10 @@ static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
             broker_worker_idle(self, worker);
         /* It is idle but we think it runs a task: once the task message surely reached it
          * and it did not take it, that counts as a failure, so such a task ends up dead
-         * rather than bouncing for ever. */
-        if (task != NULL && s_dispatch_refused(self, task, msg, now)) {
+         * rather than bouncing for ever. Unless it ran it: a task whose result it lists as
+         * unacknowledged waits for that result (the lease bounds the wait). */
+        if (task != NULL && !s_result_unacked(msg, task) &&
+            s_dispatch_refused(self, task, msg, now)) {
             broker_task_requeue(self, task, "undelivered", true,
                                 "the worker did not take it (it never arrived, or the worker "
                                 "could not run it)");

@@ -112,6 +112,35 @@ void fakeworker_heartbeat_echo(fakeworker_t *self, int64_t ping_seq)
     s_send(self);
 }
 
+static void s_put_unacked(fakeworker_t *self, const char *task, int attempt)
+{
+    wire_open_array(self->w, FIELD_UNACKED);
+    wire_open_map_key(self->w, NULL);
+    wire_put_str(self->w, FIELD_TASK, task);
+    wire_put_int(self->w, FIELD_ATTEMPT, attempt);
+    wire_close(self->w);
+    wire_close(self->w);
+}
+
+void fakeworker_hello_unacked(fakeworker_t *self, const char *task, int attempt)
+{
+    s_start(self, MSG_HELLO);
+    wire_put_str(self->w, FIELD_SPECIALIST, self->specialist);
+    wire_put_str(self->w, FIELD_ENDPOINT, self->endpoint);
+    wire_put_int(self->w, FIELD_PID, getpid());
+    s_put_unacked(self, task, attempt);
+    s_send(self);
+}
+
+void fakeworker_heartbeat_unacked(fakeworker_t *self, int64_t ping_seq, const char *task,
+                                  int attempt)
+{
+    s_start(self, MSG_HEARTBEAT);
+    wire_put_int(self->w, FIELD_PING_SEQ, ping_seq);
+    s_put_unacked(self, task, attempt);
+    s_send(self);
+}
+
 void fakeworker_progress(fakeworker_t *self, const char *task, int attempt, const char *text)
 {
     s_start(self, MSG_PROGRESS);

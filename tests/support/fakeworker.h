@@ -28,6 +28,11 @@ void fakeworker_hello(fakeworker_t *self, const char *task, int attempt);
 void fakeworker_heartbeat(fakeworker_t *self, const char *task, int attempt);
 /* An idle heartbeat that echoes `ping_seq`: the last ping the worker says it received. */
 void fakeworker_heartbeat_echo(fakeworker_t *self, int64_t ping_seq);
+/* An idle hello, and an idle heartbeat echoing `ping_seq`, that list `task`/`attempt` as a
+ * result sent and not yet acknowledged (`unacked`). */
+void fakeworker_hello_unacked(fakeworker_t *self, const char *task, int attempt);
+void fakeworker_heartbeat_unacked(fakeworker_t *self, int64_t ping_seq, const char *task,
+                                  int attempt);
 void fakeworker_progress(fakeworker_t *self, const char *task, int attempt, const char *text);
 /* result with `outcome`; `next_raw` is an encoded msgpack array of submit maps, or NULL. */
 void fakeworker_result(fakeworker_t *self, const char *task, int attempt, const char *outcome,

@@ -689,7 +689,12 @@ static int s_forget_specialists(broker_t *self)
     int64_t days = self->config.keep_finished_days;
     if (days <= 0)
         return 0;
-    int forgotten = store_specialists_forget(self->store, clock_wall_ms() - days * 24 * 3600 * 1000);
+    int64_t before = clock_wall_ms() - days * 24 * 3600 * 1000;
+    int forgotten = store_specialists_forget(self->store, before);
+    /* A worker id whose key has not said hello for as long is free again. */
+    int ids = forgotten < 0 ? 0 : store_worker_keys_forget(self->store, before);
+    if (ids < 0)
+        forgotten = ids;
     int rc = store_commit(self->store); /* rolls back a failed forget */
     if (forgotten < 0)
         rc = forgotten;

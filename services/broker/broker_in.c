@@ -166,6 +166,8 @@ static worker_t *s_register_worker(broker_t *self, const wire_msg_t *msg, const 
     worker->push = push;
     worker->key = peer_key ? strdup(peer_key) : NULL;
     s_set_task_key(worker, msg);
+    if (peer_key != NULL)
+        store_worker_key_claim(self->store, id, peer_key, clock_wall_ms());
     worker->idle_since = clock_now_ms();
     zhashx_insert(self->workers, id, worker);
     event_extra_t extra = {.worker = id, .specialist = queue->name};
@@ -551,17 +553,26 @@ static void s_handle_bye(broker_t *self, const wire_msg_t *msg)
         broker_worker_lost(self, worker, EVENT_WORKER_LEFT, "said goodbye");
 }
 
-/* Why `peer_key` may not speak for the worker `msg` names, or NULL when it may. Two things
- * bind a key: the hello the worker said (its registration), and the running attempt the
- * message names (the key it was given to, stored with the attempt). The second survives a
- * broker restart: before the real worker says hello again, another authorised key naming
- * its worker id, task and attempt (all of them are in the events) can neither take the
- * task over nor report its result, even by saying hello first. */
+/* Why `peer_key` may not speak for the worker `msg` names, or NULL when it may. Three
+ * things bind a key: the hello the worker said (its registration), the key that first said
+ * hello under the worker id (stored: a worker id belongs to it, across restarts), and the
+ * running attempt the message names (the key it was given to, stored with the attempt).
+ * The last two survive a broker restart: before the real worker says hello again, another
+ * authorised key naming its worker id, task and attempt (all of them are in the events)
+ * can neither register under the id (and be handed the task when it is requeued), nor take
+ * the task over, nor report its result. */
 static const char *s_foreign_key(broker_t *self, const wire_msg_t *msg, const char *peer_key)
 {
-    worker_t *worker = zhashx_lookup(self->workers, wire_msg_str(msg, FIELD_WORKER, ""));
+    const char *id = wire_msg_str(msg, FIELD_WORKER, "");
+    worker_t *worker = zhashx_lookup(self->workers, id);
     if (worker != NULL && worker->key != NULL && strcmp(worker->key, peer_key) != 0)
         return "the one it said hello with";
+    /* Not registered (yet, since a restart): the id belongs to the key that first said
+     * hello under it, stored. */
+    char owner[64];
+    if (worker == NULL && store_worker_key(self->store, id, owner, sizeof owner) == 0 &&
+        owner[0] != '\0' && strcmp(owner, peer_key) != 0)
+        return "the one that first said hello under this worker id";
     const char *task_id = wire_msg_str(msg, FIELD_TASK, NULL);
     task_t *task = task_id ? zhashx_lookup(self->tasks, task_id) : NULL;
     if (task != NULL && task->state == TASK_RUNNING && task->worker_key != NULL &&

@@ -81,6 +81,10 @@ static const char *s_migrations[] = {
     "  failed INTEGER NOT NULL DEFAULT 0, dead INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
     "INSERT INTO counters SELECT specialist, SUM(state = 'done'), SUM(state = 'failed'),"
     "  SUM(state = 'dead') FROM tasks WHERE " ENDED_STATES " GROUP BY specialist;",
+    /* 8: which CURVE key first said hello under each worker id (store_worker_key_claim), so
+     * that after a restart no other key takes a worker's id, and its task, over. */
+    "CREATE TABLE worker_keys (worker TEXT PRIMARY KEY, key TEXT NOT NULL,"
+    "  last_seen INTEGER NOT NULL) WITHOUT ROWID;",
 };
 
 enum {
@@ -102,6 +106,9 @@ enum {
     STMT_ATTEMPTS_PRUNE,
     STMT_SPECIALISTS_FORGET,
     STMT_COUNT_FINISHED,
+    STMT_WORKER_KEY_LOAD,
+    STMT_WORKER_KEY_CLAIM,
+    STMT_WORKER_KEYS_FORGET,
     STMT_COUNT
 };
 
@@ -143,6 +150,11 @@ static const char *s_sql[STMT_COUNT] = {
     [STMT_COUNT_FINISHED] = "INSERT INTO counters (specialist, done, failed, dead)"
                            " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (specialist) DO UPDATE SET"
                            " done = done + ?2, failed = failed + ?3, dead = dead + ?4",
+    [STMT_WORKER_KEY_LOAD] = "SELECT key FROM worker_keys WHERE worker=?",
+    /* The first key stays: a later claim by another key changes nothing. */
+    [STMT_WORKER_KEY_CLAIM] = "INSERT INTO worker_keys (worker, key, last_seen) VALUES (?1, ?2, ?3)"
+                              " ON CONFLICT (worker) DO UPDATE SET last_seen = ?3 WHERE key = ?2",
+    [STMT_WORKER_KEYS_FORGET] = "DELETE FROM worker_keys WHERE last_seen < ?",
     [STMT_SPECIALISTS_FORGET] = "DELETE FROM specialists WHERE last_seen < ? AND NOT EXISTS ("
                                 "  SELECT 1 FROM tasks WHERE tasks.specialist = specialists.name"
                                 "  AND state IN ('queued', 'running'))",
@@ -1172,6 +1184,41 @@ int store_specialists_forget(store_t *self, int64_t before)
         return rc;
     s_put_int(self, STMT_SPECIALISTS_FORGET, 1, before);
     rc = s_write(self, STMT_SPECIALISTS_FORGET, "forgetting specialists");
+    return rc == 0 ? sqlite3_changes(self->db) : rc;
+}
+
+int store_worker_key(store_t *self, const char *worker, char *buf, size_t size)
+{
+    sqlite3_stmt *stmt = self->stmt[STMT_WORKER_KEY_LOAD];
+    s_bind_text(stmt, 1, worker);
+    buf[0] = '\0';
+    int step = sqlite3_step(stmt);
+    if (step == SQLITE_ROW && sqlite3_column_text(stmt, 0) != NULL)
+        snprintf(buf, size, "%s", (const char *)sqlite3_column_text(stmt, 0));
+    int rc = step == SQLITE_ROW || step == SQLITE_DONE ? 0 : s_fail(self, "reading a worker's key");
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+int store_worker_key_claim(store_t *self, const char *worker, const char *key, int64_t seen)
+{
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
+    s_put_text(self, STMT_WORKER_KEY_CLAIM, 1, worker);
+    s_put_text(self, STMT_WORKER_KEY_CLAIM, 2, key);
+    s_put_int(self, STMT_WORKER_KEY_CLAIM, 3, seen);
+    return s_write(self, STMT_WORKER_KEY_CLAIM, "recording a worker's key");
+}
+
+int store_worker_keys_forget(store_t *self, int64_t before)
+{
+    int rc = store_begin(self);
+    if (rc != 0)
+        return rc;
+    s_put_int(self, STMT_WORKER_KEYS_FORGET, 1, before);
+    rc = s_write(self, STMT_WORKER_KEYS_FORGET, "forgetting workers' keys");
     return rc == 0 ? sqlite3_changes(self->db) : rc;
 }
 

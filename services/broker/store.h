@@ -128,6 +128,15 @@ int store_events_replay(store_t *self, int64_t since, const char *prefix, int li
 /* In the open transaction: remembers a specialist a worker announced, seen at `seen` (wall
  * ms). */
 int store_specialist_remember(store_t *self, const char *name, int64_t seen);
+/* The CURVE key (Z85) that first said hello under worker id `worker`, copied into buf
+ * ("" when no key did). Returns 0 or FAILURE_STORE. */
+int store_worker_key(store_t *self, const char *worker, char *buf, size_t size);
+/* In the open transaction: `key` said hello under `worker` at `seen` (wall ms). The first
+ * key to do so keeps the id; the same key's hellos only refresh when it was last seen. */
+int store_worker_key_claim(store_t *self, const char *worker, const char *key, int64_t seen);
+/* In the open transaction: forgets the worker ids whose key last said hello before
+ * `before` (wall ms). Returns how many went, or FAILURE_STORE. */
+int store_worker_keys_forget(store_t *self, int64_t before);
 /* In the open transaction: forgets the specialists last seen before `before` (wall ms)
  * that have no queued or running task. Returns how many went, or FAILURE_STORE. */
 int store_specialists_forget(store_t *self, int64_t before);

@@ -439,6 +439,7 @@ static void test_ended_state_index_migrates(const char *dir)
                     "CREATE INDEX tasks_by_ended_state ON tasks(state, created, rid)"
                     "  WHERE state IN ('done', 'failed', 'dead', 'cancelled');"
                     "DROP TABLE counters;"
+                    "DROP TABLE worker_keys;"
                     "PRAGMA user_version=5;",
                     NULL, 0),
               SQLITE_OK);
@@ -479,12 +480,40 @@ static void test_ended_state_index_migrates(const char *dir)
     CHECK_STR(text, "1 0 1");
 }
 
+/* A worker id belongs to the first key that said hello under it: another key's claim
+ * changes nothing, the owner's refreshes it, and it outlives a reopening (version 8). */
+static void test_worker_key_first_claim_stays(const char *dir)
+{
+    char path[512], key[64];
+    snprintf(path, sizeof path, "%s/worker_keys.db", dir);
+    store_t *store = NULL;
+    CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
+    CHECK_INT(store_worker_key(store, "vt-1", key, sizeof key), 0);
+    CHECK_STR(key, "");
+    CHECK_INT(store_worker_key_claim(store, "vt-1", "victim-key", 1000), 0);
+    CHECK_INT(store_worker_key_claim(store, "vt-1", "thief-key", 2000), 0);
+    CHECK_INT(store_worker_key_claim(store, "vt-1", "victim-key", 3000), 0);
+    CHECK_INT(store_commit(store), 0);
+    store_close(&store);
+    CHECK_INT(store_open(path, STORE_SYNC_OFF, &store), 0);
+    CHECK_INT(store_worker_key(store, "vt-1", key, sizeof key), 0);
+    CHECK_STR(key, "victim-key");
+    /* Last seen at 3000: kept by a cut at 2500, forgotten by one at 3500. */
+    CHECK_INT(store_worker_keys_forget(store, 2500), 0);
+    CHECK_INT(store_worker_keys_forget(store, 3500), 1);
+    CHECK_INT(store_commit(store), 0);
+    CHECK_INT(store_worker_key(store, "vt-1", key, sizeof key), 0);
+    CHECK_STR(key, "");
+    store_close(&store);
+}
+
 int main(void)
 {
     testenv_t *env = testenv_new("store");
     if (env == NULL)
         return 1;
     test_uncommitted_writes_are_lost(env->dir);
+    test_worker_key_first_claim_stays(env->dir);
     test_committed_writes_stay(env->dir);
     test_result_round_trip(env->dir);
     test_wal_is_bounded(env->dir);

@@ -178,42 +178,11 @@ static int s_wait(const pan_t *pan, int argc, char **argv)
     return pan_watch_wait(&watch, ids, n, &options);
 }
 
-/* pan task fence <id> <attempt>: the fencing check a command makes before a side effect
- * that must happen once (a worker runs each task at least once, and a stopped worker's
- * command may run on beside the attempt that replaced it). Exit 0 when `attempt` is the
- * task's running attempt; 1, saying what the broker has, when it is not (superseded,
- * finished, cancelled); 3 when the broker does not answer. */
-static int s_fence(const pan_t *pan, int argc, char **argv, const char *usage)
-{
-    int64_t attempt = 0;
-    if (argc != 2 || !pan_parse_int(argv[1], 1, INT32_MAX, &attempt))
-        return pan_usage(usage, "fence takes a task id and its attempt number");
-    char id[256];
-    int code = pan_task_id_resolve(pan, argv[0], id, sizeof id);
-    if (code != PAN_EXIT_OK)
-        return code;
-    json_t *task = NULL;
-    code = s_task_request(pan, MSG_SHOW_TASK, id, &task);
-    if (code != PAN_EXIT_OK)
-        return code;
-    const char *state = pan_json_str(task, "state", "?");
-    int64_t running = pan_json_int(task, "attempt", 0);
-    bool holds = strcmp(state, "running") == 0 && running == attempt;
-    if (holds)
-        printf("attempt %lld of %s holds the task\n", (long long)attempt, id);
-    else
-        fprintf(stderr, "pan: attempt %lld of %s no longer holds the task: it is %s, at "
-                        "attempt %lld\n",
-                (long long)attempt, id, state, (long long)running);
-    json_decref(task);
-    return holds ? PAN_EXIT_OK : PAN_EXIT_ERROR;
-}
-
 int cmd_task(const pan_t *pan, int argc, char **argv)
 {
     static const char *const usage =
         "pan task list [options] | show <id> [--json] | wait <id>... [--timeout S] [--chain]\n"
-        "       | fence <id> <attempt>";
+        "       | fence [<id> <attempt>] [--exec CMD [ARG...]]";
     if (argc < 1)
         return pan_usage(usage, "task what?");
     if (strcmp(argv[0], "list") == 0)
@@ -221,7 +190,7 @@ int cmd_task(const pan_t *pan, int argc, char **argv)
     if (strcmp(argv[0], "wait") == 0)
         return s_wait(pan, argc - 1, argv + 1);
     if (strcmp(argv[0], "fence") == 0)
-        return s_fence(pan, argc - 1, argv + 1, usage);
+        return cmd_task_fence(pan, argc - 1, argv + 1, usage);
     static const char *const commands[] = {"list", "show", "wait", "fence", NULL};
     if (strcmp(argv[0], "show") != 0)
         return pan_usage_unknown_command(usage, "task ", argv[0], commands);

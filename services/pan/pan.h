@@ -213,6 +213,9 @@ int cmd_specialists(const pan_t *pan, int argc, char **argv);
 int cmd_events(const pan_t *pan, int argc, char **argv);
 int cmd_task(const pan_t *pan, int argc, char **argv);
 int cmd_task_list(const pan_t *pan, int argc, char **argv);
+/* pan task fence [<id> <attempt>] [--exec CMD [ARG...]] (cmd_fence.c); `usage` is pan
+ * task's. */
+int cmd_task_fence(const pan_t *pan, int argc, char **argv, const char *usage);
 int cmd_dead(const pan_t *pan, int argc, char **argv);
 int cmd_retry_all_dead(const pan_t *pan, int argc, char **argv);
 int cmd_cancel(const pan_t *pan, int argc, char **argv);

@@ -184,7 +184,7 @@ specialist_outcome_t worker_job(specialist_ctx_t *ctx, void *arg)
     static const char *const env_names[] = {
         "CLOISTER_TASK_ID", "CLOISTER_TASK_ATTEMPT", "CLOISTER_SPECIALIST", "CLOISTER_PRIORITY",
         "CLOISTER_TITLE",   "CLOISTER_ISSUE",        "CLOISTER_WORKSPACE",  "CLOISTER_BRANCH",
-        "CLOISTER_TARGET",  "CLOISTER_PR_URL",       NULL};
+        "CLOISTER_TARGET",  "CLOISTER_PR_URL",       "CLOISTER_FENCE_TOKEN", NULL};
     char *env[16] = {NULL};
     size_t nenv = 0;
     char attempt[32];
@@ -199,6 +199,12 @@ specialist_outcome_t worker_job(specialist_ctx_t *ctx, void *arg)
     s_env_add(env, &nenv, "CLOISTER_BRANCH", specialist_payload_str(ctx, "branch"));
     s_env_add(env, &nenv, "CLOISTER_TARGET", specialist_payload_str(ctx, "target"));
     s_env_add(env, &nenv, "CLOISTER_PR_URL", specialist_payload_str(ctx, "prUrl"));
+    /* What `pan task fence [--exec]` checks, and what a side effect can be made conditional
+     * on: the attempt (which only grows), the worker it runs on, the task. */
+    char token[512];
+    snprintf(token, sizeof token, "%lld:%s:%s", (long long)task->attempt,
+             specialist_worker_id(ctx), task->id);
+    s_env_add(env, &nenv, "CLOISTER_FENCE_TOKEN", token);
 
     char *input = json_dumps(task->json, JSON_COMPACT);
     char *stdin_text = NULL;

@@ -214,8 +214,16 @@ static void s_outbox_discard(broker_t *self)
 #define BROKER_RECLAIM_MS 5000
 /* Rows deleted per retention pass (s_prune_finished). */
 #define BROKER_PRUNE_BATCH 2000
-/* The events' send high-water mark, in messages per subscriber (see s_socket). */
-#define BROKER_EVENTS_HWM 10000
+/* The events' send high-water mark, in messages per subscriber (see s_socket). An event
+ * queued for a subscriber is shared with the other subscribers' queues (ZeroMQ counts its
+ * references), but each queued one costs about 140 bytes per subscriber: 1,000 of them bound
+ * a subscriber that never reads to about 140 KB of the broker's memory (10,000 made it
+ * 1.4 MB; 200 such subscribers grew the broker by 280 MB). A follower that falls further
+ * behind finds a gap in the seqs and replays it from the store. */
+#define BROKER_EVENTS_HWM 1000
+/* The kernel's send buffer for each subscriber's connection, fixed instead of grown by
+ * TCP's autotuning (up to 4 MB a connection): what a subscriber that never reads holds. */
+#define BROKER_EVENTS_SNDBUF (128 * 1024)
 
 /* Writes "<event>/<specialist>" into buf (truncated to size - 1 bytes, NUL-terminated)
  * and returns its length. */
@@ -1171,6 +1179,10 @@ static void *s_socket(broker_t *self, int type, const char *endpoint, int *rc)
     if (type == ZMQ_PUB || type == ZMQ_ROUTER) {
         int hwm = type == ZMQ_PUB ? BROKER_EVENTS_HWM : REPLIES_HWM;
         zmq_setsockopt(socket, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    }
+    if (type == ZMQ_PUB) {
+        int sndbuf = BROKER_EVENTS_SNDBUF;
+        zmq_setsockopt(socket, ZMQ_SNDBUF, &sndbuf, sizeof sndbuf);
     }
     /* A reply that does not fit its peer's pipe is kept (replies.h), not dropped. */
     int mandatory = 1;

@@ -105,11 +105,17 @@ static void s_stop_group(pid_t pid)
     waitpid(pid, &status, 0);
 }
 
-/* Runs argv in a process group of its own while the attempt holds the task. */
+/* Runs argv in a process group of its own while the attempt holds the task. A broker that
+ * does not answer (restarting) is asked again for up to FENCE_UNCONFIRMED_MS first. */
 static int s_exec(const pan_t *pan, const fence_attempt_t *mine, char **argv)
 {
     char why[600];
+    int64_t give_up = clock_now_ms() + FENCE_UNCONFIRMED_MS;
     int code = s_holds(pan, mine, why, sizeof why);
+    while (code == PAN_EXIT_UNREACHABLE && clock_now_ms() < give_up) {
+        s_sleep_ms(FENCE_CHECK_MS);
+        code = s_holds(pan, mine, why, sizeof why);
+    }
     if (code != PAN_EXIT_OK) {
         fprintf(stderr, "pan: attempt %lld of %s does not hold the task (%s): not running %s\n",
                 (long long)mine->attempt, mine->id, why, argv[0]);

@@ -25,7 +25,13 @@ and iproute2; skipped, and said so, where a namespace cannot be made). One line 
 each with its figures (tasks submitted, done, lost, run twice; side effects; late results
 refused; events missed, duplicated) and PASS or FAIL.
 
-  usage: tests/soak/soak.py [--only attacks|partitions] [BIN_DIR]   (default: build/bin)
+Then many clients at once and broker restarts (restarts.py): test_many_clients sized up
+(pan calls, submits, results and rounds of 8 workers started at once on a CURVE bus), and
+kill -9 of the broker 60 times under load with generic workers whose side effect is made
+under `pan task fence --exec`: tasks lost, run twice.
+
+  usage: tests/soak/soak.py [--only attacks|partitions|restarts] [BIN_DIR]
+         (default BIN_DIR: build/bin)
 Needs python3-zmq and python3-msgpack (deploy/setup.sh installs them). Exits 1 if an
 ordinary task was lost, the broker died or a partition line failed.
 """
@@ -45,6 +51,7 @@ import zmq.auth
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 import partition  # noqa: E402 (after the line above)
+import restarts  # noqa: E402
 
 BATCH = 50  # ordinary tasks submitted after each attack
 
@@ -275,6 +282,29 @@ def slow_subscriber(system):
     return "20,000 events to a SUB that never reads; RSS then %.0f MB" % rss
 
 
+def many_slow_subscribers(system):
+    """200 subscribers (of the attacker's key) that never read, then 20,000 events."""
+    subs = []
+    for _ in range(200):
+        sub = system.socket(zmq.SUB, system.ep["events"], "clients/attacker_secret")
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        sub.rcvhwm = 1
+        sub.setsockopt(zmq.RCVBUF, 4096)
+        subs.append(sub)
+    time.sleep(1)
+    before = system.rss_mb()
+    push = system.socket(zmq.PUSH, system.ep["in"])
+    for i in range(20000):
+        push.send(msgpack.packb({"v": 1, "type": "submit", "id": "parked2-%d" % i,
+                                 "specialist": "test-agent", "title": "t" * 100}))
+    time.sleep(8)
+    push.close()
+    rss = system.rss_mb()
+    for sub in subs:
+        sub.close()
+    return "200 SUBs that never read, 20,000 events: RSS %.0f -> %.0f MB" % (before, rss)
+
+
 def unread_replays(system):
     """300 replays of 10,000 events of about 4 KiB each (task.queued events of submits with
     4 KiB titles, to a specialist with no worker), asked on DEALER sockets that never
@@ -371,6 +401,7 @@ ATTACKS = [
     ("no key: submit and subscribe", strangers),
     ("2,200 raw connections to in", connections),
     ("a subscriber that never reads", slow_subscriber),
+    ("200 subscribers that never read", many_slow_subscribers),
     ("replays that are never read", unread_replays),
     ("a task printing 20 MB", chatty_task),
     ("merge with no review", unreviewed_merge),
@@ -426,20 +457,35 @@ def run_partitions(bin_dir):
     return any(verdict == "FAIL" for _, _, verdict in rows)
 
 
+def run_restarts(bin_dir):
+    """Many clients at once, and kill -9 of the broker under load (restarts.py); prints
+    their lines; returns whether one failed."""
+    rows = restarts.run(System, bin_dir)
+    print()
+    print("many clients and restarts:")
+    width = max(len(row[0]) for row in rows)
+    for name, figures, verdict in rows:
+        print("%-*s | %-7s | %s" % (width, name, verdict, figures))
+    return any(verdict == "FAIL" for _, _, verdict in rows)
+
+
 def main():
     args = sys.argv[1:]
     only = None
-    if args[:1] == ["--only"] and len(args) > 1 and args[1] in ("attacks", "partitions"):
+    kinds = ("attacks", "partitions", "restarts")
+    if args[:1] == ["--only"] and len(args) > 1 and args[1] in kinds:
         only, args = args[1], args[2:]
     elif args[:1] == ["--only"]:
-        raise SystemExit("soak: --only takes attacks or partitions")
+        raise SystemExit("soak: --only takes attacks, partitions or restarts")
     bin_dir = os.path.abspath(args[0] if args else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "bin"))
     failed = False
-    if only != "partitions":
+    if only in (None, "attacks"):
         failed |= run_attacks(bin_dir)
-    if only != "attacks":
+    if only in (None, "partitions"):
         failed |= run_partitions(bin_dir)
+    if only in (None, "restarts"):
+        failed |= run_restarts(bin_dir)
     return 1 if failed else 0
 
 

@@ -108,6 +108,7 @@ static const schema_t s_schema[] = {
     {"agent", "prompts_dir", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {"agent", "mcp", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {"agent", "mcp_command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"agent", "mcp_key", SCHEMA_STRING, false, NULL, 0, 0, NULL},
 
     {"review", "mode", SCHEMA_STRING, true, "normal", 0, 0, "strict|normal|yolo|disabled"},
     {"review", "checks", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},

@@ -155,6 +155,7 @@ static const schema_t s_schema[] = {
 
     {"web", "port", SCHEMA_INT, true, NULL, 7700, 0, NULL},
     {"web", "bind", SCHEMA_STRING, true, "127.0.0.1", 0, 0, NULL},
+    {"web", "hosts", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
 
     {"hooks", "after_review", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {"hooks", "after_test", SCHEMA_STRING, false, NULL, 0, 0, NULL},

@@ -51,7 +51,8 @@ int cmd_keys(const pan_t *pan, int argc, char **argv)
     if (strcmp(command, "init") == 0 && argc == 1) {
         if (curve_keys_init() != 0)
             return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
-        printf("Keys in %s: broker, client (authorized)\n", dir);
+        printf("Keys in %s: broker, client (authorized, admin), agent (authorized, agent: "
+               "what a specialist gives its agent's cloister-mcp)\n", dir);
         return PAN_EXIT_OK;
     }
     if (strcmp(command, "add") == 0 && argc >= 2)

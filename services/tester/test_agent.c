@@ -504,22 +504,21 @@ static bool s_report_fix_patch(test_job_t *job)
 /* The run after a fix of a tested commit. The fix is not a commit, so that commit's
  * verdict stays the first run's: a PASS would let the unfixed commit through (a pipeline
  * chains its merge). What the fix did goes beside it: FIX_TEST_RESULT, and fix_available
- * when the tests passed with a fix that is kept (`kept`: its patch in FIX_PATCH, or the
- * edit left in the user's checkout the tests ran in). A fix counts once it is committed
+ * when the tests passed with the patch (FIX_PATCH). A fix counts once it is committed
  * and that commit is tested. */
 static void s_report_uncommitted_fix(test_job_t *job, const testrun_result_t *after,
-                                     bool kept)
+                                     bool patched)
 {
     testrun_verdict_t verdict = testrun_verdict(after);
     specialist_result_str(job->ctx, "FIX_TEST_RESULT", testrun_verdict_name(verdict));
-    specialist_result_bool(job->ctx, "fix_available", verdict == TESTRUN_PASS && kept);
+    specialist_result_bool(job->ctx, "fix_available", verdict == TESTRUN_PASS && patched);
     if (verdict == TESTRUN_ERROR)
         s_note(job, "after the fix the tests could not run: %s",
                after->error[0] ? after->error : "no verdict");
     else
         s_note_run(job, after, "with the fix (not committed: the verdict stays the commit's): ");
     if (verdict == TESTRUN_PASS)
-        s_note(job, "commit the fix and test that commit for a PASS");
+        s_note(job, "commit the fix (FIX_PATCH) and test that commit for a PASS");
 }
 
 /* A passing run of a pipeline task (chained by a review, payload.pipeline) hands the
@@ -695,8 +694,7 @@ specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
             goto out;
         }
         job->fix_result = testrun_verdict(after) == TESTRUN_PASS ? "SUCCESS" : "FAILED";
-        bool patched = s_report_fix_patch(job);
-        s_report_uncommitted_fix(job, after, patched || !test_tree_isolated(job->tree));
+        s_report_uncommitted_fix(job, after, s_report_fix_patch(job));
         testrun_result_destroy(&after);
     } else if (job->fix_attempted) {
         /* Outside git there is no commit: what is tested is the directory as it is. */

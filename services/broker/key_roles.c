@@ -188,7 +188,8 @@ static void s_refresh(key_roles_t *self)
         return; /* the directory cannot be read now: the keys in force stay */
     s_set_destroy(&self->set);
     self->set = set;
-    /* Not whole: a file is being written; the signature stays old so it is read again. */
+    /* Not whole (a file caught half-written): recorded under a signature no listing gives,
+     * so the directory is read again at the next check. */
     self->signature = whole ? signature : signature + 1;
 }
 

@@ -1329,9 +1329,13 @@ int broker_new(const broker_config_t *config, broker_t **out)
     s_remember_committed(self);
     int64_t now = clock_now_ms();
     /* Workers say hello again after their grace of silence: those that reach `in` over
-     * a network are allowed remote_heartbeat_misses. */
+     * a network are allowed remote_heartbeat_misses. Their hello must also reach us and be
+     * read: the grace is that silence twice over, plus an interval, so that a loaded
+     * machine's stall of a few intervals does not requeue (and run again) a task whose
+     * worker is saying hello (1 interval of slack used to let one through in about one run
+     * of test_runs_once in ten under load). */
     int misses = broker_worker_misses(self, config->in_endpoint);
-    self->orphan_deadline = now + (int64_t)config->heartbeat_ms * (misses + 1);
+    self->orphan_deadline = now + (int64_t)config->heartbeat_ms * (2 * misses + 1);
     self->next_ping = now;
     self->next_check = now;
     self->next_not_before = INT64_MAX;

@@ -367,6 +367,16 @@ static void s_handle_heartbeat(broker_t *self, const wire_msg_t *msg)
     bool same = task != NULL && strcmp(task->id, held) == 0 && task->attempt == held_attempt;
     if (same || (task == NULL && worker->draining))
         return;
+    /* Its own attempt, recovered after a restart but not attached: its hello said "idle"
+     * before the task reached it (the two crossed, and a restart came in between). It runs
+     * it: the task is attached again, not cancelled and run a second time. */
+    task_t *recovered = zhashx_lookup(self->tasks, held);
+    if (task == NULL && recovered != NULL && recovered->state == TASK_RUNNING &&
+        recovered->worker == NULL && recovered->attempt == held_attempt &&
+        recovered->worker_id != NULL && strcmp(recovered->worker_id, worker->id) == 0) {
+        s_reattach(self, worker, recovered);
+        return;
+    }
     /* It works on something we did not give it (or no longer do): hand back what we think
      * it runs, and tell it to stop the other. */
     if (task != NULL)

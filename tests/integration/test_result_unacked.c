@@ -9,7 +9,11 @@
  *  - in flight: without a restart, the worker's idle heartbeats echo a ping sent after the
  *    task (which used to mean "it arrived and was not taken") while its result is still on
  *    its way: the task waits for the result instead of running again.
- * Without the broker reading `unacked`, both tasks are dispatched a second time. */
+ * Without the broker reading `unacked`, both tasks are dispatched a second time.
+ *  - crossed: a worker's idle hello crossed the task on its way, and the broker restarted in
+ *    between: the new broker hears "idle" first, then heartbeats naming the task it
+ *    recovered as this worker's. It attaches the task again instead of cancelling it (which
+ *    ran it a second time, test_runs_once under load). */
 #include "check.h"
 #include "clock.h"
 #include "fakeworker.h"
@@ -28,6 +32,7 @@ typedef struct {
     int64_t ping_seq;
     char task[128];
     int64_t task_attempt;
+    char cancel[128];
 } seen_t;
 
 /* Reads what waits on the worker's socket without blocking. */
@@ -42,6 +47,8 @@ static void s_read(fakeworker_t *fw, seen_t *seen)
         if (wire_msg_type(msg) == MSG_PING &&
             wire_msg_int(msg, FIELD_PING_SEQ, 0) > seen->ping_seq)
             seen->ping_seq = wire_msg_int(msg, FIELD_PING_SEQ, 0);
+        if (wire_msg_type(msg) == MSG_CANCEL)
+            snprintf(seen->cancel, sizeof seen->cancel, "%s", wire_msg_str(msg, FIELD_TASK, ""));
         if (wire_msg_type(msg) == MSG_TASK) {
             snprintf(seen->task, sizeof seen->task, "%s", wire_msg_str(msg, FIELD_ID, ""));
             seen->task_attempt = wire_msg_int(msg, FIELD_ATTEMPT, 0);
@@ -136,6 +143,31 @@ int main(void)
     s_wait_unacked(fw, &seen, "restart", 20 * HB_MS);
     CHECK_STR(testbroker_state(client, "restart", state, sizeof state), "running");
     s_finish(client, fw, "restart");
+
+    /* Crossed: an idle hello, then heartbeats naming the recovered attempt. */
+    s_dispatch(client, fw, "crossed");
+    fakeworker_heartbeat(fw, "crossed", 1);
+    testenv_sleep_ms(2 * HB_MS);
+    testenv_signal(broker, SIGKILL);
+    CHECK(testenv_wait(env, broker, 5000) >= 0);
+    client_destroy(&client);
+    broker = testbroker_start(env, HB_MS, "full");
+    CHECK(broker > 0);
+    client = testbroker_client(env);
+    seen = (seen_t){0};
+    s_read(fw, &seen);
+    fakeworker_hello(fw, NULL, 0);
+    for (int64_t until = clock_now_ms() + 20 * HB_MS; clock_now_ms() < until;) {
+        s_read(fw, &seen);
+        if (seen.cancel[0] != '\0' || seen.task[0] != '\0')
+            fprintf(stderr, "crossed: cancel of '%s', task '%s' (attempt %lld)\n", seen.cancel,
+                    seen.task, (long long)seen.task_attempt);
+        CHECK(seen.cancel[0] == '\0' && seen.task[0] == '\0');
+        fakeworker_heartbeat(fw, "crossed", 1);
+        testenv_sleep_ms(50);
+    }
+    CHECK_STR(testbroker_state(client, "crossed", state, sizeof state), "running");
+    s_finish(client, fw, "crossed");
 
     fakeworker_destroy(&fw);
     client_destroy(&client);

@@ -97,10 +97,10 @@ static void s_script(char *buf, size_t size, pid_t tester)
         "try no_new_privs sh -c \"! grep -qE '^NoNewPrivs:[[:space:]]+1$' /proc/self/status\"\n"
         "try remount sh -c 'mount -o remount,rw / 2>/dev/null; mount -o remount,bind,rw / "
         "2>/dev/null; echo x > /etc/%s'\n"
-        "try umount-home sh -c 'umount \"$HOME\" 2>/dev/null || umount -l \"$HOME\"; cat "
-        "\"$HOME/.ssh/id_rsa\"'\n"
-        "try umount-home-userns unshare -Urm sh -c 'umount -l \"$HOME\" && cat "
-        "\"$HOME/.ssh/id_rsa\"'\n"
+        "try umount-home sh -c 'cd /; for m in \"$HOME\" /tmp %s; do umount \"$m\" || "
+        "umount -l \"$m\"; done; cat \"$HOME/.ssh/id_rsa\" %s/keys/*secret*'\n"
+        "try umount-home-userns unshare -Urm sh -c 'cd /; for m in \"$HOME\" /tmp; do umount "
+        "-l \"$m\"; done; cat \"$HOME/.ssh/id_rsa\"'\n"
         "try ssh-key cat \"$HOME/.ssh/id_rsa\"\n"
         "try keys sh -c 'cat %s/keys/*secret*'\n"
         "try service-environ sh -c 'cat /proc/%d/environ || grep -l sekrit "
@@ -125,7 +125,7 @@ static void s_script(char *buf, size_t size, pid_t tester)
         "echo ATTACKS-DONE\n"
         "echo '=== 1 passed in 0.01s ==='\n"
         "[ \"$1\" != fail ]\n",
-        s_probe, s_h->env->home, (int)tester, (int)tester, s_run_sock, s_vartmp_sock,
+        s_probe, s_h->env->home, s_h->env->home, s_h->env->home, (int)tester, (int)tester, s_run_sock, s_vartmp_sock,
         s_h->env->dir, s_tmp_file, s_vartmp_file, s_probe, s_probe, s_probe);
 }
 

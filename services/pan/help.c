@@ -145,7 +145,12 @@ static const help_t s_help[] = {
      "  --json                the merge task as JSON\n"},
     {"tests",
      "usage: pan tests detect [DIR] [--json]\n"
-     "The test command the test-agent would run in DIR (default .), and why.\n"},
+     "       pan tests sandbox [--dir DIR] [--network] [--timeout S] -- COMMAND...\n"
+     "detect: the test command the test-agent would run in DIR (default .), and why.\n"
+     "sandbox: runs COMMAND (a shell command) in DIR as a branch's tests and review checks\n"
+     "run here ([tests] sandbox and env of cloister.toml): the same sandbox, environment\n"
+     "and, unless --network, a network of its own. Says how on stderr and exits with the\n"
+     "command's code: to see what code under test can reach on this machine.\n"},
     {"prompt",
      "usage: pan prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]\n"
      "The prompt a task would get, without running it.\n"

@@ -42,6 +42,8 @@ static const char *const s_usage =
     "  reload [--json]        read cloister.toml again (the broker and the launched services)\n"
     "  top [--interval S] [--frames N]   (live: specialists, queues, running, failures)\n"
     "  tests detect [DIR] [--json]\n"
+    "  tests sandbox [--dir DIR] [--network] [--timeout S] -- COMMAND...   (as code under\n"
+    "        test runs: what it sees here)\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
     "  prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]\n"
     "  doctor [--workspace DIR]... [--json]\n"

@@ -47,10 +47,10 @@ static const char s_trial_check[] =
 struct sandbox_t {
     sandbox_mode_t mode;
     const char *const *drop; /* s_drop_userns or s_drop_caps when bwrap works, else NULL */
-    char why_not[700];       /* why the best way does not work here (drop NULL: any way) */
+    char why_not[1200];       /* why the best way does not work here (drop NULL: any way) */
     bool net_works;          /* bwrap can also give a command a network of its own */
-    char why_no_net[800];
-    char description[800];
+    char why_no_net[1400];
+    char description[1400];
     const char *keep[SANDBOX_MAX_KEEP + 1];
 };
 
@@ -120,35 +120,36 @@ static bool s_proc_masked(char *buf, size_t size)
     return found > 0;
 }
 
-/* Why bwrap does not work here, from what its trial said (`said`), into why: the cause
- * and what would fix it, not only bwrap's words. */
-static void s_explain(const char *said, char *why, size_t size)
+/* Why bwrap cannot make a user namespace of its own here, from what its trial said
+ * (`said`), into why: the cause, not only bwrap's words. Sets *masked when the cause is a
+ * container's masked /proc. */
+static void s_explain_userns(const char *said, char *why, size_t size, bool *masked)
 {
-    char masked[200];
-    if (strstr(said, "No such file") != NULL || strstr(said, "cannot execute") != NULL ||
-        strstr(said, "exited 127") != NULL)
+    char paths[200];
+    *masked = false;
+    if (strstr(said, "No such file") != NULL || strstr(said, "exited 127") != NULL)
         snprintf(why, size, "bwrap is not installed (Debian: apt-get install bubblewrap): %s",
                  said);
-    else if (strstr(said, "proc") != NULL && s_proc_masked(masked, sizeof masked))
+    else if (strstr(said, "proc") != NULL && s_proc_masked(paths, sizeof paths)) {
+        *masked = true;
         snprintf(why, size,
                  "this container masks paths under /proc (%s), so bwrap cannot mount a /proc "
-                 "of its own in a user namespace, and without one it lacks CAP_SYS_ADMIN: give "
-                 "the container cap_add SYS_ADMIN, with the services as root or bwrap setuid "
-                 "root (see docs/security.md); bwrap said: %s",
-                 masked, said);
-    else if (strstr(said, "namespace") != NULL || strstr(said, "uid map") != NULL ||
-             strstr(said, "Operation not permitted") != NULL)
+                 "in a user namespace of its own (bwrap said: %s)",
+                 paths, said);
+    } else if (strstr(said, "namespace") != NULL || strstr(said, "uid map") != NULL ||
+               strstr(said, "Operation not permitted") != NULL)
         snprintf(why, size,
-                 "this machine does not let bwrap make namespaces (user namespaces disabled: "
-                 "sysctl kernel.unprivileged_userns_clone or user.max_user_namespaces; or a "
-                 "seccomp/AppArmor profile such as a container's default); bwrap said: %s",
+                 "user namespaces are not allowed here (sysctl kernel.unprivileged_userns_clone "
+                 "or user.max_user_namespaces, or a seccomp or AppArmor profile such as a "
+                 "container's default; bwrap said: %s)",
                  said);
     else
         snprintf(why, size, "%s", said);
 }
 
 /* Tries the ways to drop privileges, best first: sets self->drop (NULL when none works)
- * and, when the best did not, why not in self->why_not. */
+ * and, when the best did not, why not in self->why_not (with what would make one work
+ * when none does). */
 static void s_choose(sandbox_t *self)
 {
     char said_userns[300], said_caps[300];
@@ -156,14 +157,35 @@ static void s_choose(sandbox_t *self)
         self->drop = s_drop_userns;
         return;
     }
-    s_explain(said_userns, self->why_not, sizeof self->why_not);
-    if (s_bwrap_works(s_drop_caps, false, said_caps, sizeof said_caps))
+    bool masked = false;
+    s_explain_userns(said_userns, self->why_not, sizeof self->why_not, &masked);
+    if (s_bwrap_works(s_drop_caps, false, said_caps, sizeof said_caps)) {
         self->drop = s_drop_caps;
-    else if (strcmp(said_caps, said_userns) != 0) {
-        size_t len = strlen(self->why_not);
-        snprintf(self->why_not + len, sizeof self->why_not - len,
-                 "; without a user namespace: %s", said_caps);
+        return;
     }
+    size_t len = strlen(self->why_not);
+    if (!masked)
+        return;
+    /* In a container: the other way needs bwrap to hold CAP_SYS_ADMIN (and, setuid, the
+     * other capabilities it takes for itself) in the container's bounding set. */
+    snprintf(self->why_not + len, sizeof self->why_not - len,
+             "; and without a user namespace bwrap has no CAP_SYS_ADMIN (bwrap said: %s): "
+             "give the container cap_add SYS_ADMIN, NET_ADMIN, SYS_PTRACE with bwrap setuid "
+             "root, or run the services as root with cap_add SYS_ADMIN, NET_ADMIN "
+             "(docs/security.md)",
+             said_caps);
+}
+
+/* Why bwrap cannot give a command a network of its own, from its trial's words. */
+static void s_explain_net(const char *said, char *why, size_t size)
+{
+    if (strstr(said, "loopback") != NULL)
+        snprintf(why, size,
+                 "bwrap cannot set up the loopback of a network of its own without "
+                 "CAP_NET_ADMIN (in a container: cap_add NET_ADMIN; bwrap said: %s)",
+                 said);
+    else
+        snprintf(why, size, "bwrap --unshare-net: %s", said);
 }
 
 int sandbox_new(sandbox_t **out, const config_t *config)
@@ -200,19 +222,20 @@ int sandbox_new(sandbox_t **out, const config_t *config)
         char said[300];
         self->net_works = s_bwrap_works(self->drop, true, said, sizeof said);
         if (!self->net_works)
-            s_explain(said, self->why_no_net, sizeof self->why_no_net);
+            s_explain_net(said, self->why_no_net, sizeof self->why_no_net);
     } else
         snprintf(self->why_no_net, sizeof self->why_no_net, "no sandbox: %s",
                  self->mode == SANDBOX_NONE ? "[tests] sandbox = \"none\"" : self->why_not);
     if (self->drop != NULL && !self->net_works)
-        log_warn("repository commands run in bwrap, but with this machine's network (bwrap "
-                 "--unshare-net: %s): code under test can reach Cloister's bus",
+        log_warn("repository commands run in bwrap, but with this machine's network (%s): "
+                 "code under test can reach Cloister's bus",
                  self->why_no_net);
     if (self->drop == s_drop_userns)
         snprintf(self->description, sizeof self->description, "bwrap");
     else if (self->drop == s_drop_caps)
         snprintf(self->description, sizeof self->description,
-                 "bwrap, no user namespace of its own (%s)", self->why_not);
+                 "bwrap, every capability dropped, no user namespace of its own (%s)",
+                 self->why_not);
     else if (self->mode == SANDBOX_NONE)
         snprintf(self->description, sizeof self->description, "none");
     else

@@ -312,7 +312,7 @@ static void s_check_sandbox(doctor_t *d, const config_t *config)
         s_report(d, "sandbox", false, "%s", failure_message());
         return;
     }
-    char network[600];
+    char network[1600];
     bool isolated = sandbox_network(sandbox, NULL, network, sizeof network);
     bool chosen = strcmp(config_string(config, "tests", "sandbox", "auto"), "none") == 0;
     /* The network's words name the cause and its remedy (sandbox.c). */

@@ -136,12 +136,19 @@ static void s_explain_userns(const char *said, char *why, size_t size, bool *mas
                  "this container masks paths under /proc (%s), so bwrap cannot mount a /proc "
                  "in a user namespace of its own (bwrap said: %s)",
                  paths, said);
-    } else if (strstr(said, "namespace") != NULL || strstr(said, "uid map") != NULL ||
+    } else if (strstr(said, "pivot_root") != NULL)
+        snprintf(why, size,
+                 "a seccomp profile refuses the system calls bwrap needs (pivot_root), such "
+                 "as Docker's default: give the container security_opt seccomp=unconfined "
+                 "(bwrap said: %s)",
+                 said);
+    else if (strstr(said, "namespace") != NULL || strstr(said, "uid map") != NULL ||
                strstr(said, "Operation not permitted") != NULL)
         snprintf(why, size,
                  "user namespaces are not allowed here (sysctl kernel.unprivileged_userns_clone "
                  "or user.max_user_namespaces, or a seccomp or AppArmor profile such as a "
-                 "container's default; bwrap said: %s)",
+                 "container's default: Docker needs security_opt seccomp=unconfined and "
+                 "apparmor=unconfined; bwrap said: %s)",
                  said);
     else
         snprintf(why, size, "%s", said);

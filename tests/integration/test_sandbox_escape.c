@@ -313,6 +313,8 @@ int main(void)
                user);
     json_t *end = tsh_end(s_h, "escape-test", 30000);
     CHECK_STR(tsh_event(end), "task.done");
+    fprintf(stderr, "test_sandbox_escape: as uid %d, make test ran in: sandbox %s; network %s\n",
+            (int)geteuid(), tsh_result_str(end, "sandbox"), tsh_result_str(end, "network"));
     CHECK(strncmp(tsh_result_str(end, "sandbox"), "bwrap", 5) == 0);
     s_check_output("make test (test-agent)", tsh_result_str(end, "output_tail"));
     s_check_outside("make test (test-agent)", tester);

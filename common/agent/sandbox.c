@@ -136,7 +136,13 @@ static void s_explain_userns(const char *said, char *why, size_t size, bool *mas
                  "this container masks paths under /proc (%s), so bwrap cannot mount a /proc "
                  "in a user namespace of its own (bwrap said: %s)",
                  paths, said);
-    } else if (strstr(said, "pivot_root") != NULL)
+    } else if (strstr(said, "capset") != NULL)
+        snprintf(why, size,
+                 "bwrap is setuid root, but this container does not let it take the "
+                 "capabilities it needs: give the container cap_add SYS_ADMIN, NET_ADMIN, "
+                 "SYS_PTRACE (bwrap said: %s)",
+                 said);
+    else if (strstr(said, "pivot_root") != NULL)
         snprintf(why, size,
                  "a seccomp profile refuses the system calls bwrap needs (pivot_root), such "
                  "as Docker's default: give the container security_opt seccomp=unconfined "

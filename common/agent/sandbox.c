@@ -7,6 +7,7 @@
 #include "proc.h"
 
 #include <git2.h>
+#include <glob.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -17,7 +18,7 @@
 
 #define SANDBOX_MAX_KEEP 64
 /* Most arguments the bwrap wrapper adds before the command. */
-#define SANDBOX_MAX_WRAP 72
+#define SANDBOX_MAX_WRAP 160
 /* How long one trial of bwrap may take. */
 #define SANDBOX_PROBE_TIMEOUT_MS 10000
 
@@ -350,6 +351,22 @@ static bool s_push_mounts(char **wrapped, size_t *n, size_t cap, const char *dir
             const char *const add[] = {"--tmpfs", lists[l][i], NULL};
             ok = s_push(wrapped, n, cap, add);
         }
+    /* Run by root, the command is uid 0 without capabilities: a file only root may read is
+     * still its own. The usual ones on a system are covered (reading them is refused). */
+    if (ok && geteuid() == 0) {
+        const char *const patterns[] = {"/etc/shadow*", "/etc/gshadow*",
+                                        "/etc/ssh/ssh_host_*key"};
+        for (size_t p = 0; ok && p < sizeof patterns / sizeof patterns[0]; p++) {
+            glob_t found = {0};
+            if (glob(patterns[p], 0, NULL, &found) == 0)
+                for (size_t i = 0; ok && i < found.gl_pathc; i++) {
+                    const char *const add[] = {"--ro-bind", "/dev/null", found.gl_pathv[i],
+                                               NULL};
+                    ok = s_push(wrapped, n, cap, add);
+                }
+            globfree(&found);
+        }
+    }
     /* Name resolution keeps working where /etc/resolv.conf points into /run (resolved). */
     char resolv[PATH_MAX];
     if (ok && realpath("/etc/resolv.conf", resolv) != NULL && s_inside(resolv, "/run")) {

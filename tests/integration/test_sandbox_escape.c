@@ -7,8 +7,9 @@
  *   remount           `mount -o remount,rw /`, then writing /etc/<probe>
  *   umount            unmounting the tmpfs over $HOME (directly, and in a user namespace
  *                     of its own) to reach ~/.ssh/id_rsa behind it
- *   secrets           ~/.ssh/id_rsa, $PANOPTICON_HOME/keys/ (its *_secret files), the services'
- *                     environment through /proc (ANTHROPIC_API_KEY), a signal to a service
+ *   secrets           ~/.ssh/id_rsa, /etc/shadow, $PANOPTICON_HOME/keys/ (its *_secret
+ *                     files), the services' environment through /proc (ANTHROPIC_API_KEY),
+ *                     a signal to a service
  *   sockets           connecting to Unix sockets this test listens on under /run and
  *                     /var/tmp, and to the broker's ipc socket (the bus)
  *   tmp               reading a file this test left in /tmp and /var/tmp, writing files
@@ -35,9 +36,10 @@ static char s_probe[64];
 static int s_run_fd = -1, s_vartmp_fd = -1;
 
 static const char *const s_attacks[] = {
-    "capabilities", "no_new_privs", "remount", "umount-home", "umount-home-userns",
-    "ssh-key", "keys", "service-environ", "signal-service", "socket-run", "socket-var-tmp",
-    "socket-bus", "read-host-tmp", "read-host-var-tmp", "git-hook", NULL};
+    "capabilities",   "no_new_privs",   "remount",    "umount-home",   "umount-home-userns",
+    "ssh-key",        "shadow",         "keys",       "service-environ", "signal-service",
+    "socket-run",     "socket-var-tmp", "socket-bus", "read-host-tmp", "read-host-var-tmp",
+    "git-hook",       NULL};
 static const char *const s_controls[] = {"own-socket", "own-tmp", "own-dir", NULL};
 
 /* Listens on a Unix socket at path (non-blocking); -1 when this user cannot make it there
@@ -102,6 +104,7 @@ static void s_script(char *buf, size_t size, pid_t tester)
         "try umount-home-userns unshare -Urm sh -c 'cd /; for m in \"$HOME\" /tmp; do umount "
         "-l \"$m\"; done; cat \"$HOME/.ssh/id_rsa\"'\n"
         "try ssh-key cat \"$HOME/.ssh/id_rsa\"\n"
+        "try shadow cat /etc/shadow\n"
         "try keys sh -c 'cat %s/keys/*secret*'\n"
         "try service-environ sh -c 'cat /proc/%d/environ || grep -l sekrit "
         "/proc/[0-9]*/environ'\n"

@@ -71,6 +71,7 @@ try remount sh -c 'mount -o remount,rw / 2>/dev/null; mount -o remount,bind,rw /
 try umount-home sh -c 'cd /; for m in "\$HOME" /tmp /var/tmp $PANOPTICON_HOME; do umount "\$m" || umount -l "\$m"; done; cat $HOME/.ssh/id_rsa $PANOPTICON_HOME/keys/client_secret'
 try umount-home-userns unshare -Urm sh -c 'cd /; for m in "\$HOME" /tmp; do umount -l "\$m"; done; cat $HOME/.ssh/id_rsa'
 try ssh-key cat $HOME/.ssh/id_rsa
+try shadow cat /etc/shadow
 try keys cat $PANOPTICON_HOME/keys/client_secret
 try claude-credentials cat $CLAUDE_CONFIG_DIR/.credentials.json
 try environment sh -c 'env | grep -q sekrit'
@@ -101,7 +102,7 @@ for word in ESCAPED BROKEN sekrit; do
     case "$out" in *"$word"*) echo "FAIL: the output has $word"; fail=1 ;; esac
 done
 case "$out" in *ATTACKS-DONE*) ;; *) echo "FAIL: the attack script did not finish"; fail=1 ;; esac
-[ "$(echo "$out" | grep -c ': refused$')" = 18 ] || { echo "FAIL: not 18 attacks refused"; fail=1; }
+[ "$(echo "$out" | grep -c ': refused$')" = 19 ] || { echo "FAIL: not 19 attacks refused"; fail=1; }
 if [ -s "$log" ]; then echo "FAIL: connections arrived: $(cat "$log")"; fail=1; fi
 for f in /etc/cc-probe-$$ /tmp/cc-escaped-$$ /var/tmp/cc-escaped-$$ "$w/.git/hooks/post-checkout"; do
     [ -e "$f" ] && { echo "FAIL: the sandbox wrote $f"; fail=1; }

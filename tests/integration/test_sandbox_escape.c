@@ -128,8 +128,9 @@ static void s_script(char *buf, size_t size, pid_t tester)
         "echo ATTACKS-DONE\n"
         "echo '=== 1 passed in 0.01s ==='\n"
         "[ \"$1\" != fail ]\n",
-        s_probe, s_h->env->home, s_h->env->home, s_h->env->home, (int)tester, (int)tester, s_run_sock, s_vartmp_sock,
-        s_h->env->dir, s_tmp_file, s_vartmp_file, s_probe, s_probe, s_probe);
+        s_probe, s_h->env->home, s_h->env->home, s_h->env->home, (int)tester, (int)tester,
+        s_run_sock, s_vartmp_sock, s_h->env->dir, s_tmp_file, s_vartmp_file, s_probe, s_probe,
+        s_probe);
 }
 
 /* Checks the script's output: it ran to its end, every attack refused, every control

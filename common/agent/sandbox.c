@@ -328,29 +328,66 @@ bool sandbox_network(const sandbox_t *self, const char *opted_in_by, char *buf, 
     return false;
 }
 
-/* The bwrap arguments that hide what the command must not see, in the order bwrap mounts
- * them: fresh empty tmpfs over the places that hold secrets or the machine's Unix sockets
- * (whatever of them exists), then the directory under test and its git directory. */
-static bool s_push_mounts(char **wrapped, size_t *n, size_t cap, const char *dir)
+/* The places a command must not see, as real paths of existing directories, into
+ * hidden[] (strings owned by the caller, freed with free()); returns how many. */
+static size_t s_hidden(char **hidden, size_t max)
 {
     /* Private /tmp and /var/tmp, and no socket of /run (D-Bus, an ssh-agent, docker's):
-     * the machine's Unix sockets live there, in /tmp (ssh-agent, X11) or in the homes. */
-    const char *const always[] = {"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm", "/root"};
-    /* The services' user's home (by $HOME and by the password database), the services'
-     * state (keys, client_secret, the store) and the agent CLI's credentials. */
+     * the machine's Unix sockets live there, in /tmp (ssh-agent, X11) or in the homes. The
+     * services' user's home (by $HOME and by the password database), the services' state
+     * (keys, client_secret, the store) and the agent CLI's credentials. */
     const struct passwd *pw = getpwuid(geteuid());
-    const char *const mine[] = {getenv("HOME"), pw != NULL ? pw->pw_dir : NULL, home_dir(),
-                                getenv("CLAUDE_CONFIG_DIR")};
-    const char *const *lists[] = {always, mine};
-    size_t counts[] = {sizeof always / sizeof always[0], sizeof mine / sizeof mine[0]};
+    const char *const places[] = {"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm", "/root",
+                                  getenv("HOME"), pw != NULL ? pw->pw_dir : NULL, home_dir(),
+                                  getenv("CLAUDE_CONFIG_DIR")};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof places / sizeof places[0] && n < max; i++) {
+        if (!s_is_dir(places[i]))
+            continue;
+        char *real = realpath(places[i], NULL);
+        if (real != NULL && strcmp(real, "/") != 0)
+            hidden[n++] = real;
+        else
+            free(real);
+    }
+    return n;
+}
+
+/* Pushes a --tmpfs over each hidden place for which `inside` is true of (place, dir). */
+static bool s_push_hide(char **wrapped, size_t *n, size_t cap, char *const *hidden,
+                        size_t nhidden, const char *dir)
+{
     bool ok = true;
-    for (size_t l = 0; ok && l < 2; l++)
-        for (size_t i = 0; ok && i < counts[l]; i++) {
-            if (!s_is_dir(lists[l][i]) || strcmp(lists[l][i], "/") == 0)
-                continue;
-            const char *const add[] = {"--tmpfs", lists[l][i], NULL};
-            ok = s_push(wrapped, n, cap, add);
-        }
+    for (size_t i = 0; ok && i < nhidden; i++) {
+        if (dir != NULL && (!s_inside(hidden[i], dir) || strcmp(hidden[i], dir) == 0))
+            continue;
+        const char *const add[] = {"--tmpfs", hidden[i], NULL};
+        ok = s_push(wrapped, n, cap, add);
+    }
+    return ok;
+}
+
+/* The bwrap arguments that hide what the command must not see, in the order bwrap mounts
+ * them: fresh empty tmpfs over the places that hold secrets or the machine's Unix sockets,
+ * then the directory under test and its git directory, then the hidden places inside
+ * those again. Returns 0, FAILURE_INVALID (the directory is / or one of the hidden places
+ * itself: its commands would see what is hidden) or FAILURE_MEMORY. */
+static int s_push_mounts(char **wrapped, size_t *n, size_t cap, const char *dir)
+{
+    char *hidden[16];
+    size_t nhidden = s_hidden(hidden, sizeof hidden / sizeof hidden[0]);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < nhidden; i++)
+        if (strcmp(hidden[i], dir) == 0)
+            rc = failure_set(FAILURE_INVALID,
+                             "the directory to run in, %s, is a place the sandbox hides (a "
+                             "home, the services' state, /tmp, /run): a branch's commands run "
+                             "there would see what is kept in it; run them in a checkout of "
+                             "its own",
+                             dir);
+    if (rc == 0 && strcmp(dir, "/") == 0)
+        rc = failure_set(FAILURE_INVALID, "the directory to run in is /: it would be writable");
+    bool ok = rc == 0 && s_push_hide(wrapped, n, cap, hidden, nhidden, NULL);
     /* Run by root, the command is uid 0 without capabilities: a file only root may read is
      * still its own. The usual ones on a system are covered (reading them is refused). */
     if (ok && geteuid() == 0) {
@@ -375,14 +412,23 @@ static bool s_push_mounts(char **wrapped, size_t *n, size_t cap, const char *dir
     }
     /* The directory under test is writable; its repository's git directory read-only (git
      * works, but no hook or config can be planted for the services to run later). The
-     * one mounted last wins where they nest. */
+     * one mounted last wins where they nest. Hidden places inside either (the directory
+     * is, say, the parent of the state home) are hidden again. */
     char common[PATH_MAX];
     bool git = ok && s_git_common_dir(dir, common, sizeof common);
     const char *const rw[] = {"--bind", dir, dir, NULL};
     const char *const ro[] = {"--ro-bind", common, common, NULL};
-    if (git && s_inside(dir, common))
-        return s_push(wrapped, n, cap, ro) && s_push(wrapped, n, cap, rw);
-    return ok && s_push(wrapped, n, cap, rw) && (!git || s_push(wrapped, n, cap, ro));
+    if (ok && git && s_inside(dir, common))
+        ok = s_push(wrapped, n, cap, ro) && s_push(wrapped, n, cap, rw);
+    else if (ok)
+        ok = s_push(wrapped, n, cap, rw) && (!git || s_push(wrapped, n, cap, ro));
+    ok = ok && s_push_hide(wrapped, n, cap, hidden, nhidden, dir) &&
+         (!git || s_push_hide(wrapped, n, cap, hidden, nhidden, common));
+    for (size_t i = 0; i < nhidden; i++)
+        free(hidden[i]);
+    if (rc == 0 && !ok)
+        rc = failure_set(FAILURE_MEMORY, "out of memory");
+    return rc;
 }
 
 int sandbox_wrap(const sandbox_t *self, const char *dir, bool network, char *const *argv,
@@ -411,7 +457,13 @@ int sandbox_wrap(const sandbox_t *self, const char *dir, bool network, char *con
         const char *const base[] = {"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                                     NULL};
         ok = s_push(wrapped, &n, cap, head) && s_push(wrapped, &n, cap, self->drop) &&
-             s_push(wrapped, &n, cap, base) && s_push_mounts(wrapped, &n, cap, real);
+             s_push(wrapped, &n, cap, base);
+        int rc = ok ? s_push_mounts(wrapped, &n, cap, real) : 0;
+        if (rc == FAILURE_INVALID) {
+            sandbox_argv_free(&wrapped);
+            return rc;
+        }
+        ok = ok && rc == 0;
         /* No network but a loopback of its own: the bus (even on 127.0.0.1), the world and
          * abstract Unix sockets are out of reach unless the repository opted in. */
         if (ok && !network && self->net_works) {

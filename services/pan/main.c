@@ -8,6 +8,8 @@
 #include "cmd_prompt.h"
 #include "failure.h"
 #include "home.h"
+#include "repo_files.h"
+#include "repository.h"
 
 #include <czmq.h>
 #include <stdio.h>
@@ -108,6 +110,8 @@ int main(int argc, char **argv)
 {
     /* pan handles SIGINT/SIGTERM itself (pan events --follow). */
     zsys_handler_set(NULL);
+    /* pan prompt shows what the services would say: the target branch's roles. */
+    repo_files_set_reader(repository_file_at);
     pan_t pan = {.timeout_ms = CLIENT_TIMEOUT_MS};
     argc = s_take_global_options(&pan, argc - 1, argv + 1);
     argv += 1;

@@ -246,6 +246,13 @@ static char *s_merge_payload(const json_t *review, bool overridden, const char *
         reviewed = pan_json_str(result, "REVIEWED_COMMIT", "");
     if (payload != NULL && reviewed[0] != '\0')
         json_object_set_new(payload, "commit", json_string(reviewed));
+    /* ... and carries the merge base the review read: the broker checks it is the review's,
+     * and the merge-agent holds the merge when the target no longer contains it. */
+    const char *base = pan_json_str(result, "merge_base", "");
+    if (base[0] == '\0')
+        base = pan_json_str(result, "MERGE_BASE", "");
+    if (payload != NULL && base[0] != '\0')
+        json_object_set_new(payload, "merge_base", json_string(base));
     if (payload != NULL && overridden)
         json_object_set_new(payload, "override",
                             pan_override_new(reason ? reason

@@ -317,13 +317,14 @@ static int s_review_opens(const char *review_id, const review_gate_t *gate,
     return 0;
 }
 
-/* True when the review mode "disabled" was reported for the merge's target (see the top),
- * so a merge without a review may go on to the merge-agent, which checks it again. */
+/* True when the review mode "disabled" was reported for the merge's target (see the top):
+ * the broker's own [review] mode, or `reviews` (may be NULL), so a merge without a review
+ * may go on to the merge-agent, which checks it again. */
 static bool s_disabled_reported(const broker_t *self, const issue_reviews_t *reviews)
 {
     if (strcmp(config_string(self->config.config, "review", "mode", "normal"), "disabled") == 0)
         return true;
-    return reviews->disabled_reported;
+    return reviews != NULL && reviews->disabled_reported;
 }
 
 /* The issue's gate for the merge: 0 when the newest review that read the commit against
@@ -436,6 +437,15 @@ int broker_gate_check(broker_t *self, const wire_msg_t *msg, const char *special
         snprintf(ask.target, sizeof ask.target, "main");
     wire_obj_str(wire_map_get_key(payload, "merge_base"), ask.merge_base,
                  sizeof ask.merge_base, "");
+    /* The broker's own mode is "disabled": a merge without a review's merge base goes to
+     * the merge-agent, which reads the mode at the target commit (the repository may say
+     * otherwise there). One that carries a merge base is checked as any other. */
+    if (ask.merge_base[0] == '\0' && s_disabled_reported(self, NULL))
+        return parent != NULL && s_forced(msg)
+                   ? failure_set(FAILURE_INVALID, "the merge chained by %s carries "
+                                                  "payload.force: a chained merge cannot force",
+                                 parent)
+                   : 0;
     if (ask.commit[0] == '\0')
         return failure_set(FAILURE_INVALID,
                            "a merge must name the commit it merges (payload.commit), so the "

@@ -1036,12 +1036,13 @@ static bool s_file_exists(void *path)
  * and the task's next attempt merges it, once. */
 static void test_stopped_worker_is_fenced(void)
 {
-    char started[700], go[700], config[1600];
+    char started[700], go[700], config[2400];
     s_setup("merge-svc-fenced", NULL);
     snprintf(started, sizeof started, "%s/tests-started", s_h->env->dir);
     snprintf(go, sizeof go, "%s/go", s_h->env->dir);
     snprintf(config, sizeof config,
              "[broker]\nretry_backoff_ms = 50\n\n[agent]\ncommand = \"%s\"\n\n"
+             "[security]\nrequire_review = false\n\n" /* the merge-agent reads it too */
              "[tests]\nsandbox = \"none\"\n\n" /* the command sees the test's files */
              "[specialists.merge-agent]\ntest_command = \"touch '%s'; "
              "while [ ! -e '%s' ]; do sleep 0.05; done\"\n",

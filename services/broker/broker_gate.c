@@ -274,7 +274,9 @@ static int s_refuse_unreviewed(const merge_ask_t *ask, const issue_reviews_t *r)
     if (r->newest_task[0] == '\0')
         return failure_set(FAILURE_INVALID,
                            "issue %s has no finished review, so commit %.12s cannot be merged; "
-                           "review it first or " GATE_OVERRIDE_HINT,
+                           "review it first (where the target's own settings say review mode "
+                           "\"disabled\", the review-agent reports that and ends at once) "
+                           "or " GATE_OVERRIDE_HINT,
                            ask->issue, ask->commit);
     if (r->newest.blocked)
         return failure_set(FAILURE_INVALID,

@@ -383,7 +383,16 @@ static int s_merge_unreviewed(const pan_t *pan, const approve_args_t *args,
         printf("Review mode is disabled for '%s' of %s: merging the head of '%s' (%.12s) "
                "without a review\n",
                merge->target, merge->workspace, merge->branch, head);
-    return s_submit_merge(pan, args, &unreviewed);
+    int code = s_submit_merge(pan, args, &unreviewed);
+    if (code == PAN_EXIT_ERROR)
+        fprintf(stderr,
+                "pan: the broker opens no repository: it lets a merge without a review through "
+                "once a review-agent has reported the mode \"disabled\" of '%s' for issue %s "
+                "(the review ends at once in that mode): pan submit review-agent --workspace %s "
+                "--branch %s --target %s --issue %s --wait, then approve again\n",
+                merge->target, merge->issue, merge->workspace, merge->branch, merge->target,
+                merge->issue);
+    return code;
 }
 
 /* True when the review mode that holds for `target` of `workspace` is "disabled". */

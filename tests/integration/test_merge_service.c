@@ -858,6 +858,9 @@ static void test_approve_disabled(void)
     /* The broker opens no repository: it learns the mode from a review-agent's report (the
      * review ends at once in that mode), and the merge-agent reads it again at the target
      * commit it merges into. */
+    CHECK(s_pan("approve", "PAN-20", "--workspace", s_repos.user, "--branch", "feature/ok",
+                NULL) == 1);
+    CHECK(strstr(s_pan_out, "once a review-agent has reported the mode \"disabled\"") != NULL);
     harness_service(s_h, "cloister-review", "review-1", 3000, NULL);
     s_review("review-20", "PAN-20", "feature/ok");
     s_start_merge("merge-1");

@@ -862,7 +862,9 @@ static void test_approve_disabled(void)
                 NULL) == 1);
     CHECK(strstr(s_pan_out, "once a review-agent has reported the mode \"disabled\"") != NULL);
     harness_service(s_h, "cloister-review", "review-1", 3000, NULL);
-    s_review("review-20", "PAN-20", "feature/ok");
+    /* The command docs/security.md gives (and pan approve printed). */
+    CHECK(s_pan("submit", "review-agent", "--workspace", s_repos.user, "--branch", "feature/ok",
+                "--issue", "PAN-20", "--wait", "--wait-timeout", "30", NULL) == 0);
     s_start_merge("merge-1");
     CHECK(s_pan("approve", "PAN-20", "--workspace", s_repos.user, "--branch", "feature/ok",
                 "--wait", "--wait-timeout", "30", NULL) == 0);

@@ -190,6 +190,8 @@ static void s_read_gate(const task_t *review, review_gate_t *gate_out)
         wire_obj_str(wire_map_get_key(&unpacked.data, "target"), gate_out->target,
                      sizeof gate_out->target, "main");
     msgpack_unpacked_destroy(&unpacked);
+    if (gate_out->target[0] == '\0') /* "" is the default, as the review-agent reads it */
+        snprintf(gate_out->target, sizeof gate_out->target, "main");
 }
 
 #define GATE_OVERRIDE_HINT                                                                     \
@@ -439,26 +441,21 @@ int broker_gate_check(broker_t *self, const wire_msg_t *msg, const char *special
         snprintf(ask.target, sizeof ask.target, "main");
     wire_obj_str(wire_map_get_key(payload, "merge_base"), ask.merge_base,
                  sizeof ask.merge_base, "");
-    /* The broker's own mode is "disabled": a merge without a review's merge base goes to
-     * the merge-agent, which reads the mode at the target commit (the repository may say
-     * otherwise there). One that carries a merge base is checked as any other. */
+    int rc;
     if (ask.merge_base[0] == '\0' && s_disabled_reported(self, NULL))
-        return parent != NULL && s_forced(msg)
-                   ? failure_set(FAILURE_INVALID, "the merge chained by %s carries "
-                                                  "payload.force: a chained merge cannot force",
-                                 parent)
-                   : 0;
-    if (ask.commit[0] == '\0')
-        return failure_set(FAILURE_INVALID,
-                           "a merge must name the commit it merges (payload.commit), so the "
-                           "broker can match it with a passing review%s%s (pan submit "
-                           "pins the branch's head, pan approve the reviewed commit); "
-                           GATE_OVERRIDE_HINT,
-                           issue ? " of issue " : "", issue ? issue : "");
-    int rc = FAILURE_NOT_FOUND;
-    if (parent != NULL)
-        rc = s_chained_gate(self, parent, &ask);
-    if (rc == FAILURE_NOT_FOUND)
+        /* The broker's own mode is "disabled": a merge without a review's merge base goes
+         * to the merge-agent, which reads the mode at the target commit (the repository may
+         * say otherwise there). One that carries a merge base is checked as any other. */
+        rc = 0;
+    else if (ask.commit[0] == '\0')
+        rc = failure_set(FAILURE_INVALID,
+                         "a merge must name the commit it merges (payload.commit), so the "
+                         "broker can match it with a passing review%s%s (pan submit "
+                         "pins the branch's head, pan approve the reviewed commit); "
+                         GATE_OVERRIDE_HINT,
+                         issue ? " of issue " : "", issue ? issue : "");
+    else if ((rc = parent ? s_chained_gate(self, parent, &ask) : FAILURE_NOT_FOUND) ==
+             FAILURE_NOT_FOUND)
         rc = s_issue_gate(self, &ask);
     /* The merge-agent takes payload.force as the admin's override: only a submit from
      * outside, whose key was checked, may carry it. */

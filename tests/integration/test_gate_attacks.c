@@ -8,7 +8,9 @@
  *                    that only the queue name differs: the gate sees one name
  *   forged_next      a worker's result chaining a merge of an unreviewed commit (NEXT:),
  *                    also with payload.force: refused, where the pipeline's own hand-off
- *                    (review → test → merge of the reviewed commit) still goes through
+ *                    (review → test → merge of the reviewed commit) still goes through;
+ *                    chained after that review, a merge carrying payload.force or into
+ *                    another target than the review's is refused
  *   disabled_review  a review made while [review] mode = "disabled" approves nothing once
  *                    the mode is back to normal; a target branch whose own settings say
  *                    "disabled" makes merges available without a review
@@ -178,7 +180,7 @@ static void test_forged_next(void)
 
     /* An ordinary worker chaining a merge of an unreviewed commit, then the same forced
      * and under the other spelling. */
-    char lines[3000];
+    char lines[6000];
     snprintf(lines, sizeof lines,
              "NEXT: {\"id\": \"forged-1\", \"specialist\": \"merge-agent\", \"payload\": %s}\n",
              s_merge_payload(head, false));
@@ -200,15 +202,21 @@ static void test_forged_next(void)
              "NEXT: {\"id\": \"test-r1\", \"specialist\": \"test-agent\", \"payload\": {}}\n",
              head, main_head);
     s_will_print("review-r1", lines);
-    char forced[1200];
+    char forced[1200], elsewhere[1200];
     snprintf(forced, sizeof forced, "%s", s_merge_payload_base(head, true, main_head));
+    snprintf(elsewhere, sizeof elsewhere,
+             "{\"workspace\": \"%s\", \"branch\": \"feature/x\", \"target\": \"release\", "
+             "\"issueId\": \"PAN-1\", \"commit\": \"%s\", \"merge_base\": \"%s\"}",
+             s_repos.user, head, main_head);
     snprintf(lines, sizeof lines,
              "NEXT: {\"id\": \"merge-r1\", \"specialist\": \"merge-agent\", \"payload\": %s}\n"
              "NEXT: {\"id\": \"merge-other\", \"specialist\": \"merge-agent\", \"payload\": "
              "{\"commit\": \"%s\"}}\n"
              "NEXT: {\"id\": \"merge-forced\", \"specialist\": \"merge-agent\", "
+             "\"payload\": %s}\n"
+             "NEXT: {\"id\": \"merge-elsewhere\", \"specialist\": \"merge-agent\", "
              "\"payload\": %s}\n",
-             s_merge_payload_base(head, false, main_head), main_head, forced);
+             s_merge_payload_base(head, false, main_head), main_head, forced, elsewhere);
     s_will_print("test-r1", lines);
     harness_submit(s_h, "review-r1", "review-agent", NULL, 0, 0, NULL);
     json_t *merge = s_admission("merge-r1", 10000);
@@ -218,6 +226,9 @@ static void test_forged_next(void)
     /* The merge-agent takes payload.force as an admin's override: a chained one is refused
      * even where the review opened the gate. */
     s_check_refused("merge-forced", "a chained merge cannot force");
+    /* ... and it opens the gate only for the target it read. */
+    s_check_refused("merge-elsewhere", "is into 'release', but review review-r1 read the "
+                                       "commit against 'main'");
     s_teardown();
 }
 

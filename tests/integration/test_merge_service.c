@@ -841,9 +841,11 @@ static void test_pan_approve(void)
 }
 
 /* `disabled` means disabled: the target branch's own settings say [review] mode =
- * "disabled", and `pan approve` merges the branch's head at once, with no review at all
- * (the broker's gate honours the repository's mode too). In a mode that is not disabled the
- * same approve finds no review and merges nothing. */
+ * "disabled", and once a review-agent has reported that mode (the broker opens no
+ * repository), `pan approve` merges the branch's head with no review at all. In a mode
+ * that is not disabled the same approve finds no review and merges nothing, and a merge let
+ * through on an old report is held by the merge-agent, which reads the mode at the target
+ * commit it merges into. */
 static void test_approve_disabled(void)
 {
     s_setup_gate("merge-svc-approve-disabled", NULL, true);
@@ -872,6 +874,24 @@ static void test_approve_disabled(void)
     CHECK(strstr(s_pan_out, "merged") != NULL);
     CHECK_INT(testgit_run(s_repos.remote, "show", "refs/heads/main:d.c", NULL), 0);
     CHECK_STR(testgit_out(), "int d;");
+
+    /* main turns reviews back on. The report made while it said "disabled" still lets an
+     * unreviewed merge reach the merge-agent, which reads the mode at the very target
+     * commit it merges into, and holds it. */
+    testgit_push_main(s_repos.user, ".cloister/config.toml", "[review]\nmode = \"normal\"\n");
+    testgit_push_branch(s_repos.user, "feature/late", "late.c", "int late;\n");
+    CHECK(s_pan("submit", "merge-agent", "--workspace", s_repos.user, "--branch", "feature/late",
+                "--issue", "PAN-20", "--id", "late", "--wait", "--wait-timeout", "30",
+                NULL) != 0);
+    json_t *end = s_wait_end("late", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    if (end != NULL &&
+        strstr(harness_field(end, "error"), "no review opened the gate for this merge") == NULL)
+        fprintf(stderr, "the late merge: %s\n", harness_field(end, "error"));
+    CHECK(end != NULL && strstr(harness_field(end, "error"),
+                                "no review opened the gate for this merge") != NULL &&
+          strstr(harness_field(end, "error"), "is \"normal\"") != NULL);
+    CHECK(testgit_run(s_repos.remote, "cat-file", "-e", "refs/heads/main:late.c", NULL) != 0);
     s_teardown();
 }
 

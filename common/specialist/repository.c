@@ -257,7 +257,10 @@ static int s_resolve_branch(git_repository *repo, const char *path, const char *
     return 0;
 }
 
-int repository_branch_resolve(const char *path, const char *branch, char *ref, size_t ref_size,
+/* Opens the repository containing `path` and resolves `branch` in it (s_resolve_branch).
+ * Returns 0, FAILURE_NOT_FOUND/FAILURE_INVALID from the rule, or 1 when `path` is in no
+ * repository (with the reason set). */
+static int s_open_and_resolve(const char *path, const char *branch, char *ref, size_t ref_size,
                               char *commit, size_t commit_size)
 {
     if (ref != NULL && ref_size > 0)
@@ -269,10 +272,12 @@ int repository_branch_resolve(const char *path, const char *branch, char *ref, s
     int rc;
     char name[600];
     git_oid oid;
-    if (git_repository_open_ext(&repo, path, 0, NULL) != 0)
-        rc = failure_set(FAILURE_NOT_FOUND, "%s is not in a git repository", path);
-    else
+    if (git_repository_open_ext(&repo, path, 0, NULL) != 0) {
+        failure_set(FAILURE_NOT_FOUND, "%s is not in a git repository", path);
+        rc = 1;
+    } else {
         rc = s_resolve_branch(repo, path, branch, name, sizeof name, &oid);
+    }
     if (rc == 0 && ref != NULL && ref_size > 0)
         snprintf(ref, ref_size, "%s", name);
     if (rc == 0 && commit != NULL && commit_size > 0)
@@ -282,14 +287,17 @@ int repository_branch_resolve(const char *path, const char *branch, char *ref, s
     return rc;
 }
 
+int repository_branch_resolve(const char *path, const char *branch, char *ref, size_t ref_size,
+                              char *commit, size_t commit_size)
+{
+    int rc = s_open_and_resolve(path, branch, ref, ref_size, commit, commit_size);
+    return rc == 1 ? FAILURE_NOT_FOUND : rc;
+}
+
 int repository_branch_commit(const char *path, const char *branch, char *out, size_t size)
 {
-    int rc = repository_branch_resolve(path, branch, NULL, 0, out, size);
-    if (rc == 0)
-        return 1;
-    return rc == FAILURE_NOT_FOUND && strstr(failure_message(), "not in a git repository") == NULL
-               ? 0
-               : -1;
+    int rc = s_open_and_resolve(path, branch, NULL, 0, out, size);
+    return rc == 0 ? 1 : rc == 1 ? -1 : 0;
 }
 
 int repository_branch_exists(const char *path, const char *branch)

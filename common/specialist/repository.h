@@ -59,12 +59,13 @@ int repository_branch_commit(const char *path, const char *branch, char *out, si
 int repository_file_at(const char *workspace, const char *rev, const char *path, char **text);
 
 /* Reads the repository's own settings (REPOSITORY_CONFIG_PATH) as committed at `rev` (a
- * commit id or a branch, as repository_file_at()) of the repository containing `workspace` — never from a working
- * tree, so what counts is what is committed where it matters (the commit under test; the
- * target branch for the review mode, which a branch under review cannot change). *out is
- * an overlay (config_parse_overlay(): only the keys the file sets) or NULL when there is no
- * such file. Returns 0, FAILURE_NOT_FOUND (no repository, or no such rev) or
- * FAILURE_INVALID ("<rev>:.cloister/config.toml:line:col: ..."). */
+ * commit id or a branch, as repository_file_at()) of the repository containing
+ * `workspace` — never from a working tree, so what counts is what is committed where it
+ * matters (the commit under test; the target branch for the review mode, which a branch
+ * under review cannot change). *out is an overlay (config_parse_overlay(): only the keys
+ * the file sets) or NULL when there is no such file. Returns 0, FAILURE_NOT_FOUND (no
+ * repository, or no such commit or branch) or FAILURE_INVALID ("<rev>:.cloister/
+ * config.toml:line:col: ...", or `rev` no branch name or an ambiguous one). */
 int repository_config_at(const char *workspace, const char *rev, config_t **out);
 
 /* The review mode that holds for a change into `target` of the repository containing

@@ -535,7 +535,8 @@ static int s_check_target(s_job_t *job)
                           "again",
                           job->target, target, base, job->target);
     }
-    if (job->req->check_target != NULL && job->req->check_target(target, job->req->callback_arg) != 0)
+    merge_check_target_fn check = job->req->check_target;
+    if (check != NULL && check(target, job->req->callback_arg) != 0)
         return s_fail(job, FAILURE_DENIED, "%s", failure_message());
     return 0;
 }

@@ -531,7 +531,8 @@ static void test_target_swap(void)
 
 static void test_tag_main(void)
 {
-    s_setup_real("gate-tag-main", "REVIEW_RESULT: CHANGES_REQUESTED\nFINDINGS:\n- error: x.c:1 bad\n");
+    s_setup_real("gate-tag-main",
+                 "REVIEW_RESULT: CHANGES_REQUESTED\nFINDINGS:\n- error: x.c:1 bad\n");
     testgit_push_branch(s_repos.user, "feature/x", "x.c", "int x;\n");
     /* A tag named main on a commit whose settings say "disabled", pushed and fetched. */
     CHECK_INT(testgit_run(s_repos.dev, "checkout", "-q", "-b", "tagged", NULL), 0);

@@ -31,7 +31,8 @@ static void s_names(const testgit_fixture_t *repos, const char *dir)
     CHECK_STR(expected, evil);
 
     config_t *config = NULL;
-    CHECK_INT(config_parse_buffer("cloister.toml", "[review]\nmode = \"normal\"\n", 25, &config), 0);
+    const char *normal = "[review]\nmode = \"normal\"\n";
+    CHECK_INT(config_parse_buffer("cloister.toml", normal, strlen(normal), &config), 0);
     char mode[16], who[300];
     CHECK_INT(repository_review_mode(config, repos->user, "main", mode, sizeof mode), 0);
     CHECK_STR(mode, "normal");

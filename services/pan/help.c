@@ -135,10 +135,13 @@ static const help_t s_help[] = {
      "  alive <worker-id>     exit 0 when that worker is registered (for health checks)\n"
      "  --json                the raw objects\n"},
     {"approve",
-     "usage: pan approve <issue-or-review-task> [--force [--reason TEXT]] [--priority P] [--json]\n"
-     "Queues the merge of a reviewed issue (its newest finished review) or review task\n"
-     "(its id, or a unique start of it), pinned to the reviewed commit; refused with the\n"
-     "blocking findings when its gate is blocked.\n"
+     "usage: pan approve <issue> | --task <review-task> [--force [--reason TEXT]] [--priority P]\n"
+     "       [--json]\n"
+     "Queues the merge of a reviewed issue (its newest finished review: only reviews of that\n"
+     "issue, matched exactly as stored) or, with --task, of a review task (its id, or a\n"
+     "unique start of it), pinned to the reviewed commit, its target and merge base; refused\n"
+     "with the blocking findings when its gate is blocked.\n"
+     "  --task                the argument is a review task's id (or the unique start of one)\n"
      "  --force               merge anyway; who, when and why go in payload.override\n"
      "  --reason TEXT         with --force: why, recorded as the override's reason\n"
      "  --priority P          the merge's priority (default high)\n"

@@ -408,7 +408,7 @@ def test_issue_and_reviews(system):
           "an approved review no longer waits")
     check(any(r.get("id") == "review-solo" for r in body), "a review of no issue waits too")
     status, _, _ = system.request("/api/approve", method="POST",
-                                  body={"issue": "review-solo", "force": True, "reason": "test"})
+                                  body={"task": "review-solo", "force": True, "reason": "test"})
     check(status == 200, "approve a review by its task id")
     status, body, _ = system.request("/api/reviews")
     check(status == 200 and not any(r.get("id") == "review-solo" for r in body),

@@ -113,9 +113,11 @@ static int s_check_workspace(const char *workspace, const char *branch, char *he
         return failure_set(FAILURE_NOT_FOUND,
                            "--branch %s: %s has no such branch, neither locally nor on a remote",
                            branch, workspace);
-    if (rc < 0)
-        return failure_set(FAILURE_NOT_FOUND, "--branch %s: %s is not in a git repository",
-                           branch, workspace);
+    if (rc < 0) {
+        char reason[1024]; /* copied: failure_set() must not read the buffer it writes */
+        snprintf(reason, sizeof reason, "%s", failure_message());
+        return failure_set(FAILURE_NOT_FOUND, "--branch %s: %s", branch, reason);
+    }
     return 0;
 }
 

@@ -80,7 +80,8 @@ debian_mirror() {
     m=$(grep -hsE '^deb +(\[[^]]*\] +)?https?://' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
         awk '{for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; exit}}' | head -n1)
     [ -n "$m" ] || m=$(grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' | head -n1)
-    echo "${m:-http://deb.debian.org/debian}"
+    [ -n "$m" ] || die "cannot tell which Debian mirror apt uses (no deb line, no URIs: in /etc/apt)"
+    echo "$m"
 }
 
 base_image() {
@@ -249,7 +250,7 @@ check "no EBADENGINE while installing the agent CLI" sh -c "! grep -q EBADENGINE
 # (the Dockerfile installs it with npm --engine-strict: a Node it does not support fails the
 # build; here the CLI's own "engines" against the image's node, also when cached)
 check "the agent CLI's engines accept the image's Node" docker run --rm --entrypoint node cloister:latest -e '
-    const want = require("/usr/local/lib/node_modules/@anthropic-ai/claude-code/package.json").engines.node;
+    const want = require("/opt/claude/lib/node_modules/@anthropic-ai/claude-code/package.json").engines.node;
     const min = /^>=\s*(\d+)/.exec(want);
     process.exit(min && +process.versions.node.split(".")[0] >= +min[1] ? 0 : 1);'
 check "the agent CLI is the pinned one, on Node >= 22" docker run --rm --entrypoint sh cloister:latest -c \

@@ -535,7 +535,7 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
      * the lock page (262145), which leaves SQLite's record of the highest cached page there,
      * so the commit's "drop the pages past the end of the file" visits every hash bucket of
      * the cache. With 64 MiB (16,384 buckets, each a cache miss) that walk was about a fifth
-     * of the broker's loop under load (perf, README.md); the pages the hot path touches (the
+     * of the broker's loop under load (perf, docs/performance.md); the pages the hot path touches (the
      * tails of the tables and indexes) fit in far less. */
     if (rc == 0)
         rc = s_exec(self, "PRAGMA cache_size=-8192; PRAGMA temp_store=MEMORY;"

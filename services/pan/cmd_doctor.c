@@ -292,7 +292,7 @@ static void s_check_push(doctor_t *d, const config_t *config, const char *worksp
     s_report(d, "push", ok,
              ok ? "`git push --dry-run %s` from %s is accepted (credentials work)"
                 : "`git push --dry-run %s` from %s failed: %s — give the merge-agent push "
-                  "credentials (an SSH agent, or GH_TOKEN with gh; deploy/README.md)",
+                  "credentials (an SSH agent, or GH_TOKEN with gh; docs/deploy-compose.md)",
              remote, workspace, why);
 }
 

@@ -234,14 +234,11 @@ docker build -q -f "$SRC/deploy/Dockerfile" --target build -t cloister-build-sta
     die "the build stage did not build"
 [ -n "$CANARY_ENV" ] && rm -f "$CANARY_ENV" && CANARY_ENV=
 
-docker save cloister:latest cloister-build-stage:latest >"$W/images.tar"
-for secret in "${SECRETS[@]}"; do
-    check "no layer of either stage holds a deploy/.env secret" \
-        sh -c '! grep -a -q -F "$1" "$2"' sh "$secret" "$W/images.tar"
-    check "docker history holds no deploy/.env secret" \
-        sh -c '! docker history --no-trunc cloister:latest | grep -q -F "$1"' sh "$secret"
-done
-rm -f "$W/images.tar"
+printf '%s\n' "${SECRETS[@]}" >"$W/secrets"
+check "no layer of either stage holds a deploy/.env secret" \
+    sh -c '! docker save cloister:latest cloister-build-stage:latest | grep -a -q -F -f "$1"' sh "$W/secrets"
+check "docker history holds no deploy/.env secret" \
+    sh -c '! docker history --no-trunc cloister:latest | grep -q -F -f "$1"' sh "$W/secrets"
 check "the build stage has no .git and no deploy/.env" \
     docker run --rm --entrypoint sh cloister-build-stage:latest -c '! [ -e /src/.git ] && ! [ -e /src/deploy/.env ]'
 

@@ -226,11 +226,13 @@ fi
 
 say "building the image (${COMPOSE[*]} build; cached layers are reused)"
 start=$(date +%s)
-dc build broker 2>&1 | tee "$W/build.log" | grep -E '^Step |Successfully|EBADENGINE|ERROR|error' || true
-[ "${PIPESTATUS[0]}" = 0 ] || die "the image did not build (see above)"
+built=0
+dc build --force-rm broker >"$W/build.log" 2>&1 || built=$?
+grep -E '^Step [0-9]+/[0-9]+ : (FROM|RUN)|Using cache|Successfully tagged' "$W/build.log" | cut -c1-120 || true
+[ "$built" = 0 ] || { tail -n 40 "$W/build.log" >&2; die "the image did not build"; }
 echo "built in $(($(date +%s) - start)) s"
 # The build stage, from the same cache, to look into it too.
-docker build -q -f "$SRC/deploy/Dockerfile" --target build -t cloister-build-stage:latest "$SRC" >/dev/null ||
+docker build -q --force-rm -f "$SRC/deploy/Dockerfile" --target build -t cloister-build-stage:latest "$SRC" >/dev/null ||
     die "the build stage did not build"
 [ -n "$CANARY_ENV" ] && rm -f "$CANARY_ENV" && CANARY_ENV=
 
@@ -257,7 +259,7 @@ check "the services run as CLOISTER_UID=$CI_UID" \
 # Root's uid (CLOISTER_UID=$(id -u) as root) builds, and another uid rebuilds only the
 # layers after the user: apt, node and the CLI come from the cache.
 uid_log=$W/uid-build.log
-docker build -f "$SRC/deploy/Dockerfile" --build-arg CLOISTER_UID=0 --build-arg CLOISTER_GID=0 \
+docker build --force-rm -f "$SRC/deploy/Dockerfile" --build-arg CLOISTER_UID=0 --build-arg CLOISTER_GID=0 \
     --build-arg EXTRA_PACKAGES="make python3" --build-arg INSTALL_CLAUDE=1 \
     -t cloister-uid-check:latest "$SRC" >"$uid_log" 2>&1 || die "the build with another uid failed"
 check "CLOISTER_UID=0 builds, the services' user then has uid 0" \

@@ -14,6 +14,7 @@
 
 #include "merge_checkout.h"
 #include "merge_conflicts.h"
+#include "merge_credentials.h"
 #include "merge_locks.h"
 #include "merge_repos.h"
 #include "merge_verify.h"
@@ -52,6 +53,7 @@ typedef struct {
     merge_conflicts_t merge; /* in-memory three-way merge of this attempt, its conflicts */
     worktree_t *worktree;
     char *push_message;     /* rejection message of the last push */
+    merge_credentials_t credentials; /* this connection's offers (merge_credentials.h) */
 } s_job_t;
 
 /* ---- small helpers --------------------------------------------------------------------- */
@@ -333,6 +335,15 @@ static int s_check_locks(s_job_t *job)
     return rc;
 }
 
+/* The remote's credentials, from the environment (merge_credentials.h). */
+static int s_credentials(git_credential **out, const char *url, const char *username_from_url,
+                         unsigned int allowed_types, void *payload)
+{
+    s_job_t *job = payload;
+    return merge_credentials_acquire(out, url, username_from_url, allowed_types,
+                                     &job->credentials);
+}
+
 /* Lists the remote's branches and fetches TARGET and (if the remote has it) SOURCE into
  * their remote-tracking refs, so every decision uses current refs. */
 static int s_fetch(s_job_t *job)
@@ -341,8 +352,10 @@ static int s_fetch(s_job_t *job)
     git_remote_callbacks callbacks;
     git_remote_init_callbacks(&callbacks, GIT_REMOTE_CALLBACKS_VERSION);
     callbacks.transfer_progress = s_fetch_progress;
+    callbacks.credentials = s_credentials;
     callbacks.payload = job;
     s_progress(job, "fetching %s", job->remote_name);
+    job->credentials = (merge_credentials_t){0};
     if (git_remote_connect(job->remote, GIT_DIRECTION_FETCH, &callbacks, NULL, NULL) < 0)
         return s_git_fail(job, "cannot reach the remote");
     const git_remote_head **heads = NULL;
@@ -386,6 +399,7 @@ static int s_fetch(s_job_t *job)
     opts.update_fetchhead = 0;
     opts.prune = GIT_FETCH_NO_PRUNE;
     opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+    job->credentials = (merge_credentials_t){0}; /* a new connection */
     if (specs[0] == NULL || (nspecs == 2 && specs[1] == NULL))
         rc = s_fail(job, FAILURE_MEMORY, "out of memory");
     else if (git_remote_fetch(job->remote, &refspecs, &opts, "cloister merge-agent: fetch") < 0)
@@ -1076,7 +1090,9 @@ static int s_push_remote(s_job_t *job)
     git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);
     opts.callbacks.push_update_reference = s_push_update_reference;
     opts.callbacks.push_transfer_progress = s_push_progress;
+    opts.callbacks.credentials = s_credentials;
     opts.callbacks.payload = job;
+    job->credentials = (merge_credentials_t){0};
     git_strarray specs = {&spec, 1};
     free(job->push_message);
     job->push_message = NULL;

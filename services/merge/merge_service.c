@@ -6,6 +6,7 @@
  * cancelled), decides the outcome and writes the result fields and the history line. */
 #include "merge_service.h"
 
+#include "merge_credentials.h"
 #include "merge_engine.h"
 
 #include "agent_job.h"
@@ -410,6 +411,9 @@ static int s_target_contains(const char *repo_path, const char *remote_name, con
         git_strarray specs = {&spec, 1};
         git_fetch_options opts;
         git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
+        merge_credentials_t credentials = {0};
+        opts.callbacks.credentials = merge_credentials_acquire;
+        opts.callbacks.payload = &credentials;
         opts.update_fetchhead = 0;
         opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
         if (git_remote_fetch(remote, &specs, &opts, "cloister merge-agent: check") < 0)

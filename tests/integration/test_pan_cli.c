@@ -231,6 +231,23 @@ static void test_merge_group(testenv_t *env)
               2);
     CHECK(strstr(s_out, "is not in a git repository") != NULL);
     CHECK_INT(harness_pan_all(env, s_out, "task", "show", "m-0", NULL), 1);
+    /* A repository owned by another uid (root only can make one): the real cause, git's
+     * ownership check and the setting that trusts it, not "is not in a git repository". */
+    if (geteuid() == 0) {
+        char foreign[PATH_MAX];
+        snprintf(foreign, sizeof foreign, "%s/foreign", env->dir);
+        CHECK_INT(testgit_run(env->dir, "clone", "-q", repo_dir, foreign, NULL), 0);
+        char *chown_argv[] = {"/bin/chown", "-R", "54321:54321", foreign, NULL};
+        char ignored[256];
+        CHECK_INT(testenv_run(env, chown_argv, ignored, sizeof ignored, 10000), 0);
+        CHECK_INT(harness_pan_all(env, s_out, "submit", "test-agent", "--id", "m-0",
+                                  "--workspace", foreign, "--branch", "feat/m", NULL),
+                  2);
+        CHECK(strstr(s_out, "git refuses the repository") != NULL &&
+              strstr(s_out, "belongs to uid 54321") != NULL &&
+              strstr(s_out, "safe.directory") != NULL);
+        CHECK_INT(harness_pan_all(env, s_out, "task", "show", "m-0", NULL), 1);
+    }
 
     CHECK_INT(harness_pan(env, s_out, "submit", "merge-agent", "--id", "m-1", "--workspace",
                           sub_dir, "--target", "develop", "--payload",

@@ -242,6 +242,24 @@ static int s_history_lines(const char *task)
     return n;
 }
 
+/* Field `key` of `task`'s merge line in the history, as JSON text ("" when there is no such
+ * line; the caller frees). */
+static char *s_history_field(const char *task, const char *key)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/specialists/merge-agent/history.jsonl", s_h->env->home);
+    char *text = testenv_read_file(path);
+    char *found = NULL;
+    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        json_t *entry = json_loads(line, 0, NULL);
+        if (found == NULL && strcmp(harness_field(entry, "task"), task) == 0)
+            found = json_dumps(json_object_get(entry, key), JSON_ENCODE_ANY);
+        json_decref(entry);
+    }
+    free(text);
+    return found ? found : strdup("");
+}
+
 /* Writes the fake agent's action script and points FAKE_CLAUDE_ACTIONS at it. */
 static void s_actions(const char *script)
 {
@@ -284,6 +302,7 @@ static void test_fast_forward(void)
     CHECK_STR(s_result_str(end, "strategy"), "fast-forward");
     CHECK_STR(s_result_str(end, "TESTS"), "SKIP");
     CHECK(json_is_true(json_object_get(json_object_get(end, "result"), "pushed")));
+    CHECK_STR(s_result_str(end, "landed"), "remote");
     s_remote_main(main_after);
     CHECK_STR(main_after, feature);
     CHECK(s_progress_has("ff-1", "fetching"));
@@ -292,6 +311,12 @@ static void test_fast_forward(void)
     CHECK_STR(s_result_str(end, "local_target"), "checkout_updated");
     CHECK(s_user_clean(main_after));
     CHECK_INT(s_history_lines("ff-1"), 1);
+    char *field = s_history_field("ff-1", "pushed");
+    CHECK_STR(field, "true");
+    free(field);
+    field = s_history_field("ff-1", "landed");
+    CHECK_STR(field, "\"remote\"");
+    free(field);
 
     /* Submitting the same merge again under a new id: already merged, nothing pushed. */
     s_submit("ff-2", "feature/ff", s_group(), 0, "PAN-1");
@@ -337,6 +362,17 @@ static void test_local_target(void)
     CHECK_STR(s_result_str(end, "MERGE_RESULT"), "SUCCESS");
     CHECK_STR(s_result_str(end, "local_target"), "checkout_updated");
     CHECK(!s_progress_has("local-2", "fetching"));
+    /* Nothing was pushed, and nothing says it was. */
+    CHECK(json_is_false(json_object_get(json_object_get(end, "result"), "pushed")));
+    CHECK_STR(s_result_str(end, "landed"), "local");
+    CHECK(!s_progress_has("local-2", "pushing"));
+    CHECK(s_progress_has("local-2", "landing on the local 'main'"));
+    char *field = s_history_field("local-2", "pushed");
+    CHECK_STR(field, "false");
+    free(field);
+    field = s_history_field("local-2", "landed");
+    CHECK_STR(field, "\"local\"");
+    free(field);
     testgit_rev(s_repos.user, "main", now);
     CHECK_STR(now, feature);
     s_remote_main(remote_after);

@@ -158,6 +158,13 @@ static void test_verdicts(testenv_t *env)
           " \"merge_commit\": \"0123456789abcdef0123456789abcdef01234567\", \"pushed\": true}",
           0);
     CHECK_STR(s_first_line(), "v-merged: merged feat into main as 0123456789ab (pushed)");
+    s_run(env, merger, "merge-agent", "v-local",
+          "{\"MERGE_RESULT\": \"SUCCESS\", \"source\": \"feat\", \"target\": \"main\","
+          " \"merge_commit\": \"0123456789abcdef0123456789abcdef01234567\", \"pushed\": false,"
+          " \"landed\": \"local\"}",
+          0);
+    CHECK_STR(s_first_line(),
+              "v-local: merged feat into main as 0123456789ab (landed locally: nothing pushed)");
     fakeworker_bye(merger);
     fakeworker_destroy(&merger);
 }

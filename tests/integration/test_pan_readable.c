@@ -176,6 +176,14 @@ static void test_verdicts(testenv_t *env)
     fakeworker_destroy(&merger);
 }
 
+/* `pan keys --help` names every option (it left out --role). */
+static void test_keys_help(testenv_t *env)
+{
+    CHECK_INT(harness_pan(env, s_out, "keys", "--help", NULL), 0);
+    CHECK(strstr(s_out, "--role ROLE") != NULL && strstr(s_out, "submitter") != NULL &&
+          strstr(s_out, "worker") != NULL && strstr(s_out, "admin") != NULL);
+}
+
 /* Each line of `pan status` once: "Since the broker started" was printed twice. */
 static void test_status_once(testenv_t *env)
 {
@@ -344,6 +352,7 @@ int main(void)
         test_ids(env);
         test_verdicts(env);
         test_status_once(env);
+        test_keys_help(env);
         test_submit_checks(env);
         test_did_you_mean(env);
         test_events(env);

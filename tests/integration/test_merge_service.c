@@ -880,6 +880,26 @@ static void test_approve_disabled(void)
     s_teardown();
 }
 
+/* The issue's only review ran while the mode was disabled, and the mode is normal now:
+ * pan approve says that review approves nothing, before printing "Approving review" (it
+ * used to print that, then relay the broker's "issue D-2 has no finished review"). */
+static void test_approve_disabled_review(void)
+{
+    s_setup_gate("merge-svc-approve-disabled-review", NULL, true);
+    testgit_push_main(s_repos.user, ".cloister/config.toml", "[review]\nmode = \"disabled\"\n");
+    testgit_push_branch(s_repos.user, "feature/d2", "d.c", "int d;\n");
+    pid_t review = harness_service(s_h, "cloister-review", "review-d2", 3000, NULL);
+    s_review("d2r", "D-2", "feature/d2");
+    testenv_signal(review, SIGKILL);
+    testgit_push_main(s_repos.user, ".cloister/config.toml", "[review]\nmode = \"normal\"\n");
+    CHECK(s_pan("approve", "D-2", NULL) == 6);
+    CHECK(strstr(s_pan_out, "Approving review") == NULL);
+    CHECK(strstr(s_pan_out, "review d2r ran while the review mode was disabled, and approves "
+                            "nothing now that it is not") != NULL);
+    CHECK(s_pan("task", "show", "merge-d2r", NULL) != 0);
+    s_teardown();
+}
+
 /* pan doctor --workspace checks that merges there can be pushed: a dry-run push to the
  * remote (nothing written); a remote that cannot be reached is a ✗ with git's reason. */
 static void test_doctor_push(void)
@@ -1116,6 +1136,7 @@ int main(int argc, char **argv)
         {"approve_override", test_approve_override},
         {"gate_same_commit", test_gate_same_commit},
         {"approve_disabled", test_approve_disabled},
+        {"approve_disabled_review", test_approve_disabled_review},
         {"doctor_push", test_doctor_push},
         {"stopped_worker_is_fenced", test_stopped_worker_is_fenced},
     };

@@ -560,6 +560,33 @@ static void s_report_override(specialist_ctx_t *ctx)
     specialist_result_json(ctx, "override", (json_t *)override);
 }
 
+/* The merge-agent's half of the review gate (broker_gate.c): a merge no review vouches for
+ * (no payload.merge_base, not forced, reviews required) goes on only into a target commit
+ * whose review mode -- its own .cloister/config.toml, else [review] mode -- is "disabled".
+ * Read at the very commit merged into, so a target that moved since the mode was reported
+ * decides by what it says now. Reports the mode and the commit in the result. */
+static int s_check_unreviewed(const char *target_commit, void *arg)
+{
+    merge_job_t *job = arg;
+    char mode[16], why[600] = "";
+    if (repository_review_mode(job->service->config, job->workspace, target_commit, mode,
+                               sizeof mode) != 0)
+        snprintf(why, sizeof why, " (%s)", failure_message());
+    specialist_result_str(job->ctx, "review_mode", mode);
+    specialist_result_str(job->ctx, "review_mode_at", target_commit);
+    if (why[0] == '\0' && strcmp(mode, "disabled") == 0) {
+        specialist_progressf(job->ctx, "info",
+                             "no review: the review mode at '%s' (commit %.12s) is disabled",
+                             job->target, target_commit);
+        return 0;
+    }
+    return failure_set(FAILURE_DENIED,
+                       "no review opened the gate for this merge (it carries no "
+                       "payload.merge_base), and the review mode at '%s' (commit %.12s) is "
+                       "\"%s\"%s: the merge is held; review the branch, then pan approve",
+                       job->target, target_commit, mode, why);
+}
+
 /* Appends the merge's line to specialists/merge-agent/history.jsonl. */
 static void s_history(const merge_job_t *job, const merge_result_t *result,
                       specialist_outcome_t outcome)
@@ -658,6 +685,14 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
         request.cancelled = s_cancelled;
         request.before_push = s_before_push;
         request.callback_arg = &job;
+        bool forced = json_is_true(json_object_get(task->payload_json, "force"));
+        const char *base = specialist_payload_str(ctx, "merge_base");
+        if (!forced && config_bool(job.service->config, "security", "require_review", true)) {
+            if (base != NULL && base[0] != '\0')
+                request.reviewed_base = base;
+            else
+                request.check_target = s_check_unreviewed;
+        }
         rc = merge_engine_run(&request, &result);
     }
 

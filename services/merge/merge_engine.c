@@ -1026,7 +1026,7 @@ static int s_push_local(s_job_t *job)
         job->push_message = s_strdupf("local '%s' moved during the merge", job->target);
         rc = S_RETRY;
     } else if (rc == 0) {
-        job->result->pushed = true;
+        job->result->landed = MERGE_LANDED_LOCAL;
         if (checkout != NULL)
             s_local(job, MERGE_LOCAL_CHECKOUT_UPDATED,
                     "local '%s' and your checkout at %s moved to the merge", job->target,
@@ -1112,6 +1112,7 @@ static int s_push_remote(s_job_t *job)
         return rc != 0 ? rc : s_git_fail(job, "push failed");
     }
     job->result->pushed = true;
+    job->result->landed = MERGE_LANDED_REMOTE;
     s_update_local_target(job);
     return 0;
 }
@@ -1122,7 +1123,8 @@ static int s_push(s_job_t *job)
     if (rc != 0)
         return rc;
     const merge_request_t *req = job->req;
-    if (req->before_push != NULL && (rc = req->before_push(req->callback_arg)) != 0) {
+    if (req->before_push != NULL &&
+        (rc = req->before_push(job->remote != NULL, req->callback_arg)) != 0) {
         char why[1024];
         snprintf(why, sizeof why, "%s", failure_message());
         return s_fail(job, rc, "not pushed: %s", why);
@@ -1335,6 +1337,15 @@ const char *merge_strategy_name(merge_strategy_t strategy)
     case MERGE_STRATEGY_FAST_FORWARD: return "fast-forward";
     case MERGE_STRATEGY_CLEAN: return "clean";
     case MERGE_STRATEGY_RESOLVED: return "resolved";
+    default: return "none";
+    }
+}
+
+const char *merge_landed_name(merge_landed_t landed)
+{
+    switch (landed) {
+    case MERGE_LANDED_REMOTE: return "remote";
+    case MERGE_LANDED_LOCAL: return "local";
     default: return "none";
     }
 }

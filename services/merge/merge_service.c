@@ -142,11 +142,15 @@ static bool s_cancelled(void *arg)
     return specialist_cancelled(job->ctx);
 }
 
-/* The push happens only while this attempt still holds the task (fence.h). */
-static int s_before_push(void *arg)
+/* The push (or the landing on the local target) happens only while this attempt still
+ * holds the task (fence.h). */
+static int s_before_push(bool remote, void *arg)
 {
     merge_job_t *job = arg;
-    specialist_progressf(job->ctx, "phase", "pushing to %s/%s", job->remote, job->target);
+    if (remote)
+        specialist_progressf(job->ctx, "phase", "pushing to %s/%s", job->remote, job->target);
+    else
+        specialist_progressf(job->ctx, "phase", "landing on the local '%s'", job->target);
     int rc = fence_check(job->ctx, job->service->control_endpoint, FENCE_DEFAULT_WAIT_MS);
     if (rc == 0)
         specialist_progress(job->ctx, "info", "the broker confirms this attempt holds the task");
@@ -390,9 +394,10 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
 
 /* 1 when the target branch of the repository at `repo_path` -- on `remote_name` (fetched
  * now), or the local branch when there is no such remote or `remote_name` is NULL -- is
- * `commit_hex` or contains it; 0 when not; a negative FAILURE_* when it cannot be told. */
+ * `commit_hex` or contains it; 0 when not; a negative FAILURE_* when it cannot be told.
+ * *on_remote says which of the two was looked at. */
 static int s_target_contains(const char *repo_path, const char *remote_name, const char *target,
-                             const char *commit_hex)
+                             const char *commit_hex, bool *on_remote)
 {
     git_libgit2_init();
     git_repository *repo = NULL;
@@ -404,6 +409,7 @@ static int s_target_contains(const char *repo_path, const char *remote_name, con
         git_repository_open_ext(&repo, repo_path, 0, NULL) < 0)
         goto out;
     int found = remote_name ? git_remote_lookup(&remote, repo, remote_name) : GIT_ENOTFOUND;
+    *on_remote = found == 0;
     if (found == 0) {
         if (asprintf(&spec, "+refs/heads/%s:refs/remotes/%s/%s", target, remote_name, target) < 0 ||
             asprintf(&ref, "refs/remotes/%s/%s", remote_name, target) < 0)
@@ -508,6 +514,7 @@ static void s_report(merge_job_t *job, const merge_result_t *result)
     specialist_result_str(ctx, "merge_commit", result->merge_commit);
     specialist_result_str(ctx, "strategy", merge_strategy_name(result->strategy));
     specialist_result_bool(ctx, "pushed", result->pushed);
+    specialist_result_str(ctx, "landed", merge_landed_name(result->landed));
     specialist_result_str(ctx, "local_target", merge_local_name(result->local));
     if (result->local_note != NULL)
         specialist_result_str(ctx, "local_note", result->local_note);
@@ -590,13 +597,14 @@ static void s_history(const merge_job_t *job, const merge_result_t *result,
 {
     const specialist_task_t *task = specialist_task(job->ctx);
     json_t *entry = json_pack(
-        "{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:s?, "
-        "s:s?, s:i, s:I, s:b}",
+        "{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:o, s:o, "
+        "s:s?, s:s?, s:i, s:I, s:b}",
         "kind", "merge", "task", task->id, "attempt", (json_int_t)task->attempt, "issue",
         job->issue, "repository", job->workspace, "source", job->source, "target", job->target,
         "MERGE_RESULT", result->success ? "SUCCESS" : "FAILURE", "outcome",
         s_outcome_name(job->ctx, outcome), "strategy", merge_strategy_name(result->strategy),
-        "merge_commit", result->merge_commit, "pushed", result->pushed, "TESTS",
+        "merge_commit", result->merge_commit, "pushed", result->pushed, "landed",
+        merge_landed_name(result->landed), "TESTS",
         merge_tests_name(result->tests), "resolved_files",
         s_files_json(result->resolved_files, result->resolved_count), "failed_files",
         s_files_json(result->failed_files, result->failed_count), "reason", result->reason, "notes",
@@ -693,13 +701,15 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
     }
 
     /* A merge that did happen is never reported as failed. */
-    if (rc != 0 && !result.pushed && result.merge_commit[0] != '\0' &&
+    if (rc != 0 && result.landed == MERGE_LANDED_NONE && result.merge_commit[0] != '\0' &&
         (rc == FAILURE_TIMEOUT || rc == FAILURE_GIT || specialist_cancelled(ctx))) {
+        bool on_remote = false;
         int contains = s_target_contains(job.workspace, job.service->push ? job.remote : NULL,
-                                         job.target, result.merge_commit);
+                                         job.target, result.merge_commit, &on_remote);
         if (contains == 1) {
-            specialist_progressf(ctx, "info", "%s/%s already contains %s: the merge happened",
-                                 job.remote, job.target, result.merge_commit);
+            specialist_progressf(ctx, "info", "%s%s%s already contains %s: the merge happened",
+                                 on_remote ? job.remote : "the local ", on_remote ? "/" : "",
+                                 job.target, result.merge_commit);
             char *note = NULL;
             if (asprintf(&note, "merged although the run ended with: %s",
                          result.reason ? result.reason : "?") >= 0) {
@@ -709,7 +719,8 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
                 result.notes = note;
             }
             result.success = true;
-            result.pushed = true;
+            result.pushed = on_remote;
+            result.landed = on_remote ? MERGE_LANDED_REMOTE : MERGE_LANDED_LOCAL;
             rc = 0;
         } else if (contains < 0) {
             log_warn("task %s: %s", task->id, failure_message());

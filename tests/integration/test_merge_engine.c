@@ -225,6 +225,7 @@ static void test_fast_forward(void)
     CHECK(res.success);
     CHECK_INT(res.strategy, MERGE_STRATEGY_FAST_FORWARD);
     CHECK(res.pushed);
+    CHECK_INT(res.landed, MERGE_LANDED_REMOTE);
     CHECK_STR(res.merge_commit, feature);
     CHECK_INT(calls.tests_calls, 1);
     CHECK_STR(calls.tests_head, feature);
@@ -1005,7 +1006,8 @@ static void test_local_and_worktree(void)
     CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL), 0);
     s_write(s_repos.user, "notes.txt", "untracked\n");
     CHECK_INT(merge_engine_run(&req, &res), 0);
-    CHECK(res.pushed);
+    CHECK(!res.pushed); /* no remote: nothing was pushed */
+    CHECK_INT(res.landed, MERGE_LANDED_LOCAL);
     CHECK_INT(res.strategy, MERGE_STRATEGY_CLEAN);
     CHECK_INT(res.local, MERGE_LOCAL_CHECKOUT_UPDATED);
     testgit_rev(s_repos.user, "main", main_now);
@@ -1028,7 +1030,8 @@ static void test_local_and_worktree(void)
     testgit_rev(s_repos.user, "feature", feature);
     req.repo_path = wt;
     CHECK_INT(merge_engine_run(&req, &res), 0);
-    CHECK(res.pushed);
+    CHECK(!res.pushed);
+    CHECK_INT(res.landed, MERGE_LANDED_LOCAL);
     CHECK_INT(res.strategy, MERGE_STRATEGY_CLEAN);
     CHECK_INT(res.local, MERGE_LOCAL_UPDATED);
     testgit_rev(s_repos.user, "main", main_now);
@@ -1091,7 +1094,8 @@ static void test_local_target_behind(void)
     s_request(&req, "feature3", &calls);
     req.push = false;
     CHECK_INT(merge_engine_run(&req, &res), 0);
-    CHECK(res.pushed);
+    CHECK(!res.pushed);
+    CHECK_INT(res.landed, MERGE_LANDED_LOCAL);
     CHECK_INT(res.local, MERGE_LOCAL_CHECKOUT_UPDATED);
     char remote_after[41];
     testgit_rev(s_repos.remote, "main", remote_after);

@@ -1,6 +1,7 @@
 /* pan against a real broker: submit, task show, idempotent ids, priority checks, queue
  * order, wake, cancel/retry, status, the merge group, unknown names, reset, and a broker
  * that is not there. */
+#include "fakeworker.h"
 #include "pan_harness.h"
 #include "testgit.h"
 
@@ -325,6 +326,29 @@ static void test_list_and_reset(testenv_t *env)
     CHECK_INT(session_load("merge-agent", &state), FAILURE_NOT_FOUND);
     CHECK_INT(harness_pan(env, s_out, "specialists", "reset", "--all", "--force", NULL), 0);
     CHECK(strstr(s_out, "✓ Reset 3 specialist(s)") != NULL);
+
+    /* A generic worker runs a command of its own, not an agent CLI: no "Agent: claude". */
+    fakeworker_t *docs = fakeworker_new(env->dir, env->in_ep, "docs-agent", "w-docs");
+    CHECK(docs != NULL);
+    fakeworker_hello(docs, NULL, 0);
+    CHECK_INT(harness_pan(env, s_out, "specialists", "list", NULL), 0);
+    const char *block = strstr(s_out, "Docs Agent (enabled)");
+    CHECK(block != NULL);
+    const char *agent = strstr(block, "  Agent: ");
+    CHECK(agent != NULL && strncmp(agent, "  Agent: none (its worker runs a command of its own)\n",
+                                   53) == 0);
+    CHECK_INT(harness_pan(env, s_out, "specialists", "list", "--json", NULL), 0);
+    list = harness_json(s_out);
+    size_t i;
+    json_t *entry;
+    json_array_foreach(list, i, entry)
+    {
+        if (strcmp(json_string_value(json_object_get(entry, "name")), "docs-agent") == 0)
+            CHECK(json_is_null(json_object_get(entry, "agent")));
+    }
+    json_decref(list);
+    fakeworker_bye(docs);
+    fakeworker_destroy(&docs);
 }
 
 /* Every program prints the one version of the build. */

@@ -244,6 +244,23 @@ check "docker history holds no deploy/.env secret" \
 check "the build stage has no .git and no deploy/.env" \
     docker run --rm --entrypoint sh cloister-build-stage:latest -c '! [ -e /src/.git ] && ! [ -e /src/deploy/.env ]'
 
+# ---- 1. the sandbox in a container, with the compose file's own options -----------------
+# The options of the specialists' anchor (security_opt, cap_add), read from the file, so the
+# check follows the file as it is; every attack of tests/sandbox/container_check.sh (caps,
+# secrets, host sockets, the bus's loopback, host /tmp) must be refused, as the image's
+# user and as root.
+mapfile -t SANDBOX_OPTS < <(python3 - "$SRC/deploy/docker-compose.yml" <<'PY'
+import sys, yaml
+spec = yaml.safe_load(open(sys.argv[1]))["x-specialist"]
+for opt in spec.get("security_opt", []):
+    print("--security-opt"); print(opt)
+for cap in spec.get("cap_add", []):
+    print("--cap-add"); print(cap)
+PY
+)
+check "code under test is isolated in the image with the compose file's options" \
+    "$SRC/tests/sandbox/container_check.sh" cloister:latest "${SANDBOX_OPTS[@]}"
+
 # ---- 7. the image's details --------------------------------------------------------------
 check "no EBADENGINE while installing the agent CLI" sh -c "! grep -q EBADENGINE '$W/build.log'"
 # (the Dockerfile installs it with npm --engine-strict: a Node it does not support fails the
@@ -347,7 +364,7 @@ hpan submit review-agent --id review-1 --workspace "$REPO" --branch feature --ta
 hpan task show review-1 --json >"$W/review-1.json" 2>&1 || true
 check "the first review blocks the gate" grep -q '"CHANGES_REQUESTED"' "$W/review-1.json"
 set +e
-hpan approve review-1 >"$W/approve-1.txt" 2>&1
+hpan approve --task review-1 >"$W/approve-1.txt" 2>&1
 code=$?
 set -e
 check "pan approve of the blocked review is refused (exit 6)" test "$code" = 6
@@ -373,7 +390,7 @@ check "the branch's tests pass in the test-agent" grep -q '"TEST_RESULT": *"PASS
 check "the test-agent's run is sandboxed (network: isolated)" grep -q '"network": *"isolated' "$W/tests-1.json"
 
 ugit -C "$REPO" checkout -q main
-hpan approve review-2 --wait --wait-timeout 300 >"$W/approve-2.txt" 2>&1 || true
+hpan approve --task review-2 --wait --wait-timeout 300 >"$W/approve-2.txt" 2>&1 || true
 hpan task show merge-review-2 --json >"$W/merge.json" 2>&1 || true
 check "the merge succeeded" grep -q '"MERGE_RESULT": *"SUCCESS"' "$W/merge.json"
 remote_main=$(ugit --git-dir="$W/remote/project.git" rev-parse main)

@@ -9,6 +9,7 @@
 #include "handoff.h"
 #include "listener.h"
 #include "msgjson.h"
+#include "utf8.h"
 #include "verdict.h"
 
 #include <ctype.h>
@@ -60,7 +61,7 @@ static json_t *s_ok_data(json_t *structured, const char *summary, const json_t *
     char *text = NULL;
     size_t len = json ? strlen(json) : 0;
     if (len > DATA_TEXT_MAX)
-        len = msgjson_utf8_cut(json, DATA_TEXT_MAX);
+        len = utf8_cut(json, DATA_TEXT_MAX);
     if (asprintf(&text, "%s\n%.*s%s", summary, (int)len, json ? json : "[]",
                  json && len < strlen(json) ? "\n(cut: structuredContent has all of it)" : "") < 0)
         text = NULL;
@@ -428,6 +429,8 @@ static json_t *s_request_merge(const mcp_settings_t *settings, const json_t *arg
     argv[n++] = "approve";
     argv[n++] = s_str(args, "review");
     argv[n++] = "--json";
+    if (json_is_true(json_object_get(args, "task")))
+        argv[n++] = "--task";
     s_flag(argv, &n, "--priority", s_str(args, "priority"));
     if (json_is_true(json_object_get(args, "force")))
         argv[n++] = "--force";
@@ -845,7 +848,10 @@ static const tool_t s_tools[] = {
      "the blocking findings when the review's gate is blocked, unless force is set (the "
      "override is recorded).",
      "{\"type\": \"object\", \"properties\": {"
-     "\"review\": " TEXT("a review task id, or an issue id (its newest finished review)") ","
+     "\"review\": " TEXT("an issue id (its newest finished review, the issue matched exactly), "
+                          "or with task = true a review task's id") ","
+     "\"task\": {\"type\": \"boolean\", \"description\": \"review is a review task's id (or "
+     "the unique start of one), not an issue\"},"
      "\"force\": {\"type\": \"boolean\", \"description\": \"merge although the gate is blocked\"},"
      "\"priority\": " PRIORITY_SCHEMA
      "}, \"required\": [\"review\"], \"additionalProperties\": false}",

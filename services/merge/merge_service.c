@@ -6,6 +6,7 @@
  * cancelled), decides the outcome and writes the result fields and the history line. */
 #include "merge_service.h"
 
+#include "merge_credentials.h"
 #include "merge_engine.h"
 
 #include "agent_job.h"
@@ -141,11 +142,15 @@ static bool s_cancelled(void *arg)
     return specialist_cancelled(job->ctx);
 }
 
-/* The push happens only while this attempt still holds the task (fence.h). */
-static int s_before_push(void *arg)
+/* The push (or the landing on the local target) happens only while this attempt still
+ * holds the task (fence.h). */
+static int s_before_push(bool remote, void *arg)
 {
     merge_job_t *job = arg;
-    specialist_progressf(job->ctx, "phase", "pushing to %s/%s", job->remote, job->target);
+    if (remote)
+        specialist_progressf(job->ctx, "phase", "pushing to %s/%s", job->remote, job->target);
+    else
+        specialist_progressf(job->ctx, "phase", "landing on the local '%s'", job->target);
     int rc = fence_check(job->ctx, job->service->control_endpoint, FENCE_DEFAULT_WAIT_MS);
     if (rc == 0)
         specialist_progress(job->ctx, "info", "the broker confirms this attempt holds the task");
@@ -389,9 +394,10 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
 
 /* 1 when the target branch of the repository at `repo_path` -- on `remote_name` (fetched
  * now), or the local branch when there is no such remote or `remote_name` is NULL -- is
- * `commit_hex` or contains it; 0 when not; a negative FAILURE_* when it cannot be told. */
+ * `commit_hex` or contains it; 0 when not; a negative FAILURE_* when it cannot be told.
+ * *on_remote says which of the two was looked at. */
 static int s_target_contains(const char *repo_path, const char *remote_name, const char *target,
-                             const char *commit_hex)
+                             const char *commit_hex, bool *on_remote)
 {
     git_libgit2_init();
     git_repository *repo = NULL;
@@ -403,6 +409,7 @@ static int s_target_contains(const char *repo_path, const char *remote_name, con
         git_repository_open_ext(&repo, repo_path, 0, NULL) < 0)
         goto out;
     int found = remote_name ? git_remote_lookup(&remote, repo, remote_name) : GIT_ENOTFOUND;
+    *on_remote = found == 0;
     if (found == 0) {
         if (asprintf(&spec, "+refs/heads/%s:refs/remotes/%s/%s", target, remote_name, target) < 0 ||
             asprintf(&ref, "refs/remotes/%s/%s", remote_name, target) < 0)
@@ -410,6 +417,9 @@ static int s_target_contains(const char *repo_path, const char *remote_name, con
         git_strarray specs = {&spec, 1};
         git_fetch_options opts;
         git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
+        merge_credentials_t credentials = {0};
+        opts.callbacks.credentials = merge_credentials_acquire;
+        opts.callbacks.payload = &credentials;
         opts.update_fetchhead = 0;
         opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
         if (git_remote_fetch(remote, &specs, &opts, "cloister merge-agent: check") < 0)
@@ -504,6 +514,7 @@ static void s_report(merge_job_t *job, const merge_result_t *result)
     specialist_result_str(ctx, "merge_commit", result->merge_commit);
     specialist_result_str(ctx, "strategy", merge_strategy_name(result->strategy));
     specialist_result_bool(ctx, "pushed", result->pushed);
+    specialist_result_str(ctx, "landed", merge_landed_name(result->landed));
     specialist_result_str(ctx, "local_target", merge_local_name(result->local));
     if (result->local_note != NULL)
         specialist_result_str(ctx, "local_note", result->local_note);
@@ -553,19 +564,47 @@ static void s_report_override(specialist_ctx_t *ctx)
     specialist_result_json(ctx, "override", (json_t *)override);
 }
 
+/* The merge-agent's half of the review gate (broker_gate.c): a merge no review vouches for
+ * (no payload.merge_base, not forced, reviews required) goes on only into a target commit
+ * whose review mode -- its own .cloister/config.toml, else [review] mode -- is "disabled".
+ * Read at the very commit merged into, so a target that moved since the mode was reported
+ * decides by what it says now. Reports the mode and the commit in the result. */
+static int s_check_unreviewed(const char *target_commit, void *arg)
+{
+    merge_job_t *job = arg;
+    char mode[16], why[600] = "";
+    if (repository_review_mode(job->service->config, job->workspace, target_commit, mode,
+                               sizeof mode) != 0)
+        snprintf(why, sizeof why, " (%s)", failure_message());
+    specialist_result_str(job->ctx, "review_mode", mode);
+    specialist_result_str(job->ctx, "review_mode_at", target_commit);
+    if (why[0] == '\0' && strcmp(mode, "disabled") == 0) {
+        specialist_progressf(job->ctx, "info",
+                             "no review: the review mode at '%s' (commit %.12s) is disabled",
+                             job->target, target_commit);
+        return 0;
+    }
+    return failure_set(FAILURE_DENIED,
+                       "no review opened the gate for this merge (it carries no "
+                       "payload.merge_base), and the review mode at '%s' (commit %.12s) is "
+                       "\"%s\"%s: the merge is held; review the branch, then pan approve",
+                       job->target, target_commit, mode, why);
+}
+
 /* Appends the merge's line to specialists/merge-agent/history.jsonl. */
 static void s_history(const merge_job_t *job, const merge_result_t *result,
                       specialist_outcome_t outcome)
 {
     const specialist_task_t *task = specialist_task(job->ctx);
     json_t *entry = json_pack(
-        "{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:s?, "
-        "s:s?, s:i, s:I, s:b}",
+        "{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:o, s:o, "
+        "s:s?, s:s?, s:i, s:I, s:b}",
         "kind", "merge", "task", task->id, "attempt", (json_int_t)task->attempt, "issue",
         job->issue, "repository", job->workspace, "source", job->source, "target", job->target,
         "MERGE_RESULT", result->success ? "SUCCESS" : "FAILURE", "outcome",
         s_outcome_name(job->ctx, outcome), "strategy", merge_strategy_name(result->strategy),
-        "merge_commit", result->merge_commit, "pushed", result->pushed, "TESTS",
+        "merge_commit", result->merge_commit, "pushed", result->pushed, "landed",
+        merge_landed_name(result->landed), "TESTS",
         merge_tests_name(result->tests), "resolved_files",
         s_files_json(result->resolved_files, result->resolved_count), "failed_files",
         s_files_json(result->failed_files, result->failed_count), "reason", result->reason, "notes",
@@ -650,17 +689,27 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
         request.cancelled = s_cancelled;
         request.before_push = s_before_push;
         request.callback_arg = &job;
+        bool forced = json_is_true(json_object_get(task->payload_json, "force"));
+        const char *base = specialist_payload_str(ctx, "merge_base");
+        if (!forced && config_bool(job.service->config, "security", "require_review", true)) {
+            if (base != NULL && base[0] != '\0')
+                request.reviewed_base = base;
+            else
+                request.check_target = s_check_unreviewed;
+        }
         rc = merge_engine_run(&request, &result);
     }
 
     /* A merge that did happen is never reported as failed. */
-    if (rc != 0 && !result.pushed && result.merge_commit[0] != '\0' &&
+    if (rc != 0 && result.landed == MERGE_LANDED_NONE && result.merge_commit[0] != '\0' &&
         (rc == FAILURE_TIMEOUT || rc == FAILURE_GIT || specialist_cancelled(ctx))) {
+        bool on_remote = false;
         int contains = s_target_contains(job.workspace, job.service->push ? job.remote : NULL,
-                                         job.target, result.merge_commit);
+                                         job.target, result.merge_commit, &on_remote);
         if (contains == 1) {
-            specialist_progressf(ctx, "info", "%s/%s already contains %s: the merge happened",
-                                 job.remote, job.target, result.merge_commit);
+            specialist_progressf(ctx, "info", "%s%s%s already contains %s: the merge happened",
+                                 on_remote ? job.remote : "the local ", on_remote ? "/" : "",
+                                 job.target, result.merge_commit);
             char *note = NULL;
             if (asprintf(&note, "merged although the run ended with: %s",
                          result.reason ? result.reason : "?") >= 0) {
@@ -670,7 +719,8 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
                 result.notes = note;
             }
             result.success = true;
-            result.pushed = true;
+            result.pushed = on_remote;
+            result.landed = on_remote ? MERGE_LANDED_REMOTE : MERGE_LANDED_LOCAL;
             rc = 0;
         } else if (contains < 0) {
             log_warn("task %s: %s", task->id, failure_message());

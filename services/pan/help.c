@@ -43,7 +43,8 @@ static const help_t s_help[] = {
      "task list: tasks of every state, newest first (a page; stderr says how to get the next)\n"
      "  --state S             queued, running, done, failed, dead or cancelled\n"
      "  --specialist S        only this specialist's tasks\n"
-     "  --issue I             only this issue's tasks\n"
+     "  --issue I             only this issue's tasks, then the agent cost and tokens they\n"
+     "                        spent (each task's sum over all its agent runs)\n"
      "  --since DURATION      only tasks created in the last 90s, 15m, 2h, 7d, ...\n"
      "  --limit N             at most N tasks (1..1000, default 50)\n"
      "  --before ID           the page after task ID (the last of the page before)\n"
@@ -135,17 +136,25 @@ static const help_t s_help[] = {
      "  alive <worker-id>     exit 0 when that worker is registered (for health checks)\n"
      "  --json                the raw objects\n"},
     {"approve",
-     "usage: pan approve <issue-or-review-task> [--force [--reason TEXT]] [--priority P] [--json]\n"
-     "Queues the merge of a reviewed issue (its newest finished review) or review task\n"
-     "(its id, or a unique start of it), pinned to the reviewed commit; refused with the\n"
-     "blocking findings when its gate is blocked.\n"
+     "usage: pan approve <issue> | --task <review-task> [--force [--reason TEXT]] [--priority P]\n"
+     "       [--json]\n"
+     "Queues the merge of a reviewed issue (its newest finished review: only reviews of that\n"
+     "issue, matched exactly as stored) or, with --task, of a review task (its id, or a\n"
+     "unique start of it), pinned to the reviewed commit, its target and merge base; refused\n"
+     "with the blocking findings when its gate is blocked.\n"
+     "  --task                the argument is a review task's id (or the unique start of one)\n"
      "  --force               merge anyway; who, when and why go in payload.override\n"
      "  --reason TEXT         with --force: why, recorded as the override's reason\n"
      "  --priority P          the merge's priority (default high)\n"
      "  --json                the merge task as JSON\n"},
     {"tests",
      "usage: pan tests detect [DIR] [--json]\n"
-     "The test command the test-agent would run in DIR (default .), and why.\n"},
+     "       pan tests sandbox [--dir DIR] [--network] [--timeout S] -- COMMAND...\n"
+     "detect: the test command the test-agent would run in DIR (default .), and why.\n"
+     "sandbox: runs COMMAND (a shell command) in DIR as a branch's tests and review checks\n"
+     "run here ([tests] sandbox and env of cloister.toml): the same sandbox, environment\n"
+     "and, unless --network, a network of its own. Says how on stderr and exits with the\n"
+     "command's code: to see what code under test can reach on this machine.\n"},
     {"prompt",
      "usage: pan prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]\n"
      "The prompt a task would get, without running it.\n"
@@ -165,9 +174,13 @@ static const help_t s_help[] = {
      "usage: pan web url\n"
      "The dashboard's address with its token (cloister-web must have started once).\n"},
     {"keys",
-     "usage: pan keys init | add NAME | revoke NAME\n"
+     "usage: pan keys init | add NAME [--role ROLE] | revoke NAME\n"
      "  init                  make the broker's and the default client's CURVE keys\n"
-     "  add NAME              a key pair for another party (keys/clients/NAME_secret)\n"
+     "  add NAME              a key pair for another party (keys/clients/NAME_secret; hand it\n"
+     "                        that file, used through CLOISTER_CURVE_CERT, and keys/broker)\n"
+     "    --role ROLE         what the key may do: submitter (the default: submit, read, cancel\n"
+     "                        or retry its own tasks), worker (run tasks and report them) or\n"
+     "                        admin (everything, forcing a merge past the gate too)\n"
      "  revoke NAME           remove it (then kill -HUP the broker)\n"},
     {"backup",
      "usage: pan backup FILE [--db DB]\n"

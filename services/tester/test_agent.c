@@ -550,6 +550,7 @@ static void s_chain_merge(test_job_t *job)
         .branch = branch ? branch : "",
         .target = target,
         .commit = test_tree_commit(job->tree),
+        .merge_base = specialist_payload_str(job->ctx, "merge_base"),
         .issue = specialist_payload_str(job->ctx, "issueId"),
         .pr_url = specialist_payload_str(job->ctx, "prUrl"),
         .priority = task->priority,

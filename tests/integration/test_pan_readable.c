@@ -155,11 +155,33 @@ static void test_verdicts(testenv_t *env)
     fakeworker_hello(merger, NULL, 0);
     s_run(env, merger, "merge-agent", "v-merged",
           "{\"MERGE_RESULT\": \"SUCCESS\", \"source\": \"feat\", \"target\": \"main\","
-          " \"merge_commit\": \"0123456789abcdef0123456789abcdef01234567\", \"pushed\": true}",
+          " \"merge_commit\": \"0123456789abcdef0123456789abcdef01234567\", \"pushed\": true,"
+          " \"cost_usd\": 0.25, \"input_tokens\": 1000, \"output_tokens\": 100}",
           0);
     CHECK_STR(s_first_line(), "v-merged: merged feat into main as 0123456789ab (pushed)");
+    s_run(env, merger, "merge-agent", "v-local",
+          "{\"MERGE_RESULT\": \"SUCCESS\", \"source\": \"feat\", \"target\": \"main\","
+          " \"merge_commit\": \"0123456789abcdef0123456789abcdef01234567\", \"pushed\": false,"
+          " \"landed\": \"local\", \"cost_usd\": 0.5, \"input_tokens\": 3000, \"output_tokens\": 300}",
+          0);
+    CHECK_STR(s_first_line(),
+              "v-local: merged feat into main as 0123456789ab (landed locally: nothing pushed)");
+
+    /* The issue's agent cost and tokens: the sums over its tasks' results (0.123456 from
+     * v-blocked, 0.25 and 0.5 from the merges). */
+    CHECK_INT(harness_pan(env, s_out, "task", "list", "--issue", "PAN-42", NULL), 0);
+    CHECK(strstr(s_out, "\nIssue PAN-42: agent cost $0.87, tokens 4000 in / 400 out, over the 5 "
+                        "tasks listed\n") != NULL);
     fakeworker_bye(merger);
     fakeworker_destroy(&merger);
+}
+
+/* `pan keys --help` names every option (it left out --role). */
+static void test_keys_help(testenv_t *env)
+{
+    CHECK_INT(harness_pan(env, s_out, "keys", "--help", NULL), 0);
+    CHECK(strstr(s_out, "--role ROLE") != NULL && strstr(s_out, "submitter") != NULL &&
+          strstr(s_out, "worker") != NULL && strstr(s_out, "admin") != NULL);
 }
 
 /* Each line of `pan status` once: "Since the broker started" was printed twice. */
@@ -232,18 +254,20 @@ static void test_did_you_mean(testenv_t *env)
     CHECK(strstr(s_out, "did you mean") == NULL);
 }
 
-/* pan approve and pan events --task take a unique prefix of a task id. */
+/* pan approve --task and pan events --task take a unique prefix of a task id; pan approve
+ * without --task takes an issue, and never a task id or the start of one. */
 static void test_prefixes(testenv_t *env)
 {
     /* The review v-blocked, by the start of its id: found (it has no branch to merge). */
-    CHECK_INT(harness_pan_all(env, s_out, "approve", "v-bl", NULL), 1);
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "--task", "v-bl", NULL), 1);
     CHECK(strstr(s_out, "pan: review v-blocked has no workspace and branch") != NULL);
-    CHECK_INT(harness_pan_all(env, s_out, "approve", "v-", NULL), 2);
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "--task", "v-", NULL), 2);
     CHECK(strstr(s_out, "'v-' is the start of ") != NULL &&
           strstr(s_out, "ambiguous task id 'v-'") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "v-bl", NULL), 1);
+    CHECK(strstr(s_out, "no finished review found for issue 'v-bl'") != NULL);
     CHECK_INT(harness_pan_all(env, s_out, "approve", "zz-none", NULL), 1);
-    CHECK(strstr(s_out, "no finished review found for 'zz-none' (neither a task id, the start "
-                        "of one, nor an issue") != NULL);
+    CHECK(strstr(s_out, "no finished review found for issue 'zz-none'") != NULL);
     CHECK_INT(harness_pan(env, s_out, "events", "--since", "0", "--task", "v-bl", "--topic",
                           "task.done/", NULL),
               0);
@@ -330,6 +354,7 @@ int main(void)
         test_ids(env);
         test_verdicts(env);
         test_status_once(env);
+        test_keys_help(env);
         test_submit_checks(env);
         test_did_you_mean(env);
         test_events(env);

@@ -408,7 +408,7 @@ def test_issue_and_reviews(system):
           "an approved review no longer waits")
     check(any(r.get("id") == "review-solo" for r in body), "a review of no issue waits too")
     status, _, _ = system.request("/api/approve", method="POST",
-                                  body={"issue": "review-solo", "force": True, "reason": "test"})
+                                  body={"task": "review-solo", "force": True, "reason": "test"})
     check(status == 200, "approve a review by its task id")
     status, body, _ = system.request("/api/reviews")
     check(status == 200 and not any(r.get("id") == "review-solo" for r in body),
@@ -742,6 +742,9 @@ def test_queue_view(system, browser, queued):
     check(browser.wait_for("document.getElementById('queue-about').textContent.includes("
                            "'No worker of queue-agent is connected')"),
           "the queue page says no worker takes them")
+    about = browser.eval("document.getElementById('queue-about').textContent") or ""
+    check("null" not in about and "undefined" not in about,
+          "the queue page's line has no 'null' in it (it read '0 failednull'): %r" % about)
     browser.screenshots("queue")
     check(browser.click("#queue tr[data-task='%s'] button[data-action=urgent]" % queued[2]),
           "click Move to urgent")

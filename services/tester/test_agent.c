@@ -38,7 +38,8 @@ typedef struct {
     const test_agent_t *agent;
     char workspace[PATH_MAX];
     test_tree_t *tree; /* what is tested, and where (test_tree.h) */
-    config_t *repo_config; /* the tested commit's .cloister/config.toml, or NULL */
+    config_t *repo_config; /* the target branch's .cloister/config.toml, or NULL */
+    const char *target;    /* the target branch it was read from (the payload's, or "main") */
     testdetect_t detected;
     int64_t deadline_ms; /* when the test runs and the fix must be over (clock_now_ms) */
     int64_t tests_ms;    /* time spent in test runs */
@@ -115,16 +116,28 @@ static int s_open_tree(test_job_t *job)
     return 0;
 }
 
-/* The tested commit's own settings (common/specialist/repository.h): [tests] command and timeout_s
- * there win over the service's. Returns 0 or FAILURE_INVALID (a file that does not parse). */
+/* The repository's settings (common/specialist/repository.h) as committed on the target
+ * branch (payload.target, default main), never the tested commit's: a branch under test must
+ * not choose its own test command (`command = "true"` would pass anything) or timeout.
+ * [tests] command and timeout_s there win over the service's; with no such target branch
+ * only the service's hold. Returns 0 or FAILURE_INVALID (a file that does not parse). */
 static int s_read_repo_config(test_job_t *job)
 {
-    const char *commit = test_tree_commit(job->tree);
-    if (commit[0] == '\0')
+    if (test_tree_commit(job->tree)[0] == '\0')
+        return 0; /* a directory outside git: no repository settings */
+    const char *target = specialist_payload_str(job->ctx, "target");
+    target = target && target[0] ? target : "main";
+    char target_commit[GIT_OID_HEXSZ + 1];
+    if (repository_branch_resolve(job->workspace, target, NULL, 0, target_commit,
+                                  sizeof target_commit) != 0) {
+        s_note(job, "the repository's settings not read: %s", failure_message());
         return 0;
-    int rc = repository_config_at(job->workspace, commit, &job->repo_config);
+    }
+    job->target = target;
+    int rc = repository_config_at(job->workspace, target_commit, &job->repo_config);
     if (rc != 0)
-        return failure_set(rc, "the repository's settings: %s", failure_message());
+        return failure_set(rc, "the repository's settings (target branch '%s'): %s", target,
+                           failure_message());
     int64_t timeout_s = job->repo_config
                             ? config_int(job->repo_config, "tests", "timeout_s", 0)
                             : config_int(job->agent->config, "tests", "timeout_s", 0);
@@ -140,7 +153,8 @@ static const char *s_configured_command(test_job_t *job)
     const char *command =
         job->repo_config ? config_string(job->repo_config, "tests", "command", NULL) : NULL;
     if (command != NULL) {
-        s_note(job, "test command from the repository's %s", REPOSITORY_CONFIG_PATH);
+        s_note(job, "test command from the repository's %s on the target branch '%s'",
+               REPOSITORY_CONFIG_PATH, job->target);
         return command;
     }
     command = config_specialist_test_command(job->agent->config, TEST_AGENT_SPECIALIST);

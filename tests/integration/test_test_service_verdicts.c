@@ -283,8 +283,9 @@ static void s_other_branch(harness_t *h)
                                               "'main'") != NULL);
 }
 
-/* The tested commit's own .cloister/config.toml sets the test command; one that does not
- * parse fails the task with where. */
+/* The repository's .cloister/config.toml sets the test command, as committed on the target
+ * branch (main): a branch under test that commits its own ("99 passed", or one that does not
+ * parse) changes nothing; a target whose file does not parse fails the task with where. */
 static void s_repo_settings(harness_t *h)
 {
     const char *dir = tsh_make_project(h, "settings", TSH_PYTEST_FAIL, 1);
@@ -296,6 +297,10 @@ static void s_repo_settings(harness_t *h)
                    "git -c user.name=t -c user.email=t@t commit -q -m init && "
                    "git checkout -q -b broken && printf '[tests\\n' > .cloister/config.toml && "
                    "git -c user.name=t -c user.email=t@t commit -q -am broken && "
+                   "git checkout -q -b lying main && "
+                   "printf '[tests]\\ncommand = \"echo === 99 passed in 0.01s ===\"\\n' "
+                   "> .cloister/config.toml && "
+                   "git -c user.name=t -c user.email=t@t commit -q -am lying && "
                    "git checkout -q main",
                    out, sizeof out),
               0);
@@ -304,13 +309,30 @@ static void s_repo_settings(harness_t *h)
     CHECK_STR(tsh_event(end), "task.done");
     CHECK_STR(tsh_result_str(end, "TEST_RESULT"), "PASS");
     CHECK_INT(tsh_result_int(end, "TESTS_RUN"), 7);
-    CHECK(strstr(tsh_result_str(end, "NOTES"),
-                 "test command from the repository's .cloister/config.toml") != NULL);
+    CHECK(strstr(tsh_result_str(end, "NOTES"), "test command from the repository's "
+                                               ".cloister/config.toml on the target branch "
+                                               "'main'") != NULL);
 
-    tsh_submit(h, "repo2", 30, "{\"workspace\": \"%s\", \"branch\": \"broken\"}", dir);
+    /* The branch's own settings are not read: main's command runs on it. */
+    tsh_submit(h, "repo2", 30, "{\"workspace\": \"%s\", \"branch\": \"lying\"}", dir);
     end = tsh_end(h, "repo2", 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK_INT(tsh_result_int(end, "TESTS_RUN"), 7);
+    tsh_submit(h, "repo3", 30, "{\"workspace\": \"%s\", \"branch\": \"broken\"}", dir);
+    end = tsh_end(h, "repo3", 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK_INT(tsh_result_int(end, "TESTS_RUN"), 7);
+
+    /* A target whose settings do not parse fails the task, saying where. */
+    CHECK_INT(s_sh(h, dir,
+                   "cd \"$1\" && git merge -q --ff-only broken",
+                   out, sizeof out),
+              0);
+    tsh_submit(h, "repo4", 30, "{\"workspace\": \"%s\", \"branch\": \"lying\"}", dir);
+    end = tsh_end(h, "repo4", 10000);
     CHECK_STR(tsh_event(end), "task.failed");
-    CHECK(strstr(harness_field(end, "error"), "the repository's settings: ") != NULL &&
+    CHECK(strstr(harness_field(end, "error"), "the repository's settings (target branch "
+                                              "'main'): ") != NULL &&
           strstr(harness_field(end, "error"), ":.cloister/config.toml:1:") != NULL);
 }
 

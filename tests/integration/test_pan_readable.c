@@ -82,7 +82,9 @@ static void s_run(testenv_t *env, fakeworker_t *worker, const char *specialist, 
                               "--workspace", env->dir, NULL),
               0);
     CHECK(strstr(s_out, "worker is connected") == NULL); /* one is */
-    wire_msg_t *task = fakeworker_expect(worker, MSG_TASK, 5000, NULL, 0);
+    /* 10 s: a merge's group waits the broker's start grace (2 x 3 misses + 1 intervals of
+     * 1 s) for workers still stopping a task of it to say hello again. */
+    wire_msg_t *task = fakeworker_expect(worker, MSG_TASK, 10000, NULL, 0);
     CHECK(task != NULL);
     int attempt = (int)wire_msg_int(task, FIELD_ATTEMPT, 1);
     CHECK_STR(wire_msg_str(task, FIELD_ID, ""), id);

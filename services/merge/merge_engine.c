@@ -547,6 +547,10 @@ static int s_analyse(s_job_t *job)
         git_oid_cpy(&job->merge_oid, &job->source_oid);
         return 0;
     }
+    if (job->req->fast_forward_only)
+        return s_fail(job, FAILURE_STATE,
+                      "not a fast-forward: %s is not an ancestor of the commit to land",
+                      job->target);
     int rc = merge_conflicts_find(&job->merge, job->lent, &job->target_oid, &job->source_oid);
     if (rc != 0)
         return s_fail_from_module(job, rc);

@@ -108,6 +108,10 @@ typedef struct {
                                   local target as when there is no remote */
     int push_retries;          /* extra attempts after a push rejected because the
                                   target moved; default 3 */
+    bool fast_forward_only;    /* default false; true: land the source only as a
+                                  fast-forward of the target (or find it already there),
+                                  else fail with "not a fast-forward" (the merge queue lands
+                                  exactly the commit it tested) */
     int64_t deadline_ms;       /* absolute, on clock_now_ms(); 0 = none */
     int64_t lock_stale_ms;     /* a lock file older than this is stale; default 60 s */
     const char *author_name;   /* identity of the merge commit */

@@ -7,6 +7,8 @@
 #include "merge_service.h"
 
 #include "merge_engine.h"
+#include "merge_queue.h"
+#include "merge_queue_store.h"
 
 #include "agent_job.h"
 #include "clock.h"
@@ -21,12 +23,14 @@
 #include "session.h"
 #include "testdetect.h"
 #include "testrun.h"
+#include "worktree.h"
 
 #include <git2.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Test output quoted in the notes when the tests fail. */
 #define S_TEST_TAIL 600
@@ -39,6 +43,9 @@ struct merge_service_t {
     const char *remote;       /* [merge] remote (owned by the config) */
     int push_retries;         /* [merge] push_retries */
     bool push;                /* [merge] push: false merges onto the local target only */
+    bool queue;               /* [merge] queue: merges go through the merge queue */
+    int queue_window;         /* [merge] queue_window */
+    char queue_dir[AGENT_JOB_WORKDIR_SIZE + 16]; /* merge_queue_store_dir() */
     const char *test_command; /* configured test command, or NULL to detect */
     char control_endpoint[1024]; /* the broker's, for the fence before a push */
     merge_repos_t *repos; /* each workspace's repository, kept open from task to task */
@@ -70,6 +77,9 @@ static int s_read_settings(merge_service_t *self, const config_t *config)
     self->push_retries =
         (int)config_int(config, "merge", "push_retries", MERGE_ENGINE_DEFAULT_PUSH_RETRIES);
     self->push = config_bool(config, "merge", "push", true);
+    self->queue = config_bool(config, "merge", "queue", true);
+    self->queue_window = (int)config_int(config, "merge", "queue_window",
+                                         MERGE_QUEUE_DEFAULT_WINDOW);
     self->test_command = config_specialist_test_command(config, MERGE_SERVICE_SPECIALIST);
     if (self->test_command == NULL || self->test_command[0] == '\0')
         self->test_command = config_specialist_test_command(config, "test-agent");
@@ -91,6 +101,11 @@ int merge_service_new(merge_service_t **out, const config_t *config)
         return rc;
     }
     snprintf(self->worktree_dir, sizeof self->worktree_dir, "%s/merges", self->workdir);
+    rc = merge_queue_store_dir(self->queue_dir, sizeof self->queue_dir, config);
+    if (rc != 0) {
+        free(self);
+        return rc;
+    }
     snprintf(self->control_endpoint, sizeof self->control_endpoint, "%s",
              config_string(config, "broker", "control", "tcp://127.0.0.1:5562"));
     rc = s_read_settings(self, config);
@@ -464,6 +479,328 @@ static bool s_transient(int rc, const char *reason)
     return false;
 }
 
+/* ---- the merge queue (merge_queue.h) ---------------------------------------------------- */
+
+/* Sets refs/<name> of the repository at `path` to `hex` (force), or deletes it when `hex` is
+ * NULL. Returns 0 or FAILURE_GIT with the reason. */
+static int s_ref(merge_job_t *job, const char *path, const char *name, const char *hex)
+{
+    merge_repo_t *lent = NULL;
+    int rc = merge_repos_get(job->service->repos, path, &lent);
+    if (rc != 0)
+        return rc;
+    git_oid oid;
+    git_reference *ref = NULL;
+    if (hex != NULL) {
+        rc = git_oid_fromstr(&oid, hex) < 0
+                 ? -1
+                 : git_reference_create(&ref, lent->repo, name, &oid, 1, "cloister merge queue");
+    } else {
+        rc = git_reference_lookup(&ref, lent->repo, name);
+        rc = rc == GIT_ENOTFOUND ? 0 : rc < 0 ? rc : git_reference_delete(ref);
+    }
+    git_reference_free(ref);
+    merge_repos_put(job->service->repos, &lent);
+    if (rc < 0) {
+        const git_error *e = git_error_last();
+        return failure_set(FAILURE_GIT, "cannot %s %s: %s", hex ? "set" : "delete", name,
+                           e && e->message ? e->message : "?");
+    }
+    return 0;
+}
+
+/* Whether the job's repository lands through a remote (as merge_engine decides). */
+static bool s_queue_remote(merge_job_t *job, git_repository *repo)
+{
+    git_remote *remote = NULL;
+    if (!job->service->push || git_remote_lookup(&remote, repo, job->remote) < 0)
+        return false;
+    git_remote_free(remote);
+    return true;
+}
+
+static int s_queue_tip(char out[41], void *arg)
+{
+    merge_job_t *job = arg;
+    merge_repo_t *lent = NULL;
+    int rc = merge_repos_get(job->service->repos, job->workspace, &lent);
+    if (rc != 0)
+        return rc;
+    char name[1200];
+    if (s_queue_remote(job, lent->repo))
+        snprintf(name, sizeof name, "refs/remotes/%s/%s", job->remote, job->target);
+    else
+        snprintf(name, sizeof name, "refs/heads/%s", job->target);
+    git_oid oid;
+    rc = git_reference_name_to_id(&oid, lent->repo, name);
+    merge_repos_put(job->service->repos, &lent);
+    if (rc < 0)
+        return failure_set(FAILURE_NOT_FOUND, "target branch '%s' not found (%s)", job->target,
+                           name);
+    git_oid_tostr(out, 41, &oid);
+    return 0;
+}
+
+/* The ref an item's candidate is kept under for inspection. */
+static void s_candidate_ref(char *buf, size_t size, const merge_job_t *job, const json_t *item)
+{
+    snprintf(buf, size, "refs/cloister-queue/%s/%lld", job->target,
+             (long long)json_integer_value(json_object_get(item, "seq")));
+}
+
+static int s_queue_build(const json_t *item, const char *base, char out[41], const char **strategy,
+                         char **reason, void *arg)
+{
+    merge_job_t *job = arg;
+    const char *workspace = json_string_value(json_object_get(item, "workspace"));
+    const char *source = json_string_value(json_object_get(item, "source"));
+    const char *commit = json_string_value(json_object_get(item, "commit"));
+    long long seq = (long long)json_integer_value(json_object_get(item, "seq"));
+    /* The engine merges into a branch: a temporary one at the base. */
+    char branch[128], ref[160];
+    snprintf(branch, sizeof branch, "cloister-queue-build-%d-%lld", (int)getpid(), seq);
+    snprintf(ref, sizeof ref, "refs/heads/%s", branch);
+    int rc = s_ref(job, workspace, ref, base);
+    if (rc != 0) {
+        *reason = strdup(failure_message());
+        return rc;
+    }
+    /* The agent's prompt names this item's branch, whichever task builds it. */
+    const char *own_source = job->source;
+    job->source = source;
+    merge_request_t request;
+    merge_request_init(&request);
+    request.repo_path = workspace;
+    request.repos = job->service->repos;
+    request.source_branch = source;
+    request.source_commit = commit && commit[0] ? commit : NULL;
+    request.target_branch = branch;
+    request.push = false;
+    request.push_retries = 0;
+    request.deadline_ms = job->deadline_ms;
+    request.worktree_dir = job->service->worktree_dir;
+    request.progress = s_progress;
+    request.resolve = s_resolve;
+    request.cancelled = s_cancelled;
+    request.callback_arg = job;
+    merge_result_t result;
+    rc = merge_engine_run(&request, &result);
+    job->source = own_source;
+    s_ref(job, workspace, ref, NULL);
+    if (rc == 0) {
+        memcpy(out, result.merge_commit, 41);
+        *strategy = merge_strategy_name(result.strategy);
+        char keep[1200];
+        s_candidate_ref(keep, sizeof keep, job, item);
+        rc = s_ref(job, workspace, keep, out);
+        if (rc != 0)
+            *reason = strdup(failure_message());
+    } else {
+        const char *why = result.reason ? result.reason : "merge failed";
+        bool transient = s_transient(rc, why) || specialist_cancelled(job->ctx);
+        if (asprintf(reason, "%s%s", transient ? "" : "cannot build the candidate: ", why) < 0)
+            *reason = NULL;
+        rc = transient ? (rc < 0 ? rc : FAILURE_STATE) : 1;
+    }
+    merge_result_clear(&result);
+    return rc;
+}
+
+static int s_queue_test(const json_t *item, const char *candidate, const char **verdict,
+                        char **reason, void *arg)
+{
+    merge_job_t *job = arg;
+    const char *workspace = json_string_value(json_object_get(item, "workspace"));
+    merge_repo_t *lent = NULL;
+    int rc = merge_repos_get(job->service->repos, workspace, &lent);
+    git_oid oid;
+    worktree_t *tree = NULL;
+    if (rc == 0 && git_oid_fromstr(&oid, candidate) < 0)
+        rc = failure_set(FAILURE_INVALID, "bad candidate id %s", candidate);
+    if (rc == 0)
+        rc = worktree_add(&tree, lent->repo, job->service->worktree_dir, &oid);
+    if (rc != 0) {
+        *reason = strdup(failure_message());
+        merge_repos_put(job->service->repos, &lent);
+        return rc;
+    }
+    specialist_progressf(job->ctx, "info", "testing candidate %.12s of '%s'", candidate,
+                         json_string_value(json_object_get(item, "source")));
+    char *summary = NULL;
+    merge_tests_t tests = s_run_tests(worktree_path(tree), &summary, job);
+    worktree_destroy(&tree);
+    merge_repos_put(job->service->repos, &lent);
+    if (specialist_cancelled(job->ctx)) {
+        free(summary);
+        *reason = strdup("the tests were stopped");
+        return FAILURE_STATE;
+    }
+    *verdict = merge_tests_name(tests);
+    if (tests != MERGE_TESTS_FAIL) {
+        free(summary);
+        return 0;
+    }
+    char keep[1200];
+    s_candidate_ref(keep, sizeof keep, job, item);
+    if (asprintf(reason, "tests failed on candidate %.12s (%s + the items ahead + '%s', kept as %s): %s",
+                 candidate, job->target, json_string_value(json_object_get(item, "source")),
+                 keep, summary ? summary : "?") < 0)
+        *reason = NULL;
+    free(summary);
+    return 1;
+}
+
+static int s_queue_land(const json_t *item, const char *base, const char *candidate,
+                        json_t *facts, char **reason, void *arg)
+{
+    merge_job_t *job = arg;
+    (void)base; /* the engine checks the target is an ancestor of the candidate */
+    const char *workspace = json_string_value(json_object_get(item, "workspace"));
+    char branch[128], ref[160];
+    snprintf(branch, sizeof branch, "cloister-queue-land-%d", (int)getpid());
+    snprintf(ref, sizeof ref, "refs/heads/%s", branch);
+    int rc = s_ref(job, workspace, ref, candidate);
+    if (rc != 0) {
+        *reason = strdup(failure_message());
+        return rc;
+    }
+    merge_request_t request;
+    merge_request_init(&request);
+    request.repo_path = workspace;
+    request.repos = job->service->repos;
+    request.source_branch = branch;
+    request.source_commit = candidate;
+    request.target_branch = job->target;
+    request.remote_name = job->remote;
+    request.push = job->service->push;
+    request.push_retries = 0;
+    request.fast_forward_only = true;
+    request.deadline_ms = job->deadline_ms;
+    request.worktree_dir = job->service->worktree_dir;
+    request.progress = s_progress;
+    request.cancelled = s_cancelled;
+    request.before_push = s_before_push;
+    request.callback_arg = job;
+    merge_result_t result;
+    rc = merge_engine_run(&request, &result);
+    s_ref(job, workspace, ref, NULL);
+    if (rc == 0) {
+        char keep[1200];
+        s_candidate_ref(keep, sizeof keep, job, item);
+        s_ref(job, workspace, keep, NULL);
+        json_object_set_new(facts, "local_target", json_string(merge_local_name(result.local)));
+        if (result.local_note != NULL)
+            json_object_set_new(facts, "local_note", json_string(result.local_note));
+    } else {
+        const char *why = result.reason ? result.reason : "landing failed";
+        *reason = strdup(why);
+        if (strstr(why, "not a fast-forward") != NULL || strstr(why, "kept moving") != NULL)
+            rc = 1;
+        else if (!s_transient(rc, why) && !specialist_cancelled(job->ctx))
+            rc = 2;
+    }
+    merge_result_clear(&result);
+    return rc;
+}
+
+static void s_queue_event(const char *kind, const char *text, void *arg)
+{
+    merge_job_t *job = arg;
+    specialist_progress(job->ctx, kind, text);
+}
+
+static int s_queue_stop(void *arg)
+{
+    merge_job_t *job = arg;
+    if (!specialist_cancelled(job->ctx))
+        return 0;
+    return specialist_cancel_reason(job->ctx) == SPECIALIST_CANCEL_REQUESTED ? 2 : 1;
+}
+
+/* The strategy named `name` (merge_strategy_name). */
+static merge_strategy_t s_strategy(const char *name)
+{
+    for (int s = MERGE_STRATEGY_NONE; s <= MERGE_STRATEGY_RESOLVED; s++)
+        if (name != NULL && strcmp(merge_strategy_name((merge_strategy_t)s), name) == 0)
+            return (merge_strategy_t)s;
+    return MERGE_STRATEGY_NONE;
+}
+
+/* The merge through the queue of its target: fills `result` from the item's end. */
+static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting)
+{
+    *waiting = false;
+    const specialist_task_t *task = specialist_task(job->ctx);
+    char root[PATH_MAX];
+    repository_root(job->workspace, root, sizeof root);
+    merge_queue_request_t request = {.dir = job->service->queue_dir,
+                                     .repo = root,
+                                     .target = job->target,
+                                     .id = task->id,
+                                     .attempt = task->attempt,
+                                     .rank = merge_queue_rank(task->priority),
+                                     .workspace = job->workspace,
+                                     .source = job->source,
+                                     .commit = job->commit,
+                                     .window = job->service->queue_window,
+                                     .deadline_ms = job->deadline_ms};
+    merge_queue_hooks_t hooks = {.tip = s_queue_tip,
+                                 .build = s_queue_build,
+                                 .test = s_queue_test,
+                                 .land = s_queue_land,
+                                 .event = s_queue_event,
+                                 .stop = s_queue_stop,
+                                 .arg = job};
+    specialist_progressf(job->ctx, "phase", "in the merge queue of '%s'", job->target);
+    merge_queue_end_t end;
+    json_t *item = NULL;
+    int rc = merge_queue_run(&request, &hooks, &end, &item);
+    if (rc != 0) {
+        result->reason = strdup(failure_message());
+        return rc;
+    }
+    const char *candidate = json_string_value(json_object_get(item, "candidate"));
+    const char *verdict = json_string_value(json_object_get(item, "verdict"));
+    const char *why = json_string_value(json_object_get(item, "reason"));
+    result->strategy = s_strategy(json_string_value(json_object_get(item, "strategy")));
+    snprintf(result->merge_commit, sizeof result->merge_commit, "%s", candidate ? candidate : "");
+    result->tests = verdict && strcmp(verdict, "PASS") == 0   ? MERGE_TESTS_PASS
+                    : verdict && strcmp(verdict, "FAIL") == 0 ? MERGE_TESTS_FAIL
+                                                              : MERGE_TESTS_SKIP;
+    long long runs = (long long)json_integer_value(json_object_get(item, "tests"));
+    long long waited = (long long)(json_integer_value(json_object_get(item, "ended_ms")) -
+                                   json_integer_value(json_object_get(item, "enqueued_ms")));
+    specialist_result_int(job->ctx, "queue_seq", json_integer_value(json_object_get(item, "seq")));
+    specialist_result_int(job->ctx, "queue_test_runs", runs);
+    if (end == MERGE_QUEUE_LANDED) {
+        const char *base = json_string_value(json_object_get(item, "base"));
+        const char *local = json_string_value(json_object_get(item, "local_target"));
+        const char *note = json_string_value(json_object_get(item, "local_note"));
+        result->success = true;
+        result->pushed = candidate != NULL && base != NULL && strcmp(candidate, base) != 0;
+        for (int l = MERGE_LOCAL_NONE; local != NULL && l <= MERGE_LOCAL_DIVERGED; l++)
+            if (strcmp(merge_local_name((merge_local_t)l), local) == 0)
+                result->local = (merge_local_t)l;
+        result->local_note = note ? strdup(note) : NULL;
+        if (asprintf(&result->notes, "landed through the merge queue after %lld ms, %lld test run(s)",
+                     waited, runs) < 0)
+            result->notes = NULL;
+        specialist_result_int(job->ctx, "queue_ms", waited);
+        rc = 0;
+    } else if (end == MERGE_QUEUE_EJECTED || end == MERGE_QUEUE_WITHDRAWN) {
+        if (strstr(why ? why : "", "tests failed") != NULL)
+            result->tests = MERGE_TESTS_FAIL;
+        result->reason = strdup(why && why[0] ? why : "ejected from the merge queue");
+        rc = FAILURE_STATE;
+    } else {
+        *waiting = true;
+        result->reason = strdup("still in the merge queue (deadline or shutdown): tried again");
+        rc = FAILURE_TIMEOUT;
+    }
+    json_decref(item);
+    return rc;
+}
+
 static json_t *s_files_json(char **files, size_t n)
 {
     json_t *array = json_array();
@@ -621,8 +958,15 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
     merge_result_t result;
     memset(&result, 0, sizeof result);
     int rc = s_read_payload(&job);
+    bool queued = false, waiting = false;
     if (rc != 0) {
         result.reason = strdup(failure_message());
+    } else if (job.service->queue) {
+        queued = true;
+        s_report_override(ctx);
+        specialist_progressf(ctx, "info", "merging '%s' into '%s' of %s through the merge queue",
+                             job.source, job.target, job.workspace);
+        rc = s_queue_merge(&job, &result, &waiting);
     } else {
         if (task->group[0] == '\0')
             specialist_progress(ctx, "info",
@@ -654,7 +998,7 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
     }
 
     /* A merge that did happen is never reported as failed. */
-    if (rc != 0 && !result.pushed && result.merge_commit[0] != '\0' &&
+    if (!queued && rc != 0 && !result.pushed && result.merge_commit[0] != '\0' &&
         (rc == FAILURE_TIMEOUT || rc == FAILURE_GIT || specialist_cancelled(ctx))) {
         int contains = s_target_contains(job.workspace, job.service->push ? job.remote : NULL,
                                          job.target, result.merge_commit);
@@ -680,6 +1024,8 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
     specialist_outcome_t outcome = SPECIALIST_DONE;
     if (rc != 0)
         outcome = s_transient(rc, result.reason) ? SPECIALIST_RETRY : SPECIALIST_FAILED;
+    if (waiting)
+        outcome = SPECIALIST_RETRY;
     s_report(&job, &result);
     s_history(&job, &result, outcome);
     log_info("task %s attempt %lld: %s (%s)%s%s", task->id, (long long)task->attempt,

@@ -214,6 +214,9 @@ static void s_reset(s_view_t *v, json_t *item, const char *why)
     s_set_str(item, "claim", "");
     s_set_str(item, "claim_kind", "");
     s_set_int(item, "gen", s_int(item, "gen") + 1);
+    json_object_del(item, "notes");
+    json_object_del(item, "resolved_files");
+    json_object_del(item, "failed_files");
     if (had)
         s_event(v, "merge-queue.reset", item, "rebuilt: %s", why);
 }
@@ -328,13 +331,13 @@ static void s_trim(s_view_t *v)
 }
 
 /* The item of this task: found again or queued. */
-static json_t *s_enqueue(s_view_t *v)
+static json_t *s_enqueue(s_view_t *v, bool first)
 {
     const merge_queue_request_t *req = v->req;
     json_t *item = s_find(v, req->id);
     if (item != NULL && !(s_is(item, "ejected") && s_int(item, "attempt") < req->attempt)) {
         s_set_int(item, "attempt", req->attempt);
-        if (!s_ended(item))
+        if (first && !s_ended(item))
             s_event(v, "merge-queue.resumed", item, "resumed in state %s", s_str(item, "state"));
         return item;
     }
@@ -431,17 +434,19 @@ typedef struct {
     char out[41];
     const char *label; /* strategy or verdict */
     char *reason;
+    json_t *facts;
 } s_done_t;
 
 static void s_do(const merge_queue_hooks_t *hooks, const s_work_t *work, s_done_t *done)
 {
     memset(done, 0, sizeof *done);
+    done->facts = json_object();
     if (strcmp(work->kind, "build") == 0)
-        done->rc = hooks->build(work->item, work->base, done->out, &done->label, &done->reason,
-                                hooks->arg);
+        done->rc = hooks->build(work->item, work->base, done->out, &done->label, done->facts,
+                                &done->reason, hooks->arg);
     else
-        done->rc = hooks->test(work->item, work->candidate, &done->label, &done->reason,
-                               hooks->arg);
+        done->rc = hooks->test(work->item, work->candidate, &done->label, done->facts,
+                               &done->reason, hooks->arg);
 }
 
 static void s_record(s_view_t *v, const s_work_t *work, s_done_t *done)
@@ -454,6 +459,8 @@ static void s_record(s_view_t *v, const s_work_t *work, s_done_t *done)
     }
     s_set_str(item, "claim", "");
     s_set_str(item, "claim_kind", "");
+    if (done->facts != NULL)
+        json_object_update(item, done->facts);
     bool build = strcmp(work->kind, "build") == 0;
     if (done->rc < 0) {
         s_event(v, "merge-queue.retry", item, "%s to be tried again: %s", work->kind,
@@ -512,11 +519,11 @@ int merge_queue_run(const merge_queue_request_t *request, const merge_queue_hook
     if (rc != 0)
         return rc;
     s_view_t v = {.req = request, .hooks = hooks};
-    for (;;) {
+    for (bool first = true;; first = false) {
         rc = s_locked_step(&v);
         if (rc != 0)
             return rc;
-        json_t *mine = s_enqueue(&v);
+        json_t *mine = s_enqueue(&v, first);
         if (mine == NULL) {
             s_close(&v);
             return failure_set(FAILURE_MEMORY, "out of memory");
@@ -561,6 +568,7 @@ int merge_queue_run(const merge_queue_request_t *request, const merge_queue_hook
             s_close(&v);
         }
         json_decref(work.item);
+        json_decref(done.facts);
         free(done.reason);
         if (rc != 0)
             return rc;

@@ -54,7 +54,9 @@
 #define MERGE_QUEUE_KEEP_ENDED 100
 
 /* What the queue asks of the merge-agent: the git work and the agent. `item` arguments
- * are borrowed for the call; strings written into `out` buffers are 40-hex commit ids. */
+ * are borrowed for the call; strings written into `out` buffers are 40-hex commit ids.
+ * `facts` (an empty object) may be given fields (notes, files) that are copied into the
+ * item when the work is recorded. */
 typedef struct {
     /* The target's tip now, into `out`. Returns 0 or a FAILURE_* with the reason. */
     int (*tip)(char out[41], void *arg);
@@ -63,12 +65,12 @@ typedef struct {
      * ejected, with *reason (malloc'd); a negative FAILURE_* for transient trouble (tried
      * again later), with *reason. */
     int (*build)(const json_t *item, const char *base, char out[41], const char **strategy,
-                 char **reason, void *arg);
+                 json_t *facts, char **reason, void *arg);
     /* Runs the tests on `candidate`. Returns 0 (passed or no tests: *verdict "PASS" or
      * "SKIP"), 1 (failed: *reason names the failing tests), or a negative FAILURE_*
      * (tried again later); *reason malloc'd or NULL. */
-    int (*test)(const json_t *item, const char *candidate, const char **verdict, char **reason,
-                void *arg);
+    int (*test)(const json_t *item, const char *candidate, const char **verdict, json_t *facts,
+                char **reason, void *arg);
     /* Moves the target from `base` to `candidate` (a fast-forward), nothing else. Returns
      * 0 when it landed (facts about the landing may be set in `facts`, an object merged
      * into the item), 1 when the target is not at `base` any more, 2 when the landing is

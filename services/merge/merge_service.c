@@ -402,6 +402,41 @@ static merge_tests_t s_run_tests(const char *worktree, char **summary_out, void 
 
 /* ---- did the merge reach the remote anyway? -------------------------------------------- */
 
+/* Fetches `target` of the remote `remote_name` of `repo` into its remote-tracking ref and
+ * writes that ref's name into *ref (caller frees); with no such remote (or `remote_name`
+ * NULL) writes "refs/heads/<target>" and fetches nothing. Returns 0 or a negative libgit2
+ * code / -1 (out of memory). */
+static int s_fetch_target(git_repository *repo, const char *remote_name, const char *target,
+                          char **ref)
+{
+    *ref = NULL;
+    git_remote *remote = NULL;
+    char *spec = NULL;
+    int rc = remote_name ? git_remote_lookup(&remote, repo, remote_name) : GIT_ENOTFOUND;
+    if (rc == GIT_ENOTFOUND) {
+        rc = asprintf(ref, "refs/heads/%s", target) < 0 ? -1 : 0;
+    } else if (rc == 0) {
+        if (asprintf(&spec, "+refs/heads/%s:refs/remotes/%s/%s", target, remote_name, target) < 0 ||
+            asprintf(ref, "refs/remotes/%s/%s", remote_name, target) < 0) {
+            rc = -1;
+        } else {
+            git_strarray specs = {&spec, 1};
+            git_fetch_options opts;
+            git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
+            opts.update_fetchhead = 0;
+            opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+            rc = git_remote_fetch(remote, &specs, &opts, "cloister merge-agent: check");
+        }
+    }
+    if (rc < 0) {
+        free(*ref);
+        *ref = NULL;
+    }
+    free(spec);
+    git_remote_free(remote);
+    return rc;
+}
+
 /* 1 when the target branch of the repository at `repo_path` -- on `remote_name` (fetched
  * now), or the local branch when there is no such remote or `remote_name` is NULL -- is
  * `commit_hex` or contains it; 0 when not; a negative FAILURE_* when it cannot be told. */
@@ -410,29 +445,13 @@ static int s_target_contains(const char *repo_path, const char *remote_name, con
 {
     git_libgit2_init();
     git_repository *repo = NULL;
-    git_remote *remote = NULL;
-    char *spec = NULL, *ref = NULL;
+    char *ref = NULL;
     git_oid commit, tip;
     int rc = FAILURE_GIT;
     if (git_oid_fromstr(&commit, commit_hex) < 0 ||
-        git_repository_open_ext(&repo, repo_path, 0, NULL) < 0)
-        goto out;
-    int found = remote_name ? git_remote_lookup(&remote, repo, remote_name) : GIT_ENOTFOUND;
-    if (found == 0) {
-        if (asprintf(&spec, "+refs/heads/%s:refs/remotes/%s/%s", target, remote_name, target) < 0 ||
-            asprintf(&ref, "refs/remotes/%s/%s", remote_name, target) < 0)
-            goto out;
-        git_strarray specs = {&spec, 1};
-        git_fetch_options opts;
-        git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
-        opts.update_fetchhead = 0;
-        opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-        if (git_remote_fetch(remote, &specs, &opts, "cloister merge-agent: check") < 0)
-            goto out;
-    } else if (found != GIT_ENOTFOUND || asprintf(&ref, "refs/heads/%s", target) < 0) {
-        goto out;
-    }
-    if (git_reference_name_to_id(&tip, repo, ref) < 0)
+        git_repository_open_ext(&repo, repo_path, 0, NULL) < 0 ||
+        s_fetch_target(repo, remote_name, target, &ref) < 0 ||
+        git_reference_name_to_id(&tip, repo, ref) < 0)
         goto out;
     rc = git_oid_equal(&tip, &commit) || git_graph_descendant_of(repo, &tip, &commit) == 1;
 out:
@@ -441,9 +460,7 @@ out:
         failure_set(FAILURE_GIT, "cannot read the target: %s",
                     e && e->message ? e->message : "out of memory");
     }
-    free(spec);
     free(ref);
-    git_remote_free(remote);
     git_repository_free(repo);
     git_libgit2_shutdown();
     return rc;
@@ -477,6 +494,14 @@ static bool s_transient(int rc, const char *reason)
         if (s_starts_with(reason, transport[i]))
             return true;
     return false;
+}
+
+static json_t *s_files_json(char **files, size_t n)
+{
+    json_t *array = json_array();
+    for (size_t i = 0; i < n && array != NULL; i++)
+        json_array_append_new(array, json_string(files[i]));
+    return array;
 }
 
 /* ---- the merge queue (merge_queue.h) ---------------------------------------------------- */
@@ -548,8 +573,14 @@ static void s_candidate_ref(char *buf, size_t size, const merge_job_t *job, cons
              (long long)json_integer_value(json_object_get(item, "seq")));
 }
 
+/* `files` (n) as a JSON array in facts[key]. */
+static void s_fact_files(json_t *facts, const char *key, char **files, size_t n)
+{
+    json_object_set_new(facts, key, s_files_json(files, n));
+}
+
 static int s_queue_build(const json_t *item, const char *base, char out[41], const char **strategy,
-                         char **reason, void *arg)
+                         json_t *facts, char **reason, void *arg)
 {
     merge_job_t *job = arg;
     const char *workspace = json_string_value(json_object_get(item, "workspace"));
@@ -584,9 +615,17 @@ static int s_queue_build(const json_t *item, const char *base, char out[41], con
     request.cancelled = s_cancelled;
     request.callback_arg = job;
     merge_result_t result;
+    free(job->agent_said);
+    job->agent_said = NULL;
     rc = merge_engine_run(&request, &result);
     job->source = own_source;
     s_ref(job, workspace, ref, NULL);
+    s_fact_files(facts, "resolved_files", result.resolved_files, result.resolved_count);
+    s_fact_files(facts, "failed_files", result.failed_files, result.failed_count);
+    if (result.notes != NULL)
+        json_object_set_new(facts, "notes", json_string(result.notes));
+    if (job->agent_said != NULL && job->agent_said[0] != '\0')
+        json_object_set_new(facts, "agent_merge_result", json_string(job->agent_said));
     if (rc == 0) {
         memcpy(out, result.merge_commit, 41);
         *strategy = merge_strategy_name(result.strategy);
@@ -607,7 +646,7 @@ static int s_queue_build(const json_t *item, const char *base, char out[41], con
 }
 
 static int s_queue_test(const json_t *item, const char *candidate, const char **verdict,
-                        char **reason, void *arg)
+                        json_t *facts, char **reason, void *arg)
 {
     merge_job_t *job = arg;
     const char *workspace = json_string_value(json_object_get(item, "workspace"));
@@ -636,6 +675,8 @@ static int s_queue_test(const json_t *item, const char *candidate, const char **
         return FAILURE_STATE;
     }
     *verdict = merge_tests_name(tests);
+    if (summary != NULL)
+        json_object_set_new(facts, "test_notes", json_string(summary));
     if (tests != MERGE_TESTS_FAIL) {
         free(summary);
         return 0;
@@ -726,6 +767,31 @@ static merge_strategy_t s_strategy(const char *name)
     return MERGE_STRATEGY_NONE;
 }
 
+/* The strings of the JSON array `files` into *out (n of them; owned by the result). */
+static void s_files_from_json(const json_t *files, char ***out, size_t *n)
+{
+    size_t count = json_array_size(files);
+    *out = count ? calloc(count, sizeof **out) : NULL;
+    *n = 0;
+    for (size_t i = 0; *out != NULL && i < count; i++) {
+        const char *file = json_string_value(json_array_get(files, i));
+        if (file != NULL && ((*out)[*n] = strdup(file)) != NULL)
+            (*n)++;
+    }
+}
+
+/* item[key] or "", and "; " after it when it is not empty. */
+static const char *s_item_str(const json_t *item, const char *key)
+{
+    const char *value = json_string_value(json_object_get(item, key));
+    return value ? value : "";
+}
+
+static const char *s_item_sep(const json_t *item, const char *key)
+{
+    return s_item_str(item, key)[0] != '\0' ? "; " : "";
+}
+
 /* The merge through the queue of its target: fills `result` from the item's end. */
 static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting)
 {
@@ -751,7 +817,19 @@ static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting
                                  .event = s_queue_event,
                                  .stop = s_queue_stop,
                                  .arg = job};
-    specialist_progressf(job->ctx, "phase", "in the merge queue of '%s'", job->target);
+    specialist_progressf(job->ctx, "phase", "merging '%s' into '%s'", job->source, job->target);
+    /* The queue reads the remote's target from its remote-tracking ref: fresh from here. */
+    merge_repo_t *lent = NULL;
+    if (merge_repos_get(job->service->repos, job->workspace, &lent) == 0) {
+        char *ref = NULL;
+        if (s_queue_remote(job, lent->repo) &&
+            s_fetch_target(lent->repo, job->remote, job->target, &ref) < 0)
+            specialist_progressf(job->ctx, "info", "cannot fetch %s/%s: %s", job->remote,
+                                 job->target,
+                                 git_error_last() ? git_error_last()->message : "?");
+        free(ref);
+        merge_repos_put(job->service->repos, &lent);
+    }
     merge_queue_end_t end;
     json_t *item = NULL;
     int rc = merge_queue_run(&request, &hooks, &end, &item);
@@ -767,6 +845,15 @@ static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting
     result->tests = verdict && strcmp(verdict, "PASS") == 0   ? MERGE_TESTS_PASS
                     : verdict && strcmp(verdict, "FAIL") == 0 ? MERGE_TESTS_FAIL
                                                               : MERGE_TESTS_SKIP;
+    s_files_from_json(json_object_get(item, "resolved_files"), &result->resolved_files,
+                      &result->resolved_count);
+    s_files_from_json(json_object_get(item, "failed_files"), &result->failed_files,
+                      &result->failed_count);
+    const char *said = json_string_value(json_object_get(item, "agent_merge_result"));
+    if (said != NULL && (job->agent_said == NULL || job->agent_said[0] == '\0')) {
+        free(job->agent_said);
+        job->agent_said = strdup(said);
+    }
     long long runs = (long long)json_integer_value(json_object_get(item, "tests"));
     long long waited = (long long)(json_integer_value(json_object_get(item, "ended_ms")) -
                                    json_integer_value(json_object_get(item, "enqueued_ms")));
@@ -782,8 +869,10 @@ static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting
             if (strcmp(merge_local_name((merge_local_t)l), local) == 0)
                 result->local = (merge_local_t)l;
         result->local_note = note ? strdup(note) : NULL;
-        if (asprintf(&result->notes, "landed through the merge queue after %lld ms, %lld test run(s)",
-                     waited, runs) < 0)
+        if (asprintf(&result->notes, "%s%s%s%slanded through the merge queue after %lld ms, "
+                     "%lld test run(s)", s_item_str(item, "notes"), s_item_sep(item, "notes"),
+                     s_item_str(item, "test_notes"), s_item_sep(item, "test_notes"), waited,
+                     runs) < 0)
             result->notes = NULL;
         specialist_result_int(job->ctx, "queue_ms", waited);
         rc = 0;
@@ -791,6 +880,9 @@ static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting
         if (strstr(why ? why : "", "tests failed") != NULL)
             result->tests = MERGE_TESTS_FAIL;
         result->reason = strdup(why && why[0] ? why : "ejected from the merge queue");
+        if (asprintf(&result->notes, "%s%s%s", s_item_str(item, "notes"),
+                     s_item_sep(item, "notes"), s_item_str(item, "test_notes")) < 0)
+            result->notes = NULL;
         rc = FAILURE_STATE;
     } else {
         *waiting = true;
@@ -799,14 +891,6 @@ static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting
     }
     json_decref(item);
     return rc;
-}
-
-static json_t *s_files_json(char **files, size_t n)
-{
-    json_t *array = json_array();
-    for (size_t i = 0; i < n && array != NULL; i++)
-        json_array_append_new(array, json_string(files[i]));
-    return array;
 }
 
 /* What became of the merge, for the log and the history: the outcome, or "released" /

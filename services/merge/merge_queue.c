@@ -291,11 +291,23 @@ static void s_land(s_view_t *v)
                     s_normalise(v);
                 continue;
             }
+            if (rc < 0) {
+                /* Transient (the remote unreachable): the item leaves the queue and its
+                 * task is tried again later, when it queues afresh. */
+                s_end(v, head, "ejected", reason ? reason : "cannot land");
+                s_set_int(head, "retry", 1);
+                s_event(v, "merge-queue.ejected", head, "landing failed, to be retried: %s",
+                        s_str(head, "reason"));
+                free(reason);
+                if (s_sort(v) == 0)
+                    s_normalise(v);
+                continue;
+            }
             if (rc != 0) {
                 s_event(v, "merge-queue.land_failed", head, "%s",
                         reason ? reason : "cannot land");
                 free(reason);
-                if (rc == 1 && v->hooks->tip(v->tip, v->hooks->arg) == 0)
+                if (v->hooks->tip(v->tip, v->hooks->arg) == 0)
                     s_normalise(v);
                 return;
             }

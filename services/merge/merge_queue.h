@@ -40,7 +40,8 @@
  *
  * Item fields: id (the task), attempt, seq, rank, workspace, source, commit, state
  * (waiting | built | passed | landed | ejected), gen, base, candidate, claim, claim_kind,
- * strategy, tests (test runs spent on it), verdict, reason, enqueued_ms, ended_ms. */
+ * strategy, tests (test runs spent on it), verdict, reason, retry (ejected because a landing
+ * failed for a transient reason: the task is tried again), enqueued_ms, ended_ms. */
 #ifndef CLOISTER_MERGE_QUEUE_H
 #define CLOISTER_MERGE_QUEUE_H
 

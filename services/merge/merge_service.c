@@ -884,6 +884,7 @@ static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting
                      s_item_sep(item, "notes"), s_item_str(item, "test_notes")) < 0)
             result->notes = NULL;
         rc = FAILURE_STATE;
+        *waiting = json_integer_value(json_object_get(item, "retry")) != 0;
     } else {
         *waiting = true;
         result->reason = strdup("still in the merge queue (deadline or shutdown): tried again");

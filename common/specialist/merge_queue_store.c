@@ -1,7 +1,7 @@
 /* merge_queue_store: see merge_queue_store.h. */
 #include "merge_queue_store.h"
 
-#include "agent_job.h"
+#include "home.h"
 #include "failure.h"
 
 #include <dirent.h>
@@ -24,17 +24,12 @@ struct merge_queue_store_t {
     json_t *json;
 };
 
-int merge_queue_store_dir(char *buf, size_t size, const config_t *config)
+int merge_queue_store_dir(char *buf, size_t size)
 {
-    char workdir[PATH_MAX];
-    int rc = agent_job_workdir(workdir, sizeof workdir, config, S_SPECIALIST);
+    int rc = home_path(buf, size, "specialists/" S_SPECIALIST "/queue");
     if (rc != 0)
         return rc;
-    if ((size_t)snprintf(buf, size, "%s/queue", workdir) >= size)
-        return failure_set(FAILURE_INVALID, "the merge-agent's workdir path is too long");
-    if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-        return failure_set(FAILURE_IO, "cannot create %s: %s", buf, strerror(errno));
-    return 0;
+    return home_mkdirs(buf);
 }
 
 /* FNV-1a over root, a NUL and target: the file's name. */

@@ -2,7 +2,9 @@
  * the queues, services/merge/merge_queue.h) and pan (`pan merge-queue`: shows, pauses and
  * resumes them).
  *
- * One JSON file per (repository root, target branch) in <merge-agent workdir>/queue/,
+ * One JSON file per (repository root, target branch) in
+ * $PANOPTICON_HOME/specialists/merge-agent/queue/ (one directory for every replica on the
+ * host, whatever their workdirs),
  * named "q-<16 hex of a hash of root and target>.json"; the root and target are also
  * inside, and a file whose names do not match is refused. Every reader and writer holds
  * an flock(2) on "<file>.lock" while it looks: the kernel drops the lock of a process
@@ -23,9 +25,9 @@
 
 typedef struct merge_queue_store_t merge_queue_store_t;
 
-/* Writes "<the merge-agent's workdir>/queue" for `config` into `buf` and creates it (mode
- * 0700) when missing. Returns 0, or FAILURE_INVALID / FAILURE_IO with the reason. */
-int merge_queue_store_dir(char *buf, size_t size, const config_t *config);
+/* Writes the queues' directory into `buf` and creates it when missing. Returns 0, or
+ * FAILURE_INVALID / FAILURE_IO with the reason. */
+int merge_queue_store_dir(char *buf, size_t size);
 
 /* Locks and reads the queue of (`repo` root, `target`) kept in `dir`: an empty queue when
  * there is no file yet. Blocks until the lock is free. Returns 0 and *out (caller owns;

@@ -234,8 +234,8 @@ static void s_end(s_view_t *v, json_t *item, const char *state, const char *reas
 }
 
 /* Claims of dead workers are dropped; every item whose base is not what is ahead of it
- * now is reset. Returns with v->active re-sorted. */
-static void s_normalise(s_view_t *v)
+ * now is reset; a failed item with only passed items ahead is ejected. */
+static void s_normalise_once(s_view_t *v)
 {
     for (size_t i = 0; i < v->nactive; i++) {
         json_t *item = v->active[i];
@@ -250,6 +250,7 @@ static void s_normalise(s_view_t *v)
         }
     }
     const char *expected = v->tip;
+    bool ahead_passed = true;
     for (size_t i = 0; i < v->nactive; i++) {
         json_t *item = v->active[i];
         const char *base = s_str(item, "base");
@@ -258,8 +259,30 @@ static void s_normalise(s_view_t *v)
             s_reset(v, item,
                     expected == NULL ? "the item ahead of it is not built"
                                      : "what is ahead of it changed");
-        expected = s_is(item, "built") || s_is(item, "passed") ? s_str(item, "candidate") : NULL;
+        if (s_is(item, "failed") && ahead_passed) {
+            /* Failed with everything ahead of it passed: its own fault. */
+            s_end(v, item, "ejected", NULL);
+            s_event(v, "merge-queue.ejected", item, "ejected: %s", s_str(item, "reason"));
+            continue;
+        }
+        ahead_passed = ahead_passed && s_is(item, "passed");
+        /* A failed item stays out of the chain behind it (built without it) until it is
+         * ejected, or rebuilt and retested because something ahead of it failed. */
+        if (!s_is(item, "failed"))
+            expected =
+                s_is(item, "built") || s_is(item, "passed") ? s_str(item, "candidate") : NULL;
     }
+}
+
+static void s_normalise(s_view_t *v)
+{
+    size_t before;
+    do {
+        before = v->nactive;
+        s_normalise_once(v);
+        if (s_sort(v) != 0)
+            return;
+    } while (v->nactive != before);
 }
 
 /* Lands every passed item at the head whose base is the tip. */
@@ -388,7 +411,8 @@ static bool s_claim(s_view_t *v, s_work_t *work)
     size_t window = v->req->window > 0 ? (size_t)v->req->window : 1;
     for (size_t i = 0; i < v->nactive && i < window; i++) {
         json_t *item = v->active[i];
-        const char *next = s_is(item, "built") || s_is(item, "passed")
+        const char *next = s_is(item, "failed") ? expected
+                           : s_is(item, "built") || s_is(item, "passed")
                                ? s_str(item, "candidate")
                                : NULL;
         bool unclaimed = s_str(item, "claim")[0] == '\0';
@@ -479,6 +503,14 @@ static void s_record(s_view_t *v, const s_work_t *work, s_done_t *done)
                 done->reason ? done->reason : "transient failure");
         if (build)
             s_set_str(item, "base", "");
+    } else if (done->rc == 1 && !build) {
+        /* Ejected once everything ahead of it passed (s_normalise): until then the failure
+         * may be the fault of an item ahead. */
+        s_set_str(item, "state", "failed");
+        s_set_str(item, "verdict", "FAIL");
+        s_set_str(item, "reason", done->reason ? done->reason : "tests failed");
+        s_event(v, "merge-queue.failed", item, "candidate %.12s failed its tests",
+                work->candidate);
     } else if (done->rc == 1) {
         s_end(v, item, "ejected", done->reason ? done->reason : "failed");
         s_event(v, "merge-queue.ejected", item, "ejected: %s", s_str(item, "reason"));

@@ -5,8 +5,9 @@
  *  - Where the state lives. The broker keeps the tasks (one merge-agent task per queued
  *    merge, durable, re-dispatched after a crash) but never opens a repository, so the
  *    queue's order and state live with the merge-agents: one JSON file per (repository
- *    root, target) in <merge-agent workdir>/queue/ (merge_queue_store.h), changed only
- *    under its flock and saved by an atomic rename. Replicas on one host share it.
+ *    root, target) in $PANOPTICON_HOME/specialists/merge-agent/queue/ (merge_queue_store.h),
+ *    changed only under its flock and saved by an atomic rename. Replicas on one host share
+ *    it.
  *  - Items. A task entering the queue becomes an item: (priority rank, arrival seq),
  *    source branch, the reviewed commit it is pinned to. Active items are kept in
  *    (rank, seq) order: an urgent item goes ahead of every normal one not yet landed.
@@ -29,9 +30,11 @@
  *    The state is saved after the ref moved; a crash in between is recognised at the next
  *    look (the tip IS the head's candidate: it landed), so nothing lands twice and nothing
  *    untested lands.
- *  - Failure. A failing test run ejects its item (state `ejected`, the failing test in
- *    `reason`, the candidate kept as refs/cloister-queue/<target>/<seq>); the items behind
- *    are reset by the base rule above. A conflict the agent cannot resolve, or a branch that
+ *  - Failure. A failing test run marks its item `failed`: the items behind it are rebuilt
+ *    without it at once, and it is ejected (state `ejected`, the failing test in `reason`,
+ *    the candidate kept as refs/cloister-queue/<target>/<seq>) as soon as every item ahead
+ *    of it passed -- until then the failure may be the fault of one of them (if one is
+ *    ejected, the failed item is rebuilt and tested again). A conflict the agent cannot resolve, or a branch that
  *    moved since its review, ejects that item only. Transient trouble (a busy repository,
  *    I/O) puts the work back for another try.
  *  - Bounds. `window` (setting [merge] queue_window) caps the active items that may be

@@ -59,6 +59,7 @@ typedef struct {
     const char *commit; /* payload "commit": the reviewed source commit, or NULL */
     int64_t deadline_ms;
     bool agent_ran;   /* the agent was started (its result fields are set) */
+    bool fenced;      /* the fence refused a push: this attempt no longer holds the task */
     char *agent_said; /* the agent's MERGE_RESULT ("" when it gave none) */
 } merge_job_t;
 
@@ -101,7 +102,7 @@ int merge_service_new(merge_service_t **out, const config_t *config)
         return rc;
     }
     snprintf(self->worktree_dir, sizeof self->worktree_dir, "%s/merges", self->workdir);
-    rc = merge_queue_store_dir(self->queue_dir, sizeof self->queue_dir, config);
+    rc = merge_queue_store_dir(self->queue_dir, sizeof self->queue_dir);
     if (rc != 0) {
         free(self);
         return rc;
@@ -162,6 +163,7 @@ static int s_before_push(void *arg)
     merge_job_t *job = arg;
     specialist_progressf(job->ctx, "phase", "pushing to %s/%s", job->remote, job->target);
     int rc = fence_check(job->ctx, job->service->control_endpoint, FENCE_DEFAULT_WAIT_MS);
+    job->fenced = rc != 0;
     if (rc == 0)
         specialist_progress(job->ctx, "info", "the broker confirms this attempt holds the task");
     return rc;
@@ -723,6 +725,7 @@ static int s_queue_land(const json_t *item, const char *base, const char *candid
     request.before_push = s_before_push;
     request.callback_arg = job;
     merge_result_t result;
+    job->fenced = false;
     rc = merge_engine_run(&request, &result);
     s_ref(job, workspace, ref, NULL);
     if (rc == 0) {
@@ -735,7 +738,10 @@ static int s_queue_land(const json_t *item, const char *base, const char *candid
     } else {
         const char *why = result.reason ? result.reason : "landing failed";
         *reason = strdup(why);
-        if (strstr(why, "not a fast-forward") != NULL || strstr(why, "kept moving") != NULL)
+        /* A stale attempt (fenced) lands nothing and changes nothing: as if the target
+         * moved, the queue only looks again. */
+        if (strstr(why, "not a fast-forward") != NULL || strstr(why, "kept moving") != NULL ||
+            job->fenced)
             rc = 1;
         else if (!s_transient(rc, why) && !specialist_cancelled(job->ctx))
             rc = 2;

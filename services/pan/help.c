@@ -146,6 +146,16 @@ static const help_t s_help[] = {
     {"tests",
      "usage: pan tests detect [DIR] [--json]\n"
      "The test command the test-agent would run in DIR (default .), and why.\n"},
+    {"merge-queue",
+     "usage: pan merge-queue [REPO] [--json]\n"
+     "       pan merge-queue pause|resume REPO TARGET\n"
+     "The merge queues of this host's merge-agents (of REPO's repository only, if given):\n"
+     "each merge waiting, building, testing, passed, failed, landed or ejected (and why),\n"
+     "its candidate commit, test runs and time in the queue; test runs per landed merge.\n"
+     "  pause REPO TARGET     build and test nothing new in that queue; what is under way\n"
+     "                        finishes and passed merges still land (it drains)\n"
+     "  resume REPO TARGET    let it go on\n"
+     "  --json                the queues as JSON\n"},
     {"prompt",
      "usage: pan prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]\n"
      "The prompt a task would get, without running it.\n"

@@ -42,6 +42,7 @@ static const char *const s_usage =
     "  reload [--json]        read cloister.toml again (the broker and the launched services)\n"
     "  top [--interval S] [--frames N]   (live: specialists, queues, running, failures)\n"
     "  tests detect [DIR] [--json]\n"
+    "  merge-queue [REPO] [--json] | merge-queue pause|resume REPO TARGET\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
     "  prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]\n"
     "  doctor [--workspace DIR]... [--json]\n"
@@ -160,7 +161,7 @@ int main(int argc, char **argv)
     const char *endpoints[] = {pan.control_ep, pan.events_ep, pan.in_ep, NULL};
     if (strcmp(command, "keys") != 0 && strcmp(command, "doctor") != 0 &&
         strcmp(command, "web") != 0 && strcmp(command, "backup") != 0 &&
-        strcmp(command, "restore") != 0 &&
+        strcmp(command, "restore") != 0 && strcmp(command, "merge-queue") != 0 &&
         curve_client_init(config, endpoints) != 0) {
         config_destroy(&config);
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
@@ -191,6 +192,8 @@ int main(int argc, char **argv)
         code = cmd_reload(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "tests") == 0)
         code = cmd_tests(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "merge-queue") == 0)
+        code = cmd_merge_queue(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "approve") == 0)
         code = cmd_approve(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "prompt") == 0)
@@ -210,7 +213,7 @@ int main(int argc, char **argv)
             "submit",  "specialists", "events", "task",    "cancel", "dead",
             "retry",   "priority",    "top",    "status",  "reload", "tests",
             "approve", "prompt",      "keys",   "web",     "backup", "restore",
-            "doctor",  "help",        "version", NULL};
+            "doctor",  "help",        "version", "merge-queue", NULL};
         const char *near = pan_suggest(command, commands);
         if (near != NULL)
             fprintf(stderr, "pan: unknown command '%s'; did you mean '%s'?\n\n%s", command, near,

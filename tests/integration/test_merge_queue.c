@@ -10,6 +10,7 @@
  *   - a failing branch is ejected with the failing test named, its candidate kept as a
  *     ref, and the branches behind it land without it;
  *   - kill -9 of a merge-agent or of the broker mid-queue changes none of that. */
+#include "pan_harness.h"
 #include "testgit.h"
 #include "worker_harness.h"
 
@@ -256,6 +257,42 @@ static void s_killed(const char *name, bool broker)
     s_teardown();
 }
 
+/* pan merge-queue pause freezes the queue (nothing is built or tested, nothing lands),
+ * pan merge-queue shows it, resume lets the merge land. */
+static void test_pause_resume(void)
+{
+    s_setup("mq-pause", 1);
+    if (s_h == NULL)
+        return;
+    static char out[PAN_OUT_SIZE];
+    testgit_push_branch(s_repos.user, "feature/p", "p.c", "int p;\n");
+    char old[41], now[41];
+    testgit_rev(s_repos.remote, "refs/heads/main", old);
+    s_start_merge("merge-1");
+    CHECK_INT(harness_pan(s_h->env, out, "merge-queue", "pause", s_repos.user, "main", NULL), 0);
+    CHECK(strstr(out, "paused") != NULL);
+    s_submit("p1", "feature/p", "normal");
+    harness_pump(s_h, 2500);
+    CHECK_INT(harness_count(s_h, "task.done", "p1"), 0);
+    CHECK(s_parallel_starts() == 0);
+    testgit_rev(s_repos.remote, "refs/heads/main", now);
+    CHECK_STR(now, old);
+    CHECK_INT(harness_pan(s_h->env, out, "merge-queue", s_repos.user, NULL), 0);
+    CHECK(strstr(out, "into main (paused): 1 queued") != NULL);
+    CHECK(strstr(out, "feature/p") != NULL && strstr(out, "waiting") != NULL);
+    CHECK_INT(harness_pan(s_h->env, out, "merge-queue", "resume", s_repos.user, "main", NULL), 0);
+    CHECK_STR(s_wait_end("p1", 20000, NULL), "task.done");
+    CHECK(s_on_main("feature/p"));
+    CHECK_INT(harness_pan(s_h->env, out, "merge-queue", NULL), 0);
+    CHECK(strstr(out, "0 queued, 1 landed, 0 ejected, 1 test runs (1.00 per landed merge)") !=
+          NULL);
+    CHECK(strstr(out, "landed") != NULL);
+    /* A repository that is none is a clear error. */
+    CHECK_INT(harness_pan_all(s_h->env, out, "merge-queue", s_h->env->home, NULL), 1);
+    CHECK(strstr(out, "is not in a git repository") != NULL);
+    s_teardown();
+}
+
 static void test_merge_agent_killed(void)
 {
     s_killed("mq-agent-kill", false);
@@ -273,6 +310,7 @@ int main(int argc, char **argv)
         void (*run)(void);
     } scenarios[] = {
         {"parallel_and_eject", test_parallel_and_eject},
+        {"pause_resume", test_pause_resume},
         {"merge_agent_killed", test_merge_agent_killed},
         {"broker_killed", test_broker_killed},
     };

@@ -540,6 +540,9 @@ static int s_locked_step(s_view_t *v)
         s_close(v);
         return rc;
     }
+    /* Landing first: a head whose tested candidate already is the tip (a crash between
+     * its landing and the save) is recorded as landed, not rebuilt. */
+    s_land(v);
     s_normalise(v);
     s_land(v);
     s_normalise(v);

@@ -3,6 +3,7 @@
 #include "context.h"
 
 #include "failure.h"
+#include "repo_files.h"
 #include "template.h"
 
 #include <ctype.h>
@@ -605,7 +606,8 @@ int context_prior_attempts(char **out, const json_t *context, size_t limit)
 
 /* ---- custom instructions ---- */
 
-int context_custom_instructions(char **out, const config_t *config, const char *repo)
+int context_custom_instructions(char **out, const config_t *config, const char *repo,
+                                const char *rev)
 {
     FILE *f;
     char *buf;
@@ -620,23 +622,13 @@ int context_custom_instructions(char **out, const config_t *config, const char *
                 configured[strlen(configured) - 1] == '\n' ? "" : "\n");
         parts++;
     }
-    char path[CONTEXT_PATH_MAX];
-    if (repo != NULL &&
-        snprintf(path, sizeof path, "%s/.cloister/instructions.md", repo) < (int)sizeof path) {
-        FILE *file = fopen(path, "rb");
-        if (file != NULL) {
-            char *text = malloc(CONTEXT_INSTRUCTIONS_MAX + 1);
-            size_t n = text ? fread(text, 1, CONTEXT_INSTRUCTIONS_MAX, file) : 0;
-            fclose(file);
-            if (text != NULL && n > 0 && memchr(text, '\0', n) == NULL) {
-                text[n] = '\0';
-                fprintf(f, "%sFrom the repository's .cloister/instructions.md:\n%s%s",
-                        parts ? "\n" : "", text, text[n - 1] == '\n' ? "" : "\n");
-                parts++;
-            }
-            free(text);
-        }
+    char *text = repo_files_read(repo, rev, ".cloister/instructions.md", CONTEXT_INSTRUCTIONS_MAX);
+    if (text != NULL && text[0] != '\0') {
+        fprintf(f, "%sFrom the repository's .cloister/instructions.md on %s:\n%s\n",
+                parts ? "\n" : "", rev, text);
+        parts++;
     }
+    free(text);
     if (parts == 0)
         fputs("(none)\n", f);
     return s_finish(out, f, &buf, NULL);

@@ -84,9 +84,11 @@ int context_active_tasks(char **out, const json_t *context, size_t limit);
 int context_prior_attempts(char **out, const json_t *context, size_t limit);
 
 /* The project's instructions: [context] custom_instructions from `config` (may be NULL),
- * then `<repo>/.cloister/instructions.md` when `repo` is not NULL and the file exists (at
- * most CONTEXT_INSTRUCTIONS_MAX bytes), each under a line naming its source;
- * "(none)" when there are neither. Returns 0 or FAILURE_MEMORY. */
-int context_custom_instructions(char **out, const config_t *config, const char *repo);
+ * then `.cloister/instructions.md` as committed at `rev` (the target branch) of the
+ * repository containing `repo` (repo_files.h: never a working tree's; at most
+ * CONTEXT_INSTRUCTIONS_MAX bytes), each under a line naming its source; "(none)" when
+ * there are neither. Returns 0 or FAILURE_MEMORY. */
+int context_custom_instructions(char **out, const config_t *config, const char *repo,
+                                const char *rev);
 
 #endif

@@ -276,8 +276,10 @@ static int s_fill_vars(template_vars_t *vars, const config_t *config, const char
 
     char *text = NULL;
     char name[ROLES_NAME_MAX + 1];
+    /* The repository speaks through its target branch's commit only (repo_files.h). */
+    const char *rev = target[0] ? target : "main";
     rc = roles_resolve(&text, name, specialist, s_str(payload, "type"), s_str(payload, "role"),
-                       repo);
+                       repo, rev);
     if ((rc = s_set_owned(vars, "role", text, rc)) != 0)
         return rc;
     text = s_files_changed(payload);
@@ -300,7 +302,7 @@ static int s_fill_vars(template_vars_t *vars, const config_t *config, const char
     rc = context_prior_attempts(&text, context, limit);
     if ((rc = s_set_owned(vars, "prior_attempts", text, rc)) != 0)
         return rc;
-    rc = context_custom_instructions(&text, config, repo);
+    rc = context_custom_instructions(&text, config, repo, rev);
     if ((rc = s_set_owned(vars, "custom_instructions", text, rc)) != 0)
         return rc;
 

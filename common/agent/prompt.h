@@ -30,7 +30,8 @@
  *   active_tasks      the other active tasks from the broker's context (fenced data)
  *   prior_attempts    the prior attempts of the issue (fenced data;
  *                     [context] session_context_limit bounds both lists)
- *   custom_instructions  [context] custom_instructions + .cloister/instructions.md
+ *   custom_instructions  [context] custom_instructions + .cloister/instructions.md (as
+ *                     committed on the target branch, like the role: repo_files.h)
  * The repository these are gathered from is payload.workspace, else the caller's `worktree`
  * variable, else its `project` variable; without one the tree and files say so. A caller
  * that sets `workspace` itself (a service that checked the commit out in a worktree of its

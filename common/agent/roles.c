@@ -2,6 +2,7 @@
 #include "roles.h"
 
 #include "failure.h"
+#include "repo_files.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,31 +105,17 @@ static int s_valid_name(const char *name)
     return 1;
 }
 
-/* The custom role file's text, or NULL when there is none (or it is unreadable/binary). */
-static char *s_custom_role(const char *repo, const char *name)
+/* The custom role's text as committed at `rev`, or NULL when there is none. */
+static char *s_custom_role(const char *repo, const char *rev, const char *name)
 {
-    char path[4096];
-    if (repo == NULL ||
-        snprintf(path, sizeof path, "%s/.cloister/roles/%s.md", repo, name) >= (int)sizeof path)
+    char path[128];
+    if (snprintf(path, sizeof path, ".cloister/roles/%s.md", name) >= (int)sizeof path)
         return NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    char *text = malloc(ROLES_FILE_MAX + 1);
-    size_t n = text ? fread(text, 1, ROLES_FILE_MAX, f) : 0;
-    fclose(f);
-    if (text == NULL || memchr(text, '\0', n) != NULL) {
-        free(text);
-        return NULL;
-    }
-    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' ' || text[n - 1] == '\r'))
-        n--;
-    text[n] = '\0';
-    return text;
+    return repo_files_read(repo, rev, path, ROLES_FILE_MAX);
 }
 
 int roles_resolve(char **text, char *name, const char *specialist, const char *type,
-                  const char *role, const char *repo)
+                  const char *role, const char *repo, const char *rev)
 {
     *text = NULL;
     const char *chosen = NULL;
@@ -146,17 +133,17 @@ int roles_resolve(char **text, char *name, const char *specialist, const char *t
         chosen = "implement";
     snprintf(name, ROLES_NAME_MAX + 1, "%s", chosen);
 
-    char *custom = s_custom_role(repo, name);
+    char *custom = s_custom_role(repo, rev, name);
     const char *builtin = s_builtin(name);
     if (custom == NULL && builtin == NULL)
         return failure_set(FAILURE_NOT_FOUND,
                            "unknown role '%s': no built-in role and no .cloister/roles/%s.md", name,
                            name);
     const type_role_t *kind = type != NULL && type[0] != '\0' ? s_type(type) : NULL;
-    char source[128];
+    char source[400];
     if (custom != NULL)
-        snprintf(source, sizeof source, "custom, from the repository's .cloister/roles/%s.md",
-                 name);
+        snprintf(source, sizeof source, "custom, from the repository's .cloister/roles/%s.md on "
+                 "%.200s", name, rev);
     else
         snprintf(source, sizeof source, "built-in");
     int n;

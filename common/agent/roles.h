@@ -8,9 +8,11 @@
  *      test/tests → test, docs/doc/documentation → document, review → review,
  *      chore → implement;
  *   4. implement.
- * Its text: the repository's `.cloister/roles/<role>.md` when present (this defines a custom
- * role or overrides a built-in one; it is the project's own configuration, used as
- * instructions and labelled with where it came from), else the built-in text, else the
+ * Its text: the repository's `.cloister/roles/<role>.md` as committed on the target branch
+ * (repo_files.h: read through git, never from a working tree, so a branch under review
+ * cannot supply its own reviewer) when present (this defines a custom role or overrides a
+ * built-in one; it is the project's own configuration, used as instructions and labelled
+ * with where it came from), else the built-in text, else the
  * role is unknown (an error). When the task has a `type`, a line saying what that kind of
  * change needs is added (e.g. a bug fix needs a regression test), so a reviewer of a bug
  * fix still reviews with the bug in mind.
@@ -30,13 +32,14 @@
 const char *roles_for_type(const char *type);
 
 /* Picks the role for a task of `specialist` with payload `type` and `role` (each may be
- * NULL or ""), looking for custom roles under `repo` (NULL: none). On 0, `name` (at least
+ * NULL or ""), looking for custom roles in the repository containing `repo` as committed
+ * at `rev` (the target branch; either NULL: none). On 0, `name` (at least
  * ROLES_NAME_MAX + 1 bytes) holds the role's name and *text a new string the caller frees:
  *   "Role: <name> (<source>)\n\n<role text>\n[\nTask type: <type> - <what it needs>\n]"
  * Returns FAILURE_INVALID (an override that is not a valid role name), FAILURE_NOT_FOUND
  * ("unknown role 'x': no built-in role and no .cloister/roles/x.md"), or FAILURE_MEMORY;
  * *text is then NULL. */
 int roles_resolve(char **text, char *name, const char *specialist, const char *type,
-                  const char *role, const char *repo);
+                  const char *role, const char *repo, const char *rev);
 
 #endif

@@ -108,6 +108,7 @@ static const schema_t s_schema[] = {
     {"agent", "prompts_dir", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {"agent", "mcp", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
     {"agent", "mcp_command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
+    {"agent", "mcp_key", SCHEMA_STRING, false, NULL, 0, 0, NULL},
 
     {"review", "mode", SCHEMA_STRING, true, "normal", 0, 0, "strict|normal|yolo|disabled"},
     {"review", "checks", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
@@ -156,6 +157,7 @@ static const schema_t s_schema[] = {
 
     {"web", "port", SCHEMA_INT, true, NULL, 7700, 0, NULL},
     {"web", "bind", SCHEMA_STRING, true, "127.0.0.1", 0, 0, NULL},
+    {"web", "hosts", SCHEMA_STRING_ARRAY, false, NULL, 0, 0, NULL},
 
     {"hooks", "after_review", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {"hooks", "after_test", SCHEMA_STRING, false, NULL, 0, 0, NULL},

@@ -28,7 +28,8 @@
  *              disallowed_tools=[] max_turns=50 session_token_limit=150000
  *              no_output_timeout=300 (s) result_grace_ms=2000;
  *              optional, no default: max_budget_usd (float), append_system_prompt (string),
- *              prompts_dir (string), mcp (bool, default true), mcp_command (string)
+ *              prompts_dir (string), mcp (bool, default true), mcp_command (string),
+ *              mcp_key (string: the agent key's secret file, default keys/agent_secret)
  *   [review]   mode="normal" (strict|normal|yolo|disabled); optional, no default: checks
  *              (array of strings), check_timeout_s (int), diff_budget_chars (int), post
  *              (bool), gh_command (string)

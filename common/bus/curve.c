@@ -72,11 +72,11 @@ int curve_decide(const config_t *config, const char *const *endpoints, bool list
     return 0;
 }
 
-static const char *const s_role_names[] = {"submitter", "worker", "admin"};
+static const char *const s_role_names[] = {"submitter", "worker", "admin", "agent"};
 
 int curve_role_parse(const char *text)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < (int)(sizeof s_role_names / sizeof s_role_names[0]); i++)
         if (text != NULL && strcmp(text, s_role_names[i]) == 0)
             return i;
     return -1;
@@ -153,9 +153,20 @@ int curve_keys_init(void)
     if (rc == 0)
         rc = s_make_pair("client", "client", CURVE_ROLE_ADMIN);
     if (rc == 0)
+        rc = s_make_pair("agent", "agent", CURVE_ROLE_AGENT);
+    if (rc == 0)
         rc = s_trust_broker();
     close(lock); /* and with it the lock */
     return rc;
+}
+
+int curve_agent_cert(char *buf, size_t size)
+{
+    char path[4200];
+    s_key_path(path, sizeof path, "agent_secret");
+    if (snprintf(buf, size, "%s", path) >= (int)size)
+        return failure_set(FAILURE_TOO_BIG, "the path %s is too long", path);
+    return 0;
 }
 
 /* True for a name usable as a file name: [A-Za-z0-9._-], not starting with '.'. */
@@ -170,9 +181,10 @@ static bool s_name_ok(const char *name)
 
 int curve_keys_add(const char *name, curve_role_t role)
 {
-    if (!s_name_ok(name) || strcmp(name, "client") == 0)
+    if (!s_name_ok(name) || strcmp(name, "client") == 0 || strcmp(name, "agent") == 0)
         return failure_set(FAILURE_INVALID,
-                           "'%s' cannot name a key (letters, digits, '.', '_', '-'; not 'client')",
+                           "'%s' cannot name a key (letters, digits, '.', '_', '-'; not 'client' "
+                           "or 'agent')",
                            name);
     char relative[128], path[4300];
     snprintf(relative, sizeof relative, "clients/%s", name);

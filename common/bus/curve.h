@@ -4,7 +4,10 @@
  * Keys live in $PANOPTICON_HOME/keys/, in czmq's certificate format (zcert: a text file per
  * key, the secret one 0600):
  *   broker, broker_secret    the broker's pair; clients need its public key
- *   client, client_secret    the default client pair (pan, the specialists, cloister-mcp)
+ *   client, client_secret    the default client pair (pan, the specialists, a cloister-mcp
+ *                            started by hand)
+ *   agent, agent_secret      the pair a specialist gives its agent's cloister-mcp (role
+ *                            agent: what a prompt-injected agent could do is bounded by it)
  *   clients/NAME(_secret)    more client pairs, one per party (`pan keys add NAME`)
  *   authorized/NAME          the public keys the broker accepts (client, and each NAME)
  *   trusted/broker           the broker's public key alone: what a worker's task socket
@@ -55,25 +58,40 @@ const curve_t *curve_client(void);
  *   submitter  submits tasks, cancels and retries its own, reads (status, lists, events)
  *   worker     says hello, heartbeats, reports progress and results for the tasks it was
  *              given, reads (the fence asks for its task)
+ *   agent      the key of the MCP server a specialist gives its coding agent: reads, and
+ *              submits tasks other than merges (reviews, tests, work to hand off). It never
+ *              forces, never submits a merge (that is approving one), never cancels or
+ *              retries a task (all agents share it, so "its own" would be every agent's),
+ *              and cannot act as a worker
  *   admin      all of that, and what overrides or reaches other people's work: payload.force,
  *              cancelling or retrying others' tasks, retrying dead tasks
  * A key without a role (made before roles existed) is an admin; the broker logs a warning.
  * Keys themselves are files in $PANOPTICON_HOME/keys: changing them needs that directory. */
-typedef enum { CURVE_ROLE_SUBMITTER, CURVE_ROLE_WORKER, CURVE_ROLE_ADMIN } curve_role_t;
+typedef enum {
+    CURVE_ROLE_SUBMITTER,
+    CURVE_ROLE_WORKER,
+    CURVE_ROLE_ADMIN,
+    CURVE_ROLE_AGENT,
+} curve_role_t;
 
 #define CURVE_ROLE_META "role"
 
-/* The role a name spells ("submitter", "worker", "admin"), or -1. */
+/* The role a name spells ("submitter", "worker", "admin", "agent"), or -1. */
 int curve_role_parse(const char *text);
 const char *curve_role_name(curve_role_t role);
 
 /* Makes the broker pair, the default client pair and authorizes the client (an admin: the
- * owner's pan and local services), in $PANOPTICON_HOME/keys (the pairs that exist already
- * are kept). Returns 0 or FAILURE_IO. */
+ * owner's pan and local services), and the agent pair, authorized as an agent, in
+ * $PANOPTICON_HOME/keys (the pairs that exist already are kept). Returns 0 or FAILURE_IO. */
 int curve_keys_init(void);
 
+/* The path of the agent pair's secret file (keys/agent_secret) into buf: what a specialist
+ * names in CLOISTER_CURVE_CERT for its agent's cloister-mcp. Returns 0 or FAILURE_TOO_BIG. */
+int curve_agent_cert(char *buf, size_t size);
+
 /* A new client pair keys/clients/NAME(_secret), authorized with `role`. Returns 0,
- * FAILURE_INVALID (a bad or taken name) or FAILURE_IO. */
+ * FAILURE_INVALID (a bad or taken name; "client" and "agent" are the home's own) or
+ * FAILURE_IO. */
 int curve_keys_add(const char *name, curve_role_t role);
 
 /* Removes NAME from authorized/ (its pair stays in clients/). FAILURE_NOT_FOUND if it was

@@ -4,6 +4,8 @@
 #include "failure.h"
 #include "msgjson.h"
 
+#include <msgpack.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +31,49 @@ char *submit_specialist_canonical(const char *name, char *buf)
         buf[i] = name[i] == '_' ? '-' : name[i];
     buf[i] = '\0';
     return buf;
+}
+
+/* The payload members the services read as a path, a ref or an id: declared strings like
+ * the message's own, so none may hold a NUL byte (a service reads up to it, the store
+ * keeps all of it: "/home/u/repo\0/../other" would be two different workspaces). */
+static const char *const s_payload_strings[] = {"workspace", "branch", "target", "commit",
+                                                "issueId", "prUrl"};
+
+/* FAILURE_INVALID naming the first declared payload string with a NUL byte; else 0. */
+static int s_check_payload_strings(const void *payload, size_t len)
+{
+    if (payload == NULL || len == 0)
+        return 0;
+    msgpack_unpacked unpacked;
+    msgpack_unpacked_init(&unpacked);
+    size_t offset = 0;
+    int rc = 0;
+    if (msgpack_unpack_next(&unpacked, payload, len, &offset) == MSGPACK_UNPACK_SUCCESS &&
+        unpacked.data.type == MSGPACK_OBJECT_MAP) {
+        const msgpack_object_map *map = &unpacked.data.via.map;
+        for (uint32_t i = 0; rc == 0 && i < map->size; i++) {
+            const msgpack_object *key = &map->ptr[i].key, *value = &map->ptr[i].val;
+            const char *bytes = NULL;
+            size_t n = 0;
+            if (value->type == MSGPACK_OBJECT_STR) {
+                bytes = value->via.str.ptr;
+                n = value->via.str.size;
+            } else if (value->type == MSGPACK_OBJECT_BIN) {
+                bytes = value->via.bin.ptr;
+                n = value->via.bin.size;
+            }
+            if (key->type != MSGPACK_OBJECT_STR || n == 0 || memchr(bytes, '\0', n) == NULL)
+                continue;
+            for (size_t k = 0; k < sizeof s_payload_strings / sizeof s_payload_strings[0]; k++) {
+                if (key->via.str.size == strlen(s_payload_strings[k]) &&
+                    memcmp(key->via.str.ptr, s_payload_strings[k], key->via.str.size) == 0)
+                    rc = failure_set(FAILURE_INVALID, "submit: field 'payload.%s' holds a NUL byte",
+                                     s_payload_strings[k]);
+            }
+        }
+    }
+    msgpack_unpacked_destroy(&unpacked);
+    return rc;
 }
 
 int submit_check(const submit_t *task)
@@ -58,7 +103,7 @@ int submit_check(const submit_t *task)
                            "payload of %zu bytes is over the %d-byte cap (the task must fit in "
                            "the message sent to its worker)",
                            task->payload_len, SUBMIT_PAYLOAD_CAP);
-    return 0;
+    return s_check_payload_strings(task->payload, task->payload_len);
 }
 
 void submit_read(const wire_msg_t *msg, submit_t *out)

@@ -49,8 +49,10 @@ bool submit_specialist_name_valid(const char *name);
  * pan) uses this, so no check can be passed under another spelling. */
 char *submit_specialist_canonical(const char *name, char *buf);
 
-/* Checks the fields a submit carries, without the broker's state. Returns 0, or
- * FAILURE_INVALID / FAILURE_TOO_BIG with the reason in failure_message(). */
+/* Checks the fields a submit carries, without the broker's state, and the payload members
+ * read as paths, refs and ids (workspace, branch, target, commit, issueId, prUrl), which
+ * like every declared string must not hold a NUL byte. Returns 0, or FAILURE_INVALID /
+ * FAILURE_TOO_BIG with the reason in failure_message(). */
 int submit_check(const submit_t *task);
 
 /* Fills *out from a decoded `submit` message (or a `next` entry decoded as one); the

@@ -1,7 +1,7 @@
 /* agent_job: the agent runner driven from a specialist job (see agent_job.h). */
 #include "agent_job.h"
 
-
+#include "curve.h"
 #include "failure.h"
 #include "handoff.h"
 #include "home.h"
@@ -140,6 +140,11 @@ int agent_job_settings_from_config(agent_job_settings_t *out, const config_t *co
     a->result_grace_ms = (int)config_int(config, "agent", "result_grace_ms", 0);
     a->session_token_limit = config_int(config, "agent", "session_token_limit", 0);
     s_mcp_command(out->mcp_command, sizeof out->mcp_command, config);
+    const char *key = s_string_or_null(config, "agent", "mcp_key");
+    if (key != NULL)
+        snprintf(out->mcp_key, sizeof out->mcp_key, "%s", key);
+    else if (curve_agent_cert(out->mcp_key, sizeof out->mcp_key) != 0)
+        out->mcp_command[0] = '\0'; /* no key to give it: no server rather than ours */
     out->control_ep = config_string(config, "broker", "control", "tcp://127.0.0.1:5562");
     out->events_ep = config_string(config, "broker", "events", "tcp://127.0.0.1:5561");
     out->in_ep = config_string(config, "broker", "in", "tcp://127.0.0.1:5560");
@@ -232,15 +237,24 @@ typedef struct {
     const char *allowed_tools[AGENT_JOB_MAX_LIST + 2];
 } job_mcp_t;
 
-/* Writes the MCP config naming cloister-mcp for the task. Returns 0 or FAILURE_*. */
+/* Writes the MCP config naming cloister-mcp for the task: the agent key, and the task's
+ * own directories as the only places apply_patch writes. Returns 0 or FAILURE_*. */
 static int s_mcp_write_config(const agent_job_settings_t *settings, const char *task_id,
                               job_mcp_t *mcp)
 {
-    json_t *config = json_pack(
-        "{s:{s:{s:s, s:s, s:[s,s, s,s, s,s, s,s, s,s], s:{s:s}}}}", "mcpServers", "cloister",
-        "type", "stdio", "command", settings->mcp_command, "args", "--control",
-        settings->control_ep, "--events", settings->events_ep, "--in", settings->in_ep, "--task",
-        task_id, "--handoff-file", mcp->handoff, "env", "PANOPTICON_HOME", home_dir());
+    json_t *args = json_pack("[s,s, s,s, s,s, s,s, s,s]", "--control", settings->control_ep,
+                             "--events", settings->events_ep, "--in", settings->in_ep, "--task",
+                             task_id, "--handoff-file", mcp->handoff);
+    for (size_t i = 0; args != NULL && i < settings->ndirs; i++) {
+        json_array_append_new(args, json_string("--root"));
+        json_array_append_new(args, json_string(settings->add_dirs[i]));
+    }
+    json_t *config = args == NULL ? NULL
+                                  : json_pack("{s:{s:{s:s, s:s, s:o, s:{s:s, s:s}}}}",
+                                              "mcpServers", "cloister", "type", "stdio",
+                                              "command", settings->mcp_command, "args", args,
+                                              "env", "PANOPTICON_HOME", home_dir(),
+                                              "CLOISTER_CURVE_CERT", settings->mcp_key);
     int rc = config && json_dump_file(config, mcp->config, JSON_COMPACT) == 0
                  ? 0
                  : failure_set(FAILURE_IO, "cannot write %s", mcp->config);

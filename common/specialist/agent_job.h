@@ -36,6 +36,10 @@
  * each one becomes a chained next task of the result (specialist_result_next). [agent]
  * mcp = false turns this off; [agent] mcp_command names the server (default: cloister-mcp
  * next to the service's own program; when there is none, the agent runs without it).
+ * The server acts with the agent key (CLOISTER_CURVE_CERT = [agent] mcp_key, default
+ * $PANOPTICON_HOME/keys/agent_secret; role agent, curve.h), never the service's own: on a
+ * CURVE bus it may submit reviews, tests and hand-offs, but not merge, force or cancel, and
+ * when that key is missing it does not connect at all.
  *
  * A model API failure may hand the task back instead of a result (agent_job_api_outcome()).
  *
@@ -75,6 +79,7 @@ typedef struct {
     char session[SESSION_NAME_MAX + 8]; /* this replica's session key (replica.h) */
     /* cloister-mcp for the agent ("" when off), and the broker it talks to */
     char mcp_command[AGENT_JOB_WORKDIR_SIZE];
+    char mcp_key[AGENT_JOB_WORKDIR_SIZE]; /* the agent key's secret file (curve.h) */
     const char *control_ep, *events_ep, *in_ep;
     const char *extra_args[AGENT_JOB_MAX_LIST + 1];
     const char *allowed_tools[AGENT_JOB_MAX_LIST + 1];

@@ -43,6 +43,8 @@ static json_t *s_payload(const pipeline_change_t *change)
                                 change->commit);
     if (payload == NULL)
         return NULL;
+    if (s_set(change->merge_base))
+        json_object_set_new(payload, "merge_base", json_string(change->merge_base));
     if (s_set(change->issue))
         json_object_set_new(payload, "issueId", json_string(change->issue));
     if (s_set(change->pr_url))

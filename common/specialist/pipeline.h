@@ -37,6 +37,9 @@ typedef struct {
     const char *branch;
     const char *target;
     const char *commit; /* the full SHA the next step is pinned to */
+    const char *merge_base; /* the merge base of commit and target the review read, or NULL:
+                               the merge carries it, and is held where the target no
+                               longer contains it (broker_gate.c) */
     const char *issue;
     const char *pr_url;
     const char *priority;

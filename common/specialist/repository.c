@@ -63,12 +63,33 @@ int repository_merge_group(const char *path, const char *target, char *out, size
     return rc;
 }
 
+static int s_resolve_branch(git_repository *repo, const char *path, const char *branch,
+                            char *ref, size_t ref_size, git_oid *oid);
+
+/* `rev` as repository_file_at() reads it: a full commit id, else a branch name
+ * (repository_branch_resolve()) -- never a tag or any other revision syntax. */
+static int s_lookup_rev(git_repository *repo, const char *workspace, const char *rev,
+                        git_commit **commit)
+{
+    git_oid oid;
+    char ref[600];
+    int rc = 0;
+    if (strlen(rev) == GIT_OID_HEXSZ && git_oid_fromstr(&oid, rev) == 0) {
+        if (git_commit_lookup(commit, repo, &oid) < 0)
+            rc = failure_set(FAILURE_NOT_FOUND, "no commit %.40s in %s", rev, workspace);
+    } else if ((rc = s_resolve_branch(repo, workspace, rev, ref, sizeof ref, &oid)) == 0 &&
+               git_commit_lookup(commit, repo, &oid) < 0) {
+        rc = failure_set(FAILURE_NOT_FOUND, "branch '%.200s' of %s names no commit", rev,
+                         workspace);
+    }
+    return rc;
+}
+
 int repository_file_at(const char *workspace, const char *rev, const char *path, char **text)
 {
     *text = NULL;
     git_libgit2_init();
     git_repository *repo = NULL;
-    git_object *object = NULL;
     git_tree_entry *entry = NULL;
     git_blob *blob = NULL;
     git_commit *commit = NULL;
@@ -76,11 +97,10 @@ int repository_file_at(const char *workspace, const char *rev, const char *path,
     int rc = 0;
     if (git_repository_open_ext(&repo, workspace, 0, NULL) < 0)
         rc = failure_set(FAILURE_NOT_FOUND, "%s is not in a git repository", workspace);
-    else if (rev[0] == '-' || git_revparse_single(&object, repo, rev) < 0 ||
-             git_object_peel((git_object **)&commit, object, GIT_OBJECT_COMMIT) < 0 ||
-             git_commit_tree(&tree, commit) < 0)
-        rc = failure_set(FAILURE_NOT_FOUND, "'%s' is not a commit or branch of %s", rev,
-                         workspace);
+    else if ((rc = s_lookup_rev(repo, workspace, rev, &commit)) != 0)
+        ; /* the reason is set */
+    else if (git_commit_tree(&tree, commit) < 0)
+        rc = failure_set(FAILURE_NOT_FOUND, "commit '%.64s' of %s has no tree", rev, workspace);
     else if (git_tree_entry_bypath(&entry, tree, path) == 0 &&
              git_tree_entry_type(entry) == GIT_OBJECT_BLOB &&
              git_blob_lookup(&blob, repo, git_tree_entry_id(entry)) == 0) {
@@ -98,7 +118,6 @@ int repository_file_at(const char *workspace, const char *rev, const char *path,
     git_tree_entry_free(entry);
     git_tree_free(tree);
     git_commit_free(commit);
-    git_object_free(object);
     git_repository_free(repo);
     git_libgit2_shutdown();
     return rc;
@@ -163,39 +182,122 @@ bool repository_network_opt_in(const config_t *config, const char *workspace,
     return allowed;
 }
 
-/* git_reference_foreach_glob's callback: the first match names the branch on a remote. */
-static int s_first_remote(const char *name, void *arg)
+/* git_reference_foreach_glob's callback: collects the remote-tracking refs of one name. */
+typedef struct {
+    char refs[4][600];
+    git_oid oids[4];
+    int count;
+    git_repository *repo;
+    size_t branch_len;
+} remote_matches_t;
+
+static int s_remote_match(const char *name, void *arg)
 {
-    snprintf(arg, 600, "%s", name);
-    return 1; /* stop */
+    remote_matches_t *matches = arg;
+    git_oid oid;
+    /* The glob's '*' also spans '/': refs/remotes/origin/a/<branch> is origin's branch
+     * "a/<branch>", not a remote "origin/a"'s "<branch>". */
+    size_t prefix = strlen("refs/remotes/"), len = strlen(name);
+    if (len <= prefix + matches->branch_len + 1 ||
+        memchr(name + prefix, '/', len - prefix - matches->branch_len - 1) != NULL)
+        return 0;
+    if (matches->count < 4 && git_reference_name_to_id(&oid, matches->repo, name) == 0) {
+        snprintf(matches->refs[matches->count], sizeof matches->refs[0], "%s", name);
+        git_oid_cpy(&matches->oids[matches->count], &oid);
+        matches->count++;
+    }
+    return 0;
+}
+
+/* The branch rule of repository_branch_resolve() on an open repository: fills ref and oid,
+ * or returns the failure. */
+static int s_resolve_branch(git_repository *repo, const char *path, const char *branch,
+                            char *ref, size_t ref_size, git_oid *oid)
+{
+    int valid = 0;
+    char name[600];
+    snprintf(name, sizeof name, "refs/heads/%.500s", branch);
+    if (branch[0] == '\0' || branch[0] == '-' || strncmp(branch, "refs/", 5) == 0 ||
+        strlen(branch) > 500 || git_branch_name_is_valid(&valid, branch) < 0 || !valid ||
+        git_reference_name_is_valid(&valid, name) < 0 || !valid)
+        return failure_set(FAILURE_INVALID, "'%.200s' is not a branch name", branch);
+    git_reference *reference = NULL;
+    git_object *commit = NULL;
+    if (git_reference_lookup(&reference, repo, name) == 0) {
+        int rc = git_reference_peel(&commit, reference, GIT_OBJECT_COMMIT);
+        git_reference_free(reference);
+        if (rc < 0)
+            return failure_set(FAILURE_NOT_FOUND, "branch '%.200s' of %s names no commit",
+                               branch, path);
+        git_oid_cpy(oid, git_object_id(commit));
+        git_object_free(commit);
+        snprintf(ref, ref_size, "%s", name);
+        return 0;
+    }
+    remote_matches_t matches = {.count = 0, .repo = repo, .branch_len = strlen(branch)};
+    char glob[600];
+    snprintf(glob, sizeof glob, "refs/remotes/*/%.500s", branch);
+    git_reference_foreach_glob(repo, glob, s_remote_match, &matches);
+    int first_other = -1;
+    for (int i = 1; i < matches.count; i++)
+        if (!git_oid_equal(&matches.oids[i], &matches.oids[0]))
+            first_other = i;
+    if (matches.count == 0)
+        return failure_set(FAILURE_NOT_FOUND,
+                           "no branch '%.200s' in %s (neither refs/heads/%.200s nor a remote's "
+                           "branch; a tag or another ref of that name is not a branch)",
+                           branch, path, branch);
+    if (first_other >= 0)
+        return failure_set(FAILURE_INVALID,
+                           "'%.200s' is ambiguous in %s: no local branch, and %s and %s are "
+                           "at different commits; name a local branch",
+                           branch, path, matches.refs[0], matches.refs[first_other]);
+    git_oid_cpy(oid, &matches.oids[0]);
+    snprintf(ref, ref_size, "%s", matches.refs[0]);
+    return 0;
+}
+
+/* Opens the repository containing `path` and resolves `branch` in it (s_resolve_branch).
+ * Returns 0, FAILURE_NOT_FOUND/FAILURE_INVALID from the rule, or 1 when `path` is in no
+ * repository (with the reason set). */
+static int s_open_and_resolve(const char *path, const char *branch, char *ref, size_t ref_size,
+                              char *commit, size_t commit_size)
+{
+    if (ref != NULL && ref_size > 0)
+        ref[0] = '\0';
+    if (commit != NULL && commit_size > 0)
+        commit[0] = '\0';
+    git_libgit2_init();
+    git_repository *repo = NULL;
+    int rc;
+    char name[600];
+    git_oid oid;
+    if (git_repository_open_ext(&repo, path, 0, NULL) != 0) {
+        failure_set(FAILURE_NOT_FOUND, "%s is not in a git repository", path);
+        rc = 1;
+    } else {
+        rc = s_resolve_branch(repo, path, branch, name, sizeof name, &oid);
+    }
+    if (rc == 0 && ref != NULL && ref_size > 0)
+        snprintf(ref, ref_size, "%s", name);
+    if (rc == 0 && commit != NULL && commit_size > 0)
+        git_oid_tostr(commit, commit_size, &oid);
+    git_repository_free(repo);
+    git_libgit2_shutdown();
+    return rc;
+}
+
+int repository_branch_resolve(const char *path, const char *branch, char *ref, size_t ref_size,
+                              char *commit, size_t commit_size)
+{
+    int rc = s_open_and_resolve(path, branch, ref, ref_size, commit, commit_size);
+    return rc == 1 ? FAILURE_NOT_FOUND : rc;
 }
 
 int repository_branch_commit(const char *path, const char *branch, char *out, size_t size)
 {
-    git_libgit2_init();
-    git_repository *repo = NULL;
-    int answer = -1;
-    if (out != NULL && size > 0)
-        out[0] = '\0';
-    if (git_repository_open_ext(&repo, path, 0, NULL) == 0) {
-        char name[600];
-        snprintf(name, sizeof name, "refs/heads/%.500s", branch);
-        git_oid oid;
-        bool found = git_reference_name_to_id(&oid, repo, name) == 0;
-        if (!found) {
-            char glob[600];
-            snprintf(glob, sizeof glob, "refs/remotes/*/%.500s", branch);
-            name[0] = '\0';
-            git_reference_foreach_glob(repo, glob, s_first_remote, name);
-            found = name[0] != '\0' && git_reference_name_to_id(&oid, repo, name) == 0;
-        }
-        answer = found ? 1 : 0;
-        if (found && out != NULL && size > 0)
-            git_oid_tostr(out, size, &oid);
-    }
-    git_repository_free(repo);
-    git_libgit2_shutdown();
-    return answer;
+    int rc = s_open_and_resolve(path, branch, NULL, 0, out, size);
+    return rc == 0 ? 1 : rc == 1 ? -1 : 0;
 }
 
 int repository_branch_exists(const char *path, const char *branch)

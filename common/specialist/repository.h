@@ -25,32 +25,47 @@ int repository_worktree(const char *path, char *out, size_t size);
  * that repository into `target` must carry). Returns as repository_root(). */
 int repository_merge_group(const char *path, const char *target, char *out, size_t size);
 
-/* Whether the repository containing `path` has `branch`, locally (refs/heads/) or on a
- * remote (refs/remotes/<remote>/). Returns 1 (it has), 0 (it has not) or -1 (no
- * repository there). */
+/* Resolves `branch` as a branch of the repository containing `path`, by the one rule every
+ * service follows: the local branch refs/heads/<branch>, else the remote-tracking branch
+ * refs/remotes/<remote>/<branch> (a remote's branch, as fetched). Never a tag, a commit id
+ * or any other revision: a tag named "main" does not stand for the branch main. A name
+ * that is not a valid branch name ("-x", "refs/...", "a..b") is refused; so is one with no
+ * local branch that two remotes have at different commits (ambiguous, naming both).
+ * Writes the full ref name into `ref` and the commit's hex id into `commit` (either may be
+ * NULL). Returns 0, FAILURE_NOT_FOUND (no repository, or no such branch) or
+ * FAILURE_INVALID (not a branch name, or ambiguous), with the reason. */
+int repository_branch_resolve(const char *path, const char *branch, char *ref, size_t ref_size,
+                              char *commit, size_t commit_size);
+
+/* Whether the repository containing `path` has `branch` (repository_branch_resolve()).
+ * Returns 1 (it has), 0 (it has not, or the name is no branch's) or -1 (no repository
+ * there). */
 int repository_branch_exists(const char *path, const char *branch);
 
-/* As repository_branch_exists(), and writes the commit `branch` names (the local branch's,
- * else the first remote's) into `out` as hex (`out` may be NULL). */
+/* As repository_branch_exists(), and writes the commit `branch` names into `out` as hex
+ * (`out` may be NULL). */
 int repository_branch_commit(const char *path, const char *branch, char *out, size_t size);
 
 /* Where a repository keeps its own Cloister settings, relative to its root. */
 #define REPOSITORY_CONFIG_PATH ".cloister/config.toml"
 
 /* Reads the file at `path` (relative to the repository's root) as committed at `rev` (a
- * branch or a commit) of the repository containing `workspace`. Returns 0 with *text a new
+ * full 40-hex commit id, else a branch name resolved by repository_branch_resolve(): never
+ * a tag) of the repository containing `workspace`. Returns 0 with *text a new
  * NUL-terminated string the caller frees, or NULL when there is no such file at `rev`;
- * FAILURE_NOT_FOUND (no repository, or no such rev), FAILURE_INVALID (the file holds a
- * NUL byte) or FAILURE_MEMORY, with *text NULL. */
+ * FAILURE_NOT_FOUND (no repository, or no such commit or branch), FAILURE_INVALID (the
+ * file holds a NUL byte, or `rev` is no branch name or an ambiguous one) or
+ * FAILURE_MEMORY, with *text NULL. */
 int repository_file_at(const char *workspace, const char *rev, const char *path, char **text);
 
 /* Reads the repository's own settings (REPOSITORY_CONFIG_PATH) as committed at `rev` (a
- * branch or a commit) of the repository containing `workspace` — never from a working
- * tree, so what counts is what is committed where it matters (the commit under test; the
- * target branch for the review mode, which a branch under review cannot change). *out is
- * an overlay (config_parse_overlay(): only the keys the file sets) or NULL when there is no
- * such file. Returns 0, FAILURE_NOT_FOUND (no repository, or no such rev) or
- * FAILURE_INVALID ("<rev>:.cloister/config.toml:line:col: ..."). */
+ * commit id or a branch, as repository_file_at()) of the repository containing
+ * `workspace` — never from a working tree, so what counts is what is committed where it
+ * matters (the commit under test; the target branch for the review mode, which a branch
+ * under review cannot change). *out is an overlay (config_parse_overlay(): only the keys
+ * the file sets) or NULL when there is no such file. Returns 0, FAILURE_NOT_FOUND (no
+ * repository, or no such commit or branch) or FAILURE_INVALID ("<rev>:.cloister/
+ * config.toml:line:col: ...", or `rev` no branch name or an ambiguous one). */
 int repository_config_at(const char *workspace, const char *rev, config_t **out);
 
 /* The review mode that holds for a change into `target` of the repository containing

@@ -5,7 +5,7 @@
 
 bool run_network_decide(specialist_ctx_t *ctx, const run_network_t *run)
 {
-    char opted_in[300], network[600];
+    char opted_in[300], network[1600];
     bool allowed = repository_network_opt_in(run->config, run->workspace,
                                              run->target && run->target[0] ? run->target : "main",
                                              run->section, opted_in, sizeof opted_in);

@@ -118,12 +118,13 @@ static void s_show(request_t *req, const wire_msg_t *msg)
         task_destroy(&task);
 }
 
-/* Whether the requester may cancel or retry `task`: a key that may submit, and the one
- * that submitted it or an admin's. False with the reason in failure_message(). */
+/* Whether the requester may cancel or retry `task`: a key that may change tasks (not a
+ * worker's or an agent's), and the one that submitted it or an admin's. False with the
+ * reason in failure_message(). */
 static bool s_may_change(request_t *req, const task_t *task)
 {
     key_roles_t *roles = req->broker->roles;
-    if (key_roles_check(roles, req->peer_key, KEY_ACTION_SUBMIT) != 0)
+    if (key_roles_check(roles, req->peer_key, KEY_ACTION_CHANGE) != 0)
         return false;
     bool own = req->peer_key == NULL || task->submitter_key == NULL ||
                strcmp(task->submitter_key, req->peer_key) == 0;

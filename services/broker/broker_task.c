@@ -315,6 +315,13 @@ int broker_submit(broker_t *self, const wire_msg_t *msg, const char *parent,
         if (rc != 0)
             return rc;
     }
+    /* A merge from outside is an approval (pan approve submits it); one chained by a
+     * finished task is the pipeline's, and its gate is broker_gate_check's. */
+    if (parent == NULL && strcmp(specialist, "merge-agent") == 0) {
+        rc = key_roles_check(self->roles, submitter_key, KEY_ACTION_MERGE);
+        if (rc != 0)
+            return rc;
+    }
     int priority = submit.priority ? priority_parse(submit.priority) : PRIORITY_NORMAL;
     int64_t max_attempts = submit.max_attempts ? submit.max_attempts : queue->default_max_attempts;
     int64_t timeout = submit.timeout_s ? submit.timeout_s : queue->default_timeout_s;

@@ -63,8 +63,13 @@ static bool s_allows(curve_role_t role, key_action_t action)
         return true;
     case KEY_ACTION_SUBMIT:
         return role != CURVE_ROLE_WORKER;
+    case KEY_ACTION_MERGE:
+    case KEY_ACTION_CHANGE:
+        /* An agent's key is shared by every agent and in reach of whatever a branch's
+         * content told one to do: it neither approves a merge nor stops anyone's work. */
+        return role == CURVE_ROLE_SUBMITTER || role == CURVE_ROLE_ADMIN;
     case KEY_ACTION_WORK:
-        return role != CURVE_ROLE_SUBMITTER;
+        return role == CURVE_ROLE_WORKER || role == CURVE_ROLE_ADMIN;
     case KEY_ACTION_FORCE:
     case KEY_ACTION_OTHERS_TASKS:
     case KEY_ACTION_RETRY_DEAD:
@@ -83,6 +88,10 @@ static const char *s_action_name(key_action_t action)
         return "read";
     case KEY_ACTION_SUBMIT:
         return "submit tasks";
+    case KEY_ACTION_MERGE:
+        return "submit a merge (approve one)";
+    case KEY_ACTION_CHANGE:
+        return "cancel or retry tasks";
     case KEY_ACTION_WORK:
         return "act as a worker";
     case KEY_ACTION_FORCE:
@@ -105,6 +114,9 @@ static const char *s_who_may(key_action_t action)
 {
     switch (action) {
     case KEY_ACTION_SUBMIT:
+        return "submitter, agent or admin";
+    case KEY_ACTION_MERGE:
+    case KEY_ACTION_CHANGE:
         return "submitter or admin";
     case KEY_ACTION_WORK:
         return "worker or admin";
@@ -122,7 +134,8 @@ int key_roles_check(key_roles_t *self, const char *public_key, key_action_t acti
         return failure_set(FAILURE_DENIED, "the key %.12s... is no longer authorized", public_key);
     if (s_allows((curve_role_t)role, action))
         return 0;
-    return failure_set(FAILURE_DENIED, "a %s key may not %s (%s may)",
-                       curve_role_name((curve_role_t)role), s_action_name(action),
+    const char *role_name = curve_role_name((curve_role_t)role);
+    return failure_set(FAILURE_DENIED, "a%s %s key may not %s (%s may)",
+                       role_name[0] == 'a' ? "n" : "", role_name, s_action_name(action),
                        s_who_may(action));
 }

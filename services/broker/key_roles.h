@@ -12,7 +12,9 @@
 /* What a message or request asks to do. */
 typedef enum {
     KEY_ACTION_READ,         /* status, lists, show, replay */
-    KEY_ACTION_SUBMIT,       /* a new task; cancelling or retrying one's own */
+    KEY_ACTION_SUBMIT,       /* a new task (not a merge: KEY_ACTION_MERGE) */
+    KEY_ACTION_MERGE,        /* a new merge-agent task from outside: approving a merge */
+    KEY_ACTION_CHANGE,       /* cancelling or retrying one's own task */
     KEY_ACTION_WORK,         /* hello, heartbeat, progress, result, release, bye */
     KEY_ACTION_FORCE,        /* payload.force: a merge past the review gate */
     KEY_ACTION_OTHERS_TASKS, /* cancelling or retrying a task another key submitted */

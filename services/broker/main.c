@@ -9,6 +9,7 @@
 #include "failure.h"
 #include "home.h"
 #include "log.h"
+#include "store.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -37,6 +38,7 @@ static void s_usage(FILE *out)
             "usage: cloister-broker [--in EP] [--events EP] [--control EP] [--home DIR]\n"
             "                       [--db FILE] [--sync full|normal|off] [--heartbeat-ms N]\n"
             "                       [--heartbeat-misses N] [--event-retention N]\n"
+            "       cloister-broker --check-store FILE   (is FILE a store this broker opens?)\n"
             "Endpoints default to cloister.toml [broker], overridden by CLOISTER_IN,\n"
             "CLOISTER_EVENTS and CLOISTER_CONTROL. State lives in $PANOPTICON_HOME\n"
             "(default ~/.panopticon).\n");
@@ -133,7 +135,7 @@ int main(int argc, char **argv)
         return 1;
     }
     enum { OPT_IN = 1, OPT_EVENTS, OPT_CONTROL, OPT_HOME, OPT_DB, OPT_SYNC, OPT_HB, OPT_MISSES,
-           OPT_RETENTION, OPT_HELP, OPT_VERSION };
+           OPT_RETENTION, OPT_CHECK_STORE, OPT_HELP, OPT_VERSION };
     static const struct option options[] = {
         {"in", required_argument, NULL, OPT_IN},
         {"events", required_argument, NULL, OPT_EVENTS},
@@ -144,6 +146,7 @@ int main(int argc, char **argv)
         {"heartbeat-ms", required_argument, NULL, OPT_HB},
         {"heartbeat-misses", required_argument, NULL, OPT_MISSES},
         {"event-retention", required_argument, NULL, OPT_RETENTION},
+        {"check-store", required_argument, NULL, OPT_CHECK_STORE},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -172,6 +175,14 @@ int main(int argc, char **argv)
             if (s_positive("--event-retention", optarg, &retention) != 0)
                 return 2;
             break;
+        case OPT_CHECK_STORE:
+            /* For `pan restore`: the schema knowledge stays here, in the broker's store. */
+            if (store_check_file(optarg) != 0) {
+                printf("%s\n", failure_message());
+                return 1;
+            }
+            printf("ok\n");
+            return 0;
         case OPT_HELP: s_usage(stdout); return 0;
         case OPT_VERSION: printf("cloister-broker %s\n", CLOISTER_VERSION); return 0;
         default: s_usage(stderr); return 2;

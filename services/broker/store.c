@@ -283,6 +283,114 @@ static int s_migrate(store_t *self)
     return 0;
 }
 
+/* The schema objects of `db` (not SQLite's own sqlite_*), one "type name sql" line each in
+ * name order, into a new string (caller frees); NULL on failure. */
+static char *s_schema_text(sqlite3 *db)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT type, name, coalesce(sql, '') FROM sqlite_master "
+                           "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name",
+                           -1, &stmt, NULL) != SQLITE_OK)
+        return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc = SQLITE_ROW;
+    while (f != NULL && (rc = sqlite3_step(stmt)) == SQLITE_ROW)
+        fprintf(f, "%s %s %s\n", (const char *)sqlite3_column_text(stmt, 0),
+                (const char *)sqlite3_column_text(stmt, 1),
+                (const char *)sqlite3_column_text(stmt, 2));
+    sqlite3_finalize(stmt);
+    if (f == NULL || fclose(f) != 0 || rc != SQLITE_DONE) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* The first object line of `have` that `want` lacks, as "a <type> '<name>'" in buf;
+ * false when every line is there. */
+static bool s_first_extra(const char *have, const char *want, char *buf, size_t size)
+{
+    for (const char *line = have; *line != '\0';) {
+        size_t n = strcspn(line, "\n");
+        bool found = false;
+        for (const char *other = want; *other != '\0' && !found;) {
+            size_t m = strcspn(other, "\n");
+            found = m == n && memcmp(line, other, n) == 0;
+            other += m + (other[m] == '\n');
+        }
+        if (!found) {
+            size_t type_len = strcspn(line, " ");
+            const char *name = line + type_len + (line[type_len] == ' ');
+            snprintf(buf, size, "a%s %.*s '%.*s'", line[0] == 'i' ? "n" : "", (int)type_len,
+                     line, (int)strcspn(name, " \n"), name);
+            return true;
+        }
+        line += n + (line[n] == '\n');
+    }
+    return false;
+}
+
+int store_check_file(const char *path)
+{
+    sqlite3 *db = NULL, *ref = NULL;
+    char *have = NULL, *want = NULL;
+    int rc = 0;
+    int latest = (int)(sizeof s_migrations / sizeof s_migrations[0]);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        rc = failure_set(FAILURE_STORE, "cannot open %s: %s", path, sqlite3_errmsg(db));
+        goto out;
+    }
+    /* Its schema is a stranger's: nothing in it is trusted to run while we look. */
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+    sqlite3_stmt *stmt = NULL;
+    int version = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, NULL) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW)
+        version = sqlite3_column_int(stmt, 0);
+    sqlite3_finalize(stmt);
+    if (version < 0 || (have = s_schema_text(db)) == NULL) {
+        rc = failure_set(FAILURE_STORE, "cannot read %s: %s", path, sqlite3_errmsg(db));
+        goto out;
+    }
+    if (version < 1 || version > latest) {
+        rc = failure_set(FAILURE_INVALID,
+                         "%s has schema version %d: a broker's store of this version has %d "
+                         "(or an older one, 1 to %d, which it migrates)",
+                         path, version, latest, latest - 1);
+        goto out;
+    }
+    /* The same version made here, by the same migrations. */
+    if (sqlite3_open(":memory:", &ref) != SQLITE_OK) {
+        rc = failure_set(FAILURE_STORE, "cannot open a database in memory");
+        goto out;
+    }
+    for (int i = 0; i < version && rc == 0; i++)
+        if (sqlite3_exec(ref, s_migrations[i], NULL, NULL, NULL) != SQLITE_OK)
+            rc = failure_set(FAILURE_STORE, "schema step %d: %s", i + 1, sqlite3_errmsg(ref));
+    if (rc == 0 && (want = s_schema_text(ref)) == NULL)
+        rc = failure_set(FAILURE_STORE, "cannot read the schema made in memory");
+    char what[300];
+    if (rc == 0 && s_first_extra(have, want, what, sizeof what))
+        rc = failure_set(FAILURE_INVALID,
+                         "%s holds %s that a broker's store (schema version %d) does not have, "
+                         "or not so defined",
+                         path, what, version);
+    else if (rc == 0 && s_first_extra(want, have, what, sizeof what))
+        rc = failure_set(FAILURE_INVALID,
+                         "%s lacks %s that a broker's store (schema version %d) has", path, what,
+                         version);
+out:
+    free(have);
+    free(want);
+    sqlite3_close(ref);
+    sqlite3_close(db);
+    return rc;
+}
+
 /* One PASSIVE checkpoint. */
 static void s_checkpoint(checkpointer_t *cp)
 {
@@ -535,7 +643,7 @@ int store_open(const char *path, store_sync_t sync, store_t **out)
      * the lock page (262145), which leaves SQLite's record of the highest cached page there,
      * so the commit's "drop the pages past the end of the file" visits every hash bucket of
      * the cache. With 64 MiB (16,384 buckets, each a cache miss) that walk was about a fifth
-     * of the broker's loop under load (perf, README.md); the pages the hot path touches (the
+     * of the broker's loop under load (perf, docs/performance.md); the pages the hot path touches (the
      * tails of the tables and indexes) fit in far less. */
     if (rc == 0)
         rc = s_exec(self, "PRAGMA cache_size=-8192; PRAGMA temp_store=MEMORY;"

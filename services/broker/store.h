@@ -27,6 +27,15 @@ typedef struct store_t store_t;
 int store_open(const char *path, store_sync_t sync, store_t **out);
 void store_close(store_t **self_p);
 
+/* Checks that the database file at `path` (read-only, never changed) is a broker's store
+ * this broker can open: a schema version it knows (1 up to its own; an older one is
+ * migrated when opened), and exactly the tables and indexes that version has, with their
+ * very definitions -- no trigger, no view, nothing else that would run inside the broker
+ * (`pan restore` runs this on a backup before anything is replaced). Returns 0 or
+ * FAILURE_INVALID with the first difference ("it holds a trigger 'x' that a broker's
+ * store does not have"), or FAILURE_STORE when it cannot be read. */
+int store_check_file(const char *path);
+
 /* The WAL file's bound: past it the checkpointer truncates the WAL, and SQLite keeps it no
  * bigger after a reset (journal_size_limit). Default STORE_DEFAULT_WAL_LIMIT. Returns 0,
  * FAILURE_INVALID (under 64 KiB) or FAILURE_STORE. */

@@ -6,7 +6,9 @@
  * The broker's endpoints come from the flags, else CLOISTER_CONTROL / CLOISTER_EVENTS /
  * CLOISTER_IN, else [broker] in $PANOPTICON_HOME/cloister.toml, as for pan. Inside a
  * Cloister task the specialist starts it with --task and --handoff-file (or the variables
- * CLOISTER_TASK_ID and CLOISTER_HANDOFF_FILE), so handoff_to chains from that task.
+ * CLOISTER_TASK_ID and CLOISTER_HANDOFF_FILE), so handoff_to chains from that task, with
+ * --root for each of the task's own directories (apply_patch writes nowhere else), and
+ * with the agent key (CLOISTER_CURVE_CERT, curve.h): what the agent asks is bounded by it.
  * stdout carries only protocol messages; logs go to stderr. */
 #include "mcp_server.h"
 
@@ -29,7 +31,7 @@
 
 static const char *const s_usage =
     "usage: cloister-mcp [--control EP] [--events EP] [--in EP] [--pan PATH]\n"
-    "                    [--task ID --handoff-file PATH] [--version]\n"
+    "                    [--task ID --handoff-file PATH [--root DIR]...] [--version]\n"
     "A Model Context Protocol server on stdin/stdout (JSON-RPC, one message per line):\n"
     "  claude mcp add cloister -- cloister-mcp\n";
 
@@ -41,8 +43,8 @@ static const char *s_default_pan(char *buf, size_t size)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_CONTROL = 1, OPT_EVENTS, OPT_IN, OPT_PAN, OPT_TASK, OPT_HANDOFF, OPT_VERSION,
-           OPT_HELP };
+    enum { OPT_CONTROL = 1, OPT_EVENTS, OPT_IN, OPT_PAN, OPT_TASK, OPT_HANDOFF, OPT_ROOT,
+           OPT_VERSION, OPT_HELP };
     static const struct option options[] = {
         {"control", required_argument, NULL, OPT_CONTROL},
         {"events", required_argument, NULL, OPT_EVENTS},
@@ -50,11 +52,14 @@ int main(int argc, char **argv)
         {"pan", required_argument, NULL, OPT_PAN},
         {"task", required_argument, NULL, OPT_TASK},
         {"handoff-file", required_argument, NULL, OPT_HANDOFF},
+        {"root", required_argument, NULL, OPT_ROOT},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
     char pan_buf[PATH_MAX];
+    const char *roots[MCP_ROOTS_MAX + 1] = {NULL};
+    size_t nroots = 0;
     mcp_settings_t settings = {.source = "cloister-mcp", .timeout_ms = CLIENT_TIMEOUT_MS,
                                .parent_task = getenv("CLOISTER_TASK_ID"),
                                .handoff_file = getenv("CLOISTER_HANDOFF_FILE")};
@@ -67,6 +72,13 @@ int main(int argc, char **argv)
         case OPT_PAN: settings.pan = optarg; break;
         case OPT_TASK: settings.parent_task = optarg; break;
         case OPT_HANDOFF: settings.handoff_file = optarg; break;
+        case OPT_ROOT:
+            if (nroots == MCP_ROOTS_MAX) {
+                fprintf(stderr, "cloister-mcp: more than %d --root\n", MCP_ROOTS_MAX);
+                return 2;
+            }
+            roots[nroots++] = optarg;
+            break;
         case OPT_VERSION: printf("cloister-mcp %s\n", CLOISTER_VERSION); return 0;
         case OPT_HELP:
         case 'h': fputs(s_usage, stdout); return 0;
@@ -84,6 +96,10 @@ int main(int argc, char **argv)
     }
     if (settings.handoff_file != NULL && settings.handoff_file[0] == '\0')
         settings.handoff_file = settings.parent_task = NULL;
+    /* Inside a task apply_patch writes only in the task's own directories: none given, none
+     * at all (an empty list), rather than anywhere. */
+    if (nroots > 0 || settings.parent_task != NULL)
+        settings.roots = roots;
     log_init("cloister-mcp", LOG_LEVEL_INFO);
     signal(SIGPIPE, SIG_IGN); /* a client gone shows as a failed write, not a death */
     zsys_handler_set(NULL);

@@ -5,6 +5,7 @@
 
 #include <git2.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,50 @@ static bool s_path_allowed(const char *path)
             part++;
     }
     return true;
+}
+
+/* True when writing `path` in the work tree `workdir` (ending in '/') writes a regular file
+ * there and nowhere else: no component on the way is a symbolic link (a committed link
+ * to another repository would carry the write out of the tree), each one that exists is a
+ * directory, and the file itself, when it exists, is a regular file. Otherwise false, with
+ * the reason in failure_message(). */
+static bool s_path_stays(const char *workdir, const char *path)
+{
+    char full[PATH_MAX];
+    int n = snprintf(full, sizeof full, "%s%s", workdir, path);
+    if (n < 0 || (size_t)n >= sizeof full) {
+        failure_set(FAILURE_INVALID, "patch refused: '%s' is too long a path", path);
+        return false;
+    }
+    size_t root = strlen(workdir);
+    for (size_t at = root; at <= (size_t)n; at++) {
+        if (full[at] != '/' && full[at] != '\0')
+            continue;
+        bool last = full[at] == '\0';
+        full[at] = '\0';
+        struct stat st;
+        bool exists = lstat(full, &st) == 0;
+        bool ok = !exists || (last ? S_ISREG(st.st_mode) : S_ISDIR(st.st_mode));
+        if (!ok) {
+            failure_set(FAILURE_INVALID, "patch refused: '%s' goes through '%s', which is %s",
+                        path, full + root,
+                        S_ISLNK(st.st_mode) ? "a symbolic link (it may lead out of the work tree)"
+                                            : "not a regular file or directory");
+            return false;
+        }
+        if (!exists)
+            return true; /* what is below a missing directory is made by the patch */
+        if (!last)
+            full[at] = '/';
+    }
+    return true;
+}
+
+/* True when a delta's new side is a regular file (or a deletion): a patch that makes a
+ * symbolic link could write through it with its next file. */
+static bool s_regular_mode(uint32_t mode)
+{
+    return mode == 0 || mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE;
 }
 
 /* The delta callback of a one-file check: applies only delta number `wanted`. */
@@ -74,6 +119,16 @@ static int s_check_files(git_repository *repo, git_diff *diff, json_t *files)
             failure_set(FAILURE_INVALID, "patch refused: '%s' is outside the workspace", path);
             return -1;
         }
+        if (!s_regular_mode(delta->new_file.mode)) {
+            failure_set(FAILURE_INVALID, "patch refused: '%s' would not be a regular file (mode "
+                        "%o); apply_patch writes only regular files", path,
+                        (unsigned)delta->new_file.mode);
+            return -1;
+        }
+        const char *workdir = git_repository_workdir(repo);
+        if (!s_path_stays(workdir, delta->old_file.path) ||
+            !s_path_stays(workdir, delta->new_file.path))
+            return -1;
         one_file_t one = {.wanted = i};
         git_apply_options options;
         git_apply_options_init(&options, GIT_APPLY_OPTIONS_VERSION);

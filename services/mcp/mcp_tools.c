@@ -11,6 +11,7 @@
 #include "msgjson.h"
 #include "verdict.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -427,6 +428,8 @@ static json_t *s_request_merge(const mcp_settings_t *settings, const json_t *arg
     argv[n++] = "approve";
     argv[n++] = s_str(args, "review");
     argv[n++] = "--json";
+    if (json_is_true(json_object_get(args, "task")))
+        argv[n++] = "--task";
     s_flag(argv, &n, "--priority", s_str(args, "priority"));
     if (json_is_true(json_object_get(args, "force")))
         argv[n++] = "--force";
@@ -579,13 +582,34 @@ static json_t *s_retry_task(const mcp_settings_t *settings, const json_t *args)
 
 /* ---- in this process ---- */
 
+/* True when `dir` (resolved) is `root` (resolved) or inside it. */
+static bool s_inside(const char *dir, const char *root)
+{
+    char real_dir[PATH_MAX], real_root[PATH_MAX];
+    if (realpath(dir, real_dir) == NULL || realpath(root, real_root) == NULL)
+        return false;
+    size_t len = strlen(real_root);
+    return strncmp(real_dir, real_root, len) == 0 &&
+           (real_dir[len] == '\0' || real_dir[len] == '/' || strcmp(real_root, "/") == 0);
+}
+
 static json_t *s_apply_patch(const mcp_settings_t *settings, const json_t *args)
 {
-    (void)settings;
+    const char *workspace = s_str(args, "workspace");
+    bool allowed = settings->roots == NULL;
+    for (size_t i = 0; !allowed && settings->roots[i] != NULL; i++)
+        allowed = s_inside(workspace, settings->roots[i]);
+    if (!allowed)
+        return s_error("patch refused: %s is not this task's work tree (apply_patch writes only "
+                       "in %s%s)",
+                       workspace, settings->roots[0] ? settings->roots[0] : "nothing",
+                       settings->roots[0] && settings->roots[1] ? " and the task's other "
+                                                                  "directories"
+                                                                : "");
     const json_t *diff = json_object_get(args, "diff");
     json_t *files = json_array();
     bool check_only = json_is_true(json_object_get(args, "check_only"));
-    int rc = mcp_patch_apply(s_str(args, "workspace"), json_string_value(diff),
+    int rc = mcp_patch_apply(workspace, json_string_value(diff),
                              json_string_length(diff), check_only, files);
     json_t *structured = json_pack("{s:b, s:o}", "applied", rc == 0 && !check_only, "files", files);
     if (rc == 0)
@@ -823,7 +847,10 @@ static const tool_t s_tools[] = {
      "the blocking findings when the review's gate is blocked, unless force is set (the "
      "override is recorded).",
      "{\"type\": \"object\", \"properties\": {"
-     "\"review\": " TEXT("a review task id, or an issue id (its newest finished review)") ","
+     "\"review\": " TEXT("an issue id (its newest finished review, the issue matched exactly), "
+                          "or with task = true a review task's id") ","
+     "\"task\": {\"type\": \"boolean\", \"description\": \"review is a review task's id (or "
+     "the unique start of one), not an issue\"},"
      "\"force\": {\"type\": \"boolean\", \"description\": \"merge although the gate is blocked\"},"
      "\"priority\": " PRIORITY_SCHEMA
      "}, \"required\": [\"review\"], \"additionalProperties\": false}",
@@ -860,6 +887,43 @@ bool mcp_tool_exists(const char *name)
     return s_find(name) != NULL;
 }
 
+/* True when `specialist` names the merge queue, in any spelling the broker takes for it. */
+static bool s_is_merge(const char *specialist)
+{
+    const char *want = "merge-agent";
+    size_t i = 0;
+    for (; specialist[i] != '\0' && want[i] != '\0'; i++) {
+        char c = specialist[i] == '_' ? '-' : (char)tolower((unsigned char)specialist[i]);
+        if (c != want[i])
+            return false;
+    }
+    return specialist[i] == '\0' && want[i] == '\0';
+}
+
+/* Inside a task the caller is that task's agent, whose instructions a branch's content may
+ * have written: it never approves a merge nor forces one. The broker holds the same line
+ * with the agent key the specialist gives this server (key_roles.h); this says why early.
+ * Returns the refusal, or NULL. */
+static json_t *s_agent_refusal(const mcp_settings_t *settings, const tool_t *tool,
+                               const json_t *args)
+{
+    if (settings->parent_task == NULL)
+        return NULL;
+    const json_t *payload = json_object_get(args, "payload");
+    bool force = json_is_true(json_object_get(args, "force")) ||
+                 json_is_true(json_object_get(payload, "force"));
+    if (force)
+        return s_error("an agent inside a task cannot force past the review gate: hand the "
+                       "work off and let the gate decide, or tell the user to run `pan "
+                       "approve --force`");
+    if (tool->call == s_request_merge ||
+        (tool->call == s_submit_task && s_str(args, "specialist") != NULL &&
+         s_is_merge(s_str(args, "specialist"))))
+        return s_error("an agent inside a task cannot approve a merge: handoff_to merge-agent "
+                       "chains it behind this task's result, and the review gate decides");
+    return NULL;
+}
+
 json_t *mcp_tool_call(const mcp_settings_t *settings, const char *name, const json_t *arguments)
 {
     const tool_t *tool = s_find(name);
@@ -867,6 +931,8 @@ json_t *mcp_tool_call(const mcp_settings_t *settings, const char *name, const js
     json_t *refused = schema ? s_check_arguments(schema, arguments)
                              : s_error("tool %s: its schema does not load", name);
     json_decref(schema);
+    if (refused == NULL)
+        refused = s_agent_refusal(settings, tool, arguments);
     if (refused != NULL)
         return refused;
     /* Every tool but apply_patch needs the broker: with nothing listening, say so now

@@ -12,7 +12,9 @@
  *   list_tasks      tasks, newest first, by state, specialist, issue, age
  *   recent_events   stored events (since a seq, by task, issue, specialist or topic)
  *   apply_patch     a unified diff applied to a workspace with libgit2, every file checked
- *                   first (all or nothing, per-file report; paths outside it refused)
+ *                   first (all or nothing, per-file report; paths outside it, through a
+ *                   symbolic link, or to anything but a regular file refused; inside a task
+ *                   the workspace must be one of the task's own directories, settings' roots)
  *   handoff_to      hands the current work to a specialist: inside a task (settings'
  *                   handoff_file set) it becomes the task's chained next task, committed
  *                   with the task's result; otherwise it is submitted at once
@@ -30,11 +32,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* How many --root directories a server takes. */
+#define MCP_ROOTS_MAX 16
+
 typedef struct {
     const char *control_ep, *events_ep, *in_ep; /* the broker */
     const char *pan;          /* path of the pan program */
     const char *handoff_file; /* inside a task: where handoff_to writes its next tasks */
     const char *parent_task;  /* that task's id (NULL outside a task) */
+    const char *const *roots; /* NULL-terminated: the task's own directories, where alone
+                                 apply_patch writes (NULL: not limited, outside a task) */
     const char *source;       /* recorded as the submitter ("cloister-mcp") */
     int timeout_ms;           /* deadline of each control request */
 } mcp_settings_t;

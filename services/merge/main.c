@@ -49,6 +49,8 @@
 #include "failure.h"
 #include "home.h"
 #include "log.h"
+#include "repo_files.h"
+#include "repository.h"
 #include "specialist.h"
 #include "specialist_args.h"
 
@@ -89,6 +91,8 @@ static const char s_usage[] =
 int main(int argc, char **argv)
 {
     log_init("cloister-merge", LOG_LEVEL_INFO);
+    /* The repository's roles and instructions: its target branch's, through git. */
+    repo_files_set_reader(repository_file_at);
     static merge_main_t self = {.rules = {.specialist = MERGE_SERVICE_SPECIALIST,
                                           .tables = s_tables,
                                           .restart_keys = s_restart_keys}};

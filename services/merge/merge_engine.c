@@ -513,6 +513,34 @@ static int s_check_local_checkout(s_job_t *job)
     return rc;
 }
 
+/* What vouches for merging into the target as resolved: the reviewed merge base is in it
+ * (every commit the merge brings in is one the review read), and the caller's check. */
+static int s_check_target(s_job_t *job)
+{
+    const char *base = job->req->reviewed_base;
+    char target[GIT_OID_HEXSZ + 1];
+    git_oid_tostr(target, sizeof target, &job->target_oid);
+    if (base != NULL && base[0] != '\0') {
+        git_oid oid;
+        if (strlen(base) != GIT_OID_HEXSZ || git_oid_fromstr(&oid, base) < 0)
+            return s_fail(job, FAILURE_INVALID,
+                          "the reviewed merge base '%.64s' is not a 40-digit commit id", base);
+        if (!git_oid_equal(&oid, &job->target_oid) &&
+            git_graph_descendant_of(job->repo, &job->target_oid, &oid) != 1)
+            return s_fail(job, FAILURE_DENIED,
+                          "target '%s' is at %.12s, which does not contain %.12s, the merge "
+                          "base the review read: merging would bring in commits the review "
+                          "never saw (the target moved back, or the review was against "
+                          "another target), so the merge is held; review it against '%s' "
+                          "again",
+                          job->target, target, base, job->target);
+    }
+    merge_check_target_fn check = job->req->check_target;
+    if (check != NULL && check(target, job->req->callback_arg) != 0)
+        return s_fail(job, FAILURE_DENIED, "%s", failure_message());
+    return 0;
+}
+
 static int s_preflight(s_job_t *job)
 {
     int rc = worktree_clean_stale(job->repo, job->req->worktree_dir, s_note_progress, job);
@@ -525,6 +553,8 @@ static int s_preflight(s_job_t *job)
         rc = s_check_local_checkout(job);
     if (rc == 0)
         rc = s_resolve_tips(job);
+    if (rc == 0)
+        rc = s_check_target(job);
     return rc;
 }
 

@@ -95,6 +95,11 @@ typedef bool (*merge_cancelled_fn)(void *arg);
  * saying why, e.g. "stale attempt: ...") stops the merge unpushed with that code. */
 typedef int (*merge_before_push_fn)(void *arg);
 
+/* Decides whether the merge may go on into the target at `target_commit` (hex), when no
+ * review vouches for it (merge_request_t.check_target). Returns 0, or a FAILURE_* code with
+ * failure_message() saying why the merge is held. */
+typedef int (*merge_check_target_fn)(const char *target_commit, void *arg);
+
 /* What to merge. Strings are borrowed for the duration of merge_engine_run(). Fill it with
  * merge_request_init() and then set the fields you need. */
 typedef struct {
@@ -103,6 +108,9 @@ typedef struct {
     const char *source_commit; /* optional: the 40-hex commit the source must be at (what
                                   was reviewed); a source elsewhere fails the merge */
     const char *target_branch; /* default "main" */
+    const char *reviewed_base; /* optional: the 40-hex merge base the review read; a target
+                                  that does not contain it holds the merge (FAILURE_DENIED):
+                                  merging would bring in commits the review never saw */
     const char *remote_name;   /* default "origin"; a repository without it merges locally */
     bool push;                 /* default true; false: never fetch or push, merge onto the
                                   local target as when there is no remote */
@@ -124,6 +132,9 @@ typedef struct {
     merge_run_tests_fn run_tests; /* optional: without it, TESTS is SKIP */
     merge_cancelled_fn cancelled; /* optional */
     merge_before_push_fn before_push; /* optional */
+    merge_check_target_fn check_target; /* optional: asked with each target commit the
+                                           merge would go into (again after the target
+                                           moved), before anything is merged */
     void *callback_arg;           /* passed to every callback */
 } merge_request_t;
 

@@ -388,6 +388,8 @@ static json_t *s_enqueue(s_view_t *v, bool first)
                      "ended_ms", (json_int_t)0);
     if (item == NULL)
         return NULL;
+    if (req->extra != NULL)
+        json_object_update_missing(item, (json_t *)req->extra);
     json_array_append_new(json_object_get(v->q, "items"), item);
     s_event(v, "merge-queue.enqueued", item, "queued (priority rank %d)", req->rank);
     return item;

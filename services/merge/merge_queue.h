@@ -101,6 +101,8 @@ typedef struct {
     const char *source;
     const char *commit;    /* the reviewed commit, or NULL */
     int window;            /* active items built or tested ahead (>= 1) */
+    const json_t *extra;   /* more fields for a new item (what its build needs to know,
+                              e.g. the review's merge base), or NULL */
     int64_t deadline_ms;   /* on clock_now_ms(): stop waiting (the item stays queued) */
 } merge_queue_request_t;
 

@@ -506,6 +506,33 @@ static json_t *s_files_json(char **files, size_t n)
     return array;
 }
 
+/* The merge-agent's half of the review gate (broker_gate.c): a merge no review vouches for
+ * (no payload.merge_base, not forced, reviews required) goes on only into a target commit
+ * whose review mode -- its own .cloister/config.toml, else [review] mode -- is "disabled".
+ * Read at the very commit merged into, so a target that moved since the mode was reported
+ * decides by what it says now. Reports the mode and the commit in the result. */
+static int s_check_unreviewed(const char *target_commit, void *arg)
+{
+    merge_job_t *job = arg;
+    char mode[16], why[600] = "";
+    if (repository_review_mode(job->service->config, job->workspace, target_commit, mode,
+                               sizeof mode) != 0)
+        snprintf(why, sizeof why, " (%s)", failure_message());
+    specialist_result_str(job->ctx, "review_mode", mode);
+    specialist_result_str(job->ctx, "review_mode_at", target_commit);
+    if (why[0] == '\0' && strcmp(mode, "disabled") == 0) {
+        specialist_progressf(job->ctx, "info",
+                             "no review: the review mode at '%s' (commit %.12s) is disabled",
+                             job->target, target_commit);
+        return 0;
+    }
+    return failure_set(FAILURE_DENIED,
+                       "no review opened the gate for this merge (it carries no "
+                       "payload.merge_base), and the review mode at '%s' (commit %.12s) is "
+                       "\"%s\"%s: the merge is held; review the branch, then pan approve",
+                       job->target, target_commit, mode, why);
+}
+
 /* ---- the merge queue (merge_queue.h) ---------------------------------------------------- */
 
 /* Sets refs/<name> of the repository at `path` to `hex` (force), or deletes it when `hex` is
@@ -616,6 +643,16 @@ static int s_queue_build(const json_t *item, const char *base, char out[41], con
     request.resolve = s_resolve;
     request.cancelled = s_cancelled;
     request.callback_arg = job;
+    /* The merge-agent's half of the review gate, as for a merge without the queue: the
+     * candidate ahead contains the target, so it contains the reviewed merge base too. */
+    const char *reviewed = json_string_value(json_object_get(item, "merge_base"));
+    if (!json_is_true(json_object_get(item, "forced")) &&
+        config_bool(job->service->config, "security", "require_review", true)) {
+        if (reviewed != NULL && reviewed[0] != '\0')
+            request.reviewed_base = reviewed;
+        else
+            request.check_target = s_check_unreviewed;
+    }
     merge_result_t result;
     free(job->agent_said);
     job->agent_said = NULL;
@@ -805,7 +842,12 @@ static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting
     const specialist_task_t *task = specialist_task(job->ctx);
     char root[PATH_MAX];
     repository_root(job->workspace, root, sizeof root);
-    merge_queue_request_t request = {.dir = job->service->queue_dir,
+    const char *merge_base = specialist_payload_str(job->ctx, "merge_base");
+    json_t *extra = json_pack(
+        "{s:s, s:b}", "merge_base", merge_base ? merge_base : "", "forced",
+        json_is_true(json_object_get(task->payload_json, "force")));
+    merge_queue_request_t request = {.extra = extra,
+                                     .dir = job->service->queue_dir,
                                      .repo = root,
                                      .target = job->target,
                                      .id = task->id,
@@ -839,6 +881,7 @@ static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting
     merge_queue_end_t end;
     json_t *item = NULL;
     int rc = merge_queue_run(&request, &hooks, &end, &item);
+    json_decref(extra);
     if (rc != 0) {
         result->reason = strdup(failure_message());
         return rc;
@@ -1085,6 +1128,14 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
         request.cancelled = s_cancelled;
         request.before_push = s_before_push;
         request.callback_arg = &job;
+        bool forced = json_is_true(json_object_get(task->payload_json, "force"));
+        const char *base = specialist_payload_str(ctx, "merge_base");
+        if (!forced && config_bool(job.service->config, "security", "require_review", true)) {
+            if (base != NULL && base[0] != '\0')
+                request.reviewed_base = base;
+            else
+                request.check_target = s_check_unreviewed;
+        }
         rc = merge_engine_run(&request, &result);
     }
 

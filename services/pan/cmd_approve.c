@@ -12,11 +12,13 @@
  * branch's head is queued without a review -- of the review's workspace and branch when
  * the issue has one, else of --workspace and --branch.
  *
- * The argument is a review task id, or an issue id. For an issue, the newest finished
- * review of it is used: the stored `task.done/review-agent` events are replayed and the
- * last one whose issue matches (case-insensitively) wins; when that replay cannot be
- * completed nothing is approved (an older approval must never stand in for a newer
- * verdict). The review task must be `done` and its gate open (its result's GATE, which
+ * The argument is an issue id: only reviews OF that issue count, matched exactly as the
+ * broker stores it (no case-folding, no task id, no prefix): the stored
+ * `task.done/review-agent` events are replayed and the last one whose issue is the
+ * argument wins; when that replay cannot be completed nothing is approved (an older
+ * approval must never stand in for a newer verdict). With --task the argument is a review
+ * task's id instead, or the unique start of one (an ambiguous start is refused). The
+ * review task must be `done` and its gate open (its result's GATE, which
  * follows the review mode's rules; a blocked gate is refused with its blocking findings by
  * file:line). --force overrides a blocked gate, and the override is recorded in the merge's
  * payload.override {by, at, reason (--reason, else a default), review} (payload.force
@@ -42,7 +44,7 @@
 #include <strings.h>
 
 static const char *const s_usage =
-    "pan approve <issue-or-review-task> [--force [--reason TEXT]] [--json]\n"
+    "pan approve <issue> | --task <review-task-id> [--force [--reason TEXT]] [--json]\n"
     "       [--priority urgent|high|normal|low]\n"
     "       [--wait [--wait-timeout SECONDS] [--chain]] [--workspace DIR --branch B [--target T]]";
 
@@ -83,7 +85,7 @@ static int s_on_review_done(const wire_msg_t *event, const void *raw, size_t len
     newest_review_t *newest = arg;
     const char *issue = wire_msg_str(event, FIELD_ISSUE, "");
     const char *task = wire_msg_str(event, FIELD_TASK, "");
-    if (task[0] != '\0' && strcasecmp(issue, newest->issue) == 0)
+    if (task[0] != '\0' && strcmp(issue, newest->issue) == 0)
         snprintf(newest->task_id, sizeof newest->task_id, "%s", task);
     return 0;
 }
@@ -108,17 +110,26 @@ static int s_request_failed(int rc)
                     "%s", failure_message());
 }
 
-/* Looks up the review task `what` names (a task id, else an issue). Returns PAN_EXIT_OK
- * with *review (caller owns), or an exit code after printing why. */
-static int s_find_review(const pan_t *pan, const char *what, json_t **review)
+/* Looks up the review task `what` names: with `by_task` a task id or the unique start of
+ * one, else an issue, matched exactly. Returns PAN_EXIT_OK with *review (caller owns), or
+ * an exit code after printing why. */
+static int s_find_review(const pan_t *pan, const char *what, bool by_task, json_t **review)
 {
     *review = NULL;
+    char id[256];
+    if (by_task) {
+        int code = pan_task_id_resolve(pan, what, id, sizeof id);
+        if (code != PAN_EXIT_OK)
+            return code;
+    }
     client_t *client = client_new(pan->control_ep, pan->timeout_ms);
     if (client == NULL)
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
     int code = PAN_EXIT_OK;
-    int rc = s_show_task(client, what, review);
-    if (rc == FAILURE_NOT_FOUND) {
+    int rc = 0;
+    if (by_task) {
+        rc = s_show_task(client, id, review);
+    } else {
         newest_review_t newest = {.issue = what};
         rc = s_find_review_of_issue(client, &newest);
         if (rc != 0) {
@@ -130,16 +141,11 @@ static int s_find_review(const pan_t *pan, const char *what, json_t **review)
                             "finished reviews did not complete (%s): not approving",
                             what, failure_message());
         } else if (newest.task_id[0] == '\0') {
-            /* Not an issue: the unique start of a task id, as the other commands take. */
-            char id[256];
-            code = pan_task_id_resolve_quiet(pan, what, id, sizeof id);
-            if (code == PAN_EXIT_OK)
-                rc = s_show_task(client, id, review);
-            else if (id[0] == '\0' && code == PAN_EXIT_ERROR)
-                code = pan_fail(PAN_EXIT_ERROR,
-                                "no finished review found for '%s' (neither a task id, the "
-                                "start of one, nor an issue with a done review-agent task)",
-                                what);
+            code = pan_fail(PAN_EXIT_ERROR,
+                            "no finished review found for issue '%s' (an issue matches exactly "
+                            "as stored; to approve a review by its task id: pan approve --task "
+                            "ID)",
+                            what);
         } else {
             rc = s_show_task(client, newest.task_id, review);
         }
@@ -247,6 +253,13 @@ static char *s_merge_payload(const json_t *review, bool overridden, const char *
         reviewed = pan_json_str(result, "REVIEWED_COMMIT", "");
     if (payload != NULL && reviewed[0] != '\0')
         json_object_set_new(payload, "commit", json_string(reviewed));
+    /* ... and carries the merge base the review read: the broker checks it is the review's,
+     * and the merge-agent holds the merge when the target no longer contains it. */
+    const char *base = pan_json_str(result, "merge_base", "");
+    if (base[0] == '\0')
+        base = pan_json_str(result, "MERGE_BASE", "");
+    if (payload != NULL && base[0] != '\0')
+        json_object_set_new(payload, "merge_base", json_string(base));
     if (payload != NULL && overridden)
         json_object_set_new(payload, "override",
                             pan_override_new(reason ? reason
@@ -260,7 +273,7 @@ static char *s_merge_payload(const json_t *review, bool overridden, const char *
 /* What `pan approve` was asked. */
 typedef struct {
     const char *what, *priority, *workspace, *branch, *target, *wait_timeout, *reason;
-    bool force, json, wait, chain;
+    bool force, json, wait, chain, by_task;
 } approve_args_t;
 
 /* Parses the arguments into *args. Returns PAN_EXIT_OK or the usage exit code. */
@@ -286,6 +299,7 @@ static int s_parse(int argc, char **argv, approve_args_t *args)
                      : strcmp(argv[i], "--json") == 0 ? &args->json
                      : strcmp(argv[i], "--wait") == 0 ? &args->wait
                      : strcmp(argv[i], "--chain") == 0 ? &args->chain
+                     : strcmp(argv[i], "--task") == 0  ? &args->by_task
                                                        : NULL;
         if (flag != NULL)
             *flag = true;
@@ -370,7 +384,16 @@ static int s_merge_unreviewed(const pan_t *pan, const approve_args_t *args,
         printf("Review mode is disabled for '%s' of %s: merging the head of '%s' (%.12s) "
                "without a review\n",
                merge->target, merge->workspace, merge->branch, head);
-    return s_submit_merge(pan, args, &unreviewed);
+    int code = s_submit_merge(pan, args, &unreviewed);
+    if (code == PAN_EXIT_ERROR)
+        fprintf(stderr,
+                "pan: the broker opens no repository: it lets a merge without a review through "
+                "once a review-agent has reported the mode \"disabled\" of '%s' for issue %s "
+                "(the review ends at once in that mode): pan submit review-agent --workspace %s "
+                "--branch %s --target %s --issue %s --wait, then approve again\n",
+                merge->target, merge->issue, merge->workspace, merge->branch, merge->target,
+                merge->issue);
+    return code;
 }
 
 /* True when the review mode that holds for `target` of `workspace` is "disabled". */
@@ -389,13 +412,13 @@ int cmd_approve(const pan_t *pan, int argc, char **argv)
     if (code != PAN_EXIT_OK)
         return code;
     const char *target = args.target ? args.target : "main";
-    if (args.workspace != NULL && s_review_disabled(pan, args.workspace, target)) {
+    if (args.workspace != NULL && !args.by_task && s_review_disabled(pan, args.workspace, target)) {
         approve_merge_t merge = {.workspace = args.workspace, .branch = args.branch,
                                  .target = target, .issue = args.what};
         return s_merge_unreviewed(pan, &args, &merge);
     }
     json_t *review = NULL;
-    code = s_find_review(pan, args.what, &review);
+    code = s_find_review(pan, args.what, args.by_task, &review);
     if (code != PAN_EXIT_OK) {
         json_decref(review);
         return code;

@@ -15,15 +15,24 @@
  *
  * A restore takes the database's lock exclusively (common/base/dblock.h): a running broker
  * holds it shared, so the restore refuses, and a broker started meanwhile refuses to open
- * the store. The previous database is kept as DB.before-restore (with its WAL). */
+ * the store. The previous database is kept as DB.before-restore (with its WAL).
+ *
+ * What is restored runs inside the broker: a trigger in it would fire on the next submit,
+ * and a newer schema would leave a broker that does not start. So FILE, and then the copy
+ * about to replace DB, must be a store the broker next to pan opens: a schema version it
+ * knows, exactly its tables and indexes, no trigger or view (`cloister-broker
+ * --check-store`, which holds the schema); otherwise nothing is replaced. */
 #include "pan.h"
 
 #include "dblock.h"
 #include "failure.h"
 #include "home.h"
+#include "proc.h"
+#include "program.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -210,6 +219,39 @@ static int s_move_aside(const char *db)
     return PAN_EXIT_OK;
 }
 
+/* proc's line callback: keeps the first line. */
+static int s_first_line(void *arg, const char *line, size_t len)
+{
+    char *first = arg;
+    if (first[0] == '\0')
+        snprintf(first, 1024, "%.*s", (int)len, line);
+    return 0;
+}
+
+/* Whether `path` is a store the broker opens (cloister-broker --check-store, beside pan or
+ * in PATH). PAN_EXIT_OK, or PAN_EXIT_ERROR saying why not. */
+static int s_check_store(const char *path)
+{
+    char broker[PATH_MAX];
+    if (!program_beside(broker, sizeof broker, "cloister-broker") || access(broker, X_OK) != 0)
+        snprintf(broker, sizeof broker, "cloister-broker");
+    char *argv[] = {broker, "--check-store", (char *)path, NULL};
+    char first[1024] = "";
+    proc_options_t options = {.argv = argv, .on_line = s_first_line, .on_line_arg = first,
+                              .timeout_ms = 60000};
+    proc_t *proc = NULL;
+    if (proc_run(&proc, &options) != 0)
+        return pan_fail(PAN_EXIT_ERROR, "not restoring: cannot check %s with %s: %s", path,
+                        broker, failure_message());
+    const proc_status_t *status = proc_status(proc);
+    bool ok = status->exited && status->exit_code == 0;
+    int code = ok ? PAN_EXIT_OK
+                  : pan_fail(PAN_EXIT_ERROR, "not restoring: %s", first[0] ? first
+                                                                : "the broker's check failed");
+    proc_destroy(&proc);
+    return code;
+}
+
 int cmd_restore(const pan_t *pan, int argc, char **argv)
 {
     (void)pan;
@@ -220,14 +262,18 @@ int cmd_restore(const pan_t *pan, int argc, char **argv)
         return code;
     if (access(file, R_OK) != 0)
         return pan_fail(PAN_EXIT_ERROR, "cannot read %s: %s", file, strerror(errno));
-    if (s_count_tasks(file) < 0)
-        return pan_fail(PAN_EXIT_ERROR, "%s is not a Cloister broker database", file);
+    code = s_check_store(file);
+    if (code != PAN_EXIT_OK)
+        return code;
     int lock = dblock_acquire(db);
     if (lock < 0)
         return pan_fail(PAN_EXIT_ERROR, "not restoring: %s", failure_message());
     char restoring[4200];
     snprintf(restoring, sizeof restoring, "%s.restoring", db);
     code = s_copy_file(file, restoring);
+    /* The copy is what replaces DB: checked again, as FILE may have changed meanwhile. */
+    if (code == PAN_EXIT_OK)
+        code = s_check_store(restoring);
     if (code == PAN_EXIT_OK)
         code = s_move_aside(db);
     if (code == PAN_EXIT_OK && rename(restoring, db) != 0)

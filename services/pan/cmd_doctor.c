@@ -285,7 +285,7 @@ static void s_check_push(doctor_t *d, const config_t *config, const char *worksp
     s_report(d, "push", ok,
              ok ? "`git push --dry-run %s` from %s is accepted (credentials work)"
                 : "`git push --dry-run %s` from %s failed: %s — give the merge-agent push "
-                  "credentials (an SSH agent, or GH_TOKEN with gh; deploy/README.md)",
+                  "credentials (an SSH agent, or GH_TOKEN with gh; docs/deploy-compose.md)",
              remote, workspace, why);
 }
 
@@ -312,13 +312,12 @@ static void s_check_sandbox(doctor_t *d, const config_t *config)
         s_report(d, "sandbox", false, "%s", failure_message());
         return;
     }
-    char network[600];
+    char network[1600];
     bool isolated = sandbox_network(sandbox, NULL, network, sizeof network);
     bool chosen = strcmp(config_string(config, "tests", "sandbox", "auto"), "none") == 0;
+    /* The network's words name the cause and its remedy (sandbox.c). */
     s_report(d, "sandbox", isolated || chosen, "%s; network %s%s", sandbox_describe(sandbox),
-             network, isolated ? "" : chosen ? " ([tests] sandbox = \"none\" chose it)"
-                                             : "; install bubblewrap, or allow user "
-                                               "namespaces in this container");
+             network, !isolated && chosen ? " ([tests] sandbox = \"none\" chose it)" : "");
     sandbox_destroy(&sandbox);
 }
 

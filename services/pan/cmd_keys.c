@@ -2,7 +2,7 @@
  *
  *   pan keys init           the broker's pair and the default client's, authorized (the
  *                           broker also makes them on its first start with CURVE on)
- *   pan keys add NAME [--role submitter|worker|admin]
+ *   pan keys add NAME [--role submitter|worker|admin|agent]
  *                           a pair for another party, with what it may do (default
  *                           submitter; see curve.h): give it keys/clients/NAME_secret
  *                           and keys/broker (the broker's public key)
@@ -17,7 +17,7 @@
 #include <string.h>
 
 static const char *const s_usage =
-    "pan keys init | add NAME [--role submitter|worker|admin] | revoke NAME";
+    "pan keys init | add NAME [--role submitter|worker|admin|agent] | revoke NAME";
 
 /* pan keys add NAME [--role ROLE] */
 static int s_add(int argc, char **argv, const char *dir)
@@ -30,7 +30,8 @@ static int s_add(int argc, char **argv, const char *dir)
         return pan_usage(s_usage, "keys add takes NAME and optionally --role ROLE");
     int role = curve_role_parse(role_name);
     if (role < 0)
-        return pan_usage(s_usage, "unknown role '%s' (submitter, worker or admin)", role_name);
+        return pan_usage(s_usage, "unknown role '%s' (submitter, worker, admin or agent)",
+                         role_name);
     if (curve_keys_init() != 0 || curve_keys_add(name, (curve_role_t)role) != 0)
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
     printf("Authorized %s as %s: give it %s/clients/%s_secret (CLOISTER_CURVE_CERT) and "
@@ -50,7 +51,8 @@ int cmd_keys(const pan_t *pan, int argc, char **argv)
     if (strcmp(command, "init") == 0 && argc == 1) {
         if (curve_keys_init() != 0)
             return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
-        printf("Keys in %s: broker, client (authorized)\n", dir);
+        printf("Keys in %s: broker, client (authorized, admin), agent (authorized, agent: "
+               "what a specialist gives its agent's cloister-mcp)\n", dir);
         return PAN_EXIT_OK;
     }
     if (strcmp(command, "add") == 0 && argc >= 2)

@@ -108,14 +108,13 @@ static int s_check_workspace(const char *workspace, const char *branch, char *he
         return failure_set(FAILURE_NOT_FOUND, "--workspace %s: no such directory", workspace);
     if (branch == NULL || branch[0] == '\0')
         return 0;
-    int rc = repository_branch_commit(workspace, branch, head, size);
-    if (rc == 0)
-        return failure_set(FAILURE_NOT_FOUND,
-                           "--branch %s: %s has no such branch, neither locally nor on a remote",
-                           branch, workspace);
-    if (rc < 0)
-        return failure_set(FAILURE_NOT_FOUND, "--branch %s: %s is not in a git repository",
-                           branch, workspace);
+    /* The one rule (repository.h): a branch, local or a remote's; never a tag. */
+    if (repository_branch_resolve(workspace, branch, NULL, 0, head, size) != 0) {
+        char why[700];
+        snprintf(why, sizeof why, "%s", failure_message());
+        head[0] = '\0';
+        return failure_set(FAILURE_NOT_FOUND, "--branch %s: %s", branch, why);
+    }
     return 0;
 }
 

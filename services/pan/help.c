@@ -136,17 +136,25 @@ static const help_t s_help[] = {
      "  alive <worker-id>     exit 0 when that worker is registered (for health checks)\n"
      "  --json                the raw objects\n"},
     {"approve",
-     "usage: pan approve <issue-or-review-task> [--force [--reason TEXT]] [--priority P] [--json]\n"
-     "Queues the merge of a reviewed issue (its newest finished review) or review task\n"
-     "(its id, or a unique start of it), pinned to the reviewed commit; refused with the\n"
-     "blocking findings when its gate is blocked.\n"
+     "usage: pan approve <issue> | --task <review-task> [--force [--reason TEXT]] [--priority P]\n"
+     "       [--json]\n"
+     "Queues the merge of a reviewed issue (its newest finished review: only reviews of that\n"
+     "issue, matched exactly as stored) or, with --task, of a review task (its id, or a\n"
+     "unique start of it), pinned to the reviewed commit, its target and merge base; refused\n"
+     "with the blocking findings when its gate is blocked.\n"
+     "  --task                the argument is a review task's id (or the unique start of one)\n"
      "  --force               merge anyway; who, when and why go in payload.override\n"
      "  --reason TEXT         with --force: why, recorded as the override's reason\n"
      "  --priority P          the merge's priority (default high)\n"
      "  --json                the merge task as JSON\n"},
     {"tests",
      "usage: pan tests detect [DIR] [--json]\n"
-     "The test command the test-agent would run in DIR (default .), and why.\n"},
+     "       pan tests sandbox [--dir DIR] [--network] [--timeout S] -- COMMAND...\n"
+     "detect: the test command the test-agent would run in DIR (default .), and why.\n"
+     "sandbox: runs COMMAND (a shell command) in DIR as a branch's tests and review checks\n"
+     "run here ([tests] sandbox and env of cloister.toml): the same sandbox, environment\n"
+     "and, unless --network, a network of its own. Says how on stderr and exits with the\n"
+     "command's code: to see what code under test can reach on this machine.\n"},
     {"merge-queue",
      "usage: pan merge-queue [REPO] [--json]\n"
      "       pan merge-queue pause|resume REPO TARGET\n"

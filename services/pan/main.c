@@ -8,6 +8,8 @@
 #include "cmd_prompt.h"
 #include "failure.h"
 #include "home.h"
+#include "repo_files.h"
+#include "repository.h"
 
 #include <czmq.h>
 #include <stdio.h>
@@ -42,6 +44,8 @@ static const char *const s_usage =
     "  reload [--json]        read cloister.toml again (the broker and the launched services)\n"
     "  top [--interval S] [--frames N]   (live: specialists, queues, running, failures)\n"
     "  tests detect [DIR] [--json]\n"
+    "  tests sandbox [--dir DIR] [--network] [--timeout S] -- COMMAND...   (as code under\n"
+    "        test runs: what it sees here)\n"
     "  merge-queue [REPO] [--json] | merge-queue pause|resume REPO TARGET\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
     "  prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]\n"
@@ -107,6 +111,8 @@ int main(int argc, char **argv)
 {
     /* pan handles SIGINT/SIGTERM itself (pan events --follow). */
     zsys_handler_set(NULL);
+    /* pan prompt shows what the services would say: the target branch's roles. */
+    repo_files_set_reader(repository_file_at);
     pan_t pan = {.timeout_ms = CLIENT_TIMEOUT_MS};
     argc = s_take_global_options(&pan, argc - 1, argv + 1);
     argv += 1;
@@ -157,11 +163,13 @@ int main(int argc, char **argv)
         pan.events_ep = config_string(config, "broker", "events", "tcp://127.0.0.1:5561");
     if (pan.in_ep == NULL)
         pan.in_ep = config_string(config, "broker", "in", "tcp://127.0.0.1:5560");
-    /* The bus's keys (common/bus/curve.h); `pan keys` makes them, and the doctor reports. */
+    /* The bus's keys (common/bus/curve.h); `pan keys` makes them, and the doctor reports.
+     * `pan tests` works on this machine only: no broker, no keys. */
     const char *endpoints[] = {pan.control_ep, pan.events_ep, pan.in_ep, NULL};
     if (strcmp(command, "keys") != 0 && strcmp(command, "doctor") != 0 &&
         strcmp(command, "web") != 0 && strcmp(command, "backup") != 0 &&
-        strcmp(command, "restore") != 0 && strcmp(command, "merge-queue") != 0 &&
+        strcmp(command, "restore") != 0 && strcmp(command, "tests") != 0 &&
+        strcmp(command, "merge-queue") != 0 &&
         curve_client_init(config, endpoints) != 0) {
         config_destroy(&config);
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());

@@ -28,6 +28,8 @@
 #include "failure.h"
 #include "home.h"
 #include "log.h"
+#include "repo_files.h"
+#include "repository.h"
 #include "prompt.h"
 #include "review_job.h"
 #include "specialist.h"
@@ -97,6 +99,8 @@ static const char s_usage[] =
 int main(int argc, char **argv)
 {
     log_init("cloister-review", LOG_LEVEL_INFO);
+    /* The repository's roles and instructions: its target branch's, through git. */
+    repo_files_set_reader(repository_file_at);
     static review_main_t self;
     specialist_config_t settings = {
         .specialist = REVIEW_SPECIALIST, .reload = s_reload, .reload_arg = &self};

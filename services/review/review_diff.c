@@ -3,6 +3,7 @@
 #include "review_diff.h"
 
 #include "failure.h"
+#include "repository.h"
 #include "template.h"
 
 #include <git2.h>
@@ -16,30 +17,20 @@ static int s_git_failure(const char *what)
     return failure_set(FAILURE_GIT, "%s: %s", what, e && e->message ? e->message : "libgit2 error");
 }
 
-/* Resolves `name` to a commit id: refs/heads/<name>, refs/remotes/origin/<name>, then
- * any revision ("" is HEAD). */
-static int s_resolve(git_oid *oid, git_repository *repo, const char *name)
+/* Resolves `name` to a commit id: "" is HEAD, anything else a branch by the one rule of
+ * repository_branch_resolve() (never a tag or another revision). */
+static int s_resolve(git_oid *oid, git_repository *repo, const char *repo_path, const char *name)
 {
-    const char *spec = name[0] ? name : "HEAD";
-    char ref[1024];
-    const char *const prefixes[] = {"refs/heads/", "refs/remotes/origin/", ""};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
-        if (!name[0] && i < 2)
-            continue;
-        snprintf(ref, sizeof ref, "%s%s", prefixes[i], spec);
-        git_object *object = NULL;
-        if (git_revparse_single(&object, repo, ref) == 0) {
-            git_object *commit = NULL;
-            int rc = git_object_peel(&commit, object, GIT_OBJECT_COMMIT);
-            git_object_free(object);
-            if (rc == 0) {
-                git_oid_cpy(oid, git_object_id(commit));
-                git_object_free(commit);
-                return 0;
-            }
-        }
+    if (name[0] == '\0') {
+        if (git_reference_name_to_id(oid, repo, "HEAD") == 0)
+            return 0;
+        return failure_set(FAILURE_NOT_FOUND, "%s has no commit at HEAD", repo_path);
     }
-    return failure_set(FAILURE_NOT_FOUND, "no branch or revision '%s'", spec);
+    char hex[GIT_OID_HEXSZ + 1];
+    int rc = repository_branch_resolve(repo_path, name, NULL, 0, hex, sizeof hex);
+    if (rc == 0 && git_oid_fromstr(oid, hex) != 0)
+        rc = failure_set(FAILURE_GIT, "branch '%s' names '%s', not a commit id", name, hex);
+    return rc;
 }
 
 static char s_status_letter(git_delta_t status)
@@ -198,8 +189,8 @@ int review_diff_compute(review_diff_t **out, const char *repo_path, const char *
         goto out;
     }
     git_oid head, target_oid, merge_base, base;
-    if ((rc = s_resolve(&head, repo, branch)) != 0 ||
-        (rc = s_resolve(&target_oid, repo, target)) != 0)
+    if ((rc = s_resolve(&head, repo, repo_path, branch)) != 0 ||
+        (rc = s_resolve(&target_oid, repo, repo_path, target)) != 0)
         goto out;
     if (git_merge_base(&merge_base, repo, &head, &target_oid) != 0) {
         rc = failure_set(FAILURE_NOT_FOUND, "'%s' and '%s' have no common ancestor",

@@ -4,7 +4,8 @@
  * request shows), or from the commit an earlier review read (an incremental review): the files changed, each with its status letter (A added, M modified,
  * D deleted, R renamed, ...), and the unified patch cut to a budget. Only committed work
  * counts; the working tree is never read or touched. BRANCH "" means HEAD. A name resolves
- * as a local branch, then a remote-tracking branch (origin/<name>), then any revision. */
+ * as a branch only (repository_branch_resolve(): the local branch, else a remote's), never
+ * as a tag or another revision. */
 #ifndef CLOISTER_REVIEW_DIFF_H
 #define CLOISTER_REVIEW_DIFF_H
 

@@ -40,6 +40,7 @@ typedef struct {
     const char *branch;
     const char *target;
     review_mode_t mode;          /* the service's, or the target branch's own (see below) */
+    const char *mode_source;     /* "repository" (the target's own) or "configuration" */
     config_t *repo_config;       /* the target branch's .cloister/config.toml, or NULL */
     review_diff_t *diff;
     char *checks_text;
@@ -426,6 +427,7 @@ static void s_chain(review_run_t *r)
         .branch = source,
         .target = r->target,
         .commit = r->diff->head,
+        .merge_base = r->diff->merge_base,
         .issue = s_or(specialist_payload_str(r->ctx, "issueId"), task->issue),
         .pr_url = specialist_payload_str(r->ctx, "prUrl"),
         .priority = s_or(task->priority, "normal"),
@@ -674,6 +676,7 @@ static bool s_gate(review_run_t *r, const char *verdict)
     specialist_result_str(r->ctx, "GATE", open ? "open" : "blocked");
     specialist_result_str(r->ctx, "approval", s_approval(mode, open));
     specialist_result_str(r->ctx, "review_mode", review_mode_name(mode));
+    specialist_result_str(r->ctx, "review_mode_source", r->mode_source);
     specialist_result_json(r->ctx, "FINDINGS", r->findings);
     specialist_result_json(r->ctx, "merge_gate", r->gate);
     specialist_result_json(r->ctx, "skips", r->skips);
@@ -802,24 +805,35 @@ static specialist_outcome_t s_review_single(review_run_t *r, char *error, size_t
 }
 
 /* The target branch's own settings (common/specialist/repository.h): [review] mode and checks there
- * win over the service's. Read from the target, not the branch under review, so a branch
- * cannot soften its own review. No repository, target or file: the service's settings.
- * Returns 0, or -1 with the reason in error (a settings file that does not parse). */
+ * win over the service's. Read from the target's commit (the target resolved as a branch,
+ * never a tag), not the branch under review, so a branch cannot soften its own review; the
+ * result names that commit and where the mode came from (the broker's gate reads them). No
+ * repository, target or file: the service's settings. Returns 0, or -1 with the reason in
+ * error (a settings file that does not parse, an ambiguous target). */
 static int s_read_repo_config(review_run_t *r, char *error, size_t size)
 {
+    r->mode_source = "configuration";
+    specialist_result_str(r->ctx, "target", r->target);
     if (r->workspace == NULL || r->workspace[0] == '\0')
         return 0;
-    int rc = repository_config_at(r->workspace, r->target, &r->repo_config);
+    char commit[64];
+    int rc = repository_branch_resolve(r->workspace, r->target, NULL, 0, commit, sizeof commit);
+    if (rc == 0) {
+        specialist_result_str(r->ctx, "target_commit", commit);
+        rc = repository_config_at(r->workspace, commit, &r->repo_config);
+    }
     if (rc == FAILURE_NOT_FOUND)
         return 0;
     if (rc != 0) {
-        snprintf(error, size, "the repository's settings: %s", failure_message());
+        snprintf(error, size, "the target '%s': %s", r->target, failure_message());
         return -1;
     }
     const char *mode = r->repo_config ? config_string(r->repo_config, "review", "mode", NULL) : NULL;
-    if (mode != NULL && review_mode_parse(&r->mode, mode) == 0)
+    if (mode != NULL && review_mode_parse(&r->mode, mode) == 0) {
+        r->mode_source = "repository";
         specialist_progressf(r->ctx, "info", "review mode %s, from %s of %s's target branch %s",
                              mode, REPOSITORY_CONFIG_PATH, r->workspace, r->target);
+    }
     return 0;
 }
 
@@ -882,6 +896,7 @@ specialist_outcome_t review_job(specialist_ctx_t *ctx, void *job_arg)
                          r.diff->head, r.diff->nfiles);
     specialist_result_str(ctx, "diff_base", r.diff->base);
     specialist_result_str(ctx, "diff_head", r.diff->head);
+    specialist_result_str(ctx, "merge_base", r.diff->merge_base);
     s_report_scope(&r);
     if (agent_job_settings_from_config(&r.settings, service->config, REVIEW_SPECIALIST,
                                        service->workdir) != 0) {

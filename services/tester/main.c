@@ -21,6 +21,8 @@
 #include "failure.h"
 #include "home.h"
 #include "log.h"
+#include "repo_files.h"
+#include "repository.h"
 #include "specialist.h"
 #include "specialist_args.h"
 #include "test_agent.h"
@@ -66,6 +68,8 @@ static const char s_usage[] =
 int main(int argc, char **argv)
 {
     log_init("cloister-test", LOG_LEVEL_INFO);
+    /* The repository's roles and instructions: its target branch's, through git. */
+    repo_files_set_reader(repository_file_at);
     static test_main_t self = {.rules = {.specialist = TEST_AGENT_SPECIALIST, .tables = s_tables}};
     specialist_config_t settings = {
         .specialist = TEST_AGENT_SPECIALIST, .reload = s_reload, .reload_arg = &self};

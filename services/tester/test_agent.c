@@ -484,18 +484,41 @@ static bool s_attempt_fix(test_job_t *job, const testrun_result_t *result)
 }
 
 /* A fix made in a worktree does not reach the user's checkout: its patch goes in the
- * result (FIX_PATCH), for the user or the next agent to apply. */
-static void s_report_fix_patch(test_job_t *job)
+ * result (FIX_PATCH), for the user or the next agent to apply. Returns true when there is
+ * one. */
+static bool s_report_fix_patch(test_job_t *job)
 {
     char *patch = test_tree_changes(job->tree, TEST_AGENT_PATCH_CAP);
     if (patch == NULL)
-        return;
-    if (patch[0] != '\0') {
+        return false;
+    bool made = patch[0] != '\0';
+    if (made) {
         specialist_result_str(job->ctx, "FIX_PATCH", patch);
         s_note(job, "the fix was made in a worktree of the tested commit, not in your checkout: "
                     "its patch is in FIX_PATCH");
     }
     free(patch);
+    return made;
+}
+
+/* The run after a fix of a tested commit. The fix is not a commit, so that commit's
+ * verdict stays the first run's: a PASS would let the unfixed commit through (a pipeline
+ * chains its merge). What the fix did goes beside it: FIX_TEST_RESULT, and fix_available
+ * when the tests passed with the patch (FIX_PATCH). A fix counts once it is committed
+ * and that commit is tested. */
+static void s_report_uncommitted_fix(test_job_t *job, const testrun_result_t *after,
+                                     bool patched)
+{
+    testrun_verdict_t verdict = testrun_verdict(after);
+    specialist_result_str(job->ctx, "FIX_TEST_RESULT", testrun_verdict_name(verdict));
+    specialist_result_bool(job->ctx, "fix_available", verdict == TESTRUN_PASS && patched);
+    if (verdict == TESTRUN_ERROR)
+        s_note(job, "after the fix the tests could not run: %s",
+               after->error[0] ? after->error : "no verdict");
+    else
+        s_note_run(job, after, "with the fix (not committed: the verdict stays the commit's): ");
+    if (verdict == TESTRUN_PASS)
+        s_note(job, "commit the fix (FIX_PATCH) and test that commit for a PASS");
 }
 
 /* A passing run of a pipeline task (chained by a review, payload.pipeline) hands the
@@ -527,6 +550,7 @@ static void s_chain_merge(test_job_t *job)
         .branch = branch ? branch : "",
         .target = target,
         .commit = test_tree_commit(job->tree),
+        .merge_base = specialist_payload_str(job->ctx, "merge_base"),
         .issue = specialist_payload_str(job->ctx, "issueId"),
         .pr_url = specialist_payload_str(job->ctx, "prUrl"),
         .priority = task->priority,
@@ -658,7 +682,24 @@ specialist_outcome_t test_agent_job(specialist_ctx_t *ctx, void *arg)
             goto out;
         }
     }
-    if (job->fix_attempted) {
+    if (job->fix_attempted && test_tree_commit(job->tree)[0] != '\0') {
+        testrun_result_t *after = s_run_tests(job);
+        if (after == NULL) {
+            job->fix_result = "FAILED";
+            specialist_result_error(ctx, "out of memory running the tests");
+            goto out;
+        }
+        if (specialist_cancelled(ctx)) {
+            job->fix_result = "FAILED";
+            testrun_result_destroy(&after);
+            specialist_result_error(ctx, "cancelled while the tests ran after the fix");
+            goto out;
+        }
+        job->fix_result = testrun_verdict(after) == TESTRUN_PASS ? "SUCCESS" : "FAILED";
+        s_report_uncommitted_fix(job, after, s_report_fix_patch(job));
+        testrun_result_destroy(&after);
+    } else if (job->fix_attempted) {
+        /* Outside git there is no commit: what is tested is the directory as it is. */
         testrun_result_destroy(&result);
         result = s_run_tests(job);
         if (result == NULL) {

@@ -27,7 +27,11 @@
  *     cwd (see common/agent/agent.h); the prompt names the tested tree's
  *     absolute path (the worktree). Then the tests run again and FIX_RESULT says whether
  *     they pass now; a fix made in a worktree is reported as a patch (FIX_PATCH), since
- *     the worktree is removed after the job.
+ *     the worktree is removed after the job. In a git repository the fix is not a commit,
+ *     so the tested commit's verdict stays the first run's (FAIL): the rerun's verdict is
+ *     FIX_TEST_RESULT, and fix_available is true when it passed with a patch. A fix counts
+ *     once it is committed and that commit is tested (a pipeline chains no merge of the
+ *     unfixed commit). Outside git the directory itself is what is tested, fix included.
  *
  * Result fields: TEST_RESULT (PASS|FAIL|ERROR, of the last run), TESTS_RUN, TESTS_PASSED,
  * TESTS_FAILED, TESTS_SKIPPED (each only when the output reveals it), FAILURES (array of
@@ -39,8 +43,10 @@
  * TESTED_COMMIT (the full SHA tested, in a git repository), FIX_PATCH (the fix's diff,
  * at most TEST_AGENT_PATCH_CAP bytes), NOTES (which commit was tested and why, the run,
  * the fix); the agent_job fields after a fix attempt.
- * The run fields (TEST_RESULT to output_tail) describe one run: after a fix, the rerun's
- * replace the first run's entirely, and those the rerun does not give are null.
+ * The run fields (TEST_RESULT to output_tail) describe one run: the tested commit's first
+ * run; outside git, after a fix, the rerun's replace the first run's entirely, and those
+ * the rerun does not give are null. FIX_TEST_RESULT and fix_available: after a fix of a
+ * tested commit.
  *
  * Outcome: `done` when the tests ran and gave a verdict (PASS or FAIL: the verdict is in
  * the result); `failed` with a one-line `error` when they could not: no workspace, a

@@ -2,6 +2,7 @@
 #include "test_tree.h"
 
 #include "failure.h"
+#include "repository.h"
 #include "worktree.h"
 
 #include <git2.h>
@@ -24,23 +25,23 @@ static int s_choose(test_tree_t *self, const char *workspace, const char *branch
 {
     git_object *object = NULL;
     if (commit != NULL && commit[0] != '\0') {
-        char spec[300];
-        snprintf(spec, sizeof spec, "%.255s^{commit}", commit);
-        if (commit[0] == '-' || git_revparse_single(&object, self->repo, spec) < 0)
+        /* A commit id (at least 7 hex digits), never a name a tag could take over. */
+        size_t len = strlen(commit);
+        git_oid prefix;
+        if (len < 7 || len > GIT_OID_HEXSZ || strspn(commit, "0123456789abcdefABCDEF") != len ||
+            git_oid_fromstrn(&prefix, commit, len) < 0 ||
+            git_object_lookup_prefix(&object, self->repo, &prefix, len, GIT_OBJECT_COMMIT) < 0)
             return failure_set(FAILURE_NOT_FOUND, "commit '%s' not found in %s", commit,
                                workspace);
         git_oid_cpy(oid, git_object_id(object));
         snprintf(self->source, sizeof self->source, "commit %.12s", git_oid_tostr_s(oid));
     } else if (branch != NULL && branch[0] != '\0') {
-        git_reference *ref = NULL;
-        if (git_branch_lookup(&ref, self->repo, branch, GIT_BRANCH_LOCAL) < 0 ||
-            git_reference_peel(&object, ref, GIT_OBJECT_COMMIT) < 0) {
-            git_reference_free(ref);
-            return failure_set(FAILURE_NOT_FOUND, "branch '%s' not found in %s", branch,
-                               workspace);
-        }
-        git_reference_free(ref);
-        git_oid_cpy(oid, git_object_id(object));
+        /* The one rule for branch names (repository.h): local, else a remote's branch. */
+        char hex[GIT_OID_HEXSZ + 1];
+        if (repository_branch_resolve(workspace, branch, NULL, 0, hex, sizeof hex) != 0)
+            return FAILURE_NOT_FOUND; /* the reason is set */
+        if (git_oid_fromstr(oid, hex) != 0)
+            return failure_set(FAILURE_GIT, "branch '%s' names '%s', not a commit", branch, hex);
         snprintf(self->source, sizeof self->source, "branch %.500s", branch);
     } else {
         if (git_reference_name_to_id(oid, self->repo, "HEAD") < 0)

@@ -1,7 +1,8 @@
 /* cloister-web: the dashboard. Arguments, configuration, the token and signals; the
  * server is web_http.c.
  *
- * Settings: [web] port (7700) and bind (127.0.0.1) in cloister.toml, CLOISTER_WEB_PORT over
+ * Settings: [web] port (7700), bind (127.0.0.1) and hosts (names the Host header may carry
+ * besides localhost and addresses, e.g. ["dash.example.com"]) in cloister.toml, CLOISTER_WEB_PORT over
  * the port, --port / --bind over both; the broker from [broker] (CLOISTER_CONTROL, ... over it), as for pan. The token
  * every /api request must show is $PANOPTICON_HOME/web.token (made on first start, 0600);
  * the port actually listened on is written to $PANOPTICON_HOME/web.port, so `pan web url`
@@ -147,6 +148,12 @@ int main(int argc, char **argv)
         port = config_int(config, "web", "port", 7700);
     if (bind == NULL)
         bind = config_string(config, "web", "bind", "127.0.0.1");
+    /* The names the Host header may carry besides localhost and addresses (web_http.h). */
+    const char *hosts[WEB_HOSTS_MAX + 1] = {NULL};
+    size_t nhosts = config_array_len(config, "web", "hosts");
+    for (size_t i = 0; i < nhosts && i < WEB_HOSTS_MAX; i++)
+        hosts[i] = config_array_string(config, "web", "hosts", i);
+    web.hosts = hosts;
     if (web.control_ep == NULL)
         web.control_ep = config_string(config, "broker", "control", "tcp://127.0.0.1:5562");
     if (web.events_ep == NULL)

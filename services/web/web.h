@@ -11,6 +11,9 @@
 #include <limits.h>
 #include <stdbool.h>
 
+/* How many [web] hosts are taken. */
+#define WEB_HOSTS_MAX 16
+
 /* The token every /api request shows (X-Cloister-Token, or the session cookie made from it). */
 #define WEB_TOKEN_SIZE 65
 
@@ -21,6 +24,9 @@ typedef struct {
     char pan[PATH_MAX];                         /* the pan program beside this one */
     char token[WEB_TOKEN_SIZE];
     int timeout_ms; /* each control request's deadline */
+    /* The names besides localhost and the listening address a request's Host may carry
+     * ([web] hosts; NULL-terminated, borrowed; NULL for none). */
+    const char *const *hosts;
     web_figures_t *figures;
 } web_t;
 

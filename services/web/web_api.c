@@ -536,11 +536,18 @@ static web_reply_t s_refusal(int status, const char *pan_error)
 
 web_reply_t web_api_approve(const web_t *web, const json_t *body)
 {
+    /* An issue (its newest review, matched exactly), or a review task's id (pan approve
+     * --task): never one taken for the other. */
     const char *issue = json_string_value(json_object_get(body, "issue"));
+    const char *task = json_string_value(json_object_get(body, "task"));
     const json_t *force = json_object_get(body, "force");
     const json_t *reason = json_object_get(body, "reason");
-    if (issue == NULL || issue[0] == '\0' || issue[0] == '-')
-        return web_error(400, "\"issue\" must be an issue id or a review task id");
+    if ((issue == NULL) == (task == NULL))
+        return web_error(400, "give either \"issue\" (an issue id) or \"task\" (a review "
+                              "task id)");
+    const char *what = issue ? issue : task;
+    if (what[0] == '\0' || what[0] == '-')
+        return web_error(400, "\"%s\" must be an id", issue ? "issue" : "task");
     if (force != NULL && !json_is_boolean(force))
         return web_error(400, "\"force\" must be true or false");
     if (reason != NULL && !json_is_string(reason))
@@ -548,11 +555,14 @@ web_reply_t web_api_approve(const web_t *web, const json_t *body)
     const char *why = json_string_value(reason);
     if (json_is_true(force) && (why == NULL || why[0] == '\0'))
         return web_error(400, "An override needs a reason: say why the gate is overridden.");
-    const char *args[] = {"approve", issue, "--json", NULL, NULL, NULL, NULL};
+    const char *args[] = {"approve", what, "--json", NULL, NULL, NULL, NULL, NULL};
+    int n = 3;
+    if (task != NULL)
+        args[n++] = "--task";
     if (json_is_true(force)) {
-        args[3] = "--force";
-        args[4] = "--reason";
-        args[5] = why;
+        args[n++] = "--force";
+        args[n++] = "--reason";
+        args[n++] = why;
     }
     pan_run_settings_t settings = {.pan = web->pan,
                                    .control_ep = web->control_ep,

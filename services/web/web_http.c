@@ -8,15 +8,18 @@
 #include "web_sse.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct web_http_t {
     struct MHD_Daemon *daemon;
     uint16_t port;
     web_t *web;
+    struct in_addr bound; /* the address it listens on */
     /* The session cookie's name, with the port: browsers keep cookies per host, not per
      * port, so two dashboards on one host must not overwrite each other's. */
     char cookie[32];
@@ -111,6 +114,36 @@ static auth_t s_auth(const web_http_t *self, struct MHD_Connection *c)
         return s_same(token, self->web->token) ? AUTH_HEADER : AUTH_NONE;
     token = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, self->cookie);
     return token != NULL && s_same(token, self->web->token) ? AUTH_COOKIE : AUTH_NONE;
+}
+
+/* True when the request's Host names this dashboard (see web_http.h): with DNS rebinding
+ * a browser sends the attacker's name, which cannot be an address literal. */
+static bool s_host_allowed(const web_http_t *self, struct MHD_Connection *c)
+{
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (host == NULL)
+        return false;
+    char name[256];
+    size_t len = host[0] == '[' ? strcspn(host, "]") + 1 : strcspn(host, ":");
+    if (len >= sizeof name || (host[0] == '[' && host[len - 1] != ']'))
+        return false;
+    for (size_t i = 0; i < len; i++)
+        name[i] = (char)tolower((unsigned char)host[i]);
+    name[len] = '\0';
+    const char *rest = host + len;
+    if (rest[0] != '\0' && (rest[0] != ':' || rest[1] == '\0' ||
+                            strspn(rest + 1, "0123456789") != strlen(rest + 1)))
+        return false;
+    if (strcmp(name, "localhost") == 0 || strcmp(name, "[::1]") == 0)
+        return true;
+    struct in_addr literal;
+    if (inet_pton(AF_INET, name, &literal) == 1)
+        return (ntohl(literal.s_addr) >> 24) == 127 || literal.s_addr == self->bound.s_addr ||
+               self->bound.s_addr == htonl(INADDR_ANY);
+    for (size_t i = 0; self->web->hosts != NULL && self->web->hosts[i] != NULL; i++)
+        if (strcasecmp(name, self->web->hosts[i]) == 0)
+            return true;
+    return false;
 }
 
 /* A POST from another site's page carries that site as its Origin. A browser sends the
@@ -321,6 +354,14 @@ static enum MHD_Result s_handle(void *cls, struct MHD_Connection *c, const char 
     }
     if (post && *upload_size > 0)
         return s_gather(*state, upload, upload_size) ? MHD_YES : MHD_NO;
+    if (!s_host_allowed(self, c)) {
+        const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+        return s_send_reply(c, web_error(421, "the Host header '%.200s' does not name this "
+                                              "dashboard (localhost, its address, or one of "
+                                              "[web] hosts): refused, as a DNS rebinding "
+                                              "attack would be",
+                                         host ? host : "(none)"));
+    }
     if (strncmp(url, "/api/", 5) != 0) {
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
             return s_send_reply(c, web_error(405, "%s is not allowed here", method));
@@ -354,6 +395,7 @@ web_http_t *web_http_start(web_t *web, const char *bind_address, uint16_t port)
     if (self == NULL)
         return NULL;
     self->web = web;
+    self->bound = address.sin_addr;
     self->daemon = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
         port, NULL, NULL, s_handle, self, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,

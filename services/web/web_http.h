@@ -15,6 +15,12 @@
  *   POST /api/approve                         {"issue", "force", "reason"}
  *   POST /api/specialists/NAME/wake           {"task", "workspace", "branch", ...}
  *
+ * Every request must name the dashboard in its Host header (else 421): localhost, a
+ * loopback address, the address it listens on (any IPv4 address when that is 0.0.0.0), or
+ * a name in [web] hosts, with any port. A page another site serves whose name was made to
+ * resolve to this machine (DNS rebinding) sends that site's name, and is refused before it
+ * reads anything, even the page.
+ *
  * Every /api request shows the dashboard's token: in the X-Cloister-Token header (scripts,
  * and the page once), or as the session cookie POST /api/session set (the page: HttpOnly,
  * SameSite=Strict, Path=/api, named cloister_<port>), compared in constant time; 401

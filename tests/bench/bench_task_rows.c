@@ -1,7 +1,7 @@
 /* bench_task_rows: what SQLite charges for one row shaped like the broker's tasks table
  * (services/broker/store.c: 21 columns, looked up by `id`), by table layout, on this
  * machine. It bounds what any store keeping a queryable row per task can reach (see
- * README.md, "Benchmarks").
+ * docs/performance.md).
  *
  * Each layout gets a fresh database (WAL, synchronous=NORMAL, as the broker's sync=normal)
  * and N rows written in transactions of B rows:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Cloister's broker beside beanstalkd and Redis, on this machine, in one run (README.md,
+# Cloister's broker beside beanstalkd and Redis, on this machine, in one run (docs/performance.md,
 # Benchmarks).
 #
 # Every side runs the same load over TCP on 127.0.0.1 with PAYLOAD-byte jobs and the same

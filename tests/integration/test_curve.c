@@ -334,7 +334,7 @@ static void test_key_roles(testenv_t *env, pid_t broker, const char *broker_key)
     CHECK_INT(s_pan_as(env, NULL, "cancel", "by-admin", NULL), 0);
 
     CHECK(s_pan_as(env, "wk", "submit", "echo-agent", "--id", "by-worker", NULL) != 0);
-    s_check_said("a worker key may not submit tasks (submitter or admin may)");
+    s_check_said("a worker key may not submit tasks (submitter, agent or admin may)");
     CHECK_INT(s_pan_as(env, "wk", "status", NULL), 0);
 
     /* A submitter's hello in a worker's name is refused: no worker joins. */

@@ -777,15 +777,33 @@ static void test_pan_approve(void)
     testgit_rev(s_repos.user, "feature/ok", feature);
     /* A review-agent that approves PAN-7 only (the task JSON, with its payload, is on the
      * command's stdin). */
-    char review_command[1024];
+    char review_command[2048];
     snprintf(review_command, sizeof review_command,
              "if grep -q PAN-7 ; then echo 'REVIEW_RESULT: APPROVED'; "
              "else echo 'REVIEW_RESULT: CHANGES_REQUESTED'; fi; "
-             "echo \"REVIEWED_COMMIT: $(git -C '%s' rev-parse feature/ok)\"",
-             s_repos.user);
+             "echo \"REVIEWED_COMMIT: $(git -C '%s' rev-parse feature/ok)\"; "
+             "echo \"MERGE_BASE: $(git -C '%s' merge-base feature/ok main)\"",
+             s_repos.user, s_repos.user);
     harness_worker(s_h, "review-1", "review-agent", review_command);
     s_review("review-7", "PAN-7", "feature/ok");
     s_review("review-8", "PAN-8", "feature/ok");
+
+    /* Approving an issue considers reviews OF it only, exactly as stored (issue 38 §3):
+     * a review whose task id is PAN-43 (of another issue) is not PAN-43's; PAN-44 has no
+     * review, and the task PAN-44x is no prefix fallback; the newer review of pan-45 does not
+     * stand in for PAN-45's. */
+    s_review("PAN-43", "OTHER-1", "feature/ok");
+    CHECK(s_pan("approve", "PAN-43", NULL) == 1);
+    CHECK(strstr(s_pan_out, "no finished review found for issue 'PAN-43'") != NULL);
+    s_review("PAN-44x", "OTHER-2", "feature/ok");
+    CHECK(s_pan("approve", "PAN-44", NULL) == 1);
+    CHECK(strstr(s_pan_out, "no finished review found for issue 'PAN-44'") != NULL);
+    s_review("review-45", "PAN-45", "feature/ok");
+    s_review("review-45-lower", "pan-45", "feature/ok");
+    CHECK(s_pan("approve", "PAN-45", NULL) == 6);
+    CHECK(strstr(s_pan_out, "review review-45 blocked") != NULL);
+    CHECK(s_pan("approve", "--task", "PAN-4", NULL) == 2); /* PAN-43, PAN-44x: ambiguous */
+    CHECK(strstr(s_pan_out, "ambiguous task id 'PAN-4'") != NULL);
 
     CHECK(s_pan("approve", "PAN-404", NULL) == 1);
     CHECK(strstr(s_pan_out, "no finished review found") != NULL);
@@ -794,7 +812,10 @@ static void test_pan_approve(void)
                              "CHANGES_REQUESTED)") != NULL);
     CHECK(s_pan("task", "show", "merge-review-8", NULL) != 0);
 
-    CHECK(s_pan("approve", "pan-7", NULL) == 0);
+    /* An issue matches exactly as stored: pan-7 is not PAN-7. */
+    CHECK(s_pan("approve", "pan-7", NULL) == 1);
+    CHECK(strstr(s_pan_out, "no finished review found for issue 'pan-7'") != NULL);
+    CHECK(s_pan("approve", "PAN-7", NULL) == 0);
     CHECK(strstr(s_pan_out, "merge-review-7") != NULL);
     CHECK(s_pan("task", "show", "merge-review-7", "--json", NULL) == 0);
     json_t *task = json_loads(s_pan_out, 0, NULL);
@@ -806,7 +827,7 @@ static void test_pan_approve(void)
     /* Approving again (here by task id) queues nothing new; --wait waits for the merge and
      * exits with its verdict. */
     s_start_merge("merge-1");
-    CHECK(s_pan("approve", "review-7", "--wait", "--wait-timeout", "30", NULL) == 0);
+    CHECK(s_pan("approve", "--task", "review-7", "--wait", "--wait-timeout", "30", NULL) == 0);
     CHECK(strstr(s_pan_out, "merge-review-7") != NULL);
     CHECK(strstr(s_pan_out, "merged") != NULL);
     json_t *end = s_wait_end("merge-review-7", 20000);
@@ -820,9 +841,11 @@ static void test_pan_approve(void)
 }
 
 /* `disabled` means disabled: the target branch's own settings say [review] mode =
- * "disabled", and `pan approve` merges the branch's head at once, with no review at all
- * (the broker's gate honours the repository's mode too). In a mode that is not disabled the
- * same approve finds no review and merges nothing. */
+ * "disabled", and once a review-agent has reported that mode (the broker opens no
+ * repository), `pan approve` merges the branch's head with no review at all. In a mode
+ * that is not disabled the same approve finds no review and merges nothing, and a merge let
+ * through on an old report is held by the merge-agent, which reads the mode at the target
+ * commit it merges into. */
 static void test_approve_disabled(void)
 {
     s_setup_gate("merge-svc-approve-disabled", NULL, true);
@@ -834,6 +857,16 @@ static void test_approve_disabled(void)
     CHECK(strstr(s_pan_out, "no finished review found") != NULL);
 
     testgit_push_main(s_repos.user, ".cloister/config.toml", "[review]\nmode = \"disabled\"\n");
+    /* The broker opens no repository: it learns the mode from a review-agent's report (the
+     * review ends at once in that mode), and the merge-agent reads it again at the target
+     * commit it merges into. */
+    CHECK(s_pan("approve", "PAN-20", "--workspace", s_repos.user, "--branch", "feature/ok",
+                NULL) == 1);
+    CHECK(strstr(s_pan_out, "once a review-agent has reported the mode \"disabled\"") != NULL);
+    harness_service(s_h, "cloister-review", "review-1", 3000, NULL);
+    /* The command docs/security.md gives (and pan approve printed). */
+    CHECK(s_pan("submit", "review-agent", "--workspace", s_repos.user, "--branch", "feature/ok",
+                "--issue", "PAN-20", "--wait", "--wait-timeout", "30", NULL) == 0);
     s_start_merge("merge-1");
     CHECK(s_pan("approve", "PAN-20", "--workspace", s_repos.user, "--branch", "feature/ok",
                 "--wait", "--wait-timeout", "30", NULL) == 0);
@@ -841,6 +874,24 @@ static void test_approve_disabled(void)
     CHECK(strstr(s_pan_out, "merged") != NULL);
     CHECK_INT(testgit_run(s_repos.remote, "show", "refs/heads/main:d.c", NULL), 0);
     CHECK_STR(testgit_out(), "int d;");
+
+    /* main turns reviews back on. The report made while it said "disabled" still lets an
+     * unreviewed merge reach the merge-agent, which reads the mode at the very target
+     * commit it merges into, and holds it. */
+    testgit_push_main(s_repos.user, ".cloister/config.toml", "[review]\nmode = \"normal\"\n");
+    testgit_push_branch(s_repos.user, "feature/late", "late.c", "int late;\n");
+    CHECK(s_pan("submit", "merge-agent", "--workspace", s_repos.user, "--branch", "feature/late",
+                "--issue", "PAN-20", "--id", "late", "--wait", "--wait-timeout", "30",
+                NULL) != 0);
+    json_t *end = s_wait_end("late", 20000);
+    CHECK(end != NULL && strcmp(harness_field(end, "event"), "task.failed") == 0);
+    if (end != NULL &&
+        strstr(harness_field(end, "error"), "no review opened the gate for this merge") == NULL)
+        fprintf(stderr, "the late merge: %s\n", harness_field(end, "error"));
+    CHECK(end != NULL && strstr(harness_field(end, "error"),
+                                "no review opened the gate for this merge") != NULL &&
+          strstr(harness_field(end, "error"), "is \"normal\"") != NULL);
+    CHECK(testgit_run(s_repos.remote, "cat-file", "-e", "refs/heads/main:late.c", NULL) != 0);
     s_teardown();
 }
 
@@ -943,11 +994,12 @@ static void test_gate_same_commit(void)
     testgit_push_branch(s_repos.user, "feature/ok", "d.c", "int d;\n");
     char reviewed[41], moved[41];
     testgit_rev(s_repos.user, "feature/ok", reviewed);
-    char review_command[1024];
+    char review_command[2048];
     snprintf(review_command, sizeof review_command,
              "echo 'REVIEW_RESULT: APPROVED'; "
-             "echo \"REVIEWED_COMMIT: $(git -C '%s' rev-parse feature/ok)\"",
-             s_repos.user);
+             "echo \"REVIEWED_COMMIT: $(git -C '%s' rev-parse feature/ok)\"; "
+             "echo \"MERGE_BASE: $(git -C '%s' merge-base feature/ok main)\"",
+             s_repos.user, s_repos.user);
     harness_worker(s_h, "review-1", "review-agent", review_command);
     s_review("review-5", "PAN-5", "feature/ok");
 
@@ -974,9 +1026,12 @@ static void test_gate_same_commit(void)
     CHECK(strstr(s_pan_out, expected) != NULL);
     CHECK(s_pan("task", "show", "moved", NULL) != 0);
 
-    /* The reviewed commit, named: accepted, and pinned. */
-    char payload[200];
-    snprintf(payload, sizeof payload, "{\"commit\": \"%s\"}", reviewed);
+    /* The reviewed commit, named with the merge base the review read: accepted, and
+     * pinned. */
+    CHECK_INT(testgit_run(s_repos.user, "merge-base", reviewed, "main", NULL), 0);
+    char payload[300];
+    snprintf(payload, sizeof payload, "{\"commit\": \"%s\", \"merge_base\": \"%s\"}", reviewed,
+             testgit_out());
     CHECK(s_pan("submit", "merge-agent", "--workspace", s_repos.user, "--branch", "feature/ok",
                 "--issue", "PAN-5", "--payload", payload, "--id", "reviewed", NULL) == 0);
     CHECK(s_pan("cancel", "reviewed", NULL) == 0);
@@ -1006,12 +1061,13 @@ static bool s_file_exists(void *path)
  * and the task's next attempt merges it, once. */
 static void test_stopped_worker_is_fenced(void)
 {
-    char started[700], go[700], config[1600];
+    char started[700], go[700], config[2400];
     s_setup("merge-svc-fenced", NULL);
     snprintf(started, sizeof started, "%s/tests-started", s_h->env->dir);
     snprintf(go, sizeof go, "%s/go", s_h->env->dir);
     snprintf(config, sizeof config,
              "[broker]\nretry_backoff_ms = 50\n\n[agent]\ncommand = \"%s\"\n\n"
+             "[security]\nrequire_review = false\n\n" /* the merge-agent reads it too */
              "[tests]\nsandbox = \"none\"\n\n" /* the command sees the test's files */
              "[specialists.merge-agent]\ntest_command = \"touch '%s'; "
              "while [ ! -e '%s' ]; do sleep 0.05; done\"\n",

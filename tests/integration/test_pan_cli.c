@@ -219,7 +219,8 @@ static void test_merge_group(testenv_t *env)
                               sub_dir, "--branch", "feat/nope", NULL),
               2);
     CHECK(strstr(s_out, "--branch feat/nope: ") != NULL &&
-          strstr(s_out, "has no such branch, neither locally nor on a remote") != NULL);
+          strstr(s_out, "no branch 'feat/nope' in ") != NULL &&
+          strstr(s_out, "(neither refs/heads/feat/nope nor a remote's branch") != NULL);
     CHECK_INT(harness_pan_all(env, s_out, "submit", "test-agent", "--id", "m-0",
                               "--workspace", "/nonexistent/dir", NULL),
               2);

@@ -232,18 +232,20 @@ static void test_did_you_mean(testenv_t *env)
     CHECK(strstr(s_out, "did you mean") == NULL);
 }
 
-/* pan approve and pan events --task take a unique prefix of a task id. */
+/* pan approve --task and pan events --task take a unique prefix of a task id; pan approve
+ * without --task takes an issue, and never a task id or the start of one. */
 static void test_prefixes(testenv_t *env)
 {
     /* The review v-blocked, by the start of its id: found (it has no branch to merge). */
-    CHECK_INT(harness_pan_all(env, s_out, "approve", "v-bl", NULL), 1);
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "--task", "v-bl", NULL), 1);
     CHECK(strstr(s_out, "pan: review v-blocked has no workspace and branch") != NULL);
-    CHECK_INT(harness_pan_all(env, s_out, "approve", "v-", NULL), 2);
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "--task", "v-", NULL), 2);
     CHECK(strstr(s_out, "'v-' is the start of ") != NULL &&
           strstr(s_out, "ambiguous task id 'v-'") != NULL);
+    CHECK_INT(harness_pan_all(env, s_out, "approve", "v-bl", NULL), 1);
+    CHECK(strstr(s_out, "no finished review found for issue 'v-bl'") != NULL);
     CHECK_INT(harness_pan_all(env, s_out, "approve", "zz-none", NULL), 1);
-    CHECK(strstr(s_out, "no finished review found for 'zz-none' (neither a task id, the start "
-                        "of one, nor an issue") != NULL);
+    CHECK(strstr(s_out, "no finished review found for issue 'zz-none'") != NULL);
     CHECK_INT(harness_pan(env, s_out, "events", "--since", "0", "--task", "v-bl", "--topic",
                           "task.done/", NULL),
               0);

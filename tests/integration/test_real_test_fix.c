@@ -3,7 +3,8 @@
  * file, fixes it with a real edit in the test-agent's worktree (Claude Code: Edit; Codex:
  * apply_patch; Gemini: replace) and runs the tests with a real shell call; the service's
  * rerun passes and the fix comes back as a patch, while the user's checkout stays as it
- * was. Run for each CLI. */
+ * was. The tested commit's own verdict stays FAIL (the fix is not a commit): the rerun
+ * is FIX_TEST_RESULT, with fix_available. Run for each CLI. */
 #include "real_harness.h"
 
 static const char *const s_calc = "add() { echo $(( $1 - $2 )); }\n";
@@ -29,8 +30,10 @@ int main(void)
     json_t *end = real_wait_end(r, "fix-1", 90000);
     CHECK(end != NULL);
     CHECK_STR(harness_field(end, "event"), "task.done");
-    CHECK_STR(real_result_str(end, "TEST_RESULT"), "PASS");
+    CHECK_STR(real_result_str(end, "TEST_RESULT"), "FAIL");
+    CHECK_STR(real_result_str(end, "FIX_TEST_RESULT"), "PASS");
     const json_t *result = json_object_get(end, "result");
+    CHECK(json_is_true(json_object_get(result, "fix_available")));
     CHECK(json_is_true(json_object_get(result, "FIX_ATTEMPTED")));
     CHECK_STR(real_result_str(end, "FIX_RESULT"), "SUCCESS");
     CHECK(strstr(real_result_str(end, "FIX_PATCH"), "+add() { echo $(( $1 + $2 )); }") != NULL);

@@ -411,7 +411,7 @@ static void test_approve_pins_reviewed_commit(review_env_t *r)
     CHECK(done != NULL);
     CHECK_STR(harness_field(review_result(done), "diff_head"), reviewed);
     char out[16384];
-    char *approve[] = {(char *)testenv_bin("pan"), "approve", "g11", NULL};
+    char *approve[] = {(char *)testenv_bin("pan"), "approve", "--task", "g11", NULL};
     CHECK_INT(testenv_run(r->h->env, approve, out, sizeof out, 10000), 0);
     char *show[] = {(char *)testenv_bin("pan"), "task", "show", "merge-g11", "--json", NULL};
     CHECK_INT(testenv_run(r->h->env, show, out, sizeof out, 10000), 0);

@@ -15,9 +15,9 @@ int main(void)
     review_config(r, "[context]\ncustom_instructions = \"Always mention the llama.\"\n\n"
                      "[review]\nchecks = [\"echo lint-says-hello\", "
                      "\"echo build-broke-here; exit 3\"]\n");
-    char path[700];
-    snprintf(path, sizeof path, "%s/.cloister/instructions.md", r->repo);
-    CHECK(testenv_write_file(path, "Prefer prepared statements.\n") == 0);
+    /* The repository's instructions, committed on the target branch (main). */
+    testgit_commit(r->repo, ".cloister/instructions.md", "Prefer prepared statements.\n",
+                   "instructions");
 
     /* Another task, running on another specialist while the review happens. */
     char go[600];
@@ -55,7 +55,7 @@ int main(void)
         CHECK(strstr(prompt, "busy-1 [other-agent]") != NULL);
         CHECK(strstr(prompt, "src/other.c") != NULL);
         CHECK(strstr(prompt, "Always mention the llama.") != NULL);
-        CHECK(strstr(prompt, "From the repository's .cloister/instructions.md:\n"
+        CHECK(strstr(prompt, "From the repository's .cloister/instructions.md on main:\n"
                              "Prefer prepared statements.") != NULL);
         CHECK(strstr(prompt, "`echo lint-says-hello`: PASS") != NULL);
         CHECK(strstr(prompt, "`echo build-broke-here; exit 3`: FAIL") != NULL);

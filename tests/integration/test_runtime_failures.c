@@ -123,7 +123,7 @@ static void test_bad_workspace(review_env_t *r)
                                                   "workspace roots") != NULL);
     failed = harness_wait(r->h, "task.failed", "nobranch", 10000);
     CHECK(failed != NULL &&
-          strstr(harness_field(failed, "error"), "no branch or revision 'no-such'") != NULL);
+          strstr(harness_field(failed, "error"), "no branch 'no-such' in ") != NULL);
     CHECK(review_stop(r, svc) == 0);
 }
 

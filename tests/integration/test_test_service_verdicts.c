@@ -212,8 +212,27 @@ static void s_other_branch(harness_t *h)
     end = tsh_end(h, "branch4", 10000);
     CHECK_STR(tsh_event(end), "task.failed");
     char error[700];
-    snprintf(error, sizeof error, "branch 'nope' not found in %s", dir);
-    CHECK_STR(harness_field(end, "error"), error);
+    snprintf(error, sizeof error, "no branch 'nope' in %s (neither refs/heads/nope nor a "
+                                  "remote's branch",
+             dir);
+    CHECK(strstr(harness_field(end, "error"), error) != NULL);
+
+    /* A branch that exists only on the remote (origin/evil8, as a fetch leaves it) is
+     * tested, as the review-agent reviews it (one rule, repository.h); a tag is no branch. */
+    CHECK_INT(s_sh(h, dir,
+                   "cd \"$1\" && git update-ref refs/remotes/origin/evil8 feature && "
+                   "git tag evil9 feature",
+                   out, sizeof out),
+              0);
+    tsh_submit(h, "remote-only", 30, "{\"workspace\": \"%s\", \"branch\": \"evil8\"}", dir);
+    end = tsh_end(h, "remote-only", 10000);
+    CHECK_STR(tsh_event(end), "task.done");
+    CHECK_STR(tsh_result_str(end, "TESTED_COMMIT"), feature_sha);
+    CHECK(strstr(tsh_result_str(end, "NOTES"), "tested branch evil8") != NULL);
+    tsh_submit(h, "tag-only", 30, "{\"workspace\": \"%s\", \"branch\": \"evil9\"}", dir);
+    end = tsh_end(h, "tag-only", 10000);
+    CHECK_STR(tsh_event(end), "task.failed");
+    CHECK(strstr(harness_field(end, "error"), "no branch 'evil9'") != NULL);
 
     /* The user's checkout: still on main, the same uncommitted change, no worktree or
      * branch left behind. */

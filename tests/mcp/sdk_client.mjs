@@ -83,7 +83,8 @@ const merge = await call('request_merge', { review: 'MCP-1' });
 assert.equal(merge.structuredContent.task.id, `merge-${reviewId}`);
 assert.equal(merge.structuredContent.task.specialist, 'merge-agent');
 // A test task is no review: refused with the reason.
-const refused = await call('request_merge', { review: tests.structuredContent.task.id }, true);
+const refused = await call('request_merge', { review: tests.structuredContent.task.id, task: true },
+  true);
 assert.match(refused.content[0].text, /not a review-agent review/);
 
 const submitted = await call('submit_task', {

@@ -264,6 +264,24 @@ def test_session(system):
           "a POST the cookie authenticates, from the page's origin")
 
 
+def test_host(system):
+    """The Host header names the dashboard (DNS rebinding: a page of evil.example whose name
+    now resolves to 127.0.0.1 sends Host: evil.example): anything else is 421, the page too,
+    token or not; localhost, an address and a name in [web] hosts are served."""
+    port = system.base.rsplit(":", 1)[1]
+    for host in ("evil.example:" + port, "evil.example", "localhost.evil.example:" + port,
+                 "127.0.0.1.evil.example", "localhost:" + port + "@evil.example", ""):
+        status, body, _ = system.request("/api/status", headers={"Host": host})
+        check(status == 421 and "does not name this dashboard" in json.dumps(body),
+              "Host %r refused for /api: %s %s" % (host, status, body))
+        check(system.request("/", token=False, headers={"Host": host})[0] == 421,
+              "Host %r refused for the page" % host)
+    for host in ("localhost:" + port, "127.0.0.1:" + port, "LOCALHOST", "[::1]:" + port,
+                 "dashboard.example:" + port):
+        status, _, _ = system.request("/api/status", headers={"Host": host})
+        check(status == 200, "Host %r served: %s" % (host, status))
+
+
 def test_queue_and_history(system):
     """A queue in dispatch order, paged; "move to urgent"; the history's filters, text
     search and pages."""
@@ -390,7 +408,7 @@ def test_issue_and_reviews(system):
           "an approved review no longer waits")
     check(any(r.get("id") == "review-solo" for r in body), "a review of no issue waits too")
     status, _, _ = system.request("/api/approve", method="POST",
-                                  body={"issue": "review-solo", "force": True, "reason": "test"})
+                                  body={"task": "review-solo", "force": True, "reason": "test"})
     check(status == 200, "approve a review by its task id")
     status, body, _ = system.request("/api/reviews")
     check(status == 200 and not any(r.get("id") == "review-solo" for r in body),
@@ -470,6 +488,7 @@ def test_api(system):
           "GET /api/status")
     check(system.request("/api/nothing")[0] == 404, "an unknown API path is 404")
     test_session(system)
+    test_host(system)
 
     # A test run needs a workspace (pan would take the git tree it runs in, outside the
     # test's workspace roots): the test directory is one.
@@ -930,7 +949,7 @@ def test_browser(system):
 
 def main():
     # queue-agent: a specialist with no worker, so what is submitted to it stays queued.
-    system = System("[specialists.queue-agent]\n")
+    system = System("[specialists.queue-agent]\n\n[web]\nhosts = [\"dashboard.example\"]\n")
     try:
         test_api(system) if MODE == "api" else test_browser(system)
     finally:

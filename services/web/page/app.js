@@ -867,7 +867,7 @@ function reviewCard(r, onApproved) {
     blocked ? reason : null);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    const body = { issue: r.issue || r.id };
+    const body = r.issue ? { issue: r.issue } : { task: r.id };
     if (blocked && override.checked) { body.force = true; body.reason = reason.value; }
     act(() => api("/api/approve", { method: "POST", body }), out, (task) => {
       onApproved(r, task);

@@ -635,6 +635,8 @@ static int s_queue_build(const json_t *item, const char *base, char out[41], con
     request.source_branch = source;
     request.source_commit = commit && commit[0] ? commit : NULL;
     request.target_branch = branch;
+    request.message_target = job->target;
+    request.first_parent_tested = true;
     request.push = false;
     request.push_retries = 0;
     request.deadline_ms = job->deadline_ms;

@@ -258,14 +258,20 @@ static void s_killed(const char *name, bool broker)
 }
 
 /* pan merge-queue pause freezes the queue (nothing is built or tested, nothing lands),
- * pan merge-queue shows it, resume lets the merge land. */
+ * pan merge-queue shows it, resume lets the merge land -- a branch of two commits as one
+ * merge commit, the only commit main's first-parent history gains. */
 static void test_pause_resume(void)
 {
     s_setup("mq-pause", 1);
     if (s_h == NULL)
         return;
     static char out[PAN_OUT_SIZE];
+    /* Two commits: landed as one merge commit, so that main gains no untested commit. */
     testgit_push_branch(s_repos.user, "feature/p", "p.c", "int p;\n");
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "feature/p", NULL), 0);
+    testgit_commit(s_repos.user, "p2.c", "int p2;\n", "second");
+    CHECK_INT(testgit_run(s_repos.user, "push", "-q", "origin", "feature/p", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
     char old[41], now[41];
     testgit_rev(s_repos.remote, "refs/heads/main", old);
     s_start_merge("merge-1");
@@ -283,6 +289,7 @@ static void test_pause_resume(void)
     CHECK_INT(harness_pan(s_h->env, out, "merge-queue", "resume", s_repos.user, "main", NULL), 0);
     CHECK_STR(s_wait_end("p1", 20000, NULL), "task.done");
     CHECK(s_on_main("feature/p"));
+    CHECK_INT(s_first_parents_tested(old), 1);
     CHECK_INT(harness_pan(s_h->env, out, "merge-queue", NULL), 0);
     CHECK(strstr(out, "0 queued, 1 landed, 0 ejected, 1 test runs (1.00 per landed merge)") !=
           NULL);

@@ -221,6 +221,22 @@ static void s_reset(s_view_t *v, json_t *item, const char *why)
         s_event(v, "merge-queue.reset", item, "rebuilt: %s", why);
 }
 
+/* The adaptive window (Zuul's): the setting at most, one more after each landing, half
+ * (at least 1) after each ejection for failed tests. */
+static size_t s_window(const s_view_t *v)
+{
+    json_int_t max = v->req->window > 0 ? v->req->window : 1;
+    json_int_t now = s_int(v->q, "window");
+    return (size_t)(now >= 1 && now < max ? now : max);
+}
+
+static void s_window_set(s_view_t *v, bool grow)
+{
+    json_int_t now = (json_int_t)s_window(v);
+    json_int_t next = grow ? now + 1 : now / 2;
+    s_set_int(v->q, "window", next < 1 ? 1 : next);
+}
+
 static void s_end(s_view_t *v, json_t *item, const char *state, const char *reason)
 {
     s_set_str(item, "state", state);
@@ -262,6 +278,7 @@ static void s_normalise_once(s_view_t *v)
         if (s_is(item, "failed") && ahead_passed) {
             /* Failed with everything ahead of it passed: its own fault. */
             s_end(v, item, "ejected", NULL);
+            s_window_set(v, false);
             s_event(v, "merge-queue.ejected", item, "ejected: %s", s_str(item, "reason"));
             continue;
         }
@@ -338,6 +355,7 @@ static void s_land(s_view_t *v)
         }
         snprintf(v->tip, sizeof v->tip, "%s", candidate);
         s_end(v, head, "landed", NULL);
+        s_window_set(v, true);
         s_event(v, "merge-queue.landed", head, "%s landed on %s (%lld test run(s))", candidate,
                 s_str(v->q, "target"), (long long)s_int(head, "tests"));
         /* The state must say so before anything else happens. */
@@ -410,7 +428,7 @@ static bool s_claim(s_view_t *v, s_work_t *work)
     if (json_is_true(json_object_get(v->q, "paused")))
         return false;
     const char *expected = v->tip;
-    size_t window = v->req->window > 0 ? (size_t)v->req->window : 1;
+    size_t window = s_window(v);
     for (size_t i = 0; i < v->nactive && i < window; i++) {
         json_t *item = v->active[i];
         const char *next = s_is(item, "failed") ? expected

@@ -37,8 +37,10 @@
  *    ejected, the failed item is rebuilt and tested again). A conflict the agent cannot resolve, or a branch that
  *    moved since its review, ejects that item only. Transient trouble (a busy repository,
  *    I/O) puts the work back for another try.
- *  - Bounds. `window` (setting [merge] queue_window) caps the active items that may be
- *    built or tested ahead; `paused` stops new builds and tests (in-flight ones finish and
+ *  - Bounds. The window caps the active items that may be built or tested ahead: adaptive
+ *    as Zuul's, it starts at the setting ([merge] queue_window, also its ceiling), grows by
+ *    one with each landing and halves (to at least 1) with each ejection for failed tests
+ *    (queue field `window`); `paused` stops new builds and tests (in-flight ones finish and
  *    passed items still land: the queue drains).
  *
  * Item fields: id (the task), attempt, seq, rank, workspace, source, commit, state

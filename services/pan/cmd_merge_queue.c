@@ -86,6 +86,8 @@ static void s_print_queue(const json_t *queue)
            active, (long long)landed, (long long)s_int(queue, "ejected"), (long long)runs);
     if (landed > 0)
         printf(" (%.2f per landed merge)", (double)runs / (double)landed);
+    if (s_int(queue, "window") > 0)
+        printf(", window %lld", (long long)s_int(queue, "window"));
     putchar('\n');
     int64_t now = s_now_ms();
     json_array_foreach(items, i, item)

@@ -9,6 +9,7 @@
  *   - failure_waits_for_ahead: a candidate built on a failing item ahead fails while that
  *     item is still being tested by another (live) worker: it is not ejected; once the
  *     item ahead fails and is ejected, it is rebuilt without it, passes and lands;
+ *     The window halves with the ejection and grows with the landing.
  *   - urgent_first: an urgent item arriving behind a passed normal one lands first, the
  *     normal one is rebuilt on top of it. */
 #include "check.h"
@@ -147,6 +148,15 @@ static const char *s_stored_state(const char *dir, const char *id)
     return state;
 }
 
+static json_int_t s_stored_window(const char *dir)
+{
+    merge_queue_store_t *store = NULL;
+    CHECK_INT(merge_queue_store_open(&store, dir, "/repo", "main"), 0);
+    json_int_t window = json_integer_value(json_object_get(merge_queue_store_json(store), "window"));
+    merge_queue_store_close(&store);
+    return window;
+}
+
 static merge_queue_end_t s_run(const char *dir, const char *id, int rank, int64_t wait_ms)
 {
     merge_queue_request_t request = {.dir = dir, .repo = "/repo", .target = "main", .id = id,
@@ -212,6 +222,8 @@ static void test_failure_waits_for_ahead(const char *dir)
     CHECK_INT(s_run(dir, "b", 2, 5000), MERGE_QUEUE_LANDED);
     CHECK_STR(s_stored_state(dir, "bad"), "ejected");
     CHECK_INT(s_land_calls, 1);
+    /* The adaptive window: 8, halved by the ejection, one more for the landing. */
+    CHECK_INT(s_stored_window(dir), 5);
     CHECK(strstr(s_holds_of(s_tip), "bad") == NULL && strstr(s_holds_of(s_tip), "b") != NULL);
 }
 

@@ -777,12 +777,12 @@ static int s_queue_land(const json_t *item, const char *base, const char *candid
     } else {
         const char *why = result.reason ? result.reason : "landing failed";
         *reason = strdup(why);
-        /* A stale attempt (fenced) lands nothing and changes nothing: as if the target
-         * moved, the queue only looks again. */
+        /* A stale attempt (fenced) or a stopped one lands nothing and changes nothing: as
+         * if the target moved, the queue only looks again. */
         if (strstr(why, "not a fast-forward") != NULL || strstr(why, "kept moving") != NULL ||
-            job->fenced)
+            job->fenced || specialist_cancelled(job->ctx))
             rc = 1;
-        else if (!s_transient(rc, why) && !specialist_cancelled(job->ctx))
+        else if (!s_transient(rc, why))
             rc = 2;
     }
     merge_result_clear(&result);

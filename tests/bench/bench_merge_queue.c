@@ -1,9 +1,12 @@
-/* bench_merge_queue [--branches N] [--bad B] [--workers W] [--suite S] [--serial]: the merge
+/* bench_merge_queue [--branches N] [--bad B] [--conflicting C] [--workers W] [--suite S]
+ * [--serial]: the merge
  * queue against today's one-at-a-time merges, with real processes (the integration tests'
  * worker_harness.h: a broker, W cloister-merge workers, real repositories).
  *
  * N branches (each adding its own file; B of them also add a file named BREAK, which the
- * suite fails on) are submitted at once as merge-agent tasks into main. The suite is a
+ * suite fails on; C others also write shared.c, each differently, so they conflict with one
+ * another and the fake agent resolves them, keeping the branch's side) are submitted at
+ * once as merge-agent tasks into main. The suite is a
  * shell script that sleeps S seconds and logs "start/pass/fail <commit>". Printed: the
  * time from the last submit until every merge was decided, merges landed and ejected,
  * suite runs spent per landed merge, and whether main's every new first-parent commit
@@ -40,7 +43,7 @@ static bool s_logged_pass(const char *commit)
 
 int main(int argc, char **argv)
 {
-    int branches = 8, bad = 1, workers = 4, suite = 4;
+    int branches = 8, bad = 1, conflicting = 0, workers = 4, suite = 4;
     bool serial = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--serial") == 0)
@@ -49,17 +52,20 @@ int main(int argc, char **argv)
             branches = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--bad") == 0)
             bad = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--conflicting") == 0)
+            conflicting = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--workers") == 0)
             workers = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--suite") == 0)
             suite = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_merge_queue [--branches N] [--bad B] [--workers W] "
-                            "[--suite S] [--serial]\n");
+            fprintf(stderr, "usage: bench_merge_queue [--branches N] [--bad B] [--conflicting C] "
+                            "[--workers W] [--suite S] [--serial]\n");
             return 2;
         }
     }
-    if (branches < 1 || bad < 0 || bad > branches || workers < 1 || suite < 0) {
+    if (branches < 1 || bad < 0 || conflicting < 0 || bad + conflicting > branches ||
+        workers < 1 || suite < 0) {
         fprintf(stderr, "bench_merge_queue: bad numbers\n");
         return 2;
     }
@@ -88,14 +94,30 @@ int main(int argc, char **argv)
     testgit_env(path);
     testgit_fixture(&s_repos, dir);
     /* The bad branches are spread evenly through the queue. */
-    int every = bad > 0 ? branches / bad : 0;
+    int every = bad > 0 ? branches / bad : 0, conflicts = conflicting;
     for (int i = 0; i < branches; i++) {
         char branch[64], file[64];
         snprintf(branch, sizeof branch, "feature/b%d", i);
         snprintf(file, sizeof file, "f%d.c", i);
         bool breaks = bad > 0 && i % every == every / 2 && i / every < bad;
         testgit_push_branch(s_repos.user, branch, breaks ? "BREAK" : file, "int x;\n");
+        if (!breaks && conflicting > 0) {
+            /* One more commit on the branch: shared.c, as no other branch writes it. */
+            char text[64];
+            snprintf(text, sizeof text, "int shared = %d;\n", i);
+            CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", branch, NULL), 0);
+            testgit_commit(s_repos.user, "shared.c", text, "shared");
+            CHECK_INT(testgit_run(s_repos.user, "push", "-q", "origin", branch, NULL), 0);
+            CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
+            conflicting--;
+        }
     }
+    /* The fake agent resolves every conflict keeping the branch's side. */
+    snprintf(path, sizeof path, "%s/actions.txt", dir);
+    CHECK(testenv_write_file(path, "resolve-all theirs\nsay MERGE_RESULT: SUCCESS\n") == 0);
+    setenv("FAKE_CLAUDE_ACTIONS", path, 1);
+    snprintf(path, sizeof path, "%s/claude", dir);
+    setenv("CLAUDE_CONFIG_DIR", path, 1);
     char old[41];
     testgit_rev(s_repos.remote, "refs/heads/main", old);
     for (int i = 0; i < workers; i++) {
@@ -161,10 +183,11 @@ int main(int argc, char **argv)
     }
     free(list);
     int runs = s_count_lines("start ");
-    printf("%-10s branches %d (bad %d), workers %d, suite %d s: all decided in %.1f s; "
-           "landed %d, ejected %d; suite runs %d = %.2f per landed merge; main's %d new "
+    printf("%-10s branches %d (bad %d, conflicting %d), workers %d, suite %d s: all decided in "
+           "%.1f s; landed %d, ejected %d; suite runs %d = %.2f per landed merge; main's %d new "
            "first-parent commits: %d not tested as they are\n",
-           serial ? "serial" : "queue", branches, bad, workers, suite, elapsed / 1000.0, landed,
+           serial ? "serial" : "queue", branches, bad, conflicts, workers, suite,
+           elapsed / 1000.0, landed,
            ejected, runs, landed ? (double)runs / landed : 0.0, first_parents, untested);
     harness_destroy(&s_h);
     return check_exit_code("bench_merge_queue") != 0 || untested != 0;

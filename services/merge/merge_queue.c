@@ -552,7 +552,8 @@ static void s_record(s_view_t *v, const s_work_t *work, s_done_t *done)
     }
 }
 
-/* Opens, normalises and lands; then `fn` on the view; saves and closes. */
+/* Locks and reads the queue, lands what can land and brings every item in line with what
+ * is ahead of it. The caller then looks, claims, and ends with s_finish_step(). */
 static int s_locked_step(s_view_t *v)
 {
     int rc = s_open(v);
@@ -569,6 +570,7 @@ static int s_locked_step(s_view_t *v)
     return 0;
 }
 
+/* Saves the queue and unlocks it. */
 static int s_finish_step(s_view_t *v)
 {
     s_trim(v);

@@ -7,8 +7,8 @@
 #   deploy/run-local.sh start NAME                               a running supervisor starts
 #                                                                specialist NAME now
 #
-# Start runs deploy/setup.sh (installs the Debian packages if missing and builds into
-# ./build), refuses if a broker already answers on the control endpoint, then starts
+# Start runs deploy/setup.sh --programs (installs the Debian packages if missing and builds
+# the programs alone into ./build, quietly), refuses if a broker already answers on the control endpoint, then starts
 # cloister-broker, waits until it has bound its endpoints and `pan status` answers, and
 # starts N (default 1) each of cloister-review, cloister-test and cloister-merge, except
 # those cloister.toml disables ([specialists.<name>] enabled = false), the dashboard
@@ -684,8 +684,7 @@ cmd_start() {
     done
     rm -f "$RUN_DIR/instances"
     if [ "$setup" -eq 1 ]; then
-        say "building (deploy/setup.sh)"
-        "$ROOT/deploy/setup.sh" || die "deploy/setup.sh failed"
+        "$ROOT/deploy/setup.sh" --programs || die "deploy/setup.sh failed"
         [ "${CLOISTER_NO_INSTALL:-0}" = 1 ] || install_programs
     fi
     for prog in cloister-broker cloister-review cloister-test cloister-merge cloister-web cloister-hooks pan; do

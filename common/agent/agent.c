@@ -24,6 +24,7 @@
 #include "msgjson.h"
 #include "proc.h"
 #include "session.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -97,7 +98,7 @@ static char *s_dup_max(const char *src, size_t max)
         len = max;
     char *copy = malloc(len + 1);
     if (copy != NULL)
-        msgjson_copy_utf8(copy, len + 1, src);
+        utf8_copy(copy, len + 1, src);
     return copy;
 }
 
@@ -124,8 +125,8 @@ static void s_progress(agent_run_t *run, agent_progress_kind_t kind, const char 
 static void s_named_by_cli(agent_run_t *run)
 {
     session_state_t *st = &run->state;
-    msgjson_copy_utf8(st->session_id, sizeof st->session_id, run->stream.session_id);
-    msgjson_copy_utf8(run->session_id, sizeof run->session_id, st->session_id);
+    utf8_copy(st->session_id, sizeof st->session_id, run->stream.session_id);
+    utf8_copy(run->session_id, sizeof run->session_id, st->session_id);
     if (run->settings->fork_session)
         return;
     if (session_save(s_session_key(run->settings), st) != 0)
@@ -173,15 +174,15 @@ static int s_fresh_session(agent_run_t *run, const char *reason)
     /* A CLI that names its sessions says the id in its output (s_named_by_cli). */
     if (!run->cli->names_sessions)
         session_new_id(st->session_id);
-    msgjson_copy_utf8(st->cwd, sizeof st->cwd, run->settings->workdir);
-    msgjson_copy_utf8(st->cli, sizeof st->cli, run->cli->name);
+    utf8_copy(st->cwd, sizeof st->cwd, run->settings->workdir);
+    utf8_copy(st->cli, sizeof st->cli, run->cli->name);
     st->created_at_ms = clock_wall_ms();
-    msgjson_copy_utf8(st->fresh_reason, sizeof st->fresh_reason, reason);
+    utf8_copy(st->fresh_reason, sizeof st->fresh_reason, reason);
     run->use_session_id = true;
     run->outcome.fresh = true;
     run->fork_of[0] = '\0';
     run->usage_base_input = run->usage_base_output = 0;
-    msgjson_copy_utf8(run->fresh_reason, sizeof run->fresh_reason, reason);
+    utf8_copy(run->fresh_reason, sizeof run->fresh_reason, reason);
     log_info("agent %s: starting a fresh %s session %s (%s)", run->settings->specialist,
              run->cli->name, st->session_id, reason);
     /* A fork's session is thrown away after the run: the stored one stays as it was. */
@@ -210,15 +211,15 @@ static int s_choose_fork(agent_run_t *run)
         reason = "the CLI cannot fork a session";
     if (reason != NULL)
         return s_fresh_session(run, reason);
-    msgjson_copy_utf8(run->fork_of, sizeof run->fork_of, run->state.session_id);
+    utf8_copy(run->fork_of, sizeof run->fork_of, run->state.session_id);
     run->usage_base_input = run->state.input_tokens; /* a fork's totals start from these */
     run->usage_base_output = run->state.output_tokens;
     session_state_t *st = &run->state;
     memset(st, 0, sizeof *st);
     if (!run->cli->names_sessions)
         session_new_id(st->session_id);
-    msgjson_copy_utf8(st->cwd, sizeof st->cwd, set->workdir);
-    msgjson_copy_utf8(st->cli, sizeof st->cli, run->cli->name);
+    utf8_copy(st->cwd, sizeof st->cwd, set->workdir);
+    utf8_copy(st->cli, sizeof st->cli, run->cli->name);
     st->created_at_ms = clock_wall_ms();
     run->use_session_id = true;
     return 0;
@@ -235,7 +236,7 @@ static int s_choose_session(agent_run_t *run)
     if (rc == FAILURE_NOT_FOUND) {
         snprintf(reason, sizeof reason, "no previous session");
     } else if (rc != 0) {
-        msgjson_copy_utf8(reason, sizeof reason, "session file unreadable");
+        utf8_copy(reason, sizeof reason, "session file unreadable");
     } else if (strcmp(run->state.cwd, set->workdir) != 0) {
         snprintf(reason, sizeof reason, "cwd changed");
     } else if (strcmp(run->state.cli, run->cli->name) != 0) {
@@ -433,7 +434,7 @@ static void s_last_line(char *out, size_t size, const char *text)
         len = sizeof line - 1;
     memcpy(line, start, len);
     line[len] = '\0';
-    msgjson_copy_utf8(out, size, line);
+    utf8_copy(out, size, line);
 }
 
 /* A CLI that reports the session's running totals (agent_cli_t.usage_is_thread_total):
@@ -640,7 +641,7 @@ static void s_record(agent_run_t *run)
             if (strlen(reported) < SESSION_ID_SIZE && exists) {
                 log_info("agent %s: the CLI continued in session %s (was %s); adopting it", name,
                          reported, st->session_id);
-                msgjson_copy_utf8(st->session_id, sizeof st->session_id, reported);
+                utf8_copy(st->session_id, sizeof st->session_id, reported);
             } else {
                 log_warn("agent %s: ignoring result session id %s: not a session on disk", name,
                          reported);
@@ -658,10 +659,10 @@ static void s_record(agent_run_t *run)
     if (have_session) {
         st->last_run_at_ms = clock_wall_ms();
         if (run->stream.cli_version[0] != '\0')
-            msgjson_copy_utf8(st->cli_version, sizeof st->cli_version, run->stream.cli_version);
+            utf8_copy(st->cli_version, sizeof st->cli_version, run->stream.cli_version);
         if (!run->settings->fork_session && session_save(s_session_key(run->settings), st) != 0)
             log_error("agent %s: cannot save the session: %s", name, failure_message());
-        msgjson_copy_utf8(run->session_id, sizeof run->session_id, st->session_id);
+        utf8_copy(run->session_id, sizeof run->session_id, st->session_id);
     }
 
     char *short_text = s_dup_max(run->result_text ? run->result_text : "", AGENT_HISTORY_TEXT_MAX);
@@ -839,7 +840,7 @@ static void s_begin_agent(agent_run_t *run)
         s_finish(run, error);
         return;
     }
-    msgjson_copy_utf8(run->session_id, sizeof run->session_id, run->state.session_id);
+    utf8_copy(run->session_id, sizeof run->session_id, run->state.session_id);
     run->phase = RUN_AGENT;
     if (s_spawn(run) != 0) {
         char error[1200];

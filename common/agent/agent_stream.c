@@ -4,6 +4,7 @@
 
 #include "log.h"
 #include "msgjson.h"
+#include "utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@ void agent_stream_tool_summary(char *out, size_t size, json_t *input)
         text = json_string_value(json_object_get(input, keys[i]));
     if (text == NULL && input != NULL)
         text = dumped = json_dumps(input, JSON_COMPACT | JSON_ENCODE_ANY);
-    msgjson_copy_utf8(out, size, text ? text : "");
+    utf8_copy(out, size, text ? text : "");
     for (char *p = out; *p; p++) {
         if (*p == '\n' || *p == '\r' || *p == '\t')
             *p = ' ';
@@ -277,7 +278,7 @@ static agent_stream_line_t s_claude_event(agent_stream_t *stream, json_t *event)
         if (s_is(subtype, "init")) {
             stream->awaiting_model = true;
             if (version != NULL)
-                msgjson_copy_utf8(stream->cli_version, sizeof stream->cli_version, version);
+                utf8_copy(stream->cli_version, sizeof stream->cli_version, version);
         } else if (s_is(subtype, "model_fallback")) {
             char text[256];
             snprintf(text, sizeof text, "model API %s: switched from %.60s to %.60s",

@@ -3,6 +3,7 @@
 
 #include "failure.h"
 #include "msgjson.h"
+#include "utf8.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -155,7 +156,7 @@ int agent_transcript_path(char *buf, size_t size, const char *cwd, const char *s
         bool found = false;
         while (dir != NULL && (entry = readdir(dir)) != NULL) {
             if (strncmp(entry->d_name, encoded, CLAUDE_ENCODED_MAX) == 0) {
-                msgjson_copy_utf8(encoded, sizeof encoded, entry->d_name);
+                utf8_copy(encoded, sizeof encoded, entry->d_name);
                 found = true;
                 break;
             }

@@ -3,6 +3,7 @@
 
 #include "log.h"
 #include "msgjson.h"
+#include "utf8.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -256,7 +257,7 @@ static int s_status_in(const char *message)
 static void s_on_api_message(agent_stream_t *stream, const char *message)
 {
     if (message != NULL)
-        msgjson_copy_utf8(stream->api_detail, sizeof stream->api_detail, message);
+        utf8_copy(stream->api_detail, sizeof stream->api_detail, message);
     if (agent_cli_mentions(message, CODEX_CONTEXT_FULL_TEXT)) {
         stream->api_error = AGENT_API_PROMPT_TOO_LONG;
         return;
@@ -299,7 +300,7 @@ static agent_stream_line_t s_read_event(agent_stream_t *stream, json_t *event)
     if (strcmp(type, "thread.started") == 0) {
         const char *id = json_string_value(json_object_get(event, "thread_id"));
         if (id != NULL && strlen(id) < sizeof stream->session_id)
-            msgjson_copy_utf8(stream->session_id, sizeof stream->session_id, id);
+            utf8_copy(stream->session_id, sizeof stream->session_id, id);
     } else if (strcmp(type, "turn.started") == 0) {
         stream->awaiting_model = true;
     } else if (strcmp(type, "item.started") == 0) {

@@ -3,6 +3,7 @@
 
 #include "log.h"
 #include "msgjson.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,7 +59,7 @@ static void s_on_api_error(agent_stream_t *stream, const char *message)
 {
     if (message == NULL)
         return;
-    msgjson_copy_utf8(stream->api_detail, sizeof stream->api_detail, message);
+    utf8_copy(stream->api_detail, sizeof stream->api_detail, message);
     if (agent_cli_mentions(message, GEMINI_TOO_LONG_TEXT)) {
         stream->api_error = AGENT_API_PROMPT_TOO_LONG;
         return;
@@ -130,7 +131,7 @@ static agent_stream_line_t s_read_event(agent_stream_t *stream, json_t *event)
     if (strcmp(type, "init") == 0) {
         const char *id = json_string_value(json_object_get(event, "session_id"));
         if (id != NULL && strlen(id) < sizeof stream->session_id)
-            msgjson_copy_utf8(stream->session_id, sizeof stream->session_id, id);
+            utf8_copy(stream->session_id, sizeof stream->session_id, id);
     } else if (strcmp(type, "message") == 0) {
         s_on_message(stream, event);
     } else if (strcmp(type, "tool_use") == 0) {

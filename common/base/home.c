@@ -63,9 +63,23 @@ int home_mkdirs(const char *path)
     return 0;
 }
 
+/* The umask the process started with, before home_secure() narrowed it; -1 until then. */
+static int s_user_umask = -1;
+
+mode_t home_user_umask(void)
+{
+    if (s_user_umask >= 0)
+        return (mode_t)s_user_umask;
+    mode_t current = umask(077);
+    umask(current);
+    return current;
+}
+
 int home_secure(void)
 {
-    umask(077);
+    mode_t before = umask(077);
+    if (s_user_umask < 0)
+        s_user_umask = (int)before;
     const char *dir = home_dir();
     int rc = home_mkdirs(dir);
     if (rc != 0)

@@ -6,6 +6,7 @@
 #define CLOISTER_HOME_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* The state directory (not created). The string is owned by the module. */
 const char *home_dir(void);
@@ -23,5 +24,10 @@ int home_mkdirs(const char *path);
  * user's directory is left alone. Returns 0, or FAILURE_IO when the directory cannot be
  * made or narrowed. */
 int home_secure(void);
+
+/* The umask the process had before home_secure() (else its current one): what files made
+ * in the user's own trees, not in the state, must follow (a merged file keeps the mode git
+ * gives it, not 0600). */
+mode_t home_user_umask(void);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <czmq.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uuid/uuid.h>
@@ -42,8 +43,13 @@ struct client_events_t {
  * client without the watch still works; its timeouts just say less. */
 static void s_watch_handshakes(client_t *self)
 {
-    char endpoint[64];
-    snprintf(endpoint, sizeof endpoint, "inproc://cloister-client-%p", (void *)self->req);
+    /* A name of its own each time: a socket made after one was closed may get the closed
+     * one's address, while the old monitor's endpoint is still bound (libzmq closes sockets
+     * in the background), and the watch could not be set up then. */
+    static atomic_uint s_watches;
+    char endpoint[96];
+    snprintf(endpoint, sizeof endpoint, "inproc://cloister-client-%p-%u", (void *)self->req,
+             atomic_fetch_add(&s_watches, 1));
     int events = ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
                  ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
     if (zmq_socket_monitor(zsock_resolve(self->req), endpoint, events) != 0)

@@ -99,6 +99,10 @@ static int s_make_pair(const char *name, const char *authorized, curve_role_t ro
     *strrchr(dir, '/') = '\0';
     if (home_mkdirs(dir) != 0 || chmod(dir, 0700) != 0)
         return failure_set(FAILURE_IO, "cannot make %s: %s", dir, strerror(errno));
+    /* A public key without its secret was copied here from the host that has the pair
+     * (keys/broker on a client of a remote broker): it is kept, never replaced. */
+    if (!s_exists(secret) && s_exists(path))
+        return 0;
     zcert_t *cert = s_exists(secret) ? zcert_load(path) : zcert_new();
     if (cert == NULL)
         return failure_set(FAILURE_IO, "cannot read the key pair %s", path);
@@ -317,6 +321,13 @@ int curve_client_init(const config_t *config, const char *const *endpoints)
     const char *chosen = getenv("CLOISTER_CURVE_CERT");
     if ((chosen == NULL || chosen[0] == '\0') && s_all_local(endpoints))
         rc = curve_keys_init();
+    /* A worker's task socket accepts the broker's key from trusted/: on a host where only
+     * the broker's public key was copied to keys/broker, that is the key it trusts. */
+    char broker[4300], trusted[4300];
+    s_key_path(broker, sizeof broker, "broker");
+    s_key_path(trusted, sizeof trusted, "trusted/broker");
+    if (rc == 0 && s_exists(broker) && !s_exists(trusted))
+        rc = s_trust_broker();
     return rc != 0 ? rc : curve_load(&s_client, false);
 }
 

@@ -23,7 +23,9 @@
  * without CURVE is an explicit choice the broker warns about at start. A broker asked to
  * listen beyond loopback with curve off refuses to start unless [security] allow_insecure
  * = true. The keys are made on first start, by the broker or by the first local client
- * (everything on this machine shares $PANOPTICON_HOME/keys). CLOISTER_CURVE=1|0 overrides
+ * (everything on this machine shares $PANOPTICON_HOME/keys); a public key whose secret is
+ * not there (keys/broker copied from the broker's host) is kept, never replaced, and a
+ * client copies keys/broker to trusted/broker when that is missing. CLOISTER_CURVE=1|0 overrides
  * the setting; CLOISTER_CURVE_CERT names the secret certificate a client uses instead of
  * keys/client_secret. */
 #ifndef CLOISTER_CURVE_H

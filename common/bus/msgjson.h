@@ -20,28 +20,6 @@ json_t *msgjson_from_object(const msgpack_object *obj);
  * NULL only when memory runs out. */
 json_t *msgjson_string(const char *text, size_t len);
 
-/* The length (1 to 4) of the valid UTF-8 character the `len` (> 0) bytes at `text` start
- * with, or 0 when they do not start with one (a stray continuation byte, a sequence cut
- * short, an overlong form, a surrogate, or a code point above U+10FFFF). */
-size_t msgjson_utf8_char(const char *text, size_t len);
-
-/* True if all `len` bytes at `text` are valid UTF-8 (NUL bytes included: U+0000 is). */
-bool msgjson_utf8_valid(const char *text, size_t len);
-
-/* A malloc'd copy of `len` bytes at `text` with U+FFFD for each byte that is not part of a
- * valid UTF-8 character, NUL-terminated, its length in *out_len; the caller frees. NULL
- * when memory runs out. */
-char *msgjson_utf8_repair(const char *text, size_t len, size_t *out_len);
-
-/* The length of the longest prefix of the NUL-terminated `text` that is at most `max`
- * bytes and does not end inside a valid UTF-8 character (so "%.*s" with it never cuts one
- * in half). Bytes that are not valid UTF-8 count as one character each. */
-size_t msgjson_utf8_cut(const char *text, size_t max);
-
-/* Copies `src` into `dst` (`size` > 0 bytes, NUL-terminated), cut with msgjson_utf8_cut()
- * so no character is cut in half. */
-void msgjson_copy_utf8(char *dst, size_t size, const char *src);
-
 /* Decodes raw msgpack bytes into a new JSON value; NULL if the bytes are not one valid
  * msgpack value. The caller owns the result. */
 json_t *msgjson_from_raw(const void *raw, size_t len);

@@ -3,6 +3,7 @@
 
 #include "failure.h"
 #include "msgjson.h"
+#include "utf8.h"
 
 #include <msgpack.h>
 #include <stdint.h>
@@ -146,7 +147,7 @@ void submit_wake(const char *specialist, const char *text, const char *workspace
                  wire_writer_t *payload_writer)
 {
     snprintf(title, title_size, "Wake %s%s%.*s", specialist, text ? ": " : "",
-             text ? (int)msgjson_utf8_cut(text, 200) : 0, text ? text : "");
+             text ? (int)utf8_cut(text, 200) : 0, text ? text : "");
     wire_writer_start_map(payload_writer);
     wire_put_str(payload_writer, FIELD_TASK, text ? text : "Manual wake");
     wire_put_str(payload_writer, FIELD_WORKSPACE, workspace);

@@ -2,7 +2,7 @@
 #include "wire.h"
 
 #include "failure.h"
-#include "msgjson.h"
+#include "utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -167,7 +167,7 @@ static int s_take_field(const wire_spec_t *spec, const wire_field_t *field,
         if (len > 0 && memchr(bytes, '\0', len) != NULL)
             return failure_set(FAILURE_INVALID, "%s: field '%s' holds a NUL byte",
                                msg_type_name(spec->type), field_name(field->field));
-        if (obj->type == MSGPACK_OBJECT_BIN && !msgjson_utf8_valid(bytes, len))
+        if (obj->type == MSGPACK_OBJECT_BIN && !utf8_valid(bytes, len))
             return failure_set(FAILURE_INVALID, "%s: field '%s' is not valid UTF-8",
                                msg_type_name(spec->type), field_name(field->field));
         *string_bytes += len + 1;
@@ -269,7 +269,7 @@ static int s_check_structure(const unsigned char *data, size_t len)
             return failure_set(FAILURE_INVALID, "truncated msgpack message");
         /* A str is text: strict readers (Python's raw=False, JSON) fail on anything else,
          * and every event and replay page holding it with them. Bytes go as bin. */
-        if (is_str && !msgjson_utf8_valid((const char *)data + at, (size_t)skip))
+        if (is_str && !utf8_valid((const char *)data + at, (size_t)skip))
             return failure_set(FAILURE_INVALID,
                                "the string at byte %zu is not valid UTF-8 (send bytes as bin)",
                                at);
@@ -621,9 +621,9 @@ static void s_key_str_utf8(wire_writer_t *self, const char *key, size_t key_len,
  * UTF-8 already; *text and *len then name the copy (or "" when memory ran out). */
 static char *s_repaired(const char **text, size_t *len)
 {
-    if (*text == NULL || msgjson_utf8_valid(*text, *len))
+    if (*text == NULL || utf8_valid(*text, *len))
         return NULL;
-    char *copy = msgjson_utf8_repair(*text, *len, len);
+    char *copy = utf8_repair(*text, *len, len);
     *text = copy ? copy : "";
     if (copy == NULL)
         *len = 0;

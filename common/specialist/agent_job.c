@@ -220,13 +220,19 @@ static void s_result_fields(specialist_ctx_t *ctx, const char *cli, const agent_
     specialist_result_bool(ctx, "session_fresh", o->fresh);
     if (o->fresh)
         specialist_result_str(ctx, "session_fresh_reason", o->fresh_reason);
-    specialist_result_float(ctx, "cost_usd", o->cost_usd);
-    specialist_result_int(ctx, "input_tokens",
-                          o->input_tokens + o->cache_creation_input_tokens +
-                              o->cache_read_input_tokens);
-    specialist_result_int(ctx, "output_tokens", o->output_tokens);
-    specialist_result_int(ctx, "turns", o->num_turns);
+    agent_job_add_usage(ctx, o);
     specialist_result_int(ctx, "agent_duration_ms", o->wall_ms);
+}
+
+void agent_job_add_usage(specialist_ctx_t *ctx, const agent_outcome_t *o)
+{
+    specialist_result_add_float(ctx, "cost_usd", o->cost_usd);
+    specialist_result_add_int(ctx, "input_tokens",
+                              o->input_tokens + o->cache_creation_input_tokens +
+                                  o->cache_read_input_tokens);
+    specialist_result_add_int(ctx, "output_tokens", o->output_tokens);
+    specialist_result_add_int(ctx, "turns", o->num_turns);
+    specialist_result_add_int(ctx, "agent_runs", 1);
 }
 
 /* The agent's MCP server for one task: its config file and the task's handoff file, and

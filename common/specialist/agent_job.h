@@ -47,8 +47,9 @@
  * group with specialist_watch_child() (again after each recovery rerun). When the run is
  * over it sets the standard result fields:
  *   agent_ok, agent_cli, agent_error, agent_not_logged_in and agent_api_error (when not
- *   ok), session_id, session_fresh, session_fresh_reason, cost_usd,
- *   input_tokens (input + cache tokens), output_tokens, turns, agent_duration_ms. */
+ *   ok), session_id, session_fresh, session_fresh_reason, agent_duration_ms (of the
+ *   last run), and the task's totals over every agent run it made (agent_job_add_usage):
+ *   cost_usd, input_tokens (input + cache tokens), output_tokens, turns, agent_runs. */
 #ifndef CLOISTER_AGENT_JOB_H
 #define CLOISTER_AGENT_JOB_H
 
@@ -118,6 +119,12 @@ int agent_job_workdir(char *buf, size_t size, const config_t *config, const char
  * outcome. */
 int agent_job_run(agent_run_t **run_p, specialist_ctx_t *ctx,
                   const agent_job_settings_t *settings, const char *prompt);
+
+/* Adds one agent run's cost, tokens and turns to the task's totals in the result
+ * (cost_usd, input_tokens, output_tokens, turns, agent_runs). agent_job_run() does it for
+ * its run; a service that starts runs itself (agent_run_start, e.g. the review's domain
+ * reviewers) calls it for each. */
+void agent_job_add_usage(specialist_ctx_t *ctx, const agent_outcome_t *outcome);
 
 /* What a run's model API failure means for the task (agent_job_run() does it; a job that
  * runs agents itself, e.g. the review's reviewers, calls it for each): a refused key hands

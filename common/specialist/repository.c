@@ -10,15 +10,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int repository_open(git_repository **out, const char *path)
+{
+    *out = NULL;
+    int rc = git_repository_open_ext(out, path, 0, NULL);
+    if (rc == 0)
+        return 0;
+    const git_error *why = git_error_last();
+    if (rc == GIT_EOWNER ||
+        (why != NULL && why->message != NULL && strstr(why->message, "safe.directory"))) {
+        /* libgit2's own text ("config value 'safe.directory' was not found") hides why. */
+        struct stat st;
+        long owner = stat(path, &st) == 0 ? (long)st.st_uid : -1;
+        return failure_set(FAILURE_STATE,
+                           "git refuses the repository at %s: it belongs to uid %ld and this "
+                           "is uid %ld (git's ownership check): run as the repository's owner, "
+                           "or trust it with `git config --global --add safe.directory %s`",
+                           path, owner, (long)geteuid(), path);
+    }
+    return failure_set(FAILURE_NOT_FOUND, "%s is not in a git repository", path);
+}
 
 int repository_root(const char *path, char *out, size_t size)
 {
     snprintf(out, size, "%s", path);
     git_libgit2_init();
     git_repository *repo = NULL;
-    if (git_repository_open_ext(&repo, path, 0, NULL) != 0) {
+    int rc = repository_open(&repo, path);
+    if (rc != 0) {
         git_libgit2_shutdown();
-        return failure_set(FAILURE_NOT_FOUND, "%s is not inside a git repository", path);
+        return rc;
     }
     char common[PATH_MAX];
     snprintf(common, sizeof common, "%s", git_repository_commondir(repo));
@@ -39,10 +63,10 @@ int repository_worktree(const char *path, char *out, size_t size)
 {
     git_libgit2_init();
     git_repository *repo = NULL;
-    int rc = 0;
-    if (git_repository_open_ext(&repo, path, 0, NULL) != 0 || git_repository_workdir(repo) == NULL) {
+    int rc = repository_open(&repo, path);
+    if (rc == 0 && git_repository_workdir(repo) == NULL) {
         rc = failure_set(FAILURE_NOT_FOUND, "%s is not inside a git working tree", path);
-    } else {
+    } else if (rc == 0) {
         char root[PATH_MAX];
         snprintf(root, sizeof root, "%s", git_repository_workdir(repo));
         size_t len = strlen(root);
@@ -94,9 +118,9 @@ int repository_file_at(const char *workspace, const char *rev, const char *path,
     git_blob *blob = NULL;
     git_commit *commit = NULL;
     git_tree *tree = NULL;
-    int rc = 0;
-    if (git_repository_open_ext(&repo, workspace, 0, NULL) < 0)
-        rc = failure_set(FAILURE_NOT_FOUND, "%s is not in a git repository", workspace);
+    int rc = repository_open(&repo, workspace);
+    if (rc != 0)
+        ; /* repository_open() said why */
     else if ((rc = s_lookup_rev(repo, workspace, rev, &commit)) != 0)
         ; /* the reason is set */
     else if (git_commit_tree(&tree, commit) < 0)
@@ -272,9 +296,8 @@ static int s_open_and_resolve(const char *path, const char *branch, char *ref, s
     int rc;
     char name[600];
     git_oid oid;
-    if (git_repository_open_ext(&repo, path, 0, NULL) != 0) {
-        failure_set(FAILURE_NOT_FOUND, "%s is not in a git repository", path);
-        rc = 1;
+    if (repository_open(&repo, path) != 0) {
+        rc = 1; /* repository_open() said why */
     } else {
         rc = s_resolve_branch(repo, path, branch, name, sizeof name, &oid);
     }

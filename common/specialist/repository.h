@@ -7,13 +7,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+typedef struct git_repository git_repository;
+
+/* Opens the repository that contains `path` (libgit2; the caller has called
+ * git_libgit2_init() and frees *out). Returns 0, FAILURE_STATE when git refuses a
+ * repository owned by another uid (its safe.directory check: the message names the owner,
+ * this uid and the setting that trusts it), or FAILURE_NOT_FOUND when `path` is in no
+ * repository. */
+int repository_open(git_repository **out, const char *path);
+
 /* Writes into `out` the root of the repository that contains `path`: the main working
  * tree's directory (the same for every linked worktree and subdirectory of it), or the
  * repository directory itself when it is bare; resolved with realpath(). This is the
  * repository part of a merge's serialisation group, "merge:<root>:<target>", so every
  * submitter must compute it here.
- * Returns 0, or FAILURE_NOT_FOUND (with `out` set to `path` unchanged) when `path` is not
- * inside a git repository. */
+ * Returns 0, or repository_open()'s failure (with `out` set to `path` unchanged). */
 int repository_root(const char *path, char *out, size_t size);
 
 /* Writes the root of the working tree `path` is in into `out`: a linked worktree's own
@@ -39,7 +47,7 @@ int repository_branch_resolve(const char *path, const char *branch, char *ref, s
 
 /* Whether the repository containing `path` has `branch` (repository_branch_resolve()).
  * Returns 1 (it has), 0 (it has not, or the name is no branch's) or -1 (no repository
- * there). */
+ * there, or one git refuses to open: failure_message() says which). */
 int repository_branch_exists(const char *path, const char *branch);
 
 /* As repository_branch_exists(), and writes the commit `branch` names into `out` as hex

@@ -344,6 +344,18 @@ void specialist_result_float(specialist_ctx_t *ctx, const char *key, double valu
         json_object_set_new(ctx->result, key, json_real(value));
 }
 
+void specialist_result_add_int(specialist_ctx_t *ctx, const char *key, int64_t amount)
+{
+    const json_t *now = key != NULL ? json_object_get(ctx->result, key) : NULL;
+    specialist_result_int(ctx, key, (json_is_integer(now) ? json_integer_value(now) : 0) + amount);
+}
+
+void specialist_result_add_float(specialist_ctx_t *ctx, const char *key, double amount)
+{
+    const json_t *now = key != NULL ? json_object_get(ctx->result, key) : NULL;
+    specialist_result_float(ctx, key, (json_is_number(now) ? json_number_value(now) : 0) + amount);
+}
+
 void specialist_result_json(specialist_ctx_t *ctx, const char *key, json_t *value)
 {
     if (key == NULL || value == NULL)

@@ -220,6 +220,10 @@ void specialist_result_str(specialist_ctx_t *ctx, const char *key, const char *v
 void specialist_result_int(specialist_ctx_t *ctx, const char *key, int64_t value);
 void specialist_result_bool(specialist_ctx_t *ctx, const char *key, bool value);
 void specialist_result_float(specialist_ctx_t *ctx, const char *key, double value);
+/* Adds `amount` to a number field (0 when not set yet; an integer stays an integer):
+ * totals over several runs of one task, e.g. every agent run's cost. */
+void specialist_result_add_int(specialist_ctx_t *ctx, const char *key, int64_t amount);
+void specialist_result_add_float(specialist_ctx_t *ctx, const char *key, double amount);
 /* Any JSON value (object, array, ...). Borrows `value` (the skeleton takes its own
  * reference). */
 void specialist_result_json(specialist_ctx_t *ctx, const char *key, json_t *value);

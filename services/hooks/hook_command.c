@@ -4,6 +4,7 @@
 #include "failure.h"
 #include "msgjson.h"
 #include "proc.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@ static void s_env_add(s_env_t *env, const char *name, const char *value)
 {
     if (value == NULL || env->count + 1 >= sizeof env->vars / sizeof env->vars[0])
         return;
-    int cut = (int)msgjson_utf8_cut(value, HOOK_COMMAND_VALUE_MAX);
+    int cut = (int)utf8_cut(value, HOOK_COMMAND_VALUE_MAX);
     char *var = NULL;
     if (asprintf(&var, "%s=%.*s", name, cut, value) >= 0)
         env->vars[env->count++] = var;
@@ -104,7 +105,7 @@ bool hook_command_run(const char *hook, const char *command, const json_t *event
     } else {
         const proc_status_t *status = proc_status(proc);
         char tail[300];
-        msgjson_copy_utf8(tail, sizeof tail, status->stderr_tail ? status->stderr_tail : "");
+        utf8_copy(tail, sizeof tail, status->stderr_tail ? status->stderr_tail : "");
         for (char *c = tail; *c != '\0'; c++)
             if ((unsigned char)*c < 0x20)
                 *c = ' ';

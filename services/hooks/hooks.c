@@ -17,6 +17,7 @@
 #include "home.h"
 #include "log.h"
 #include "msgjson.h"
+#include "utf8.h"
 #include "verdict.h"
 
 #include <czmq.h>
@@ -83,7 +84,7 @@ static void s_note(s_hooks_t *self, const char *task, const char *kind, const ch
     va_start(args, fmt);
     vsnprintf(written, sizeof written, fmt, args);
     va_end(args);
-    msgjson_copy_utf8(text, sizeof text, written); /* no character cut in two */
+    utf8_copy(text, sizeof text, written); /* no character cut in two */
     log_info("task %s: %s: %s", task, kind, text);
     wire_writer_t *w = wire_writer_new();
     wire_writer_start(w, MSG_NOTE_TASK);

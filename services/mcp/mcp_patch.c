@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* True when `path` stays inside the work tree: relative, no `..` component, and not in
  * the repository's own `.git`. */
@@ -183,6 +184,28 @@ static void s_header_name(const char *line, size_t len, char *buf, size_t size)
     snprintf(buf, size, "%.*s", (int)n, name);
 }
 
+/* True when a plain header line's time stamp is the Unix epoch, in any time zone: how
+ * `diff -N` (and so `diff -ruN`) marks the side where the file does not exist, as GNU
+ * patch reads it ("--- old/new.c\t1970-01-01 00:00:00.000000000 +0000"). */
+static bool s_epoch_stamp(const char *line, size_t len)
+{
+    const char *tab = memchr(line, '\t', len);
+    if (tab == NULL)
+        return false;
+    char stamp[80];
+    snprintf(stamp, sizeof stamp, "%.*s", (int)(len - (size_t)(tab + 1 - line)), tab + 1);
+    struct tm tm = {0};
+    int zone = 0;
+    char *rest = strptime(stamp, "%Y-%m-%d %H:%M:%S", &tm);
+    if (rest == NULL)
+        return false;
+    rest += strspn(rest, ".0123456789");
+    if (sscanf(rest, " %d", &zone) != 1)
+        return false;
+    long offset = (zone / 100) * 3600L + (zone % 100) * 60L;
+    return (long)timegm(&tm) - offset == 0;
+}
+
 /* `name` without its first `level` directories, or NULL when it has fewer. */
 static const char *s_strip(const char *name, int level)
 {
@@ -203,9 +226,11 @@ static bool s_in_tree(const char *workdir, const char *name)
 
 /* How many leading directories a plain patch's names carry beyond the repository's (patch's
  * -p): the first level at which a file both of whose sides are real is in the work tree;
- * -1 when no such file tells. */
+ * else 1 when a file's two names differ in their first directory alone (`diff -ruN old new`
+ * that only adds files); -1 when nothing tells. */
 static int s_strip_level(const char *workdir, const char *text, size_t len)
 {
+    int two_trees = -1;
     for (size_t at = 0; at < len;) {
         const char *line = text + at;
         size_t line_len = strcspn(line, "\n");
@@ -219,10 +244,14 @@ static int s_strip_level(const char *workdir, const char *text, size_t len)
                  level++)
                 if (s_in_tree(workdir, s_strip(new_name, level)))
                     return level;
+            const char *old_rest = s_strip(old_name, 1), *new_rest = s_strip(new_name, 1);
+            if (old_rest != NULL && new_rest != NULL && strcmp(old_rest, new_rest) == 0 &&
+                strcmp(old_name, new_name) != 0)
+                two_trees = 1;
         }
         at += line_len + (line[line_len] == '\n');
     }
-    return -1;
+    return two_trees;
 }
 
 /* The repository path of a plain diff's file `name`: a file the patch changes or deletes
@@ -295,8 +324,16 @@ static char *s_git_form(const char *workdir, const char *text, size_t len, size_
             char old_name[PATH_MAX], new_name[PATH_MAX], path[PATH_MAX];
             s_header_name(line, line_len, old_name, sizeof old_name);
             s_header_name(after, after_len, new_name, sizeof new_name);
-            bool creates = strcmp(old_name, "/dev/null") == 0;
-            bool deletes = strcmp(new_name, "/dev/null") == 0;
+            /* A side that is /dev/null, or (`diff -N`) dated at the epoch with an empty hunk
+             * range, is a file the patch creates or deletes. */
+            long old_lines = 1, new_lines = 1;
+            const char *hunk = next + after_len + 1 < len ? after + after_len + 1 : "";
+            if (strncmp(hunk, "@@ ", 3) == 0)
+                s_hunk_counts(hunk, &old_lines, &new_lines);
+            bool creates = strcmp(old_name, "/dev/null") == 0 ||
+                           (old_lines == 0 && s_epoch_stamp(line, line_len));
+            bool deletes = strcmp(new_name, "/dev/null") == 0 ||
+                           (new_lines == 0 && s_epoch_stamp(after, after_len));
             s_repository_path(workdir, deletes ? old_name : new_name, creates, level, path,
                               sizeof path);
             fprintf(f, "diff --git a/%s b/%s\n%s", path, path,

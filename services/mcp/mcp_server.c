@@ -135,6 +135,15 @@ json_t *mcp_server_handle(const mcp_settings_t *settings, const char *line, size
     } else if (id != NULL && !s_valid_id(id)) {
         reply = s_error(NULL, RPC_INVALID_REQUEST,
                         "Invalid Request: id must be a string or an integer");
+    } else if (!json_is_string(json_object_get(message, "jsonrpc")) ||
+               strcmp(json_string_value(json_object_get(message, "jsonrpc")), "2.0") != 0) {
+        /* Not JSON-RPC 2.0: a request is told so; a notification or a response, which get
+         * no answer, is dropped. */
+        if (method != NULL && id != NULL)
+            reply = s_error(id, RPC_INVALID_REQUEST,
+                            "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+        else
+            log_debug("a message without \"jsonrpc\": \"2.0\" dropped");
     } else if (method == NULL) {
         /* A response to us (we send no requests) is dropped; anything else is wrong. */
         if (id == NULL || (json_object_get(message, "result") == NULL &&

@@ -9,6 +9,7 @@
 #include "handoff.h"
 #include "listener.h"
 #include "msgjson.h"
+#include "utf8.h"
 #include "verdict.h"
 
 #include <ctype.h>
@@ -60,7 +61,7 @@ static json_t *s_ok_data(json_t *structured, const char *summary, const json_t *
     char *text = NULL;
     size_t len = json ? strlen(json) : 0;
     if (len > DATA_TEXT_MAX)
-        len = msgjson_utf8_cut(json, DATA_TEXT_MAX);
+        len = utf8_cut(json, DATA_TEXT_MAX);
     if (asprintf(&text, "%s\n%.*s%s", summary, (int)len, json ? json : "[]",
                  json && len < strlen(json) ? "\n(cut: structuredContent has all of it)" : "") < 0)
         text = NULL;

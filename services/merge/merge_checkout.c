@@ -2,11 +2,14 @@
 #include "merge_checkout.h"
 
 #include "failure.h"
+#include "home.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct merge_checkout_t {
     git_repository *repo; /* the working tree opened as a repository (owned) */
@@ -127,10 +130,97 @@ int merge_checkout_dirty(merge_checkout_t *self, char *first, size_t size)
     return count > 0 ? 1 : 0;
 }
 
+/* What a checkout writes into the user's tree: libgit2 makes files and directories with
+ * the process's umask, and the services' is 077 (home.h), which would leave merged files
+ * 0600 in the user's checkout. Each written path (and each directory that did not exist
+ * before) is given afterwards the mode git gives it under the user's umask. */
+typedef struct {
+    const char *root;  /* the checkout's directory */
+    char **paths;      /* written files, relative to root; then created directories */
+    bool *executable;  /* per path: an executable blob (files only) */
+    bool *directory;   /* per path: a directory made by the checkout */
+    size_t count;
+    bool failed;       /* out of memory: the modes cannot all be fixed */
+} s_written_t;
+
+static void s_written_add(s_written_t *w, const char *path, bool executable, bool directory)
+{
+    char **paths = realloc(w->paths, (w->count + 1) * sizeof *paths);
+    bool *exec = realloc(w->executable, (w->count + 1) * sizeof *exec);
+    bool *dirs = realloc(w->directory, (w->count + 1) * sizeof *dirs);
+    if (paths != NULL)
+        w->paths = paths;
+    if (exec != NULL)
+        w->executable = exec;
+    if (dirs != NULL)
+        w->directory = dirs;
+    char *copy = strdup(path);
+    if (paths == NULL || exec == NULL || dirs == NULL || copy == NULL) {
+        free(copy);
+        w->failed = true;
+        return;
+    }
+    w->paths[w->count] = copy;
+    w->executable[w->count] = executable;
+    w->directory[w->count] = directory;
+    w->count++;
+}
+
+/* Called before anything is written, for each file the checkout updates or adds. */
+static int s_notify(git_checkout_notify_t why, const char *path, const git_diff_file *baseline,
+                    const git_diff_file *target, const git_diff_file *workdir, void *payload)
+{
+    (void)why;
+    (void)baseline;
+    (void)workdir;
+    s_written_t *w = payload;
+    if (target == NULL || target->mode == 0 || target->mode == GIT_FILEMODE_LINK)
+        return 0;
+    /* Its missing parent directories, outermost first. */
+    char full[4096];
+    snprintf(full, sizeof full, "%s/%s", w->root, path);
+    size_t root_len = strlen(w->root);
+    for (char *slash = strchr(full + root_len + 1, '/'); slash != NULL;
+         slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        struct stat st;
+        if (lstat(full, &st) != 0 && errno == ENOENT)
+            s_written_add(w, full + root_len + 1, false, true);
+        *slash = '/';
+    }
+    s_written_add(w, path, target->mode == GIT_FILEMODE_BLOB_EXECUTABLE, false);
+    return 0;
+}
+
+/* After the checkout: the modes git gives under the user's umask. */
+static void s_written_fix_modes(const s_written_t *w)
+{
+    mode_t mask = home_user_umask();
+    for (size_t i = 0; i < w->count; i++) {
+        char full[4096];
+        snprintf(full, sizeof full, "%s/%s", w->root, w->paths[i]);
+        struct stat st;
+        if (lstat(full, &st) != 0)
+            continue;
+        if (w->directory[i] ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))
+            chmod(full, (w->directory[i] || w->executable[i] ? 0777 : 0666) & ~mask);
+    }
+}
+
+static void s_written_free(s_written_t *w)
+{
+    for (size_t i = 0; i < w->count; i++)
+        free(w->paths[i]);
+    free(w->paths);
+    free(w->executable);
+    free(w->directory);
+}
+
 /* Writes the tree of commit `to` into the checkout, from the tree of `from` (safe: a file
- * that is not as `from` has it is never overwritten). */
+ * that is not as `from` has it is never overwritten), with the modes git gives. */
 static int s_write_files(merge_checkout_t *self, const git_oid *from, const git_oid *to)
 {
+    s_written_t written = {.root = self->path};
     git_commit *old_commit = NULL, *new_commit = NULL;
     git_tree *old_tree = NULL;
     int rc = 0;
@@ -144,7 +234,14 @@ static int s_write_files(merge_checkout_t *self, const git_oid *from, const git_
     git_checkout_options_init(&opts, GIT_CHECKOUT_OPTIONS_VERSION);
     opts.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_DONT_OVERWRITE_IGNORED;
     opts.baseline = old_tree;
+    opts.notify_flags = GIT_CHECKOUT_NOTIFY_UPDATED;
+    opts.notify_cb = s_notify;
+    opts.notify_payload = &written;
     int checked = git_checkout_tree(self->repo, (const git_object *)new_commit, &opts);
+    if (checked == 0 && written.failed)
+        rc = failure_set(FAILURE_MEMORY, "out of memory: the merged files' modes are not set");
+    else if (checked == 0)
+        s_written_fix_modes(&written);
     if (checked == GIT_ECONFLICT) {
         const git_error *e = git_error_last();
         rc = failure_set(FAILURE_STATE, "a file is in the way: %s",
@@ -153,6 +250,7 @@ static int s_write_files(merge_checkout_t *self, const git_oid *from, const git_
         rc = s_git_fail("cannot write the files");
     }
 out:
+    s_written_free(&written);
     git_tree_free(old_tree);
     git_commit_free(new_commit);
     git_commit_free(old_commit);

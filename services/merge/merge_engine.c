@@ -14,6 +14,7 @@
 
 #include "merge_checkout.h"
 #include "merge_conflicts.h"
+#include "merge_credentials.h"
 #include "merge_locks.h"
 #include "merge_repos.h"
 #include "merge_verify.h"
@@ -52,6 +53,7 @@ typedef struct {
     merge_conflicts_t merge; /* in-memory three-way merge of this attempt, its conflicts */
     worktree_t *worktree;
     char *push_message;     /* rejection message of the last push */
+    merge_credentials_t credentials; /* this connection's offers (merge_credentials.h) */
 } s_job_t;
 
 /* ---- small helpers --------------------------------------------------------------------- */
@@ -333,6 +335,15 @@ static int s_check_locks(s_job_t *job)
     return rc;
 }
 
+/* The remote's credentials, from the environment (merge_credentials.h). */
+static int s_credentials(git_credential **out, const char *url, const char *username_from_url,
+                         unsigned int allowed_types, void *payload)
+{
+    s_job_t *job = payload;
+    return merge_credentials_acquire(out, url, username_from_url, allowed_types,
+                                     &job->credentials);
+}
+
 /* Lists the remote's branches and fetches TARGET and (if the remote has it) SOURCE into
  * their remote-tracking refs, so every decision uses current refs. */
 static int s_fetch(s_job_t *job)
@@ -341,8 +352,10 @@ static int s_fetch(s_job_t *job)
     git_remote_callbacks callbacks;
     git_remote_init_callbacks(&callbacks, GIT_REMOTE_CALLBACKS_VERSION);
     callbacks.transfer_progress = s_fetch_progress;
+    callbacks.credentials = s_credentials;
     callbacks.payload = job;
     s_progress(job, "fetching %s", job->remote_name);
+    job->credentials = (merge_credentials_t){0};
     if (git_remote_connect(job->remote, GIT_DIRECTION_FETCH, &callbacks, NULL, NULL) < 0)
         return s_git_fail(job, "cannot reach the remote");
     const git_remote_head **heads = NULL;
@@ -386,6 +399,7 @@ static int s_fetch(s_job_t *job)
     opts.update_fetchhead = 0;
     opts.prune = GIT_FETCH_NO_PRUNE;
     opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+    job->credentials = (merge_credentials_t){0}; /* a new connection */
     if (specs[0] == NULL || (nspecs == 2 && specs[1] == NULL))
         rc = s_fail(job, FAILURE_MEMORY, "out of memory");
     else if (git_remote_fetch(job->remote, &refspecs, &opts, "cloister merge-agent: fetch") < 0)
@@ -1037,7 +1051,7 @@ static int s_push_local(s_job_t *job)
         job->push_message = s_strdupf("local '%s' moved during the merge", job->target);
         rc = S_RETRY;
     } else if (rc == 0) {
-        job->result->pushed = true;
+        job->result->landed = MERGE_LANDED_LOCAL;
         if (checkout != NULL)
             s_local(job, MERGE_LOCAL_CHECKOUT_UPDATED,
                     "local '%s' and your checkout at %s moved to the merge", job->target,
@@ -1101,7 +1115,9 @@ static int s_push_remote(s_job_t *job)
     git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);
     opts.callbacks.push_update_reference = s_push_update_reference;
     opts.callbacks.push_transfer_progress = s_push_progress;
+    opts.callbacks.credentials = s_credentials;
     opts.callbacks.payload = job;
+    job->credentials = (merge_credentials_t){0};
     git_strarray specs = {&spec, 1};
     free(job->push_message);
     job->push_message = NULL;
@@ -1121,6 +1137,7 @@ static int s_push_remote(s_job_t *job)
         return rc != 0 ? rc : s_git_fail(job, "push failed");
     }
     job->result->pushed = true;
+    job->result->landed = MERGE_LANDED_REMOTE;
     s_update_local_target(job);
     return 0;
 }
@@ -1131,7 +1148,8 @@ static int s_push(s_job_t *job)
     if (rc != 0)
         return rc;
     const merge_request_t *req = job->req;
-    if (req->before_push != NULL && (rc = req->before_push(req->callback_arg)) != 0) {
+    if (req->before_push != NULL &&
+        (rc = req->before_push(job->remote != NULL, req->callback_arg)) != 0) {
         char why[1024];
         snprintf(why, sizeof why, "%s", failure_message());
         return s_fail(job, rc, "not pushed: %s", why);
@@ -1347,6 +1365,15 @@ const char *merge_strategy_name(merge_strategy_t strategy)
     case MERGE_STRATEGY_FAST_FORWARD: return "fast-forward";
     case MERGE_STRATEGY_CLEAN: return "clean";
     case MERGE_STRATEGY_RESOLVED: return "resolved";
+    default: return "none";
+    }
+}
+
+const char *merge_landed_name(merge_landed_t landed)
+{
+    switch (landed) {
+    case MERGE_LANDED_REMOTE: return "remote";
+    case MERGE_LANDED_LOCAL: return "local";
     default: return "none";
     }
 }

@@ -91,9 +91,10 @@ typedef merge_tests_t (*merge_run_tests_fn)(const char *worktree_path, char **su
 /* Polled between steps; true stops the merge (clean abort, FAILURE "cancelled"). */
 typedef bool (*merge_cancelled_fn)(void *arg);
 
-/* Asked right before each push: 0 lets it go; a FAILURE_* code (with failure_message()
+/* Asked right before each push (`remote` true) or landing on the local target (`remote`
+ * false: no remote, or push off): 0 lets it go; a FAILURE_* code (with failure_message()
  * saying why, e.g. "stale attempt: ...") stops the merge unpushed with that code. */
-typedef int (*merge_before_push_fn)(void *arg);
+typedef int (*merge_before_push_fn)(bool remote, void *arg);
 
 /* Decides whether the merge may go on into the target at `target_commit` (hex), when no
  * review vouches for it (merge_request_t.check_target). Returns 0, or a FAILURE_* code with
@@ -144,6 +145,10 @@ typedef struct {
     void *callback_arg;           /* passed to every callback */
 } merge_request_t;
 
+/* Where a successful merge landed: pushed to the remote's target, or (no remote, or
+ * `push` false) moved onto the local target alone. */
+typedef enum { MERGE_LANDED_NONE, MERGE_LANDED_REMOTE, MERGE_LANDED_LOCAL } merge_landed_t;
+
 /* The outcome. Every pointer is owned by the result; release with merge_result_clear(). */
 typedef struct {
     bool success;
@@ -156,7 +161,9 @@ typedef struct {
     merge_tests_t tests;
     char *notes;            /* resolver notes, test summary, local-ref note; may be NULL */
     char *reason;           /* why it failed, NULL on success */
-    bool pushed;            /* the remote target (or the local target) was moved */
+    bool pushed;            /* the merge was pushed: the remote's target moved to it */
+    merge_landed_t landed;  /* where the target that moved is: remote, local, or none (not
+                               merged, or already merged: nothing moved) */
     merge_local_t local;    /* what became of the local target (and its checkout) */
     char *local_note;       /* that, in words ("local 'main' and your checkout at /x
                                fast-forwarded"); NULL when nothing was said */
@@ -198,6 +205,9 @@ char *merge_result_render(const merge_result_t *result);
 
 /* "up-to-date", "fast-forward", "clean", "resolved" or "none". */
 const char *merge_strategy_name(merge_strategy_t strategy);
+
+/* "remote", "local" or "none". */
+const char *merge_landed_name(merge_landed_t landed);
 
 /* "none", "updated", "checkout_updated", "behind" or "diverged". */
 const char *merge_local_name(merge_local_t local);

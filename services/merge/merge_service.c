@@ -6,6 +6,7 @@
  * cancelled), decides the outcome and writes the result fields and the history line. */
 #include "merge_service.h"
 
+#include "merge_credentials.h"
 #include "merge_engine.h"
 #include "merge_queue.h"
 #include "merge_queue_store.h"
@@ -157,11 +158,15 @@ static bool s_cancelled(void *arg)
     return specialist_cancelled(job->ctx);
 }
 
-/* The push happens only while this attempt still holds the task (fence.h). */
-static int s_before_push(void *arg)
+/* The push (or the landing on the local target) happens only while this attempt still
+ * holds the task (fence.h). */
+static int s_before_push(bool remote, void *arg)
 {
     merge_job_t *job = arg;
-    specialist_progressf(job->ctx, "phase", "pushing to %s/%s", job->remote, job->target);
+    if (remote)
+        specialist_progressf(job->ctx, "phase", "pushing to %s/%s", job->remote, job->target);
+    else
+        specialist_progressf(job->ctx, "phase", "landing on the local '%s'", job->target);
     int rc = fence_check(job->ctx, job->service->control_endpoint, FENCE_DEFAULT_WAIT_MS);
     job->fenced = rc != 0;
     if (rc == 0)
@@ -425,6 +430,9 @@ static int s_fetch_target(git_repository *repo, const char *remote_name, const c
             git_strarray specs = {&spec, 1};
             git_fetch_options opts;
             git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
+            merge_credentials_t credentials = {0};
+            opts.callbacks.credentials = merge_credentials_acquire;
+            opts.callbacks.payload = &credentials;
             opts.update_fetchhead = 0;
             opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
             rc = git_remote_fetch(remote, &specs, &opts, "cloister merge-agent: check");
@@ -441,9 +449,10 @@ static int s_fetch_target(git_repository *repo, const char *remote_name, const c
 
 /* 1 when the target branch of the repository at `repo_path` -- on `remote_name` (fetched
  * now), or the local branch when there is no such remote or `remote_name` is NULL -- is
- * `commit_hex` or contains it; 0 when not; a negative FAILURE_* when it cannot be told. */
+ * `commit_hex` or contains it; 0 when not; a negative FAILURE_* when it cannot be told.
+ * *on_remote says which of the two was looked at. */
 static int s_target_contains(const char *repo_path, const char *remote_name, const char *target,
-                             const char *commit_hex)
+                             const char *commit_hex, bool *on_remote)
 {
     git_libgit2_init();
     git_repository *repo = NULL;
@@ -455,6 +464,7 @@ static int s_target_contains(const char *repo_path, const char *remote_name, con
         s_fetch_target(repo, remote_name, target, &ref) < 0 ||
         git_reference_name_to_id(&tip, repo, ref) < 0)
         goto out;
+    *on_remote = strncmp(ref, "refs/remotes/", 13) == 0;
     rc = git_oid_equal(&tip, &commit) || git_graph_descendant_of(repo, &tip, &commit) == 1;
 out:
     if (rc < 0) {
@@ -772,6 +782,7 @@ static int s_queue_land(const json_t *item, const char *base, const char *candid
         s_candidate_ref(keep, sizeof keep, job, item);
         s_ref(job, workspace, keep, NULL);
         json_object_set_new(facts, "local_target", json_string(merge_local_name(result.local)));
+        json_object_set_new(facts, "landed", json_string(merge_landed_name(result.landed)));
         if (result.local_note != NULL)
             json_object_set_new(facts, "local_note", json_string(result.local_note));
     } else {
@@ -915,7 +926,12 @@ static int s_queue_merge(merge_job_t *job, merge_result_t *result, bool *waiting
         const char *local = json_string_value(json_object_get(item, "local_target"));
         const char *note = json_string_value(json_object_get(item, "local_note"));
         result->success = true;
-        result->pushed = candidate != NULL && base != NULL && strcmp(candidate, base) != 0;
+        const char *where = json_string_value(json_object_get(item, "landed"));
+        bool moved = candidate != NULL && base != NULL && strcmp(candidate, base) != 0;
+        result->landed = !moved || where == NULL          ? MERGE_LANDED_NONE
+                         : strcmp(where, "remote") == 0 ? MERGE_LANDED_REMOTE
+                                                        : MERGE_LANDED_LOCAL;
+        result->pushed = result->landed == MERGE_LANDED_REMOTE;
         for (int l = MERGE_LOCAL_NONE; local != NULL && l <= MERGE_LOCAL_DIVERGED; l++)
             if (strcmp(merge_local_name((merge_local_t)l), local) == 0)
                 result->local = (merge_local_t)l;
@@ -977,6 +993,7 @@ static void s_report(merge_job_t *job, const merge_result_t *result)
     specialist_result_str(ctx, "merge_commit", result->merge_commit);
     specialist_result_str(ctx, "strategy", merge_strategy_name(result->strategy));
     specialist_result_bool(ctx, "pushed", result->pushed);
+    specialist_result_str(ctx, "landed", merge_landed_name(result->landed));
     specialist_result_str(ctx, "local_target", merge_local_name(result->local));
     if (result->local_note != NULL)
         specialist_result_str(ctx, "local_note", result->local_note);
@@ -1032,13 +1049,14 @@ static void s_history(const merge_job_t *job, const merge_result_t *result,
 {
     const specialist_task_t *task = specialist_task(job->ctx);
     json_t *entry = json_pack(
-        "{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:s?, "
-        "s:s?, s:i, s:I, s:b}",
+        "{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:o, s:o, "
+        "s:s?, s:s?, s:i, s:I, s:b}",
         "kind", "merge", "task", task->id, "attempt", (json_int_t)task->attempt, "issue",
         job->issue, "repository", job->workspace, "source", job->source, "target", job->target,
         "MERGE_RESULT", result->success ? "SUCCESS" : "FAILURE", "outcome",
         s_outcome_name(job->ctx, outcome), "strategy", merge_strategy_name(result->strategy),
-        "merge_commit", result->merge_commit, "pushed", result->pushed, "TESTS",
+        "merge_commit", result->merge_commit, "pushed", result->pushed, "landed",
+        merge_landed_name(result->landed), "TESTS",
         merge_tests_name(result->tests), "resolved_files",
         s_files_json(result->resolved_files, result->resolved_count), "failed_files",
         s_files_json(result->failed_files, result->failed_count), "reason", result->reason, "notes",
@@ -1142,13 +1160,16 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
     }
 
     /* A merge that did happen is never reported as failed. */
-    if (!queued && rc != 0 && !result.pushed && result.merge_commit[0] != '\0' &&
+    if (!queued && rc != 0 && result.landed == MERGE_LANDED_NONE &&
+        result.merge_commit[0] != '\0' &&
         (rc == FAILURE_TIMEOUT || rc == FAILURE_GIT || specialist_cancelled(ctx))) {
+        bool on_remote = false;
         int contains = s_target_contains(job.workspace, job.service->push ? job.remote : NULL,
-                                         job.target, result.merge_commit);
+                                         job.target, result.merge_commit, &on_remote);
         if (contains == 1) {
-            specialist_progressf(ctx, "info", "%s/%s already contains %s: the merge happened",
-                                 job.remote, job.target, result.merge_commit);
+            specialist_progressf(ctx, "info", "%s%s%s already contains %s: the merge happened",
+                                 on_remote ? job.remote : "the local ", on_remote ? "/" : "",
+                                 job.target, result.merge_commit);
             char *note = NULL;
             if (asprintf(&note, "merged although the run ended with: %s",
                          result.reason ? result.reason : "?") >= 0) {
@@ -1158,7 +1179,8 @@ specialist_outcome_t merge_service_job(specialist_ctx_t *ctx, void *service)
                 result.notes = note;
             }
             result.success = true;
-            result.pushed = true;
+            result.pushed = on_remote;
+            result.landed = on_remote ? MERGE_LANDED_REMOTE : MERGE_LANDED_LOCAL;
             rc = 0;
         } else if (contains < 0) {
             log_warn("task %s: %s", task->id, failure_message());

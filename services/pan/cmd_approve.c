@@ -229,7 +229,21 @@ static int s_check_review(const json_t *review, bool force, bool *overridden)
         return pan_fail(PAN_EXIT_ERROR,
                         "review %s has no workspace and branch in its payload: nothing to merge",
                         id);
-    if (!s_gate_open(review)) {
+    /* A review made while the mode was disabled approved without reading anything; the
+     * caller merges unreviewed only while the mode is disabled, so here it is not, and the
+     * broker's gate counts no such review: say so before asking it. */
+    bool unread = strcmp(pan_json_str(json_object_get(review, "result"), "review_mode", ""),
+                         "disabled") == 0;
+    if (unread && !force) {
+        fprintf(stderr,
+                "pan: review %s ran while the review mode was disabled, and approves nothing now "
+                "that it is not; review the branch first (pan submit review-agent --issue %s "
+                "--workspace %s --branch %s), or --force\n",
+                id, pan_json_str(review, "issue", "?"), pan_json_str(payload, "workspace", "?"),
+                pan_json_str(payload, "branch", "?"));
+        return VERDICT_EXIT_GATE_BLOCKED;
+    }
+    if (unread || !s_gate_open(review)) {
         if (!force) {
             s_print_blocked(review);
             return VERDICT_EXIT_GATE_BLOCKED;

@@ -4,7 +4,9 @@
  *
  * ✓/✗ per check, exit 1 if any ✗:
  *   configuration  $PANOPTICON_HOME/cloister.toml parses (or is absent: defaults);
- *   broker         answers a `stats` request on the control endpoint;
+ *   broker         answers a `stats` request on the control endpoint, with the bus's keys
+ *                  when CURVE is on (as every other command; keys it cannot load are the
+ *                  failure then);
  *   agent          for each agent CLI the enabled built-in specialists use: its command
  *                  runs (`<command> --version`), and it is logged in — Claude:
  *                  ANTHROPIC_API_KEY, else `<command> auth status` (exit 1 when not);
@@ -89,8 +91,13 @@ static void s_check_config(doctor_t *d, const char *config_error)
         s_report(d, "configuration", true, "%s parses", path);
 }
 
-static void s_check_broker(doctor_t *d, const pan_t *pan)
+static void s_check_broker(doctor_t *d, const pan_t *pan, const char *keys_error)
 {
+    if (keys_error != NULL) {
+        s_report(d, "broker", false, "not asked on %s: the bus's keys: %s", pan->control_ep,
+                 keys_error);
+        return;
+    }
     client_t *client = client_new(pan->control_ep, pan->timeout_ms);
     wire_writer_t *writer = wire_writer_new();
     wire_writer_start(writer, MSG_STATS);
@@ -422,7 +429,8 @@ static void s_resume_paused(doctor_t *d, const pan_t *pan, const json_t *paused)
     }
 }
 
-int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error)
+int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error,
+               const char *keys_error)
 {
     doctor_t d = {.checks = json_array()};
     const char *workspaces[32];
@@ -441,7 +449,7 @@ int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error
     }
     git_libgit2_init();
     s_check_config(&d, config_error);
-    s_check_broker(&d, pan);
+    s_check_broker(&d, pan, keys_error);
     s_check_agent(&d, pan->config);
     s_check_git_identity(&d);
     for (int i = 0; i < nworkspaces; i++) {

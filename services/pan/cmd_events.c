@@ -8,6 +8,7 @@
 
 #include "failure.h"
 #include "msgjson.h"
+#include "utf8.h"
 #include "verdict.h"
 
 #include <signal.h>
@@ -61,7 +62,7 @@ static void s_put_cut(const char *line, size_t len, int width)
 {
     size_t chars = 0, at = 0;
     while (at < len && (width <= 0 || chars < (size_t)width)) {
-        size_t step = msgjson_utf8_char(line + at, len - at);
+        size_t step = utf8_char(line + at, len - at);
         at += step ? step : 1;
         chars++;
     }

@@ -155,6 +155,40 @@ static int s_print_page(json_t *tasks, bool truncated, int64_t limit, bool json)
     return code;
 }
 
+/* "Issue PAN-42: agent cost $0.31, tokens 52000 in / 3100 out, over the 3 tasks listed": the
+ * sums of the tasks' results (each task's own sum over every agent run it made), read
+ * with one show_task per task of the page. */
+static int s_print_issue_cost(const pan_t *pan, const char *issue, const json_t *tasks)
+{
+    double cost = 0;
+    int64_t tokens_in = 0, tokens_out = 0;
+    size_t index;
+    const json_t *listed;
+    json_array_foreach(tasks, index, listed)
+    {
+        wire_writer_t *writer = wire_writer_new();
+        wire_writer_start(writer, MSG_SHOW_TASK);
+        wire_put_str(writer, FIELD_ID, pan_json_str(listed, "id", ""));
+        json_t *task = NULL;
+        int code = pan_call(pan, writer, &task);
+        wire_writer_destroy(&writer);
+        if (code != PAN_EXIT_OK)
+            return code;
+        const json_t *result = json_object_get(task, "result");
+        const json_t *task_cost = json_object_get(result, "cost_usd");
+        cost += json_is_number(task_cost) ? json_number_value(task_cost) : 0;
+        tokens_in += pan_json_int(result, "input_tokens", 0);
+        tokens_out += pan_json_int(result, "output_tokens", 0);
+        json_decref(task);
+    }
+    printf("Issue ");
+    pan_print_escaped(issue);
+    printf(": agent cost $%.2f, tokens %lld in / %lld out, over the %zu %s listed\n", cost,
+           (long long)tokens_in, (long long)tokens_out, json_array_size(tasks),
+           pan_plural((int64_t)json_array_size(tasks), "task", "tasks"));
+    return PAN_EXIT_OK;
+}
+
 static int s_list(const pan_t *pan, const list_args_t *args)
 {
     int64_t limit = 50;
@@ -167,6 +201,8 @@ static int s_list(const pan_t *pan, const list_args_t *args)
     if (code != PAN_EXIT_OK)
         return code;
     code = s_print_page(tasks, truncated, limit, args->json);
+    if (code == PAN_EXIT_OK && args->issue != NULL && !args->json && json_array_size(tasks) > 0)
+        code = s_print_issue_cost(pan, args->issue, tasks);
     json_decref(tasks);
     return code;
 }

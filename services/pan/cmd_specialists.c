@@ -201,6 +201,13 @@ static const char *s_description(const char *name)
     return "Custom specialist";
 }
 
+/* True for the specialists that run an agent CLI (review, test, merge). */
+static bool s_runs_agent(const char *name)
+{
+    return strcmp(name, "merge-agent") == 0 || strcmp(name, "review-agent") == 0 ||
+           strcmp(name, "test-agent") == 0;
+}
+
 /* 45000 -> "45,000". */
 static void s_format_count(char *buf, size_t size, int64_t value)
 {
@@ -303,8 +310,13 @@ static json_t *s_status_json(const pan_t *pan, const known_t *known, const char 
                   (json_int_t)pan_json_int(entry, "done", 0), "failed",
                   (json_int_t)pan_json_int(entry, "failed", 0), "dead",
                   (json_int_t)pan_json_int(entry, "dead", 0));
+    /* Only the built-in specialists run an agent CLI; any other name is a generic worker's,
+     * whose command is its own (agent: null). */
     if (status != NULL)
-        json_object_set_new(status, "agent", json_string(config_specialist_cli(pan->config, name)));
+        json_object_set_new(status, "agent",
+                            s_runs_agent(name)
+                                ? json_string(config_specialist_cli(pan->config, name))
+                                : json_null());
     /* What its running tasks are doing ("resolving conflicts in 2 files"). */
     const json_t *phases = json_object_get(entry, "phases");
     if (status != NULL && json_array_size(phases) > 0)
@@ -378,9 +390,11 @@ static void s_print_status(const json_t *status, bool color)
            (long long)pan_json_int(status, "dead", 0));
     printf("  Workers: %lld (%lld idle)\n", (long long)pan_json_int(status, "workers", 0),
            (long long)pan_json_int(status, "idleWorkers", 0));
-    const char *agent = pan_json_str(status, "agent", "claude");
+    const char *agent = pan_json_str(status, "agent", NULL);
     const char *session_agent = pan_json_str(status, "sessionAgent", agent);
-    if (strcmp(agent, session_agent) == 0)
+    if (agent == NULL)
+        printf("  Agent: none (its worker runs a command of its own)\n");
+    else if (session_agent == NULL || strcmp(agent, session_agent) == 0)
         printf("  Agent: %s\n", agent);
     else
         printf("  Agent: %s (the session is %s's: the next run starts a fresh one)\n", agent,

@@ -355,11 +355,14 @@ static void s_print_stats(const pan_t *pan, const json_t *stats, const json_t *s
         dead += pan_json_int(entry, "dead", 0);
     }
     json_t *throughput = json_object_get(stats, "throughput_per_s");
-    printf("Since the broker started: submitted %lld, completed %lld (done %lld, failed %lld, "
-           "died %lld), %.2f a second\n",
+    /* Two counts of their own: the broker's since its start, the specialists' stored ones
+     * (kept across restarts), never mixed on one line. */
+    printf("Since the broker started: submitted %lld, completed %lld, %.2f a second\n",
            (long long)pan_json_int(stats, "submitted", 0),
-           (long long)pan_json_int(stats, "completed", 0), (long long)done, (long long)failed,
-           (long long)dead, json_is_number(throughput) ? json_number_value(throughput) : 0.0);
+           (long long)pan_json_int(stats, "completed", 0),
+           json_is_number(throughput) ? json_number_value(throughput) : 0.0);
+    printf("In all (kept across restarts): done %lld, failed %lld, died %lld\n", (long long)done,
+           (long long)failed, (long long)dead);
     json_array_foreach(specialists, i, entry)
     {
         const char *paused = pan_json_str(entry, "paused", NULL);

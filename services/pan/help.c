@@ -44,7 +44,8 @@ static const help_t s_help[] = {
      "task list: tasks of every state, newest first (a page; stderr says how to get the next)\n"
      "  --state S             queued, running, done, failed, dead or cancelled\n"
      "  --specialist S        only this specialist's tasks\n"
-     "  --issue I             only this issue's tasks\n"
+     "  --issue I             only this issue's tasks, then the agent cost and tokens they\n"
+     "                        spent (each task's sum over all its agent runs)\n"
      "  --since DURATION      only tasks created in the last 90s, 15m, 2h, 7d, ...\n"
      "  --limit N             at most N tasks (1..1000, default 50)\n"
      "  --before ID           the page after task ID (the last of the page before)\n"
@@ -184,9 +185,13 @@ static const help_t s_help[] = {
      "usage: pan web url\n"
      "The dashboard's address with its token (cloister-web must have started once).\n"},
     {"keys",
-     "usage: pan keys init | add NAME | revoke NAME\n"
+     "usage: pan keys init | add NAME [--role ROLE] | revoke NAME\n"
      "  init                  make the broker's and the default client's CURVE keys\n"
-     "  add NAME              a key pair for another party (keys/clients/NAME_secret)\n"
+     "  add NAME              a key pair for another party (keys/clients/NAME_secret; hand it\n"
+     "                        that file, used through CLOISTER_CURVE_CERT, and keys/broker)\n"
+     "    --role ROLE         what the key may do: submitter (the default: submit, read, cancel\n"
+     "                        or retry its own tasks), worker (run tasks and report them) or\n"
+     "                        admin (everything, forcing a merge past the gate too)\n"
      "  revoke NAME           remove it (then kill -HUP the broker)\n"},
     {"backup",
      "usage: pan backup FILE [--db DB]\n"

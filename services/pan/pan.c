@@ -4,6 +4,7 @@
 
 #include "failure.h"
 #include "msgjson.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -200,7 +201,7 @@ void pan_fprint_escaped(FILE *out, const char *text)
     size_t len = strlen(text);
     for (size_t at = 0; at < len;) {
         unsigned char c = (unsigned char)text[at];
-        size_t step = msgjson_utf8_char(text + at, len - at);
+        size_t step = utf8_char(text + at, len - at);
         if (c == '\n')
             fputs("\\n", out);
         else if (c == '\r')

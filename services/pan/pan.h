@@ -228,7 +228,9 @@ int cmd_keys(const pan_t *pan, int argc, char **argv);
 int cmd_web(const pan_t *pan, int argc, char **argv);
 int cmd_backup(const pan_t *pan, int argc, char **argv);
 int cmd_restore(const pan_t *pan, int argc, char **argv);
-/* `config_error`: why cloister.toml did not load (pan then runs on the defaults), or NULL. */
-int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error);
+/* `config_error`: why cloister.toml did not load (pan then runs on the defaults), or NULL;
+ * `keys_error`: why the bus's CURVE keys could not be loaded, or NULL. */
+int cmd_doctor(const pan_t *pan, int argc, char **argv, const char *config_error,
+               const char *keys_error);
 
 #endif

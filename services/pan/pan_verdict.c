@@ -130,7 +130,8 @@ static void s_tests_failed(const json_t *task, const json_t *result)
     s_resubmit(task, "test-agent");
 }
 
-/* "merged feat into main as 1a2b3c4d5e6f (pushed)". */
+/* "merged feat into main as 1a2b3c4d5e6f (pushed)", or "(landed locally: nothing pushed)"
+ * when there was no remote or push was off. */
 static void s_merged(const json_t *result)
 {
     fputs("merged", stdout);
@@ -151,6 +152,8 @@ static void s_merged(const json_t *result)
     }
     if (json_is_true(json_object_get(result, "pushed")))
         fputs(" (pushed)", stdout);
+    else if (strcmp(pan_json_str(result, "landed", ""), "local") == 0)
+        fputs(" (landed locally: nothing pushed)", stdout);
 }
 
 /* What a task that ended without success says, and how to run it again. */

@@ -52,6 +52,7 @@ static void s_finish(const review_act_t *act, s_slot_t *slot, char **answer, jso
                      json_t *runs)
 {
     const agent_outcome_t *o = agent_run_outcome(slot->run);
+    agent_job_add_usage(act->ctx, o);
     agent_job_api_outcome(act->ctx, o);
     char reason[600] = "";
     if (o->timed_out)

@@ -1,6 +1,8 @@
 /* review_tree: the review's worktree of the reviewed commit (see review_tree.h). */
 #include "review_tree.h"
 
+#include "repository.h"
+
 #include "failure.h"
 #include "worktree.h"
 
@@ -22,8 +24,8 @@ int review_tree_open(review_tree_t **out, const char *workspace, const char *com
         return failure_set(FAILURE_MEMORY, "out of memory");
     git_oid oid;
     int rc = 0;
-    if (git_repository_open_ext(&self->repo, workspace, 0, NULL) < 0)
-        rc = failure_set(FAILURE_GIT, "cannot open the repository at %s", workspace);
+    if (repository_open(&self->repo, workspace) != 0)
+        rc = FAILURE_GIT; /* repository_open() said why */
     else if (git_oid_fromstr(&oid, commit) < 0)
         rc = failure_set(FAILURE_GIT, "'%s' is not a commit id", commit);
     else if (worktree_clean_stale(self->repo, worktrees_dir, NULL, NULL) != 0) {

@@ -9,7 +9,9 @@
  * and their uncommitted changes are not what is tested.
  *
  * A workspace that is not in a git repository has no commit to choose: its tests run in
- * place, as the directory is (a `commit` or `branch` for it is an error). */
+ * place, as the directory is (a `commit` or `branch` for it is an error). A repository git
+ * refuses to open (another uid's: git's ownership check, safe.directory) is an error that
+ * says so: it is never mistaken for "no repository" and tested in place. */
 #ifndef CLOISTER_TEST_TREE_H
 #define CLOISTER_TEST_TREE_H
 

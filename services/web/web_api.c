@@ -9,63 +9,18 @@
 #include "pan_run.h"
 #include "session.h"
 #include "submit.h"
+#include "web_broker.h"
 #include "web_timeline.h"
 #include "wire.h"
 
 #include <ctype.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* How long `pan approve` may take. */
 #define WEB_PAN_TIMEOUT_S 30
-
-web_reply_t web_error(int status, const char *fmt, ...)
-{
-    char message[2048];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    json_t *body = json_object();
-    json_object_set_new(body, "error", msgjson_string(message, strlen(message)));
-    return (web_reply_t){.status = status, .body = body};
-}
-
-/* The HTTP status for a failed control request: the broker's refusal, or its absence. */
-static int s_status_of(int rc)
-{
-    switch (rc) {
-    case FAILURE_NOT_FOUND: return 404;
-    case FAILURE_INVALID: return 400;
-    case FAILURE_TOO_BIG: return 413;
-    case FAILURE_TIMEOUT:
-    case FAILURE_IO: return 502;
-    default: return 409; /* the broker said no: a state that does not allow it */
-    }
-}
-
-web_reply_t web_api_failure(int rc)
-{
-    return web_error(s_status_of(rc), "%s", failure_message());
-}
-
-int web_api_ask(client_t *client, wire_writer_t *request, json_t **data, bool *truncated)
-{
-    *data = NULL;
-    *truncated = false;
-    wire_msg_t *reply = NULL;
-    int rc = client_call(client, request, &reply);
-    if (rc != 0)
-        return rc;
-    const msgpack_object *object = wire_msg_object(reply, FIELD_DATA);
-    *data = object != NULL ? msgjson_from_object(object) : json_null();
-    *truncated = wire_msg_bool(reply, FIELD_TRUNCATED, false);
-    wire_msg_destroy(&reply);
-    return *data != NULL ? 0 : failure_set(FAILURE_MEMORY, "out of memory");
-}
 
 /* Sends `request` on a client of its own; the reply's data as JSON (200; a cut listing as
  * {items, truncated}), or the refusal. */
@@ -76,10 +31,10 @@ static web_reply_t s_call(const web_t *web, wire_writer_t *request)
         return web_error(502, "%s", failure_message());
     json_t *body = NULL;
     bool truncated = false;
-    int rc = web_api_ask(client, request, &body, &truncated);
+    int rc = web_broker_ask(client, request, &body, &truncated);
     client_destroy(&client);
     if (rc != 0)
-        return web_api_failure(rc);
+        return web_broker_failure(rc);
     if (truncated && json_is_array(body))
         body = json_pack("{s:o, s:b}", "items", body, "truncated", true);
     return (web_reply_t){.status = 200, .body = body};
@@ -168,15 +123,15 @@ web_reply_t web_api_queue(const web_t *web, const char *specialist, const char *
     wire_put_int(w, FIELD_LIMIT, limit);
     json_t *items = NULL, *stats = NULL;
     bool truncated = false, ignored;
-    int rc = web_api_ask(client, w, &items, &truncated);
+    int rc = web_broker_ask(client, w, &items, &truncated);
     wire_writer_start(w, MSG_STATS);
     if (rc == 0)
-        rc = web_api_ask(client, w, &stats, &ignored);
+        rc = web_broker_ask(client, w, &stats, &ignored);
     wire_writer_destroy(&w);
     client_destroy(&client);
     if (rc != 0) {
         json_decref(items);
-        return web_api_failure(rc);
+        return web_broker_failure(rc);
     }
     json_t *body = json_pack("{s:s, s:o, s:i, s:i, s:I, s:b}", "specialist", specialist, "items",
                              items, "offset", (int)offset, "limit", (int)limit, "total",
@@ -254,7 +209,7 @@ static int s_list_page_cut(client_t *client, const char *const filter[3], const 
     wire_put_str(w, FIELD_BEFORE, before);
     wire_put_int(w, FIELD_LIMIT, limit);
     bool truncated;
-    int rc = web_api_ask(client, w, page, &truncated);
+    int rc = web_broker_ask(client, w, page, &truncated);
     wire_writer_destroy(&w);
     if (cut != NULL)
         *cut = truncated;
@@ -322,7 +277,7 @@ web_reply_t web_api_history(const web_t *web, const web_history_t *query)
     if (rc != 0) {
         free(next);
         json_decref(items);
-        return web_api_failure(rc);
+        return web_broker_failure(rc);
     }
     json_t *body = json_pack("{s:o, s:i}", "items", items, "scanned", (int)scanned);
     json_object_set_new(body, "next", more && next ? json_string(next) : json_null());
@@ -338,7 +293,7 @@ static json_t *s_show(client_t *client, const char *id, int *rc)
     wire_put_str(w, FIELD_ID, id);
     json_t *task = NULL;
     bool truncated;
-    *rc = web_api_ask(client, w, &task, &truncated);
+    *rc = web_broker_ask(client, w, &task, &truncated);
     wire_writer_destroy(&w);
     return task;
 }
@@ -394,7 +349,7 @@ web_reply_t web_api_issue(const web_t *web, const char *issue)
     client_destroy(&client);
     if (rc == 0 && json_array_size(tasks) == 0)
         rc = failure_set(FAILURE_NOT_FOUND, "no task of issue '%.128s'", issue);
-    web_reply_t timeline = rc == 0 ? web_timeline(web, ids, from, to) : web_api_failure(rc);
+    web_reply_t timeline = rc == 0 ? web_timeline(web, ids, from, to) : web_broker_failure(rc);
     json_decref(ids);
     if (timeline.status != 200) {
         json_decref(tasks);
@@ -508,7 +463,7 @@ web_reply_t web_api_reviews(const web_t *web)
     client_destroy(&client);
     if (rc != 0) {
         json_decref(waiting);
-        return web_api_failure(rc);
+        return web_broker_failure(rc);
     }
     return (web_reply_t){.status = 200, .body = waiting};
 }

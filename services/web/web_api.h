@@ -5,9 +5,6 @@
 
 #include "web.h"
 
-#include "client.h"
-#include "wire.h"
-
 /* Tasks in a page when the request does not say, and at most. */
 #define WEB_API_PAGE 50
 #define WEB_API_MAX_PAGE 500
@@ -19,15 +16,6 @@
  * newest reviewed): each costs two control requests. */
 #define WEB_API_REVIEWS 50
 #define WEB_API_REVIEWS_SCAN 100
-
-/* Sends `request` on `client` (borrowed). 0 with *data the reply's data as JSON (caller
- * owns) and *truncated its `truncated`; else the failure code (client_call()) with the
- * reason in failure_message(). */
-int web_api_ask(client_t *client, wire_writer_t *request, json_t **data, bool *truncated);
-
-/* The reply for a failed request: the broker's refusal (404 not found, 400 invalid, 409 a
- * state that does not allow it) or its absence (502), with failure_message(). */
-web_reply_t web_api_failure(int rc);
 
 /* GET /api/status: {stats, specialists} -- the broker's stats and its specialists, each with
  * the session its agent keeps (read from $PANOPTICON_HOME). */

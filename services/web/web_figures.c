@@ -4,7 +4,7 @@
 #include "client.h"
 #include "clock.h"
 #include "session.h"
-#include "web_api.h"
+#include "web_broker.h"
 #include "wire.h"
 
 #include <pthread.h>
@@ -64,7 +64,7 @@ static json_int_t s_latency(client_t *client, const char *specialist, int64_t si
     wire_put_int(w, FIELD_LIMIT, WEB_FIGURES_LATENCY_TASKS);
     json_t *tasks = NULL;
     bool truncated;
-    int rc = web_api_ask(client, w, &tasks, &truncated);
+    int rc = web_broker_ask(client, w, &tasks, &truncated);
     wire_writer_destroy(&w);
     json_int_t times[WEB_FIGURES_LATENCY_TASKS];
     size_t n = 0, i;
@@ -111,10 +111,10 @@ static json_t *s_sample(const web_t *web, int64_t since)
     wire_writer_start(w, MSG_STATS);
     json_t *stats = NULL, *specialists = NULL;
     bool truncated;
-    int rc = web_api_ask(client, w, &stats, &truncated);
+    int rc = web_broker_ask(client, w, &stats, &truncated);
     wire_writer_start(w, MSG_LIST_SPECIALISTS);
     if (rc == 0)
-        rc = web_api_ask(client, w, &specialists, &truncated);
+        rc = web_broker_ask(client, w, &specialists, &truncated);
     wire_writer_destroy(&w);
     json_t *sample = NULL;
     if (rc == 0) {

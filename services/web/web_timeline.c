@@ -3,7 +3,7 @@
 
 #include "client.h"
 #include "failure.h"
-#include "web_api.h"
+#include "web_broker.h"
 #include "wire.h"
 
 #include <string.h>
@@ -19,7 +19,7 @@ static int s_replay(client_t *client, int64_t since, int limit, json_t **events)
     wire_put_int(w, FIELD_SINCE, since);
     wire_put_int(w, FIELD_LIMIT, limit);
     bool truncated;
-    int rc = web_api_ask(client, w, events, &truncated);
+    int rc = web_broker_ask(client, w, events, &truncated);
     wire_writer_destroy(&w);
     if (rc == 0 && !json_is_array(*events)) {
         json_decref(*events);
@@ -41,7 +41,7 @@ static int s_last_seq(client_t *client, int64_t *last)
     wire_writer_start(w, MSG_STATS);
     json_t *stats = NULL;
     bool truncated;
-    int rc = web_api_ask(client, w, &stats, &truncated);
+    int rc = web_broker_ask(client, w, &stats, &truncated);
     wire_writer_destroy(&w);
     *last = rc == 0 ? s_int(stats, "last_seq") : 0;
     json_decref(stats);
@@ -113,7 +113,7 @@ web_reply_t web_timeline(const web_t *web, const json_t *tasks, int64_t from_ms,
 {
     client_t *client = client_new(web->control_ep, web->timeout_ms);
     if (client == NULL)
-        return web_api_failure(FAILURE_IO);
+        return web_broker_failure(FAILURE_IO);
     int64_t since = 0;
     int rc = s_seq_before(client, from_ms - WEB_TIMELINE_SLACK_MS, &since);
     json_t *kept = json_array();
@@ -143,7 +143,7 @@ web_reply_t web_timeline(const web_t *web, const json_t *tasks, int64_t from_ms,
     client_destroy(&client);
     if (rc != 0) {
         json_decref(kept);
-        return web_api_failure(rc);
+        return web_broker_failure(rc);
     }
     size_t omitted;
     json_t *events = s_cap_progress(kept, &omitted);

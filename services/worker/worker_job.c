@@ -6,6 +6,7 @@
 #include "markers.h"
 #include "msgjson.h"
 #include "proc.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,7 +175,7 @@ static void s_stderr_quote(char *out, const char *tail)
         len = WORKER_STDERR_QUOTE;
     memcpy(out, start, len);
     out[len] = '\0';
-    out[msgjson_utf8_cut(out, len)] = '\0';
+    out[utf8_cut(out, len)] = '\0';
 }
 
 specialist_outcome_t worker_job(specialist_ctx_t *ctx, void *arg)

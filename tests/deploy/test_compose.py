@@ -9,8 +9,11 @@
 3. the image's entrypoint and healthcheck commands run outside a container with the
    environment the file gives them (ports moved to free ones): the broker starts and its
    healthcheck passes, a specialist registers and its healthcheck passes, the dashboard
-   answers its healthcheck, and a specialist
-   that cloister.toml disables exits 0 saying so.
+   answers its healthcheck, the hooks service passes its healthcheck, and a specialist
+   that cloister.toml disables exits 0 saying so;
+4. the settings of .env reach the file (issue 37): the host ports are the .env's, the
+   image's INSTALL_CLAUDE is the .env's, and the push credentials go to the merge-agent
+   alone (a branch's tests run in the test-agent and the review-agent).
 
 usage: test_compose.py BIN_DIR SOURCE_DIR"""
 import os
@@ -142,6 +145,18 @@ def run_entrypoints(config):
                                       stderr=open(os.path.join(home, "web.log"), "w")))
         check(wait_for(healthcheck(web), web_env, 15), "the dashboard's healthcheck never passed")
 
+        hooks = services["hooks"]
+        hooks_env = dict(base)
+        for key, value in hooks["environment"].items():
+            hooks_env[key] = moved([str(value).replace("tcp://broker:", "tcp://127.0.0.1:")],
+                                   ports)[0]
+        procs.append(subprocess.Popen([ENTRYPOINT] + hooks["command"], env=hooks_env,
+                                      stderr=open(os.path.join(home, "hooks.log"), "w")))
+        check("healthcheck" in hooks, "the hooks service has no healthcheck")
+        if "healthcheck" in hooks:
+            check(wait_for(healthcheck(hooks), hooks_env, 15),
+                  "the hooks service's healthcheck never passed")
+
         with open(os.path.join(home, "cloister.toml"), "w") as f:
             f.write("[specialists.test-agent]\nenabled = false\n")
         run = subprocess.run([ENTRYPOINT] + services["test-agent"]["command"], env=review_env,
@@ -160,6 +175,30 @@ def run_entrypoints(config):
         subprocess.run(["rm", "-rf", home])
 
 
+def settings_reach_the_file(example):
+    changed = dict(example, CLOISTER_HOST_IN_PORT="15560", CLOISTER_HOST_EVENTS_PORT="15561",
+                   CLOISTER_HOST_CONTROL_PORT="15562", CLOISTER_HOST_WEB_PORT="17700",
+                   INSTALL_CLAUDE="0", CLOISTER_GIT_TOKEN="a-token")
+    services = compose_config(changed)["services"]
+    if not services:
+        return
+    published = set()
+    for name in ("broker", "web"):
+        for port in services[name].get("ports", []):
+            published.add(str(port.get("published")) if isinstance(port, dict) else
+                          port.split(":")[-2])
+    check(published == {"15560", "15561", "15562", "17700"},
+          "the host ports are not the .env's: %s" % sorted(published))
+    check(services["broker"]["build"]["args"].get("INSTALL_CLAUDE") == "0",
+          "INSTALL_CLAUDE in .env does not reach the build")
+    check(services["merge-agent"]["environment"].get("CLOISTER_GIT_TOKEN") == "a-token",
+          "the merge-agent does not get CLOISTER_GIT_TOKEN")
+    for name in ("review-agent", "test-agent", "web", "hooks", "broker"):
+        env = services[name].get("environment") or {}
+        check("CLOISTER_GIT_TOKEN" not in env and "GH_TOKEN" not in env,
+              "%s gets the push token, which only the merge-agent needs" % name)
+
+
 def main():
     example = env_example()
     config = compose_config(example)
@@ -171,6 +210,7 @@ def main():
     for name, service in config["services"].items():
         for key in (service.get("environment") or {}):
             check(key in known, "%s: environment variable %s is read by nothing" % (name, key))
+    settings_reach_the_file(example)
     if config["services"]:
         run_entrypoints(config)
     if failures:

@@ -7,6 +7,7 @@
 #include "agent_cli.h"
 #include "agent_stream.h"
 #include "msgjson.h"
+#include "utf8.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     size_t version_len = strnlen(stream.cli_version, sizeof stream.cli_version);
     if (version_len >= sizeof stream.cli_version ||
-        msgjson_utf8_cut(stream.cli_version, version_len) != version_len)
+        utf8_cut(stream.cli_version, version_len) != version_len)
         abort();
     if (stream.text != NULL && strlen(stream.text) > size * 2 + 4)
         abort(); /* the kept text is made of what was read */

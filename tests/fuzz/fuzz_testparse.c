@@ -5,6 +5,7 @@
  * at most TESTRUN_MAX_FAILURE_LEN bytes, and the output kept whole. */
 #include "msgjson.h"
 #include "testparse.h"
+#include "utf8.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ static void s_check_failures(const testrun_result_t *r)
         abort();
     for (size_t i = 0; i < r->nfailures; i++) {
         size_t len = strlen(r->failures[i]);
-        if (len > TESTRUN_MAX_FAILURE_LEN || msgjson_utf8_cut(r->failures[i], len) != len)
+        if (len > TESTRUN_MAX_FAILURE_LEN || utf8_cut(r->failures[i], len) != len)
             abort(); /* too long, or not whole UTF-8 characters */
         json_t *text = json_string(r->failures[i]);
         if (text == NULL)

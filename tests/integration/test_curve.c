@@ -4,8 +4,8 @@
  * working after the broker's SIGHUP; the generic worker runs a task end to end with CURVE,
  * and its task socket takes tasks from the broker only; a worker's results count only from
  * its own key; the review, test and merge specialists each take a task and report it over
- * the authenticated bus; and a broker told to listen on 0.0.0.0 without CURVE refuses to
- * start. */
+ * the authenticated bus; `pan doctor` reaches the broker with the keys; and a broker told
+ * to listen on 0.0.0.0 without CURVE refuses to start. */
 #include "check.h"
 #include "curve.h"
 #include "msgjson.h"
@@ -301,6 +301,24 @@ static void s_check_said(const char *text)
     CHECK(strstr(s_said, text) != NULL);
 }
 
+/* `pan doctor` asks the broker with the bus's keys, as `pan status` does: its broker check
+ * passes against this CURVE broker, for the default client and for another party's key
+ * (issue 37: it said "no answer" whenever CURVE was on). A key file that is missing is
+ * the failure it names. */
+static void test_doctor(testenv_t *env)
+{
+    s_pan_as(env, NULL, "doctor", NULL);
+    s_check_said("broker");
+    s_check_said("answers on");
+    CHECK(strstr(s_said, "no answer") == NULL);
+    CHECK_INT(s_pan_as(env, NULL, "keys", "add", "doc", "--role", "submitter", NULL), 0);
+    testenv_sleep_ms(300); /* czmq's zauth notices the new authorized key */
+    s_pan_as(env, "doc", "doctor", NULL);
+    s_check_said("answers on");
+    s_pan_as(env, "nobody", "doctor", NULL);
+    s_check_said("the bus's keys: CURVE is on but there is no key pair");
+}
+
 /* Keys with roles: a submitter submits, reads, and cancels its own tasks, but cannot force
  * a merge or cancel someone else's task; a worker reads and works but cannot submit; a
  * submitter cannot act as a worker; a key made before roles keeps working as an admin,
@@ -481,6 +499,7 @@ int main(void)
 
     /* The default client, through pan. */
     CHECK_INT(s_pan(env, NULL, "status", NULL), 0);
+    test_doctor(env);
 
     /* Another party's key works until it is revoked. */
     CHECK_INT(s_pan(env, NULL, "keys", "add", "ext", NULL), 0);

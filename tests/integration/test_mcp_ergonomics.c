@@ -68,9 +68,11 @@ static char *s_file(const char *dir, const char *name)
     return testenv_read_file(path);
 }
 
-/* A plain `diff -ruN old new` of three files: a.txt changed, new.txt created (its path is
- * known from the others'), and sub/c.txt changed, whose removed first line starts with
- * "--" and whose added line with "++": inside the hunk, they are not file headers. */
+/* A plain `diff -ruN old new` of four files, as GNU diff writes it: a.txt changed,
+ * new.txt created and gone.txt deleted (-N: the missing side dated at the epoch, here in
+ * two time zones; they used to be refused with "could not stat"), and sub/c.txt changed,
+ * whose removed first line starts with "--" and whose added line with "++": inside the
+ * hunk, they are not file headers. */
 static const char *s_plain_diff =
     "diff -ruN old/a.txt new/a.txt\n"
     "--- old/a.txt\t2024-05-01 10:00:00.000000000 +0000\n"
@@ -80,8 +82,13 @@ static const char *s_plain_diff =
     "-two\n"
     "+TWO\n"
     " three\n"
+    "diff -ruN old/gone.txt new/gone.txt\n"
+    "--- old/gone.txt\t2024-05-01 10:00:00.000000000 +0000\n"
+    "+++ new/gone.txt\t1969-12-31 19:00:00.000000000 -0500\n"
+    "@@ -1 +0,0 @@\n"
+    "-bye\n"
     "diff -ruN old/new.txt new/new.txt\n"
-    "--- /dev/null\t1970-01-01 00:00:00.000000000 +0000\n"
+    "--- old/new.txt\t1970-01-01 00:00:00.000000000 +0000\n"
     "+++ new/new.txt\t2024-05-01 10:01:00.000000000 +0000\n"
     "@@ -0,0 +1 @@\n"
     "+fresh\n"
@@ -104,6 +111,7 @@ int main(void)
     CHECK_INT(testgit_run(s_h->env->dir, "init", "-q", "-b", "main", repo, NULL), 0);
     testgit_commit(repo, "a.txt", "one\ntwo\nthree\n", "a");
     testgit_commit(repo, "sub/c.txt", "-- sql\nselect 1;\n", "c");
+    testgit_commit(repo, "gone.txt", "bye\n", "gone");
     CHECK_INT(testgit_run(repo, "checkout", "-q", "-b", "feature", NULL), 0);
     testgit_commit(repo, "a.txt", "one\n2\nthree\n", "feature");
     CHECK_INT(testgit_run(repo, "checkout", "-q", "main", NULL), 0);
@@ -139,6 +147,14 @@ int main(void)
                      "--- a.txt.orig\t2024-05-02 09:00:00.000000000 +0000\n"
                      "+++ a.txt\t2024-05-02 09:01:00.000000000 +0000\n"
                      "@@ -1,3 +1,3 @@\n one\n-TWO\n+two again\n three\n"));
+    /* `diff -ruN old new` that only adds a file, in a directory that does not exist yet:
+     * nothing in the tree tells how many directories to strip; the two trees' names do. */
+    s_call(input, 14, "apply_patch",
+           json_pack("{s:s, s:s}", "workspace", repo, "diff",
+                     "diff -ruN old/docs/added.txt new/docs/added.txt\n"
+                     "--- old/docs/added.txt\t1970-01-01 00:00:00.000000000 +0000\n"
+                     "+++ new/docs/added.txt\t2024-05-02 09:01:00.000000000 +0000\n"
+                     "@@ -0,0 +1,2 @@\n+added\n+here\n"));
     fclose(input);
     char script[700];
     snprintf(script, sizeof script, "exec \"$0\" < '%s' 2>/dev/null", input_path);
@@ -221,6 +237,16 @@ int main(void)
     patched = s_result(13);
     CHECK(patched != NULL && !s_is_error(patched));
     json_decref(patched);
+    patched = s_result(14);
+    CHECK(patched != NULL && !s_is_error(patched));
+    if (patched != NULL && s_is_error(patched))
+        fprintf(stderr, "apply_patch said: %s\n", s_text(patched));
+    json_decref(patched);
+    char *added = s_file(repo, "docs/added.txt"), *gone = s_file(repo, "gone.txt");
+    CHECK(added != NULL && strcmp(added, "added\nhere\n") == 0);
+    CHECK(gone == NULL);
+    free(added);
+    free(gone);
     char *a = s_file(repo, "a.txt"), *fresh = s_file(repo, "new.txt");
     char *c = s_file(repo, "sub/c.txt");
     CHECK(a != NULL && strcmp(a, "one\ntwo again\nthree\n") == 0);

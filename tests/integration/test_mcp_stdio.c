@@ -100,6 +100,9 @@ static void test_garbage(testenv_t *env, const char *input)
           "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
           "\"2025-06-18\"}}\n"
           "{\"jsonrpc\":\"2.0\",\"id\":10,\"result\":{}}\n"
+          "{\"id\":12,\"method\":\"ping\"}\n"
+          "{\"jsonrpc\":\"1.0\",\"id\":13,\"method\":\"ping\"}\n"
+          "{\"method\":\"notifications/initialized\"}\n"
           "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}",
           file);
     fclose(file);
@@ -137,10 +140,14 @@ static void test_garbage(testenv_t *env, const char *input)
                                                 "protocolVersion")),
               "2025-06-18");
     json_decref(again);
-    json_t *last = s_response(15); /* the response to us (id 10) got no answer */
+    /* Without "jsonrpc": "2.0" a request is refused (it was answered as if it had it); the
+     * notification without it gets no answer. */
+    s_expect_error(15, -32600, "12");
+    s_expect_error(16, -32600, "13");
+    json_t *last = s_response(17); /* the response to us (id 10) got no answer */
     CHECK_INT((int)json_integer_value(json_object_get(last, "id")), 11);
     json_decref(last);
-    CHECK_INT(s_lines(), 16);
+    CHECK_INT(s_lines(), 18);
 }
 
 /* Inside a task, handoff_to writes the next task to the handoff file: nothing is submitted. */

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "failure.h"
+#include "home.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -224,6 +225,7 @@ static void test_fast_forward(void)
     CHECK(res.success);
     CHECK_INT(res.strategy, MERGE_STRATEGY_FAST_FORWARD);
     CHECK(res.pushed);
+    CHECK_INT(res.landed, MERGE_LANDED_REMOTE);
     CHECK_STR(res.merge_commit, feature);
     CHECK_INT(calls.tests_calls, 1);
     CHECK_STR(calls.tests_head, feature);
@@ -244,6 +246,59 @@ static void test_fast_forward(void)
     CHECK(text && strstr(text, "MERGE_RESULT: SUCCESS\n") && strstr(text, "TESTS: PASS\n"));
     free(text);
     merge_result_clear(&res);
+    s_teardown();
+}
+
+/* The mode of a path in the user's clone. */
+static mode_t s_mode(const char *file)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", s_repos.user, file);
+    struct stat st;
+    CHECK(stat(path, &st) == 0);
+    return st.st_mode & 07777;
+}
+
+/* The files a merge writes into the user's checkout have the modes git gives them under the
+ * user's umask (0644, 0755 for an executable, new directories 0755), not the 0600 / 0700
+ * of the services' own umask 077 (home_secure(), which every service calls at start). */
+static void test_checkout_modes(void)
+{
+    s_fixture("merge-modes");
+    mode_t before = umask(022);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "-b", "modes", NULL), 0);
+    s_write(s_repos.user, "run.sh", "#!/bin/sh\necho ok\n");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/run.sh", s_repos.user);
+    CHECK(chmod(path, 0755) == 0);
+    snprintf(path, sizeof path, "%s/dir", s_repos.user);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(path, sizeof path, "%s/dir/sub", s_repos.user);
+    CHECK(mkdir(path, 0755) == 0);
+    s_write(s_repos.user, "dir/sub/new.txt", "new\n");
+    s_write(s_repos.user, "a.c", "int a(void)\n{\n    return 11;\n}\n");
+    CHECK_INT(testgit_run(s_repos.user, "add", "-A", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "commit", "-q", "-m", "modes", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "push", "-q", "origin", "modes", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "main", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "branch", "-q", "-D", "modes", NULL), 0);
+    CHECK_INT(testgit_run(s_repos.user, "fetch", "-q", "origin", NULL), 0);
+    /* From here on the process runs as a service does: umask 077. */
+    CHECK_INT(home_secure(), 0);
+    s_calls_t calls = {.tests = MERGE_TESTS_PASS};
+    merge_request_t req;
+    s_request(&req, "modes", &calls);
+    merge_result_t res;
+    CHECK_INT(merge_engine_run(&req, &res), 0);
+    CHECK(res.success);
+    CHECK_INT(res.local, MERGE_LOCAL_CHECKOUT_UPDATED);
+    CHECK_INT(s_mode("run.sh"), 0755);
+    CHECK_INT(s_mode("a.c"), 0644);
+    CHECK_INT(s_mode("dir"), 0755);
+    CHECK_INT(s_mode("dir/sub"), 0755);
+    CHECK_INT(s_mode("dir/sub/new.txt"), 0644);
+    merge_result_clear(&res);
+    umask(before);
     s_teardown();
 }
 
@@ -951,7 +1006,8 @@ static void test_local_and_worktree(void)
     CHECK_INT(testgit_run(s_repos.user, "checkout", "-q", "--", "c.txt", NULL), 0);
     s_write(s_repos.user, "notes.txt", "untracked\n");
     CHECK_INT(merge_engine_run(&req, &res), 0);
-    CHECK(res.pushed);
+    CHECK(!res.pushed); /* no remote: nothing was pushed */
+    CHECK_INT(res.landed, MERGE_LANDED_LOCAL);
     CHECK_INT(res.strategy, MERGE_STRATEGY_CLEAN);
     CHECK_INT(res.local, MERGE_LOCAL_CHECKOUT_UPDATED);
     testgit_rev(s_repos.user, "main", main_now);
@@ -974,7 +1030,8 @@ static void test_local_and_worktree(void)
     testgit_rev(s_repos.user, "feature", feature);
     req.repo_path = wt;
     CHECK_INT(merge_engine_run(&req, &res), 0);
-    CHECK(res.pushed);
+    CHECK(!res.pushed);
+    CHECK_INT(res.landed, MERGE_LANDED_LOCAL);
     CHECK_INT(res.strategy, MERGE_STRATEGY_CLEAN);
     CHECK_INT(res.local, MERGE_LOCAL_UPDATED);
     testgit_rev(s_repos.user, "main", main_now);
@@ -1037,7 +1094,8 @@ static void test_local_target_behind(void)
     s_request(&req, "feature3", &calls);
     req.push = false;
     CHECK_INT(merge_engine_run(&req, &res), 0);
-    CHECK(res.pushed);
+    CHECK(!res.pushed);
+    CHECK_INT(res.landed, MERGE_LANDED_LOCAL);
     CHECK_INT(res.local, MERGE_LOCAL_CHECKOUT_UPDATED);
     char remote_after[41];
     testgit_rev(s_repos.remote, "main", remote_after);
@@ -1070,5 +1128,6 @@ int main(void)
     test_branch_names();
     test_local_and_worktree();
     test_local_target_behind();
+    test_checkout_modes();
     return check_exit_code("test_merge_engine");
 }

@@ -242,6 +242,24 @@ static int s_history_lines(const char *task)
     return n;
 }
 
+/* Field `key` of `task`'s merge line in the history, as JSON text ("" when there is no such
+ * line; the caller frees). */
+static char *s_history_field(const char *task, const char *key)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/specialists/merge-agent/history.jsonl", s_h->env->home);
+    char *text = testenv_read_file(path);
+    char *found = NULL;
+    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        json_t *entry = json_loads(line, 0, NULL);
+        if (found == NULL && strcmp(harness_field(entry, "task"), task) == 0)
+            found = json_dumps(json_object_get(entry, key), JSON_ENCODE_ANY);
+        json_decref(entry);
+    }
+    free(text);
+    return found ? found : strdup("");
+}
+
 /* Writes the fake agent's action script and points FAKE_CLAUDE_ACTIONS at it. */
 static void s_actions(const char *script)
 {
@@ -284,6 +302,7 @@ static void test_fast_forward(void)
     CHECK_STR(s_result_str(end, "strategy"), "fast-forward");
     CHECK_STR(s_result_str(end, "TESTS"), "SKIP");
     CHECK(json_is_true(json_object_get(json_object_get(end, "result"), "pushed")));
+    CHECK_STR(s_result_str(end, "landed"), "remote");
     s_remote_main(main_after);
     CHECK_STR(main_after, feature);
     CHECK(s_progress_has("ff-1", "fetching"));
@@ -292,6 +311,12 @@ static void test_fast_forward(void)
     CHECK_STR(s_result_str(end, "local_target"), "checkout_updated");
     CHECK(s_user_clean(main_after));
     CHECK_INT(s_history_lines("ff-1"), 1);
+    char *field = s_history_field("ff-1", "pushed");
+    CHECK_STR(field, "true");
+    free(field);
+    field = s_history_field("ff-1", "landed");
+    CHECK_STR(field, "\"remote\"");
+    free(field);
 
     /* Submitting the same merge again under a new id: already merged, nothing pushed. */
     s_submit("ff-2", "feature/ff", s_group(), 0, "PAN-1");
@@ -337,6 +362,17 @@ static void test_local_target(void)
     CHECK_STR(s_result_str(end, "MERGE_RESULT"), "SUCCESS");
     CHECK_STR(s_result_str(end, "local_target"), "checkout_updated");
     CHECK(!s_progress_has("local-2", "fetching"));
+    /* Nothing was pushed, and nothing says it was. */
+    CHECK(json_is_false(json_object_get(json_object_get(end, "result"), "pushed")));
+    CHECK_STR(s_result_str(end, "landed"), "local");
+    CHECK(!s_progress_has("local-2", "pushing"));
+    CHECK(s_progress_has("local-2", "landing on the local 'main'"));
+    char *field = s_history_field("local-2", "pushed");
+    CHECK_STR(field, "false");
+    free(field);
+    field = s_history_field("local-2", "landed");
+    CHECK_STR(field, "\"local\"");
+    free(field);
     testgit_rev(s_repos.user, "main", now);
     CHECK_STR(now, feature);
     s_remote_main(remote_after);
@@ -895,6 +931,26 @@ static void test_approve_disabled(void)
     s_teardown();
 }
 
+/* The issue's only review ran while the mode was disabled, and the mode is normal now:
+ * pan approve says that review approves nothing, before printing "Approving review" (it
+ * used to print that, then relay the broker's "issue D-2 has no finished review"). */
+static void test_approve_disabled_review(void)
+{
+    s_setup_gate("merge-svc-approve-disabled-review", NULL, true);
+    testgit_push_main(s_repos.user, ".cloister/config.toml", "[review]\nmode = \"disabled\"\n");
+    testgit_push_branch(s_repos.user, "feature/d2", "d.c", "int d;\n");
+    pid_t review = harness_service(s_h, "cloister-review", "review-d2", 3000, NULL);
+    s_review("d2r", "D-2", "feature/d2");
+    testenv_signal(review, SIGKILL);
+    testgit_push_main(s_repos.user, ".cloister/config.toml", "[review]\nmode = \"normal\"\n");
+    CHECK(s_pan("approve", "D-2", NULL) == 6);
+    CHECK(strstr(s_pan_out, "Approving review") == NULL);
+    CHECK(strstr(s_pan_out, "review d2r ran while the review mode was disabled, and approves "
+                            "nothing now that it is not") != NULL);
+    CHECK(s_pan("task", "show", "merge-d2r", NULL) != 0);
+    s_teardown();
+}
+
 /* pan doctor --workspace checks that merges there can be pushed: a dry-run push to the
  * remote (nothing written); a remote that cannot be reached is a ✗ with git's reason. */
 static void test_doctor_push(void)
@@ -1136,6 +1192,7 @@ int main(int argc, char **argv)
         {"approve_override", test_approve_override},
         {"gate_same_commit", test_gate_same_commit},
         {"approve_disabled", test_approve_disabled},
+        {"approve_disabled_review", test_approve_disabled_review},
         {"doctor_push", test_doctor_push},
         {"stopped_worker_is_fenced", test_stopped_worker_is_fenced},
     };

@@ -155,11 +155,33 @@ static void test_verdicts(testenv_t *env)
     fakeworker_hello(merger, NULL, 0);
     s_run(env, merger, "merge-agent", "v-merged",
           "{\"MERGE_RESULT\": \"SUCCESS\", \"source\": \"feat\", \"target\": \"main\","
-          " \"merge_commit\": \"0123456789abcdef0123456789abcdef01234567\", \"pushed\": true}",
+          " \"merge_commit\": \"0123456789abcdef0123456789abcdef01234567\", \"pushed\": true,"
+          " \"cost_usd\": 0.25, \"input_tokens\": 1000, \"output_tokens\": 100}",
           0);
     CHECK_STR(s_first_line(), "v-merged: merged feat into main as 0123456789ab (pushed)");
+    s_run(env, merger, "merge-agent", "v-local",
+          "{\"MERGE_RESULT\": \"SUCCESS\", \"source\": \"feat\", \"target\": \"main\","
+          " \"merge_commit\": \"0123456789abcdef0123456789abcdef01234567\", \"pushed\": false,"
+          " \"landed\": \"local\", \"cost_usd\": 0.5, \"input_tokens\": 3000, \"output_tokens\": 300}",
+          0);
+    CHECK_STR(s_first_line(),
+              "v-local: merged feat into main as 0123456789ab (landed locally: nothing pushed)");
+
+    /* The issue's agent cost and tokens: the sums over its tasks' results (0.123456 from
+     * v-blocked, 0.25 and 0.5 from the merges). */
+    CHECK_INT(harness_pan(env, s_out, "task", "list", "--issue", "PAN-42", NULL), 0);
+    CHECK(strstr(s_out, "\nIssue PAN-42: agent cost $0.87, tokens 4000 in / 400 out, over the 5 "
+                        "tasks listed\n") != NULL);
     fakeworker_bye(merger);
     fakeworker_destroy(&merger);
+}
+
+/* `pan keys --help` names every option (it left out --role). */
+static void test_keys_help(testenv_t *env)
+{
+    CHECK_INT(harness_pan(env, s_out, "keys", "--help", NULL), 0);
+    CHECK(strstr(s_out, "--role ROLE") != NULL && strstr(s_out, "submitter") != NULL &&
+          strstr(s_out, "worker") != NULL && strstr(s_out, "admin") != NULL);
 }
 
 /* Each line of `pan status` once: "Since the broker started" was printed twice. */
@@ -332,6 +354,7 @@ int main(void)
         test_ids(env);
         test_verdicts(env);
         test_status_once(env);
+        test_keys_help(env);
         test_submit_checks(env);
         test_did_you_mean(env);
         test_events(env);

@@ -162,6 +162,18 @@ static void test_parallel(review_env_t *r)
         json_decref(lines[i]);
     }
     CHECK_INT(seen, 1);
+
+    /* The cost and tokens are the task's: every agent run's (the main review and the four
+     * reviewers), not the last one's. Each fake run makes one API call: 3500 input tokens
+     * (1000, and 500 + 2000 cache), 200 output, the same cost. */
+    CHECK(n >= 5);
+    CHECK_INT(harness_int(result, "agent_runs"), n);
+    CHECK_INT(harness_int(result, "input_tokens"), 3500 * n);
+    CHECK_INT(harness_int(result, "output_tokens"), 200 * n);
+    double one = json_number_value(
+        json_object_get(json_array_get(json_object_get(result, "reviewer_runs"), 0), "cost_usd"));
+    double all = json_number_value(json_object_get(result, "cost_usd"));
+    CHECK(one > 0 && all > one * n - 1e-9 && all < one * n + 1e-9);
 }
 
 /* A reviewer that hangs past reviewer_timeout_s is a skip; the review completes with the

@@ -225,6 +225,46 @@ static void test_mismatch(void)
     snprintf(path, sizeof path, "%s/stranger_secret", env->dir);
     CHECK_INT(s_pan_status(env, "1", path, out, sizeof out), 3);
     s_check_said(out, "refused this client's CURVE key");
+
+    /* Asked again by the same process (pan top's next frame, on a new socket): said again,
+     * not "no reply" (the new socket's handshake watch used to collide with the old one's). */
+    char *top[] = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", (char *)testenv_bin("pan"),
+                   "--timeout-ms", "1500", "top", "--frames", "3", "--interval", "1", NULL};
+    setenv("CLOISTER_CURVE", "1", 1);
+    setenv("CLOISTER_CURVE_CERT", path, 1);
+    testenv_run(env, top, out, sizeof out, 20000);
+    unsetenv("CLOISTER_CURVE");
+    unsetenv("CLOISTER_CURVE_CERT");
+    s_check_said(out, "refused this client's CURVE key");
+    if (strstr(out, "no reply") != NULL)
+        fprintf(stderr, "pan top said: %s\n", out);
+    CHECK(strstr(out, "no reply") == NULL);
+
+    /* Another home holding only the broker's public key, copied (a client of a broker on
+     * another host): the copied key is kept -- it was replaced by a new pair, and every
+     * request then went unanswered -- and the home's own new client key, which the broker
+     * does not list, is refused as such. */
+    char other[700], copied[800], before[8192];
+    snprintf(other, sizeof other, "%s/other-home", env->dir);
+    snprintf(copied, sizeof copied, "%s/keys", other);
+    CHECK(mkdir(other, 0700) == 0 && mkdir(copied, 0700) == 0);
+    snprintf(copied, sizeof copied, "%s/keys/broker", other);
+    char *mine = testenv_read_file(strcat(strcpy(path, env->home), "/keys/broker"));
+    CHECK(mine != NULL && testenv_write_file(copied, mine) == 0);
+    snprintf(before, sizeof before, "%s", mine);
+    free(mine);
+    char *home = getenv("PANOPTICON_HOME") ? strdup(getenv("PANOPTICON_HOME")) : NULL;
+    setenv("PANOPTICON_HOME", other, 1);
+    CHECK_INT(s_pan_status(env, "1", NULL, out, sizeof out), 3);
+    if (home != NULL)
+        setenv("PANOPTICON_HOME", home, 1);
+    free(home);
+    s_check_said(out, "refused this client's CURVE key");
+    char *after = testenv_read_file(copied);
+    CHECK(after != NULL && strcmp(after, before) == 0);
+    free(after);
+    snprintf(copied, sizeof copied, "%s/keys/trusted/broker", other);
+    CHECK(access(copied, R_OK) == 0); /* what a worker's task socket trusts */
     testenv_destroy(&env);
 }
 

@@ -4,7 +4,8 @@
  * command exits 0 (a pipe into tee) while its output reports failures; no fix is attempted
  * unless asked; a directory without tests, a missing workspace and a payload without one
  * end failed with a clear reason; a git workspace on another branch than the task names
- * is tested as it is (and left on its branch). */
+ * is tested as it is (and left on its branch); a repository git refuses (another uid's)
+ * fails saying why, its tests never run in the checkout. */
 #include "test_test_service_harness.h"
 
 /* Runs a shell script in `dir`; returns its exit code. Its stdout goes to `out`. */
@@ -150,6 +151,36 @@ static void s_bad_workspace(harness_t *h)
     end = harness_wait(h, "task.rejected", "rel1", 5000); /* the broker refuses it */
     CHECK(end != NULL);
     CHECK_STR(harness_field(end, "error"), "payload.workspace 'pass' is not an absolute path");
+}
+
+/* A repository owned by another uid: git refuses to open it (its ownership check). The
+ * test-agent must say so, and must not run the tests in the user's checkout as if it were
+ * no repository at all (issue 37: it ran `make test` there, "the directory as it is").
+ * Needs root to give the directory to another uid. */
+static void s_foreign_owner(harness_t *h)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "s_foreign_owner: not root, cannot chown a repository: not run\n");
+        return;
+    }
+    tsh_file(h, "foreign", "tests.sh", "touch ran-in-the-checkout\n" "echo '1 passed'\n");
+    const char *dir = tsh_file(h, "foreign", "Makefile", "test:\n\t@sh tests.sh\n");
+    char out[4096];
+    CHECK_INT(s_sh(h, dir,
+                   "cd \"$1\" && git init -q && git add -A && git -c user.name=t "
+                   "-c user.email=t@t commit -qm init && chown -R 54321:54321 .",
+                   out, sizeof out),
+              0);
+    tsh_submit(h, "foreign1", 30, "{\"workspace\": \"%s\"}", dir);
+    json_t *end = tsh_end(h, "foreign1", 10000);
+    CHECK_STR(tsh_event(end), "task.failed");
+    const char *error = harness_field(end, "error");
+    CHECK(strstr(error, "git refuses the repository") != NULL);
+    CHECK(strstr(error, "belongs to uid 54321") != NULL);
+    CHECK(strstr(error, "safe.directory") != NULL);
+    char marker[700];
+    snprintf(marker, sizeof marker, "%s/ran-in-the-checkout", dir);
+    CHECK(access(marker, F_OK) != 0);
 }
 
 /* The commit of `rev` in the repository at dir, into sha (41 bytes). */
@@ -298,6 +329,7 @@ int main(void)
     s_bad_workspace(h);
     s_other_branch(h);
     s_repo_settings(h);
+    s_foreign_owner(h);
     harness_destroy(&h);
     return check_exit_code("test_test_service_verdicts");
 }

@@ -5,9 +5,11 @@
 // network beyond 127.0.0.1. The script language is described in README.md.
 //
 //   node tests/model/model.mjs --scenario FILE --log FILE --port-file FILE
+//                              [--host ADDRESS --port PORT]
 //
 // It listens on 127.0.0.1 on a port the kernel picks, writes that port to --port-file
-// (atomically) once it listens, and runs until killed. The scenario is read again for every
+// (atomically) once it listens, and runs until killed. --host and --port choose another
+// address (tests/compose/ runs it in a container, on 0.0.0.0, for the other containers). The scenario is read again for every
 // request, so a test may change it between runs of the CLI.
 import fs from 'node:fs';
 import http from 'node:http';
@@ -21,8 +23,10 @@ function parseArgs(argv) {
   const opts = {};
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, '');
-    if (!['scenario', 'log', 'port-file'].includes(key) || argv[i + 1] === undefined) {
-      process.stderr.write(`model: usage: --scenario FILE --log FILE --port-file FILE\n`);
+    if (!['scenario', 'log', 'port-file', 'host', 'port'].includes(key) ||
+        argv[i + 1] === undefined) {
+      process.stderr.write(
+        `model: usage: --scenario FILE --log FILE --port-file FILE [--host A --port P]\n`);
       process.exit(2);
     }
     opts[key] = argv[i + 1];
@@ -116,7 +120,7 @@ const server = http.createServer((req, res) => {
   });
 });
 server.keepAliveTimeout = 60000;
-server.listen(0, '127.0.0.1', () => {
+server.listen(Number(opts.port || 0), opts.host || '127.0.0.1', () => {
   const file = opts['port-file'];
   const temp = path.join(path.dirname(file), `.${path.basename(file)}.tmp`);
   fs.writeFileSync(temp, `${server.address().port}\n`);

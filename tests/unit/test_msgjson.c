@@ -3,6 +3,7 @@
  * boundaries. */
 #include "check.h"
 #include "msgjson.h"
+#include "utf8.h"
 #include "wire.h"
 
 #include <math.h>
@@ -91,24 +92,24 @@ static void test_objects(void)
 
 static void test_utf8_char_and_cut(void)
 {
-    CHECK_INT(msgjson_utf8_char("a", 1), 1);
-    CHECK_INT(msgjson_utf8_char("\xC3\xA9", 2), 2);
-    CHECK_INT(msgjson_utf8_char("\xC3\xA9", 1), 0);
-    CHECK_INT(msgjson_utf8_char("\xE2\x82\xAC", 3), 3);
-    CHECK_INT(msgjson_utf8_char("\xF0\x9F\x98\x80", 4), 4);
-    CHECK_INT(msgjson_utf8_char("\xBF", 1), 0);
+    CHECK_INT(utf8_char("a", 1), 1);
+    CHECK_INT(utf8_char("\xC3\xA9", 2), 2);
+    CHECK_INT(utf8_char("\xC3\xA9", 1), 0);
+    CHECK_INT(utf8_char("\xE2\x82\xAC", 3), 3);
+    CHECK_INT(utf8_char("\xF0\x9F\x98\x80", 4), 4);
+    CHECK_INT(utf8_char("\xBF", 1), 0);
     /* "aé€" is 1 + 2 + 3 bytes: a cut never lands inside é or €. */
     const char *text = "a\xC3\xA9\xE2\x82\xAC";
-    CHECK_INT(msgjson_utf8_cut(text, 0), 0);
-    CHECK_INT(msgjson_utf8_cut(text, 1), 1);
-    CHECK_INT(msgjson_utf8_cut(text, 2), 1);
-    CHECK_INT(msgjson_utf8_cut(text, 3), 3);
-    CHECK_INT(msgjson_utf8_cut(text, 4), 3);
-    CHECK_INT(msgjson_utf8_cut(text, 5), 3);
-    CHECK_INT(msgjson_utf8_cut(text, 6), 6);
-    CHECK_INT(msgjson_utf8_cut(text, 100), 6);
+    CHECK_INT(utf8_cut(text, 0), 0);
+    CHECK_INT(utf8_cut(text, 1), 1);
+    CHECK_INT(utf8_cut(text, 2), 1);
+    CHECK_INT(utf8_cut(text, 3), 3);
+    CHECK_INT(utf8_cut(text, 4), 3);
+    CHECK_INT(utf8_cut(text, 5), 3);
+    CHECK_INT(utf8_cut(text, 6), 6);
+    CHECK_INT(utf8_cut(text, 100), 6);
     /* A bad byte is one character of its own. */
-    CHECK_INT(msgjson_utf8_cut("\xFF\xFF" "a", 2), 2);
+    CHECK_INT(utf8_cut("\xFF\xFF" "a", 2), 2);
 }
 
 int main(void)

@@ -762,6 +762,9 @@ def test_queue_view(system, browser, queued):
     check(browser.wait_for("document.getElementById('queue-about').textContent.includes("
                            "'No worker of queue-agent is connected')"),
           "the queue page says no worker takes them")
+    about = browser.eval("document.getElementById('queue-about').textContent") or ""
+    check("null" not in about and "undefined" not in about,
+          "the queue page's line has no 'null' in it (it read '0 failednull'): %r" % about)
     browser.screenshots("queue")
     check(browser.click("#queue tr[data-task='%s'] button[data-action=urgent]" % queued[2]),
           "click Move to urgent")

@@ -712,6 +712,7 @@ function queueView(main, name, params) {
     async refresh() {
       const status = await api("/api/status");
       const me = (status.specialists || []).find((s) => s.name === name);
+      // replaceChildren() writes a null as the text "null": only the parts that are there.
       about.replaceChildren(...(me ? [badge(specialistStatus(me)), " ",
         me.workers + " worker" + (me.workers === 1 ? "" : "s") + " · " +
           (me.running || 0) + " running · " +
@@ -719,7 +720,7 @@ function queueView(main, name, params) {
         me.paused ? el("div", { class: "paused-reason" }, "Paused: " + me.paused) : null,
         !me.workers ? el("div", {},
           "No worker of " + name + " is connected: its tasks wait until one says hello.") : null]
-        : []));
+        .filter((part) => part !== null) : []));
       const page = await api("/api/queues/" + encodeURIComponent(name) + "?offset=" + offset +
         "&limit=" + PAGE);
       const rows = page.items.map((t, i) => el("tr", { "data-task": t.id },

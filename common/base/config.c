@@ -141,6 +141,8 @@ static const schema_t s_schema[] = {
     {"merge", "remote", SCHEMA_STRING, true, "origin", 0, 0, NULL},
     {"merge", "push_retries", SCHEMA_INT, true, NULL, 3, 0, NULL},
     {"merge", "push", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
+    {"merge", "queue", SCHEMA_BOOL, false, NULL, 0, 0, NULL},
+    {"merge", "queue_window", SCHEMA_INT, true, NULL, 8, 1, NULL},
 
     {"tests", "command", SCHEMA_STRING, false, NULL, 0, 0, NULL},
     {"tests", "timeout_s", SCHEMA_INT, false, NULL, 0, 1, NULL},

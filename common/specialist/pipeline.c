@@ -78,7 +78,7 @@ json_t *pipeline_merge_task(const pipeline_change_t *change, const char *from)
     json_t *task = s_task(change, "merge-agent", "merge", from, title);
     char group[4200];
     repository_merge_group(change->workspace, change->target, group, sizeof group);
-    if (task != NULL)
+    if (task != NULL && !change->queue)
         json_object_set_new(task, "group", json_string(group));
     return task;
 }

@@ -46,10 +46,12 @@ typedef struct {
     const char *source;  /* the specialist handing on */
     const char *review;  /* the review task the change passed */
     const char *mode;    /* that review's mode */
+    bool queue;          /* [merge] queue: the merge-agents queue the target's merges
+                            themselves, so the merge task has no serialisation group */
 } pipeline_change_t;
 
-/* The `submit` of the next step (caller owns): the merge-agent task "merge-<from>" in the
- * repository's merge group (merge:<root>:<target>), or the test-agent task "test-<from>",
+/* The `submit` of the next step (caller owns): the merge-agent task "merge-<from>" (in the
+ * repository's merge group merge:<root>:<target> unless change->queue), or the test-agent task "test-<from>",
  * where `from` is the id of the task handing on. NULL when memory runs out. */
 json_t *pipeline_merge_task(const pipeline_change_t *change, const char *from);
 json_t *pipeline_test_task(const pipeline_change_t *change, const char *from);

@@ -9,7 +9,7 @@
  *
  * Configuration: $PANOPTICON_HOME/cloister.toml. [broker] in (unless --in or CLOISTER_IN)
  * and heartbeat_ms / heartbeat_misses (unless --heartbeat-ms), [merge] remote (default
- * origin) and push_retries, [specialists.merge-agent] timeout (default 900 s: the lease of
+ * origin), push_retries, queue (default true) and queue_window (default 8), [specialists.merge-agent] timeout (default 900 s: the lease of
  * a task that carries no timeout_s; --timeout overrides), model, workdir and test_command
  * (else [specialists.test-agent] test_command, else detection), and the [agent] settings
  * (command, args, permission mode, ...; the command may also come from
@@ -27,11 +27,14 @@
  * of one specialist never overlap (the session lock), so instances on one host take turns
  * for the agent while their git work runs in parallel.
  *
- * Serialisation. Two merges into one target must never race. The broker guarantees it
- * through the task's `group` (at most one task of a group runs at a time); the group is
- * chosen by whoever submits -- a worker cannot change it after the fact. Submitters MUST set
- * `group` to "merge:<repository root>:<target>"; `pan submit merge-agent` and
- * `pan approve` do. A task without a group still runs, with a warning in its progress.
+ * Serialisation. Two merges into one target must never race. With [merge] queue = true
+ * (the default) the merge-agents order them themselves: every merge joins the speculative
+ * queue of its target (merge_queue.h, state under $PANOPTICON_HOME/specialists/merge-agent/
+ * queue), candidates are tested in parallel by every replica, and only a tested candidate
+ * lands, as a fast-forward; submitters set no group. With queue = false the broker
+ * serialises them through the task's `group` "merge:<repository root>:<target>" (at most one
+ * task of a group runs at a time), which `pan submit merge-agent` and the pipelines then
+ * set; a task without a group still runs, with a warning in its progress.
  *
  * SIGHUP reads cloister.toml again between tasks (specialist_reload.h): [merge], the test
  * command, [tests] (the sandbox), [agent], [context], [pipeline] and the rest of

@@ -591,6 +591,10 @@ static int s_analyse(s_job_t *job)
         git_oid_cpy(&job->merge_oid, &job->source_oid);
         return 0;
     }
+    if (job->req->fast_forward_only)
+        return s_fail(job, FAILURE_STATE,
+                      "not a fast-forward: %s is not an ancestor of the commit to land",
+                      job->target);
     int rc = merge_conflicts_find(&job->merge, job->lent, &job->target_oid, &job->source_oid);
     if (rc != 0)
         return s_fail_from_module(job, rc);
@@ -607,7 +611,8 @@ static int s_create_merge_commit(s_job_t *job, const git_oid *tree_oid)
     git_signature *sig = NULL;
     git_tree *tree = NULL;
     git_commit *parents[2] = {NULL, NULL};
-    char *message = s_strdupf("Merge branch '%s' into %s\n", req->source_branch, job->target);
+    char *message = s_strdupf("Merge branch '%s' into %s\n", req->source_branch,
+                              req->message_target ? req->message_target : job->target);
     int rc = 0;
     if (message == NULL)
         rc = s_fail(job, FAILURE_MEMORY, "out of memory");
@@ -624,6 +629,26 @@ static int s_create_merge_commit(s_job_t *job, const git_oid *tree_oid)
     git_signature_free(sig);
     free(message);
     return rc;
+}
+
+/* A fast-forward by more than one commit, as a merge commit of the source's tree (see
+ * merge_request_t.first_parent_tested). */
+static int s_commit_source_tree(s_job_t *job)
+{
+    size_t ahead = 0, behind = 0;
+    if (git_graph_ahead_behind(&ahead, &behind, job->repo, &job->source_oid, &job->target_oid) <
+        0)
+        return s_git_fail(job, "cannot count the source's commits");
+    if (ahead <= 1)
+        return 0;
+    git_commit *source = NULL;
+    if (git_commit_lookup(&source, job->repo, &job->source_oid) < 0)
+        return s_git_fail(job, "cannot read the source commit");
+    git_oid tree_oid;
+    git_oid_cpy(&tree_oid, git_commit_tree_id(source));
+    git_commit_free(source);
+    job->result->strategy = MERGE_STRATEGY_CLEAN;
+    return s_create_merge_commit(job, &tree_oid);
 }
 
 static int s_commit_clean_merge(s_job_t *job)
@@ -1161,7 +1186,10 @@ static int s_attempt(s_job_t *job)
         return 0;
     }
     rc = s_step_check(job, "analysis");
-    if (rc == 0 && result->strategy == MERGE_STRATEGY_CLEAN)
+    if (rc == 0 && result->strategy == MERGE_STRATEGY_FAST_FORWARD &&
+        job->req->first_parent_tested)
+        rc = s_commit_source_tree(job);
+    else if (rc == 0 && result->strategy == MERGE_STRATEGY_CLEAN)
         rc = s_commit_clean_merge(job);
     else if (rc == 0 && result->strategy == MERGE_STRATEGY_RESOLVED)
         rc = s_resolve_conflicts(job);

@@ -117,6 +117,16 @@ typedef struct {
                                   local target as when there is no remote */
     int push_retries;          /* extra attempts after a push rejected because the
                                   target moved; default 3 */
+    bool first_parent_tested;  /* default false; true: a fast-forward by more than one
+                                  commit becomes a merge commit (parents target, source;
+                                  the source's tree), so that every first-parent commit
+                                  the target gains is the one tested */
+    const char *message_target; /* optional: the target's name in the merge commit's
+                                  message (default target_branch) */
+    bool fast_forward_only;    /* default false; true: land the source only as a
+                                  fast-forward of the target (or find it already there),
+                                  else fail with "not a fast-forward" (the merge queue lands
+                                  exactly the commit it tested) */
     int64_t deadline_ms;       /* absolute, on clock_now_ms(); 0 = none */
     int64_t lock_stale_ms;     /* a lock file older than this is stale; default 60 s */
     const char *author_name;   /* identity of the merge commit */

@@ -9,7 +9,16 @@
  *   remote     the remote to fetch from and push to, default [merge] remote ("origin");
  *              with [merge] push = false none is used: the merge lands on the local target
  *
- * What the job does, per task:
+ * With [merge] queue (the default) the task's merge goes through the speculative queue of
+ * its target (merge_queue.h): the engine builds candidates onto a temporary branch (no
+ * push), the tests run on each candidate in a worktree of its own, and the landing is the
+ * engine again with fast_forward_only (the tested commit or nothing). The result fields are
+ * the same, plus queue_seq, queue_test_runs and queue_ms; an ejected merge fails with the
+ * reason (the failing tests named); a landing that failed for a transient reason, or a
+ * merge still queued at the deadline, is retried.
+ *
+ * What the job does, per task (without the queue; with it, the same steps in the queue's
+ * order):
  *  - the repository: the handle the last task of the same workspace used, kept open
  *    unless the repository changed in between (merge_repos.h);
  *  - deadline: the task's timeout_s (the lease the skeleton enforces) minus a margin

@@ -26,7 +26,8 @@
  * branch, target (default main) and issueId.
  *
  * The merge is submitted through `pan submit` (cmd_submit), so it gets the same payload
- * and the serialisation group merge:<repository root>:<target>: id `merge-<review task
+ * (and, with [merge] queue = false, the serialisation group merge:<repository
+ * root>:<target>; with the queue, none): id `merge-<review task
  * id>` (a second approve of the same review changes nothing), specialist merge-agent,
  * priority high. Prints a line saying what is merged, then the merge task's id (or, with
  * --json, the task). */

@@ -277,8 +277,11 @@ int cmd_submit(const pan_t *pan, int argc, char **argv)
     char group[PATH_MAX + 256] = "";
     if (args.group != NULL) {
         snprintf(group, sizeof group, "%s", args.group);
-    } else if (strcmp(args.specialist, "merge-agent") == 0 && workspace[0] != '\0') {
-        /* Not inside a repository here: the workspace itself names the group. */
+    } else if (strcmp(args.specialist, "merge-agent") == 0 && workspace[0] != '\0' &&
+               !config_bool(pan->config, "merge", "queue", true)) {
+        /* Without the merge queue ([merge] queue = false) merges into one target take turns
+         * through their group; with it, the merge-agents order them themselves and test
+         * them in parallel. Not inside a repository here: the workspace names the group. */
         repository_merge_group(workspace, args.target ? args.target : "main", group, sizeof group);
     }
     char id[CLIENT_ID_SIZE];

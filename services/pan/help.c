@@ -25,7 +25,8 @@ static const help_t s_help[] = {
      "  --description TEXT    what to do (payload.description)\n"
      "  --payload JSON        more payload (an object; the flags above win)\n"
      "  --id ID               the task id (default: a new uuid); a known id changes nothing\n"
-     "  --group G             serialisation key (merge-agent: merge:<repository>:<target>)\n"
+     "  --group G             serialisation key (merge-agent with [merge] queue = false:\n"
+     "                        merge:<repository>:<target>; with the queue: none)\n"
      "  --source S            who submits (default pan)\n"
      "  --max-attempts N      failed attempts before the task is dead (1..100)\n"
      "  --timeout SECONDS     longest one attempt may run\n"
@@ -155,6 +156,16 @@ static const help_t s_help[] = {
      "run here ([tests] sandbox and env of cloister.toml): the same sandbox, environment\n"
      "and, unless --network, a network of its own. Says how on stderr and exits with the\n"
      "command's code: to see what code under test can reach on this machine.\n"},
+    {"merge-queue",
+     "usage: pan merge-queue [REPO] [--json]\n"
+     "       pan merge-queue pause|resume REPO TARGET\n"
+     "The merge queues of this host's merge-agents (of REPO's repository only, if given):\n"
+     "each merge waiting, building, testing, passed, failed, landed or ejected (and why),\n"
+     "its candidate commit, test runs and time in the queue; test runs per landed merge.\n"
+     "  pause REPO TARGET     build and test nothing new in that queue; what is under way\n"
+     "                        finishes and passed merges still land (it drains)\n"
+     "  resume REPO TARGET    let it go on\n"
+     "  --json                the queues as JSON\n"},
     {"prompt",
      "usage: pan prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]\n"
      "The prompt a task would get, without running it.\n"

@@ -46,6 +46,7 @@ static const char *const s_usage =
     "  tests detect [DIR] [--json]\n"
     "  tests sandbox [--dir DIR] [--network] [--timeout S] -- COMMAND...   (as code under\n"
     "        test runs: what it sees here)\n"
+    "  merge-queue [REPO] [--json] | merge-queue pause|resume REPO TARGET\n"
     "  approve <issue-or-review-task> [--force] [--priority P] [--json]\n"
     "  prompt <specialist> <task-id> [--prompts-dir DIR] [--reviewer NAME]\n"
     "  doctor [--workspace DIR]... [--json]\n"
@@ -173,7 +174,8 @@ int main(int argc, char **argv)
             snprintf(keys_error, sizeof keys_error, "%s", failure_message());
     } else if (strcmp(command, "keys") != 0 && strcmp(command, "web") != 0 &&
                strcmp(command, "backup") != 0 && strcmp(command, "restore") != 0 &&
-               strcmp(command, "tests") != 0 && curve_client_init(config, endpoints) != 0) {
+               strcmp(command, "tests") != 0 && strcmp(command, "merge-queue") != 0 &&
+               curve_client_init(config, endpoints) != 0) {
         config_destroy(&config);
         return pan_fail(PAN_EXIT_ERROR, "%s", failure_message());
     }
@@ -203,6 +205,8 @@ int main(int argc, char **argv)
         code = cmd_reload(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "tests") == 0)
         code = cmd_tests(&pan, argc - 1, argv + 1);
+    else if (strcmp(command, "merge-queue") == 0)
+        code = cmd_merge_queue(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "approve") == 0)
         code = cmd_approve(&pan, argc - 1, argv + 1);
     else if (strcmp(command, "prompt") == 0)
@@ -223,7 +227,7 @@ int main(int argc, char **argv)
             "submit",  "specialists", "events", "task",    "cancel", "dead",
             "retry",   "priority",    "top",    "status",  "reload", "tests",
             "approve", "prompt",      "keys",   "web",     "backup", "restore",
-            "doctor",  "help",        "version", NULL};
+            "doctor",  "help",        "version", "merge-queue", NULL};
         const char *near = pan_suggest(command, commands);
         if (near != NULL)
             fprintf(stderr, "pan: unknown command '%s'; did you mean '%s'?\n\n%s", command, near,

@@ -225,6 +225,7 @@ int cmd_status(const pan_t *pan, int argc, char **argv);
 int cmd_reload(const pan_t *pan, int argc, char **argv);
 int cmd_top(const pan_t *pan, int argc, char **argv);
 int cmd_tests(const pan_t *pan, int argc, char **argv);
+int cmd_merge_queue(const pan_t *pan, int argc, char **argv);
 int cmd_approve(const pan_t *pan, int argc, char **argv);
 int cmd_keys(const pan_t *pan, int argc, char **argv);
 int cmd_web(const pan_t *pan, int argc, char **argv);

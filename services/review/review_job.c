@@ -434,6 +434,7 @@ static void s_chain(review_run_t *r)
         .source = REVIEW_SPECIALIST,
         .review = task->id,
         .mode = review_mode_name(mode),
+        .queue = config_bool(r->service->config, "merge", "queue", true),
     };
     json_t *submit = step == PIPELINE_MERGE ? pipeline_merge_task(&change, task->id)
                                             : pipeline_test_task(&change, task->id);

@@ -571,6 +571,7 @@ static void s_chain_merge(test_job_t *job)
         .source = TEST_AGENT_SPECIALIST,
         .review = review,
         .mode = mode,
+        .queue = config_bool(job->agent->config, "merge", "queue", true),
     };
     if (change.branch[0] == '\0' || change.commit[0] == '\0') {
         s_note(job, "tests passed, but there is no branch and commit to merge");

@@ -4,6 +4,7 @@
 #include "client.h"
 #include "clock.h"
 #include "failure.h"
+#include "merge_queue_store.h"
 #include "msgjson.h"
 #include "pan_run.h"
 #include "session.h"
@@ -13,6 +14,7 @@
 #include "wire.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -577,4 +579,13 @@ web_reply_t web_api_wake(const web_t *web, const char *specialist, const json_t 
     }
     wire_writer_destroy(&payload);
     return reply;
+}
+
+web_reply_t web_api_merge_queues(void)
+{
+    char dir[PATH_MAX];
+    json_t *queues = NULL;
+    if (merge_queue_store_dir(dir, sizeof dir) != 0 || merge_queue_store_list(dir, &queues) != 0)
+        return web_error(500, "%s", failure_message());
+    return (web_reply_t){.status = 200, .body = queues};
 }

@@ -59,6 +59,10 @@ web_reply_t web_api_queue(const web_t *web, const char *specialist, const char *
  * target, must_fix (the blocking findings)}. */
 web_reply_t web_api_reviews(const web_t *web);
 
+/* GET /api/merge-queues: the merge queues of this host's merge-agents, as their state files
+ * say (merge_queue_store_list(); the same as `pan merge-queue --json`). */
+web_reply_t web_api_merge_queues(void);
+
 /* POST /api/tasks/ID/cancel and /retry. */
 web_reply_t web_api_cancel(const web_t *web, const char *id);
 web_reply_t web_api_retry(const web_t *web, const char *id);

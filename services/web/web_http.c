@@ -228,6 +228,8 @@ static web_reply_t s_get_reply(web_t *web, struct MHD_Connection *c, const char 
     }
     if (strcmp(url, "/api/reviews") == 0)
         return web_api_reviews(web);
+    if (strcmp(url, "/api/merge-queues") == 0)
+        return web_api_merge_queues();
     if (strcmp(url, "/api/figures") == 0)
         return (web_reply_t){.status = 200, .body = web_figures_json(web->figures)};
     if (s_resource(url, "/api/queues/", name, sizeof name, &action) && action[0] == '\0')

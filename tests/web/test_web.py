@@ -469,6 +469,25 @@ def test_long_timeline(system):
     check(sum(e["event"] == "task.done" for e in events) == 55, "every other event is kept")
 
 
+def test_merge_queues(system):
+    """GET /api/merge-queues: the merge-agents' queue files, as pan merge-queue --json."""
+    status, body, _ = system.request("/api/merge-queues")
+    check(status == 200 and body == [], "GET /api/merge-queues with no queue: %s" % body)
+    queue_dir = os.path.join(system.home, "specialists", "merge-agent", "queue")
+    os.makedirs(queue_dir, exist_ok=True)
+    item = {"id": "merge-1", "seq": 1, "source": "feature/x", "state": "ejected",
+            "candidate": "ab" * 20, "tests": 1, "reason": "tests failed: test_login",
+            "enqueued_ms": 1, "ended_ms": 2}
+    with open(os.path.join(queue_dir, "q-0000000000000001.json"), "w") as f:
+        json.dump({"repo": "/r", "target": "main", "paused": False, "landed": 0, "ejected": 1,
+                   "test_runs": 1, "items": [item]}, f)
+    status, body, _ = system.request("/api/merge-queues")
+    check(status == 200 and len(body) == 1 and body[0]["target"] == "main" and
+          body[0]["items"][0]["reason"] == "tests failed: test_login",
+          "GET /api/merge-queues lists the queue: %s" % body)
+    os.remove(os.path.join(queue_dir, "q-0000000000000001.json"))
+
+
 def test_api(system):
     url = system.pan("web", "url").stdout.strip()
     check(url == "%s/#token=%s" % (system.base, system.token), "pan web url: " + url)
@@ -487,6 +506,7 @@ def test_api(system):
     check(status == 200 and "stats" in body and isinstance(body.get("specialists"), list),
           "GET /api/status")
     check(system.request("/api/nothing")[0] == 404, "an unknown API path is 404")
+    test_merge_queues(system)
     test_session(system)
     test_host(system)
 
@@ -880,6 +900,30 @@ def test_history_view(system, browser, queued):
     browser.screenshots("history")
 
 
+def test_merge_queue_view(system, browser):
+    """The merge queues page: one queue's merges, an ejected one with its reason."""
+    queue_dir = os.path.join(system.home, "specialists", "merge-agent", "queue")
+    os.makedirs(queue_dir, exist_ok=True)
+    path = os.path.join(queue_dir, "q-0000000000000002.json")
+    with open(path, "w") as f:
+        json.dump({"repo": "/r", "target": "main", "paused": False, "landed": 1, "ejected": 1,
+                   "test_runs": 3, "items": [
+                       {"id": "merge-a", "seq": 1, "source": "feature/a", "state": "landed",
+                        "candidate": "cd" * 20, "tests": 2, "enqueued_ms": 1, "ended_ms": 4001},
+                       {"id": "merge-b", "seq": 2, "source": "feature/b", "state": "ejected",
+                        "candidate": "ab" * 20, "tests": 1, "reason": "tests failed: test_login",
+                        "enqueued_ms": 1, "ended_ms": 2001}]}, f)
+    browser.go("#/merge-queue")
+    check(browser.wait_for("document.querySelectorAll('#merge-queues tr[data-item]').length === 2"
+                           " && document.getElementById('merge-queues').textContent"
+                           ".includes('tests failed: test_login')"
+                           " && document.getElementById('merge-queues').textContent"
+                           ".includes('3.00 per landed merge')"),
+          "the merge queues page")
+    browser.screenshots("merge-queue")
+    os.remove(path)
+
+
 def test_browser(system):
     os.makedirs(OUT, exist_ok=True)
     go = os.path.join(system.dir, "go")
@@ -932,6 +976,7 @@ def test_browser(system):
         test_reviews_view(system, browser)
         test_issue_view(system, browser)
         test_history_view(system, browser, queued)
+        test_merge_queue_view(system, browser)
         browser.go("#/figures")
         check(browser.wait_for("document.querySelectorAll('#charts svg').length === 4"),
               "the figures: four charts")

@@ -78,7 +78,9 @@ function panel(title, aside, ...children) {
 
 const STATE_TONE = {
   done: "ok", running: "run", queued: "neutral", failed: "bad", dead: "bad", cancelled: "neutral",
-  busy: "run", idle: "neutral", offline: "warn", paused: "bad", open: "ok", blocked: "bad" };
+  busy: "run", idle: "neutral", offline: "warn", paused: "bad", open: "ok", blocked: "bad",
+  waiting: "neutral", building: "run", testing: "run", built: "neutral", passed: "ok",
+  landed: "ok", ejected: "bad" };
 
 function badge(text, tone) {
   return el("span", { class: "badge " + (tone || STATE_TONE[text] || "neutral") }, text);
@@ -223,6 +225,7 @@ const VIEWS = {
   queue: queueView,
   history: historyView,
   reviews: reviewsView,
+  "merge-queue": mergeQueueView,
   figures: figuresView,
 };
 
@@ -887,6 +890,45 @@ function reviewCard(r, onApproved) {
       : blocked ? el("div", { class: "muted" },
         "No blocking finding: the verdict itself blocks.") : null,
     form, out);
+}
+
+// ---- merge queues (docs/merge-queue.md) ----
+
+function mergeQueueView(main) {
+  const list = el("div", { id: "merge-queues" });
+  main.append(el("h1", {}, "Merge queues"),
+    el("p", { class: "muted" },
+      "Each target's speculative queue: every merge is tested on top of the ones ahead of it, " +
+      "candidates in parallel, and lands only as the very commit that passed."), list);
+  return {
+    async refresh() {
+      const queues = await api("/api/merge-queues");
+      list.replaceChildren(...(queues.length ? queues.map(mergeQueuePanel)
+        : [el("div", { class: "panel muted" }, "No merge queue on this host.")]));
+    },
+  };
+}
+
+function mergeQueuePanel(q) {
+  const active = q.items.filter((i) => i.state !== "landed" && i.state !== "ejected").length;
+  const perMerge = q.landed ? " (" + (q.test_runs / q.landed).toFixed(2) + " per landed merge)"
+    : "";
+  const rows = q.items.slice().reverse().map((i) => {
+    const state = i.claim_kind === "build" ? "building" : i.claim_kind === "test" ? "testing"
+      : i.state;
+    const end = i.ended_ms > 0 ? i.ended_ms : Date.now();
+    return el("tr", { "data-item": String(i.seq) },
+      el("td", { class: "num" }, String(i.seq)), el("td", {}, taskLink(i.id)),
+      el("td", { class: "mono" }, i.source),
+      el("td", { class: "mono" }, i.candidate ? i.candidate.slice(0, 12) : "–"),
+      el("td", { class: "num" }, String(i.tests)), el("td", {}, age(end - i.enqueued_ms)),
+      el("td", {}, badge(state), i.reason && (state === "ejected" || state === "failed")
+        ? el("span", { class: "muted" }, " " + i.reason) : null));
+  });
+  return panel(q.repo + " → " + q.target, (q.paused ? "paused · " : "") + active + " queued · " +
+    q.landed + " landed · " + q.ejected + " ejected · " + q.test_runs + " test runs" + perMerge,
+    table(["##", "Task", "Branch", "Candidate", "#Runs", "In queue", "State"], rows,
+      "Nothing queued yet."));
 }
 
 // ---- figures ----
